@@ -1,0 +1,109 @@
+// Package tmuxtest starts private tmux servers for tests. Every server has
+// a unique socket name (tmux -L), uses no configuration file, and is killed
+// by name when the test ends; the user's default server is never touched.
+package tmuxtest
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Server is one private tmux server.
+type Server struct {
+	t      testing.TB
+	Socket string
+}
+
+// New returns a fresh socket name whose server is killed at cleanup. The
+// server itself starts with the first session.
+func New(t testing.TB) *Server {
+	t.Helper()
+	if _, err := exec.LookPath("tmux"); err != nil {
+		t.Skip("tmux is not installed")
+	}
+	var b [6]byte
+	rand.Read(b[:])
+	s := &Server{t: t, Socket: fmt.Sprintf("tstest-%d-%s", os.Getpid(), hex.EncodeToString(b[:]))}
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// Cmd runs one tmux command on this server and returns its stdout.
+func (s *Server) Cmd(args ...string) (string, error) {
+	argv := append([]string{"-L", s.Socket, "-f", os.DevNull}, args...)
+	cmd := exec.Command("tmux", argv...)
+	cmd.Env = Env()
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			return string(out), fmt.Errorf("tmux %s: %w: %s", strings.Join(args, " "), err, ee.Stderr)
+		}
+		return string(out), fmt.Errorf("tmux %s: %w", strings.Join(args, " "), err)
+	}
+	return string(out), nil
+}
+
+// Must is Cmd that fails the test on error.
+func (s *Server) Must(args ...string) string {
+	s.t.Helper()
+	out, err := s.Cmd(args...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return out
+}
+
+// Kill kills this server only (tmux -L SOCKET kill-server).
+func (s *Server) Kill() {
+	s.Cmd("kill-server")
+}
+
+// Env is the environment for tmux children: TMUX and TMUX_PANE removed so
+// tests work when run from inside tmux.
+func Env() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// ControlClients returns the pids of live `tmux -C` processes that use
+// socket, read from /proc.
+func ControlClients(socket string) []int {
+	var pids []int
+	matches, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, m := range matches {
+		b, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		hasSock, hasC := false, false
+		for i, a := range args {
+			if a == "-L" && i+1 < len(args) && args[i+1] == socket {
+				hasSock = true
+			}
+			if a == "-C" || a == "-CC" {
+				hasC = true
+			}
+		}
+		if hasSock && hasC {
+			// Skip zombies: they are gone as far as resources go but are
+			// still listed until reaped; report them, the caller decides.
+			var pid int
+			fmt.Sscanf(filepath.Base(filepath.Dir(m)), "%d", &pid)
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}

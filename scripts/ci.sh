@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The whole CI job; also what `just ci` runs.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+scripts/ensure-tmux.sh
+
+echo "== go vet"
+go vet ./...
+
+echo "== gofmt"
+unformatted=$(gofmt -l .)
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change these files:" >&2
+	echo "$unformatted" >&2
+	exit 1
+fi
+
+echo "== go test ./... (the README's test command)"
+go test ./...
+
+echo "== go test -race -short ./..."
+go test -race -short ./...

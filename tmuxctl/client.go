@@ -1,0 +1,555 @@
+package tmuxctl
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Config describes one control client.
+type Config struct {
+	// Tmux is the tmux binary; default "tmux" from PATH.
+	Tmux string
+	// Socket is the private server's socket name (tmux -L). Required: the
+	// user's default server is never used.
+	Socket string
+	// ConfigFile is passed as tmux -f; default /dev/null so that the
+	// user's ~/.tmux.conf never changes what the orchestrator sees.
+	ConfigFile string
+	// Args is the command the client starts with, for example
+	// {"attach-session", "-t", "=ts-a"} or {"new-session", "-A", "-s", "x"}.
+	Args []string
+	// Env is added to the child's environment (TMUX and TMUX_PANE are
+	// always removed so the client works from inside tmux).
+	Env []string
+	// PaneBacklog bounds undelivered output per pane (DefaultPaneBacklog).
+	PaneBacklog int
+	// CloseTimeout is how long Close waits for the child to exit before it
+	// kills it (default 2s).
+	CloseTimeout time.Duration
+}
+
+// CommandError is a command that tmux answered with %error.
+type CommandError struct {
+	Command string // the line that was sent
+	Index   int    // which command of the line failed (0 for Run)
+	Message string // tmux's own words
+}
+
+func (e *CommandError) Error() string {
+	return fmt.Sprintf("tmux command %q failed: %s", e.Command, e.Message)
+}
+
+// ExitError is why a client ended: the %exit reason tmux gave, what it
+// wrote on stderr, or that the stream ended without %exit.
+type ExitError struct {
+	Reason string // the %exit reason, "" when tmux gave none
+	Stderr string
+	NoExit bool // the stream ended without %exit (the process died)
+	Closed bool // ended by Close
+}
+
+func (e *ExitError) Error() string {
+	var why string
+	switch {
+	case e.Closed:
+		why = "closed"
+	case e.NoExit:
+		why = "control stream ended without %exit (tmux server or client killed)"
+	case e.Reason != "":
+		why = e.Reason
+	default:
+		why = "detached (session closed, client detached or server stopped)"
+	}
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		why += ": " + s
+	}
+	return "tmux control client ended: " + why
+}
+
+// ErrClosed is wrapped by the errors of calls made on a client that has
+// ended; errors.As(err, **ExitError) says why.
+var ErrClosed = errors.New("tmux control client is not running")
+
+// Client is one `tmux -C` child process and its stream. All methods are
+// safe for concurrent use.
+type Client struct {
+	cfg    Config
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	stderr *tailBuffer
+
+	done     chan struct{} // closed when the stream ended and the process is reaped
+	started  chan error    // the start command's outcome, once
+	closing  chan struct{} // closed by Close
+	closeMu  sync.Once
+	exitedCh chan struct{} // closed when cmd.Wait returned
+
+	mu       sync.Mutex // guards pending, the order of writes to stdin, err, panes
+	pending  []*request
+	err      *ExitError
+	panes    map[string]*PaneStream
+	unpaired int // replies that arrived with nothing pending (should stay 0)
+
+	evMu    sync.Mutex // guards evQueue
+	evQueue []Event
+	evReady chan struct{} // capacity 1
+	events  chan Event
+}
+
+type request struct {
+	line    string
+	want    int
+	replies []reply
+	done    chan struct{}
+	err     error
+}
+
+// Start runs tmux in control mode with cfg.Args and waits for tmux's
+// answer to that command. On error nothing is left running.
+func Start(ctx context.Context, cfg Config) (*Client, error) {
+	if cfg.Socket == "" {
+		return nil, fmt.Errorf("start tmux control client: no socket name (refusing to use the default tmux server)")
+	}
+	if len(cfg.Args) == 0 {
+		return nil, fmt.Errorf("start tmux control client: no start command")
+	}
+	if cfg.Tmux == "" {
+		cfg.Tmux = "tmux"
+	}
+	if cfg.ConfigFile == "" {
+		cfg.ConfigFile = os.DevNull
+	}
+	if cfg.PaneBacklog <= 0 {
+		cfg.PaneBacklog = DefaultPaneBacklog
+	}
+	if cfg.CloseTimeout <= 0 {
+		cfg.CloseTimeout = 2 * time.Second
+	}
+	argv := append([]string{"-L", cfg.Socket, "-f", cfg.ConfigFile, "-C"}, cfg.Args...)
+	cmd := exec.Command(cfg.Tmux, argv...)
+	cmd.Env = append(cleanEnv(os.Environ()), cfg.Env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	c := &Client{
+		cfg:      cfg,
+		cmd:      cmd,
+		stderr:   &tailBuffer{max: 4096},
+		done:     make(chan struct{}),
+		started:  make(chan error, 1),
+		closing:  make(chan struct{}),
+		exitedCh: make(chan struct{}),
+		panes:    map[string]*PaneStream{},
+		evReady:  make(chan struct{}, 1),
+		events:   make(chan Event),
+	}
+	cmd.Stderr = c.stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start tmux control client: %w", err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start tmux control client: %w", err)
+	}
+	c.stdin = stdin
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start tmux control client: %w", err)
+	}
+	go c.readLoop(stdout)
+	go c.pumpEvents()
+	select {
+	case err := <-c.started:
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("start tmux control client %s: %w", strings.Join(cfg.Args, " "), err)
+		}
+		return c, nil
+	case <-ctx.Done():
+		c.Close()
+		return nil, fmt.Errorf("start tmux control client: %w", ctx.Err())
+	}
+}
+
+func cleanEnv(env []string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// PID returns the process id of the tmux -C child.
+func (c *Client) PID() int { return c.cmd.Process.Pid }
+
+// Done is closed when the client has ended and its process is reaped.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err returns why the client ended (an *ExitError), or nil while it runs.
+func (c *Client) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		return nil
+	}
+	return c.err
+}
+
+// Events delivers notifications in order. It is closed after the client
+// ends and every queued event was delivered (or Close was called).
+func (c *Client) Events() <-chan Event { return c.events }
+
+// Pane returns the output stream of pane ("%3"), creating it if needed.
+// Output that arrived before the first call is in it too.
+func (c *Client) Pane(pane string) *PaneStream {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.paneLocked(pane)
+}
+
+func (c *Client) paneLocked(pane string) *PaneStream {
+	p := c.panes[pane]
+	if p == nil {
+		p = newPaneStream(pane, c.cfg.PaneBacklog)
+		c.panes[pane] = p
+	}
+	return p
+}
+
+// Run sends one command line and returns tmux's output lines. A %error
+// reply is a *CommandError. The line is checked with CheckCommand first;
+// nothing is sent if it fails. Cancelling ctx abandons the wait, not the
+// command: tmux still runs it.
+func (c *Client) Run(ctx context.Context, line string) ([]string, error) {
+	if err := CheckCommand(line); err != nil {
+		return nil, err
+	}
+	out, err := c.send(ctx, line, 1)
+	if err != nil {
+		return nil, err
+	}
+	return out[0], nil
+}
+
+// RunMany sends several commands on one line (joined with " ; "), so tmux
+// runs them back to back with nothing in between, and returns each one's
+// output. tmux stops at the first failing command: the result then holds
+// the outputs of those that ran, and the error is a *CommandError naming
+// the index of the one that failed.
+func (c *Client) RunMany(ctx context.Context, cmds ...string) ([][]string, error) {
+	if len(cmds) == 0 {
+		return nil, fmt.Errorf("%w: no commands", ErrBadCommand)
+	}
+	for _, cmd := range cmds {
+		if err := CheckCommand(cmd); err != nil {
+			return nil, err
+		}
+	}
+	return c.send(ctx, strings.Join(cmds, " ; "), len(cmds))
+}
+
+func (c *Client) send(ctx context.Context, line string, want int) ([][]string, error) {
+	req := &request{line: line, want: want, done: make(chan struct{})}
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	c.pending = append(c.pending, req)
+	_, werr := io.WriteString(c.stdin, line+"\n")
+	c.mu.Unlock()
+	if werr != nil {
+		// The reader will fail the request when the stream ends.
+		select {
+		case <-req.done:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("send %q: %w", line, ctx.Err())
+		}
+		return nil, req.err
+	}
+	select {
+	case <-req.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for reply to %q: %w", line, ctx.Err())
+	}
+	if req.err != nil {
+		return nil, req.err
+	}
+	outs := make([][]string, 0, len(req.replies))
+	for i, r := range req.replies {
+		if r.err {
+			return outs, &CommandError{Command: line, Index: i, Message: strings.Join(r.lines, "\n")}
+		}
+		outs = append(outs, r.lines)
+	}
+	return outs, nil
+}
+
+// SetSize makes tmux count this client for sizing at columns×rows
+// (refresh-client -C). Until then a control client does not size windows.
+func (c *Client) SetSize(ctx context.Context, columns, rows int) error {
+	_, err := c.Run(ctx, fmt.Sprintf("refresh-client -C %dx%d", columns, rows))
+	return err
+}
+
+// SetPauseAfter asks tmux to pause a pane's output when this client is
+// more than d behind it (refresh-client -f pause-after). Zero turns it off.
+func (c *Client) SetPauseAfter(ctx context.Context, d time.Duration) error {
+	flag := "!pause-after"
+	if d > 0 {
+		secs := int((d + time.Second - 1) / time.Second)
+		flag = "pause-after=" + strconv.Itoa(secs)
+	}
+	_, err := c.Run(ctx, Command("refresh-client", "-f", flag))
+	return err
+}
+
+// Continue resumes a pane that tmux paused (%pause). Output sent while it
+// was paused is gone: reseed.
+func (c *Client) Continue(ctx context.Context, pane string) error {
+	_, err := c.Run(ctx, Command("refresh-client", "-A", pane+":continue"))
+	return err
+}
+
+// SetPaneOutput turns a pane's %output for this client on or off. With it
+// off tmux does not format the pane's output for us at all (the cheapest
+// state for a pane nobody observes); turning it back on needs a reseed.
+func (c *Client) SetPaneOutput(ctx context.Context, pane string, on bool) error {
+	state := "off"
+	if on {
+		state = "on"
+	}
+	_, err := c.Run(ctx, Command("refresh-client", "-A", pane+":"+state))
+	return err
+}
+
+// Close ends the client: it closes tmux's stdin (a control client detaches
+// on end of input), waits up to CloseTimeout for the process to exit,
+// kills it if it has not, and reaps it. It always returns after the
+// process is gone.
+func (c *Client) Close() error {
+	c.closeMu.Do(func() {
+		close(c.closing)
+		c.mu.Lock()
+		if c.err == nil {
+			c.err = &ExitError{Closed: true}
+		}
+		c.mu.Unlock()
+		c.stdin.Close()
+		select {
+		case <-c.exitedCh:
+		case <-time.After(c.cfg.CloseTimeout):
+			c.cmd.Process.Kill()
+		}
+	})
+	<-c.done
+	return nil
+}
+
+// readLoop owns stdout: it reads to EOF whatever happens, so tmux never
+// blocks writing to us, then reaps the process and fails what is pending.
+func (c *Client) readLoop(stdout io.Reader) {
+	br := bufio.NewReaderSize(stdout, 64<<10)
+	var f framer
+	s := &clientSink{c: c}
+	var exit *Exit
+	var long []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long = append(long, chunk...)
+			continue
+		}
+		line := chunk
+		if long != nil {
+			long = append(long, chunk...)
+			line = long
+		}
+		if len(line) > 0 {
+			line = trimEOL(line)
+			f.line(line, s)
+			if s.exit != nil && exit == nil {
+				exit = s.exit
+			}
+		}
+		long = long[:0:0]
+		if err != nil {
+			break
+		}
+	}
+	waitErr := c.cmd.Wait()
+	close(c.exitedCh)
+	c.mu.Lock()
+	if c.err == nil {
+		ee := &ExitError{Stderr: c.stderr.String()}
+		if exit != nil {
+			ee.Reason = exit.Reason
+		} else {
+			ee.NoExit = true
+		}
+		if waitErr != nil && ee.Stderr == "" && exit == nil {
+			ee.Stderr = waitErr.Error()
+		}
+		c.err = ee
+	}
+	pending := c.pending
+	c.pending = nil
+	exitErr := c.err
+	c.mu.Unlock()
+	for _, r := range pending {
+		r.err = fmt.Errorf("%w: %w", ErrClosed, exitErr)
+		close(r.done)
+	}
+	select {
+	case c.started <- fmt.Errorf("%w: %w", ErrClosed, exitErr):
+	default:
+	}
+	close(c.done)
+	c.signalEvents()
+}
+
+func trimEOL(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		b = b[:n-1]
+	}
+	return b
+}
+
+// clientSink routes framer output into the client.
+type clientSink struct {
+	c        *Client
+	sawStart bool
+	exit     *Exit
+}
+
+func (s *clientSink) output(pane string, data []byte) {
+	s.c.mu.Lock()
+	p := s.c.paneLocked(pane)
+	s.c.mu.Unlock()
+	p.append(data)
+}
+
+func (s *clientSink) event(ev Event) {
+	switch e := ev.(type) {
+	case Exit:
+		s.exit = &e
+	case Pause:
+		s.c.Pane(e.Pane).markPaused()
+	}
+	s.c.queueEvent(ev)
+}
+
+func (s *clientSink) reply(r reply) {
+	c := s.c
+	c.mu.Lock()
+	if len(c.pending) == 0 {
+		c.unpaired++
+		c.mu.Unlock()
+		return
+	}
+	req := c.pending[0]
+	req.replies = append(req.replies, r)
+	finished := r.err || len(req.replies) == req.want
+	if finished {
+		c.pending = c.pending[1:]
+	}
+	c.mu.Unlock()
+	if finished {
+		close(req.done)
+	}
+}
+
+// foreign handles blocks that are not replies to Run: the first one is
+// tmux's answer to the start command; later ones (hooks) are dropped.
+func (s *clientSink) foreign(r reply) {
+	if s.sawStart {
+		return
+	}
+	s.sawStart = true
+	var err error
+	if r.err {
+		err = &CommandError{Command: strings.Join(s.c.cfg.Args, " "), Message: strings.Join(r.lines, "\n")}
+	}
+	s.c.started <- err
+}
+
+func (c *Client) queueEvent(ev Event) {
+	c.evMu.Lock()
+	c.evQueue = append(c.evQueue, ev)
+	c.evMu.Unlock()
+	c.signalEvents()
+}
+
+func (c *Client) signalEvents() {
+	select {
+	case c.evReady <- struct{}{}:
+	default:
+	}
+}
+
+func (c *Client) pumpEvents() {
+	defer close(c.events)
+	for {
+		c.evMu.Lock()
+		q := c.evQueue
+		c.evQueue = nil
+		c.evMu.Unlock()
+		for _, ev := range q {
+			select {
+			case c.events <- ev:
+			case <-c.closing:
+				return
+			}
+		}
+		if len(q) > 0 {
+			continue
+		}
+		select {
+		case <-c.done:
+			c.evMu.Lock()
+			empty := len(c.evQueue) == 0
+			c.evMu.Unlock()
+			if empty {
+				return
+			}
+		case <-c.evReady:
+		case <-c.closing:
+			return
+		}
+	}
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex // guards b
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
+}

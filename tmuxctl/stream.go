@@ -1,0 +1,79 @@
+package tmuxctl
+
+import "sync"
+
+// DefaultPaneBacklog is how many undelivered output bytes a pane may hold
+// before its consumer is declared behind and the backlog is dropped.
+const DefaultPaneBacklog = 8 << 20
+
+// PaneStream is the decoded output of one pane, in order, as a byte
+// stream. The client's reader appends to it without ever waiting; the
+// consumer takes what has accumulated. If more than the backlog bound
+// accumulates, the backlog is dropped and the next Take reports Lost: the
+// consumer must then reseed its view of the pane from tmux.
+type PaneStream struct {
+	pane  string
+	limit int
+	ready chan struct{} // capacity 1: "there is something to Take"
+
+	mu     sync.Mutex // guards the fields below
+	buf    []byte
+	lost   bool // bytes were dropped since the last Take
+	paused bool // tmux paused the pane (%pause) since the last Take
+	total  uint64
+}
+
+func newPaneStream(pane string, limit int) *PaneStream {
+	return &PaneStream{pane: pane, limit: limit, ready: make(chan struct{}, 1)}
+}
+
+// Pane returns the pane id, e.g. "%3".
+func (p *PaneStream) Pane() string { return p.pane }
+
+// Ready is signalled (it has capacity one) whenever Take has something new
+// to report. Consumers select on it; they never poll.
+func (p *PaneStream) Ready() <-chan struct{} { return p.ready }
+
+// Chunk is what Take returns.
+type Chunk struct {
+	Data   []byte // the bytes accumulated since the last Take, in order
+	Lost   bool   // output was dropped (backlog bound passed): reseed
+	Paused bool   // tmux paused the pane: Continue it and reseed
+	Total  uint64 // bytes ever received for the pane, including dropped ones
+}
+
+// Take returns and clears what has accumulated.
+func (p *PaneStream) Take() Chunk {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := Chunk{Data: p.buf, Lost: p.lost, Paused: p.paused, Total: p.total}
+	p.buf, p.lost, p.paused = nil, false, false
+	return c
+}
+
+func (p *PaneStream) signal() {
+	select {
+	case p.ready <- struct{}{}:
+	default:
+	}
+}
+
+func (p *PaneStream) append(data []byte) {
+	p.mu.Lock()
+	p.total += uint64(len(data))
+	if len(p.buf)+len(data) > p.limit {
+		p.buf = nil
+		p.lost = true
+	} else {
+		p.buf = append(p.buf, data...)
+	}
+	p.mu.Unlock()
+	p.signal()
+}
+
+func (p *PaneStream) markPaused() {
+	p.mu.Lock()
+	p.paused = true
+	p.mu.Unlock()
+	p.signal()
+}
