@@ -110,6 +110,7 @@ type request struct {
 	line    string
 	want    int
 	replies []reply
+	marks   map[string]uint64 // pane output totals when the last reply ended
 	done    chan struct{}
 	err     error
 }
@@ -235,7 +236,7 @@ func (c *Client) Run(ctx context.Context, line string) ([]string, error) {
 	if err := CheckCommand(line); err != nil {
 		return nil, err
 	}
-	out, err := c.send(ctx, line, 1)
+	out, _, err := c.send(ctx, line, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -256,45 +257,56 @@ func (c *Client) RunMany(ctx context.Context, cmds ...string) ([][]string, error
 			return nil, err
 		}
 	}
+	outs, _, err := c.send(ctx, strings.Join(cmds, " ; "), len(cmds))
+	return outs, err
+}
+
+// RunManyMarked is RunMany that also returns, for every pane of this
+// client, the PaneStream total (Chunk.Total) at the moment tmux ended the
+// reply. tmux writes a reply block with no pane output inside it, so
+// output up to the mark happened before the commands ran and output after
+// it happened after: the race-free way to seed a screen from capture-pane
+// and then apply only newer output.
+func (c *Client) RunManyMarked(ctx context.Context, cmds ...string) ([][]string, map[string]uint64, error) {
+	if len(cmds) == 0 {
+		return nil, nil, fmt.Errorf("%w: no commands", ErrBadCommand)
+	}
+	for _, cmd := range cmds {
+		if err := CheckCommand(cmd); err != nil {
+			return nil, nil, err
+		}
+	}
 	return c.send(ctx, strings.Join(cmds, " ; "), len(cmds))
 }
 
-func (c *Client) send(ctx context.Context, line string, want int) ([][]string, error) {
+func (c *Client) send(ctx context.Context, line string, want int) ([][]string, map[string]uint64, error) {
 	req := &request{line: line, want: want, done: make(chan struct{})}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return nil, fmt.Errorf("%w: %w", ErrClosed, err)
+		return nil, nil, fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	c.pending = append(c.pending, req)
 	_, werr := io.WriteString(c.stdin, line+"\n")
 	c.mu.Unlock()
-	if werr != nil {
-		// The reader will fail the request when the stream ends.
-		select {
-		case <-req.done:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("send %q: %w", line, ctx.Err())
-		}
-		return nil, req.err
-	}
+	_ = werr // a failed write ends the stream; the reader then fails req
 	select {
 	case <-req.done:
 	case <-ctx.Done():
-		return nil, fmt.Errorf("wait for reply to %q: %w", line, ctx.Err())
+		return nil, nil, fmt.Errorf("wait for reply to %q: %w", line, ctx.Err())
 	}
 	if req.err != nil {
-		return nil, req.err
+		return nil, nil, req.err
 	}
 	outs := make([][]string, 0, len(req.replies))
 	for i, r := range req.replies {
 		if r.err {
-			return outs, &CommandError{Command: line, Index: i, Message: strings.Join(r.lines, "\n")}
+			return outs, req.marks, &CommandError{Command: line, Index: i, Message: strings.Join(r.lines, "\n")}
 		}
 		outs = append(outs, r.lines)
 	}
-	return outs, nil
+	return outs, req.marks, nil
 }
 
 // SetSize makes tmux count this client for sizing at columns×rows
@@ -464,6 +476,10 @@ func (s *clientSink) reply(r reply) {
 	finished := r.err || len(req.replies) == req.want
 	if finished {
 		c.pending = c.pending[1:]
+		req.marks = make(map[string]uint64, len(c.panes))
+		for id, p := range c.panes {
+			req.marks[id] = p.totalBytes()
+		}
 	}
 	c.mu.Unlock()
 	if finished {

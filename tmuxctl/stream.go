@@ -77,3 +77,16 @@ func (p *PaneStream) markPaused() {
 	p.mu.Unlock()
 	p.signal()
 }
+
+func (p *PaneStream) totalBytes() uint64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
+// Pending reports whether Take has something to return.
+func (p *PaneStream) Pending() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.buf) > 0 || p.lost || p.paused
+}
