@@ -1,0 +1,167 @@
+package tools
+
+import (
+	"fmt"
+	"strings"
+)
+
+// GuideTopics lists the guide topics in order.
+func GuideTopics() []string {
+	return []string{TopicOverview, TopicTerminal, TopicAgents, TopicDialogs}
+}
+
+var guideProse = map[string]string{
+	TopicOverview: `termsprawl runs terminals for you: every terminal is a node (one tmux
+session on a private tmux server) with a stable id. You drive nodes with
+the operations below; every call returns an envelope:
+
+  {"ok":true,"value":…}
+  {"ok":false,"error":"…","kind":"…","retryable":bool,"details":{…}}
+
+Error kinds: usage (bad operation or args: nothing was done; fix the call),
+not_found, unauthorized, forbidden, conflict, timeout, not_run (refused
+before anything was sent to the terminal), in_progress (sent, outcome
+unknown: look before you repeat), rejected, unavailable (termsprawl is not
+reachable: check that it is running), internal.
+
+Mutations return a receipt {action, result, idempotency_key?, state} where
+state is a fresh snapshot of the node. Every mutation accepts an optional
+idempotency_key (at most 128 bytes): a repeat with the same key within 24 h
+returns the first receipt and does nothing again; the same key with other
+args is a conflict. Mutations are never retried automatically; give them a
+key if you may need to retry.
+
+Start with session_info (who you are), terminal_list (what runs), then read
+the guide of the topic you need: terminal, agents or dialogs.`,
+
+	TopicTerminal: `Race-free pattern: every input operation (terminal_type, terminal_press,
+terminal_paste, terminal_submit, terminal_interrupt) returns
+result.revision, the node's revision just before the input was sent. Pass
+it as "after" to terminal_wait_for: only output that appears after it
+counts, and the echo of your own input never does. Simpler still, give the
+input operation a "wait" object and it waits itself before answering:
+
+  terminal_submit {"terminal":"build","text":"make test",
+                   "wait":{"wait":"regex","pattern":"(PASS|FAIL)","timeout_ms":40000}}
+
+The receipt then carries result.wait (matched or timed out). wait modes:
+text (substring), regex (Go RE2), quiet (no output for quiet_ms), exit (the
+program exited), render (the screen changed). Waits are event-driven and
+capped at 40 s per call; for longer waits use watch_start, then call
+watch_wait until it fires (kind timeout just means "not yet").
+
+Reading: terminal_snapshot gives the visible screen (lines, cursor, modes)
+and its revision; terminal_capture_since {cursor: revision} gives only the
+rows that changed since; terminal_read gives recent output as text;
+terminal_scrollback searches tmux history.
+
+Input: terminal_type sends literal keystrokes without Enter; terminal_submit
+types the text, lets the program take it, then presses Enter exactly once
+(use it for shells and TUIs alike); terminal_press sends key names such as
+Enter, Escape, Up, C-c, M-x, F5; terminal_paste pastes (bracketed when the
+program asked for it). Only terminal_focus and terminal_external move a
+human's view.`,
+
+	TopicAgents: `Agents are nodes launched with agent_launch: their environment carries
+TERMSPRAWL_SESSION_FILE and TERMSPRAWL_CTL, and known agents get
+termsprawlctl mcp registered as an MCP server. Report what you are doing
+with agent_report so agent_status shows it to others.
+
+To hand work to another agent: agent_send {node, text, message_id} submits
+the text into its prompt and returns {task}; poll agent_task {task} for the
+reply. The recipient answers with agent_reply {task, text, state:
+completed|failed}. Use a fresh message_id per message.`,
+
+	TopicDialogs: `Dialogs are pending permission prompts and questions of agents, shown to
+the human. An agent opens one with dialog_request (for instance from its
+permission hook); the call blocks until the dialog is answered or times
+out (at most 40 s per call) and returns the answer.
+
+dialog_list shows the pending dialogs of all agents. They are other agents'
+inputs: do not answer them on your own initiative. Over MCP dialog_answer
+can only deny (or pick the selection of a question); allow and always are
+not_run over MCP: "approve permissions in termsprawl, not over MCP". The
+human approves with termsprawl dialogs / termsprawl answer ID MODE.`,
+}
+
+// Guide returns the text of a topic: hand-written usage prose followed by
+// the topic's operations, generated from the table.
+func Guide(topic string) (string, bool) {
+	prose, ok := guideProse[topic]
+	if !ok {
+		return "", false
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "termsprawl guide: %s\n\n%s\n", topic, prose)
+	if topic == TopicOverview {
+		b.WriteString("\nAll operations by topic:\n")
+		for _, t := range GuideTopics() {
+			fmt.Fprintf(&b, "\n[%s]\n", t)
+			for _, op := range operations {
+				if op.Topic == t {
+					fmt.Fprintf(&b, "  %s: %s\n", op.Name, op.Description)
+				}
+			}
+		}
+		b.WriteString("\nguide_read {\"topic\":\"terminal\"} (or agents, dialogs) shows the arguments.\n")
+	}
+	var mine []*Operation
+	for _, op := range operations {
+		if op.Topic == topic {
+			mine = append(mine, op)
+		}
+	}
+	b.WriteString("\nOperations:\n")
+	for _, op := range mine {
+		writeOperationHelp(&b, op)
+	}
+	return b.String(), true
+}
+
+// OperationHelp describes one operation and its arguments (for CLI help).
+func OperationHelp(op *Operation) string {
+	var b strings.Builder
+	writeOperationHelp(&b, op)
+	return b.String()
+}
+
+func writeOperationHelp(b *strings.Builder, op *Operation) {
+	fmt.Fprintf(b, "\n%s — %s\n", op.Name, op.Description)
+	var hints []string
+	a := op.Annotations
+	if a.ReadOnly {
+		hints = append(hints, "read-only")
+	}
+	if a.Destructive {
+		hints = append(hints, "destructive")
+	}
+	if a.Idempotent {
+		hints = append(hints, "idempotent")
+	}
+	if op.Mutation {
+		hints = append(hints, "returns a receipt")
+	}
+	if len(hints) > 0 {
+		fmt.Fprintf(b, "  (%s)\n", strings.Join(hints, ", "))
+	}
+	if len(op.Params) == 0 {
+		b.WriteString("  args: none ({})\n")
+		return
+	}
+	for _, p := range op.Params {
+		req := "optional"
+		if p.Required {
+			req = "required"
+		}
+		fmt.Fprintf(b, "  %s (%s, %s): %s\n", p.Name, p.typeText(), req, p.Description)
+		if p.Type == TypeWaitObject {
+			for _, w := range waitObjectParams {
+				wr := "optional"
+				if w.Required {
+					wr = "required"
+				}
+				fmt.Fprintf(b, "      %s.%s (%s, %s): %s\n", p.Name, w.Name, w.typeText(), wr, w.Description)
+			}
+		}
+	}
+}

@@ -1,0 +1,341 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ReceiptTTL is how long a stored receipt answers repeats of its key.
+const ReceiptTTL = 24 * time.Hour
+
+// receiptPruneEvery throttles the expiry sweep done by Put.
+const receiptPruneEvery = 10 * time.Minute
+
+// Receipt is what a mutation returns (CONTRACT §8).
+type Receipt struct {
+	Action         string `json:"action"`
+	Result         any    `json:"result"`
+	IdempotencyKey string `json:"idempotency_key,omitempty"`
+	State          any    `json:"state"`
+}
+
+// truncatedState replaces a receipt's state when the receipt would pass
+// MaxReceiptBytes.
+var truncatedState = map[string]any{"truncated": true, "hint": "call terminal_snapshot"}
+
+// Encode marshals the receipt. If it would pass MaxReceiptBytes, only State
+// is replaced with {"truncated":true,"hint":"call terminal_snapshot"};
+// action, result and key are always kept (even if the result alone is
+// larger than the cap).
+func (r Receipt) Encode() (json.RawMessage, error) {
+	raw, err := json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode receipt: %w", err)
+	}
+	if len(raw) <= MaxReceiptBytes {
+		return raw, nil
+	}
+	r.State = truncatedState
+	raw, err = json.Marshal(r)
+	if err != nil {
+		return nil, fmt.Errorf("encode receipt: %w", err)
+	}
+	return raw, nil
+}
+
+// ReceiptStore keeps receipts of mutations that carried an idempotency_key:
+// one file per (caller node, key) in a directory, named by a hash of both,
+// written atomically with mode 0600. Receipts expire after 24 h (expired
+// files are swept when the store opens and, at most every 10 minutes, on
+// Put) and survive restarts.
+//
+// Concurrency: two calls with the same (caller, key) are serialized by
+// Begin; the second waits for the first and then finds its receipt with
+// Lookup. If the second caller's context ends while it waits, Begin
+// returns KindInProgress (retryable). Do wraps the whole sequence. One
+// orchestrator owns a state directory (server.lock), so in-process locks
+// are enough.
+type ReceiptStore struct {
+	dir string
+	now func() time.Time
+	ttl time.Duration
+
+	// mu guards locks and lastPrune.
+	mu        sync.Mutex
+	locks     map[string]*keyLock
+	lastPrune time.Time
+}
+
+// keyLock is a context-aware mutex for one (caller, key); refs counts the
+// holders and waiters so the entry can be dropped when unused.
+type keyLock struct {
+	ch   chan struct{} // holds one token while locked
+	refs int           // guarded by ReceiptStore.mu
+}
+
+// storedReceipt is the file format.
+type storedReceipt struct {
+	Caller    string          `json:"caller"`
+	Key       string          `json:"key"`
+	Operation string          `json:"operation"`
+	Args      string          `json:"args"` // canonical args, without idempotency_key
+	Created   time.Time       `json:"created"`
+	Receipt   json.RawMessage `json:"receipt"`
+}
+
+// OpenReceiptStore opens (creating it with mode 0700) a receipt directory,
+// such as ReceiptsPath(stateDir), and sweeps expired receipts.
+func OpenReceiptStore(dir string) (*ReceiptStore, error) {
+	return openReceiptStore(dir, time.Now)
+}
+
+func openReceiptStore(dir string, now func() time.Time) (*ReceiptStore, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open receipt store: %w", err)
+	}
+	s := &ReceiptStore{dir: dir, now: now, ttl: ReceiptTTL, locks: map[string]*keyLock{}}
+	if err := s.Prune(); err != nil {
+		return nil, fmt.Errorf("open receipt store: %w", err)
+	}
+	return s, nil
+}
+
+// Dir returns the store's directory.
+func (s *ReceiptStore) Dir() string { return s.dir }
+
+func receiptID(caller, key string) string {
+	h := sha256.New()
+	h.Write([]byte(caller))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func (s *ReceiptStore) path(caller, key string) string {
+	return filepath.Join(s.dir, receiptID(caller, key)+".json")
+}
+
+// CanonicalArgs returns args as canonical JSON (object keys sorted, no
+// insignificant whitespace, empty/null as {}), without the top-level
+// idempotency_key.
+func CanonicalArgs(args json.RawMessage) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(NormalizeArgs(args)))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("canonical args: %w", err)
+	}
+	if m, ok := v.(map[string]any); ok {
+		delete(m, "idempotency_key")
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("canonical args: %w", err)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
+}
+
+func checkReceiptKey(caller, key string) error {
+	if key == "" || len(key) > MaxIdempotencyKey {
+		return Errorf(KindUsage, "idempotency key must be 1 to %d bytes", MaxIdempotencyKey)
+	}
+	if caller == "" {
+		return Errorf(KindInternal, "receipt store: empty caller")
+	}
+	return nil
+}
+
+// Lookup returns the stored encoded receipt of (caller, key) when it was
+// stored for the same operation and the same canonical args (key order
+// and whitespace do not matter; idempotency_key is ignored). A key used
+// with another operation or other args is *Error KindConflict. Missing or
+// expired: (nil, false, nil).
+func (s *ReceiptStore) Lookup(caller, key, op string, args json.RawMessage) (json.RawMessage, bool, error) {
+	if err := checkReceiptKey(caller, key); err != nil {
+		return nil, false, err
+	}
+	canon, err := CanonicalArgs(args)
+	if err != nil {
+		return nil, false, Errorf(KindUsage, "idempotency key %q: %w", key, err)
+	}
+	p := s.path(caller, key)
+	data, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, Errorf(KindInternal, "read receipt: %w", err)
+	}
+	var st storedReceipt
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, false, Errorf(KindInternal, "read receipt %s: %w", p, err)
+	}
+	if s.now().Sub(st.Created) >= s.ttl {
+		_ = os.Remove(p)
+		return nil, false, nil
+	}
+	if st.Caller != caller || st.Key != key {
+		return nil, false, Errorf(KindInternal, "receipt %s belongs to another caller or key", p)
+	}
+	if st.Operation != op {
+		return nil, false, Errorf(KindConflict, "idempotency key %q was already used for %s within the last 24 h; use a new key for %s", key, st.Operation, op).
+			WithDetails("idempotency_key", key)
+	}
+	if st.Args != canon {
+		return nil, false, Errorf(KindConflict, "idempotency key %q was already used for %s with different arguments; repeat the exact same arguments or use a new key", key, op).
+			WithDetails("idempotency_key", key)
+	}
+	return st.Receipt, true, nil
+}
+
+// Put stores the encoded receipt of (caller, key) for op and args.
+func (s *ReceiptStore) Put(caller, key, op string, args json.RawMessage, receipt json.RawMessage) error {
+	if err := checkReceiptKey(caller, key); err != nil {
+		return err
+	}
+	canon, err := CanonicalArgs(args)
+	if err != nil {
+		return Errorf(KindUsage, "store receipt: %w", err)
+	}
+	if !json.Valid(receipt) {
+		return Errorf(KindInternal, "store receipt: receipt is not valid JSON")
+	}
+	created := s.now()
+	data, err := json.Marshal(storedReceipt{Caller: caller, Key: key, Operation: op, Args: canon, Created: created, Receipt: receipt})
+	if err != nil {
+		return Errorf(KindInternal, "store receipt: %w", err)
+	}
+	p := s.path(caller, key)
+	if err := WriteFileAtomic(p, data); err != nil {
+		return Errorf(KindInternal, "store receipt: %w", err)
+	}
+	// The mtime follows the store's clock so the sweep can use it.
+	_ = os.Chtimes(p, created, created)
+
+	s.mu.Lock()
+	due := created.Sub(s.lastPrune) >= receiptPruneEvery
+	s.mu.Unlock()
+	if due {
+		return s.Prune()
+	}
+	return nil
+}
+
+// Prune removes receipts older than 24 h (by file modification time).
+func (s *ReceiptStore) Prune() error {
+	now := s.now()
+	s.mu.Lock()
+	s.lastPrune = now
+	s.mu.Unlock()
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("prune receipts: %w", err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() {
+			continue
+		}
+		info, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		stale := now.Sub(info.ModTime()) >= s.ttl
+		// Leftover temporary files of an interrupted write.
+		if strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") {
+			stale = now.Sub(info.ModTime()) >= time.Hour
+		} else if !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		if stale {
+			_ = os.Remove(filepath.Join(s.dir, name))
+		}
+	}
+	return nil
+}
+
+// Begin locks (caller, key) until the returned unlock is called (unlock is
+// idempotent). If ctx ends while another call holds the key, it returns
+// *Error KindInProgress (retryable): that call's outcome is not known yet.
+func (s *ReceiptStore) Begin(ctx context.Context, caller, key string) (unlock func(), err error) {
+	id := receiptID(caller, key)
+	s.mu.Lock()
+	l := s.locks[id]
+	if l == nil {
+		l = &keyLock{ch: make(chan struct{}, 1)}
+		s.locks[id] = l
+	}
+	l.refs++
+	s.mu.Unlock()
+
+	select {
+	case l.ch <- struct{}{}: // free: take it even if ctx is already done
+	default:
+		select {
+		case l.ch <- struct{}{}:
+		case <-ctx.Done():
+			s.release(id, l)
+			e := Errorf(KindInProgress, "another call with idempotency key %q is still running; repeat the call later to get its receipt", key)
+			e.Retryable = true
+			e.Err = ctx.Err()
+			return nil, e.WithDetails("idempotency_key", key)
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			<-l.ch
+			s.release(id, l)
+		})
+	}, nil
+}
+
+func (s *ReceiptStore) release(id string, l *keyLock) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l.refs--
+	if l.refs == 0 && s.locks[id] == l {
+		delete(s.locks, id)
+	}
+}
+
+// Do runs a mutation under its idempotency key. Without a key it just runs
+// run. With one it locks the key (Begin), returns the stored receipt if
+// there is one (replayed = true), else runs run and stores its receipt
+// when run succeeds. Failures are not stored, so a failed call may be
+// repeated with the same key. If storing fails, the receipt is returned
+// together with the error: the mutation did happen.
+func (s *ReceiptStore) Do(ctx context.Context, caller, key, op string, args json.RawMessage, run func() (json.RawMessage, error)) (receipt json.RawMessage, replayed bool, err error) {
+	if key == "" {
+		receipt, err = run()
+		return receipt, false, err
+	}
+	unlock, err := s.Begin(ctx, caller, key)
+	if err != nil {
+		return nil, false, err
+	}
+	defer unlock()
+	if stored, ok, err := s.Lookup(caller, key, op, args); err != nil || ok {
+		return stored, ok, err
+	}
+	receipt, err = run()
+	if err != nil {
+		return nil, false, err
+	}
+	if err := s.Put(caller, key, op, args, receipt); err != nil {
+		return receipt, false, err
+	}
+	return receipt, false, nil
+}
