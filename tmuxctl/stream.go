@@ -78,6 +78,10 @@ func (p *PaneStream) markPaused() {
 	p.signal()
 }
 
+// Total returns how many bytes the pane has sent so far, including any
+// dropped ones.
+func (p *PaneStream) Total() uint64 { return p.totalBytes() }
+
 func (p *PaneStream) totalBytes() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -1,0 +1,88 @@
+package orchestrator
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// newTestOrchestrator starts an orchestrator on a private tmux server and
+// a temporary state dir; both are cleaned up.
+func newTestOrchestrator(t *testing.T) (*Orchestrator, *tmuxtest.Server) {
+	t.Helper()
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	o := openOrchestrator(t, srv, dir)
+	return o, srv
+}
+
+func openOrchestrator(t *testing.T, srv *tmuxtest.Server, dir string) *Orchestrator {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	o, err := New(ctx, Config{StateDir: dir, Socket: srv.Socket})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(o.Close)
+	return o
+}
+
+func tctx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 45*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// launch starts a node running argv at 80x24 in a temp dir.
+func launch(t *testing.T, o *Orchestrator, argv ...string) string {
+	t.Helper()
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: argv, Cwd: t.TempDir(), Columns: 80, Rows: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Terminal
+}
+
+// waitText waits for text on a node or fails the test with the screen.
+func waitText(t *testing.T, o *Orchestrator, id, text string) WaitResult {
+	t.Helper()
+	r, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitText, Text: text, After: new(uint64), TimeoutMS: 20000})
+	if err != nil {
+		snap, _ := o.Snapshot(id)
+		t.Fatalf("wait for %q: %v\nscreen:\n%s", text, err, strings.Join(snap.Lines, "\n"))
+	}
+	return r
+}
+
+// bashArgv is a predictable interactive bash.
+func bashArgv() []string {
+	return []string{"bash", "--norc", "--noprofile", "-i"}
+}
+
+func writeScript(t *testing.T, name, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(body), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func controlClients(socket string) []int { return tmuxtest.ControlClients(socket) }
+
+func derefInt(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

@@ -1,0 +1,174 @@
+package orchestrator
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// ServeInfo is what Serve reports once it listens.
+type ServeInfo struct {
+	Endpoint        tools.Endpoint
+	StateDir        string
+	Socket          string
+	OperatorSession string
+	Nodes           int
+}
+
+// LockError means another live orchestrator owns the state dir.
+type LockError struct {
+	PID  int
+	Path string
+}
+
+func (e *LockError) Error() string {
+	return fmt.Sprintf("another termsprawl (pid %d) is running on this state dir (%s): stop it with `termsprawl down`", e.PID, e.Path)
+}
+
+// lockInfo is server.lock's content.
+type lockInfo struct {
+	PID        int    `json:"pid"`
+	InstanceID string `json:"instance_id"`
+}
+
+// stateLock is the one-orchestrator-per-state-dir lock: an flock on a
+// companion file (released by the kernel if the process dies, so a stale
+// lock is taken over) plus server.lock, written atomically, that says who
+// holds it.
+type stateLock struct {
+	f    *os.File
+	path string
+	id   string
+}
+
+func acquireLock(stateDir, instanceID string) (*stateLock, error) {
+	path := tools.LockPath(stateDir)
+	f, err := os.OpenFile(filepath.Join(stateDir, ".server.lock.flock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock: %w", err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		var li lockInfo
+		if b, rerr := os.ReadFile(path); rerr == nil {
+			_ = jsonUnmarshal(b, &li)
+		}
+		return nil, &LockError{PID: li.PID, Path: path}
+	}
+	if err := tools.WriteJSONAtomic(path, lockInfo{PID: os.Getpid(), InstanceID: instanceID}); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("write %s: %w", path, err)
+	}
+	return &stateLock{f: f, path: path, id: instanceID}, nil
+}
+
+func (l *stateLock) release() {
+	var li lockInfo
+	if b, err := os.ReadFile(l.path); err == nil && jsonUnmarshal(b, &li) == nil && li.InstanceID == l.id {
+		os.Remove(l.path)
+	}
+	l.f.Close()
+}
+
+func newInstanceID() string {
+	var b [12]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ensureOperatorSession keeps sessions/operator.json (its token survives
+// restarts) or writes a new one.
+func ensureOperatorSession(stateDir, socket string) (tools.Session, error) {
+	path := tools.OperatorSessionPath(stateDir)
+	if s, err := tools.ReadSession(path); err == nil && s.Node == tools.OperatorNode && s.Role == tools.RoleOperator {
+		return s, nil
+	}
+	tok, err := tools.NewToken()
+	if err != nil {
+		return tools.Session{}, err
+	}
+	s := tools.Session{Node: tools.OperatorNode, Token: tok, Role: tools.RoleOperator, Socket: socket}
+	if err := tools.WriteSession(path, s); err != nil {
+		return tools.Session{}, fmt.Errorf("write operator session: %w", err)
+	}
+	return s, nil
+}
+
+// Serve runs the orchestrator: it takes the state dir's lock, starts or
+// adopts the tmux server and its nodes, writes the operator session and
+// endpoint.json, calls ready once listening and serves POST /call until
+// ctx ends. Then it stops serving, removes endpoint.json if it is still
+// its own and releases the lock. tmux sessions keep running.
+func Serve(ctx context.Context, cfg Config, ready func(ServeInfo)) error {
+	if err := tools.EnsureStateDir(cfg.StateDir); err != nil {
+		return err
+	}
+	instance := newInstanceID()
+	lock, err := acquireLock(cfg.StateDir, instance)
+	if err != nil {
+		return err
+	}
+	defer lock.release()
+	op, err := ensureOperatorSession(cfg.StateDir, cfg.Socket)
+	if err != nil {
+		return err
+	}
+	o, err := New(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer o.Close()
+	api, err := newAPI(o, instance, op)
+	if err != nil {
+		return err
+	}
+	defer api.close()
+	ln, err := tools.ListenLoopback()
+	if err != nil {
+		return err
+	}
+	hostPort := ln.Addr().(*net.TCPAddr).AddrPort().String()
+	srv := tools.NewHTTPServer(tools.NewHandler(api, func() string { return hostPort }))
+	srv.BaseContext = func(net.Listener) context.Context { return api.ctx }
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+
+	ep := tools.Endpoint{URL: tools.EndpointURL(hostPort), InstanceID: instance, PID: os.Getpid(), Version: cfg.Version}
+	epPath := tools.EndpointPath(cfg.StateDir)
+	if err := tools.WriteEndpoint(epPath, ep); err != nil {
+		srv.Close()
+		return fmt.Errorf("write endpoint: %w", err)
+	}
+	defer tools.RemoveEndpointIfOwned(epPath, instance)
+	o.log.Info("serving", "url", ep.URL, "state_dir", cfg.StateDir, "socket", o.cfg.Socket, "nodes", len(o.List(ctx)))
+	if ready != nil {
+		ready(ServeInfo{Endpoint: ep, StateDir: cfg.StateDir, Socket: o.cfg.Socket,
+			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: len(o.sortedNodes())})
+	}
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("serve: %w", err)
+		}
+	}
+	// Cancel waits in flight so shutdown is not held up by them.
+	api.close()
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	o.log.Info("stopped; tmux sessions keep running")
+	return nil
+}

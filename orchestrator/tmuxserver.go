@@ -1,0 +1,141 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
+)
+
+// adminSession is the hidden session that keeps the private server alive
+// and hosts the orchestrator's own control clients. It is not a node.
+const adminSession = "termsprawl-admin"
+
+// deathChannel is the tmux wait-for channel the pane-died hook signals:
+// tmux 3.3a has no pane-death notification for control clients.
+const deathChannel = "termsprawl-pane-died"
+
+// serverConf is the private server's configuration, written to the state
+// dir and passed with -f, and sourced again when an existing server is
+// adopted.
+const serverConf = `# Written by termsprawl: the private server's settings.
+set -gw remain-on-exit on
+set -g remain-on-exit-format ""
+set -g history-limit 10000
+set -g status off
+set -g escape-time 10
+set -g default-terminal screen-256color
+set -g update-environment ""
+set -g exit-empty on
+set-hook -g pane-died "wait-for -S ` + deathChannel + `"
+`
+
+// tmuxServer is the private tmux server as the orchestrator sees it: its
+// socket, configuration, an admin control client for commands that are not
+// about one node, and a waiter client parked on the pane-death channel.
+type tmuxServer struct {
+	bin, socket, conf string
+	minimalEnv        []string
+
+	admin  *tmuxctl.Client
+	waiter *tmuxctl.Client
+	deaths chan struct{} // signalled (capacity 1) when some pane died
+	stop   chan struct{}
+	wg     sync.WaitGroup
+}
+
+// cli runs one tmux command through the tmux binary (used only before the
+// admin client exists: to start the server).
+func (s *tmuxServer) cli(ctx context.Context, args ...string) (string, error) {
+	argv := append([]string{"-L", s.socket, "-f", s.conf}, args...)
+	cmd := exec.CommandContext(ctx, s.bin, argv...)
+	cmd.Env = s.minimalEnv
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("tmux %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+func startTmuxServer(ctx context.Context, bin, socket, stateDir string, env []string) (*tmuxServer, error) {
+	if _, err := exec.LookPath(bin); err != nil {
+		return nil, fmt.Errorf("find tmux: %w (install tmux, e.g. apt-get install tmux)", err)
+	}
+	conf := filepath.Join(stateDir, "tmux.conf")
+	if err := os.WriteFile(conf, []byte(serverConf), 0o600); err != nil {
+		return nil, fmt.Errorf("write tmux config: %w", err)
+	}
+	s := &tmuxServer{bin: bin, socket: socket, conf: conf, minimalEnv: env, deaths: make(chan struct{}, 1), stop: make(chan struct{})}
+	if _, err := s.cli(ctx, "has-session", "-t", "="+adminSession); err != nil {
+		// No server, or no admin session: create it (this starts the
+		// server with the minimal environment as its global one).
+		if _, err := s.cli(ctx, "new-session", "-d", "-s", adminSession, "-x", "80", "-y", "24", "--", "sleep", "infinity"); err != nil {
+			if _, err2 := s.cli(ctx, "has-session", "-t", "="+adminSession); err2 != nil {
+				return nil, fmt.Errorf("start private tmux server %q: %w", socket, err)
+			}
+		}
+	}
+	var err error
+	s.admin, err = tmuxctl.Start(ctx, tmuxctl.Config{Tmux: bin, Socket: socket, ConfigFile: conf, Args: []string{"attach-session", "-t", "=" + adminSession}})
+	if err != nil {
+		return nil, fmt.Errorf("attach admin client: %w", err)
+	}
+	if _, err := s.admin.Run(ctx, tmuxctl.Command("source-file", conf)); err != nil {
+		s.admin.Close()
+		return nil, fmt.Errorf("apply tmux config: %w", err)
+	}
+	s.waiter, err = tmuxctl.Start(ctx, tmuxctl.Config{Tmux: bin, Socket: socket, ConfigFile: conf, Args: []string{"attach-session", "-t", "=" + adminSession}})
+	if err != nil {
+		s.admin.Close()
+		return nil, fmt.Errorf("attach waiter client: %w", err)
+	}
+	s.wg.Add(1)
+	go s.waitDeaths()
+	return s, nil
+}
+
+// waitDeaths parks the waiter client on the death channel; every wake-up
+// is passed on to the orchestrator, which checks its panes. A signal sent
+// while nobody waits is remembered by tmux, so none is lost.
+func (s *tmuxServer) waitDeaths() {
+	defer s.wg.Done()
+	for {
+		_, err := s.waiter.Run(context.Background(), tmuxctl.Command("wait-for", deathChannel))
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		if err != nil {
+			if errors.Is(err, tmuxctl.ErrClosed) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // a refused wait-for: do not spin
+			continue
+		}
+		select {
+		case s.deaths <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// close ends the orchestrator's clients; the server and its sessions keep
+// running.
+func (s *tmuxServer) close() {
+	close(s.stop)
+	// Wake the parked wait-for so the waiter's queue is empty, then close.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	s.admin.Run(ctx, tmuxctl.Command("wait-for", "-S", deathChannel))
+	cancel()
+	s.waiter.Close()
+	s.admin.Close()
+	s.wg.Wait()
+}

@@ -1,0 +1,301 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Wait kinds (terminal_wait_for "wait").
+const (
+	WaitText   = "text"
+	WaitRegex  = "regex"
+	WaitQuiet  = "quiet"
+	WaitExit   = "exit"
+	WaitRender = "render"
+)
+
+// WaitSpec is what to wait for.
+type WaitSpec struct {
+	Wait      string  `json:"wait"`
+	Text      string  `json:"text,omitempty"`
+	Pattern   string  `json:"pattern,omitempty"`
+	QuietMS   int     `json:"quiet_ms,omitempty"`
+	After     *uint64 `json:"after,omitempty"`
+	TimeoutMS int     `json:"timeout_ms,omitempty"`
+}
+
+// WaitResult is how a wait ended.
+type WaitResult struct {
+	Matched   bool     `json:"matched"`
+	TimedOut  bool     `json:"timed_out,omitempty"`
+	Wait      string   `json:"wait"`
+	Revision  uint64   `json:"revision"`
+	After     uint64   `json:"after"`
+	Match     string   `json:"match,omitempty"`
+	ElapsedMS int64    `json:"elapsed_ms"`
+	Status    string   `json:"status"`
+	ExitCode  *int     `json:"exit_code,omitempty"`
+	Excerpt   []string `json:"excerpt,omitempty"` // the screen's last rows, on a timeout
+}
+
+// defaultQuietMS is the quiet period when a quiet wait names none.
+const defaultQuietMS = 500
+
+// compiled is a checked WaitSpec.
+type compiled struct {
+	WaitSpec
+	re      *regexp.Regexp
+	timeout time.Duration
+	quiet   time.Duration
+}
+
+func compileWait(spec WaitSpec) (compiled, error) {
+	c := compiled{WaitSpec: spec}
+	switch spec.Wait {
+	case WaitText:
+		if spec.Text == "" {
+			return c, tools.Errorf(tools.KindUsage, `wait "text" needs a non-empty "text"`)
+		}
+	case WaitRegex:
+		if spec.Pattern == "" {
+			return c, tools.Errorf(tools.KindUsage, `wait "regex" needs a "pattern"`)
+		}
+		re, err := regexp.Compile(spec.Pattern)
+		if err != nil {
+			return c, tools.Errorf(tools.KindUsage, "pattern %q does not compile: %v (Go RE2 syntax)", spec.Pattern, err)
+		}
+		c.re = re
+	case WaitQuiet, WaitExit, WaitRender:
+	default:
+		return c, tools.Errorf(tools.KindUsage, "unknown wait %q: use text, regex, quiet, exit or render", spec.Wait)
+	}
+	c.timeout = tools.DefaultWaitTimeout
+	if spec.TimeoutMS > 0 {
+		c.timeout = time.Duration(spec.TimeoutMS) * time.Millisecond
+	}
+	if c.timeout > tools.MaxWaitTimeout {
+		return c, tools.Errorf(tools.KindUsage, "timeout_ms %d is over the %d ms limit: use watch_start for longer waits", spec.TimeoutMS, tools.MaxWaitTimeout/time.Millisecond)
+	}
+	c.quiet = defaultQuietMS * time.Millisecond
+	if spec.QuietMS > 0 {
+		c.quiet = time.Duration(spec.QuietMS) * time.Millisecond
+	}
+	return c, nil
+}
+
+// maskEcho blanks, in order, the first occurrence of each line of each
+// input in text, so a wait never matches the terminal's echo of what was
+// typed. The echo may be broken by the line editor's wrapping (line ends
+// and spaces between any two characters), which the
+// search allows for lines up to maxWrapAware bytes. Masked bytes become
+// NUL, which no pattern of ours can match.
+func maskEcho(text string, inputs []string) string {
+	if len(inputs) == 0 {
+		return text
+	}
+	b := []byte(text)
+	from := 0
+	for _, in := range inputs {
+		for _, line := range strings.Split(strings.ReplaceAll(in, "\r", "\n"), "\n") {
+			if line == "" {
+				continue
+			}
+			start, end := findEcho(string(b[from:]), line)
+			if start < 0 {
+				continue
+			}
+			for j := from + start; j < from+end; j++ {
+				b[j] = 0
+			}
+			from += end
+		}
+	}
+	return string(b)
+}
+
+// maxWrapAware bounds the input lines searched with wrap points allowed.
+const maxWrapAware = 2048
+
+// findEcho finds line in text, exactly or with wrap points inserted.
+func findEcho(text, line string) (int, int) {
+	if i := strings.Index(text, line); i >= 0 {
+		return i, i + len(line)
+	}
+	if len(line) > maxWrapAware {
+		return -1, -1
+	}
+	var pat strings.Builder
+	for i, r := range line {
+		if i > 0 {
+			pat.WriteString(`[ \n]*`)
+		}
+		pat.WriteString(regexp.QuoteMeta(string(r)))
+	}
+	re, err := regexp.Compile(pat.String())
+	if err != nil {
+		return -1, -1
+	}
+	loc := re.FindStringIndex(text)
+	if loc == nil {
+		return -1, -1
+	}
+	return loc[0], loc[1]
+}
+
+// match reports whether the text condition holds for output after
+// baseline, and what matched.
+func (n *node) match(c *compiled, baseline uint64) (bool, string) {
+	txt, err := n.scr.TextSince(baseline)
+	n.mu.Lock()
+	seeded := n.seedRev > baseline
+	n.mu.Unlock()
+	if err != nil || seeded {
+		// The text log no longer reaches back that far (a flood), or a
+		// seed painted rows that never passed through the log: judge by
+		// the rows changed since the baseline as well.
+		if ch, cerr := n.scr.ChangesSince(baseline); cerr == nil {
+			var b strings.Builder
+			for _, r := range ch.Rows {
+				b.WriteString(r.Text)
+				b.WriteByte('\n')
+			}
+			txt += "\n" + b.String()
+		} else {
+			txt += "\n" + strings.Join(n.scr.Rows(), "\n")
+		}
+	}
+	txt = maskEcho(txt, n.inputsSince(baseline))
+	if c.re != nil {
+		if loc := c.re.FindStringIndex(txt); loc != nil {
+			return true, txt[loc[0]:loc[1]]
+		}
+		return false, ""
+	}
+	if strings.Contains(txt, c.Text) {
+		return true, c.Text
+	}
+	return false, ""
+}
+
+// waitFor blocks until spec holds, the timeout passes or ctx ends. It
+// sleeps on the mirror's change channel and the node's status channel.
+// A timeout is a WaitResult with TimedOut set, not an error.
+func (n *node) waitFor(ctx context.Context, spec WaitSpec) (WaitResult, error) {
+	c, err := compileWait(spec)
+	if err != nil {
+		return WaitResult{}, err
+	}
+	return n.waitCompiled(ctx, c)
+}
+
+func (n *node) waitCompiled(ctx context.Context, c compiled) (WaitResult, error) {
+	start := time.Now()
+	baseline := n.scr.Revision()
+	if c.After != nil {
+		baseline = *c.After
+		if cur := n.scr.Revision(); baseline > cur {
+			return WaitResult{}, tools.Errorf(tools.KindUsage, "after %d is newer than the terminal's revision %d: pass a revision this terminal returned", baseline, cur)
+		}
+	}
+	deadline := time.NewTimer(c.timeout)
+	defer deadline.Stop()
+	var quietTimer *time.Timer
+	var quietC <-chan time.Time
+	lastTotal := n.stream.Total()
+	if c.Wait == WaitQuiet {
+		quietTimer = time.NewTimer(c.quiet)
+		defer quietTimer.Stop()
+		quietC = quietTimer.C
+	}
+	result := func(matched bool, m string) WaitResult {
+		status, code, _ := n.state()
+		return WaitResult{Matched: matched, Wait: c.Wait, Revision: n.scr.Revision(), After: baseline, Match: m,
+			ElapsedMS: time.Since(start).Milliseconds(), Status: status, ExitCode: code}
+	}
+	for {
+		rev, changed := n.scr.WaitState()
+		status, statusCh := n.statusWait()
+		switch c.Wait {
+		case WaitRender:
+			if rev > baseline {
+				return result(true, ""), nil
+			}
+		case WaitExit:
+			if status == StatusExited {
+				return result(true, ""), nil
+			}
+		case WaitText, WaitRegex:
+			if ok, m := n.match(&c, baseline); ok {
+				return result(true, m), nil
+			}
+		}
+		if status == StatusExited && c.Wait != WaitExit && c.Wait != WaitQuiet {
+			_, _, gone := n.state()
+			// Output read before the death is already applied: nothing
+			// more can come.
+			if gone || c.Wait == WaitRender || !n.outputPending() {
+				r := result(false, "")
+				return r, tools.Errorf(tools.KindConflict, "terminal %q exited before the %s wait was satisfied", n.meta.ID, c.Wait).
+					WithDetails("status", r.Status).WithDetails("exit_code", r.ExitCode).
+					WithDetails("revision", r.Revision).WithDetails("excerpt", n.excerpt(10))
+			}
+		}
+		select {
+		case <-changed:
+			if quietTimer != nil {
+				if !quietTimer.Stop() {
+					<-quietTimer.C
+				}
+				quietTimer.Reset(c.quiet)
+			}
+		case <-statusCh:
+		case <-quietC:
+			// The mirror did not change, but tmux may still be sending
+			// (the pump can be busy reseeding): quiet means no output.
+			if total := n.stream.Total(); total != lastTotal || n.stream.Pending() {
+				lastTotal = total
+				quietTimer.Reset(c.quiet)
+				continue
+			}
+			return result(true, ""), nil
+		case <-deadline.C:
+			r := result(false, "")
+			r.TimedOut = true
+			r.Excerpt = n.excerpt(10)
+			return r, nil
+		case <-ctx.Done():
+			return WaitResult{}, tools.Errorf(tools.KindTimeout, "wait on %q cancelled: %v", n.meta.ID, ctx.Err())
+		}
+	}
+}
+
+// outputPending reports whether the pane stream holds output the mirror
+// has not applied yet.
+func (n *node) outputPending() bool { return n.stream.Pending() }
+
+// excerpt returns the last k non-empty-trailing rows of the screen.
+func (n *node) excerpt(k int) []string {
+	rows := n.scr.Rows()
+	end := len(rows)
+	for end > 0 && strings.TrimSpace(rows[end-1]) == "" {
+		end--
+	}
+	start := max(end-k, 0)
+	return append([]string(nil), rows[start:end]...)
+}
+
+// timeoutError turns a timed-out WaitResult into the contract's timeout
+// error with a screen excerpt.
+func timeoutError(id string, r WaitResult) error {
+	return tools.Errorf(tools.KindTimeout, "terminal %q: %s wait timed out after %d ms", id, r.Wait, r.ElapsedMS).
+		WithDetails("revision", r.Revision).WithDetails("after", r.After).
+		WithDetails("excerpt", r.Excerpt).WithDetails("status", r.Status)
+}
+
+func isTruncated(err error) bool { return errors.Is(err, screen.ErrHistoryTruncated) }

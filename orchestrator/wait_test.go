@@ -1,0 +1,86 @@
+package orchestrator
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMaskEcho(t *testing.T) {
+	tests := []struct {
+		name   string
+		text   string
+		inputs []string
+		want   string // "" where the text must not contain the probe
+		probe  string
+		found  bool
+	}{
+		{"plain echo hidden", "$ sleep 1; echo READY\n", []string{"sleep 1; echo READY"}, "", "READY", false},
+		{"output after echo kept", "$ sleep 1; echo READY\nREADY\n", []string{"sleep 1; echo READY"}, "", "READY", true},
+		{"wrapped echo hidden", "$ sleep 1; echo RE \nADY\n", []string{"sleep 1; echo READY"}, "", "READY", false},
+		{"wrapped at a word", "$ head; echo \nFLOOD-DONE\n", []string{"head; echo FLOOD-DONE"}, "", "FLOOD-DONE", false},
+		{"no inputs", "READY", nil, "", "READY", true},
+		{"multi-line input", "> a READY\n> b\nREADY", []string{"a READY\nb"}, "", "READY", true},
+		{"input never echoed", "READY", []string{"secret"}, "", "READY", true},
+	}
+	for _, tt := range tests {
+		got := maskEcho(tt.text, tt.inputs)
+		if strings.Contains(got, tt.probe) != tt.found {
+			t.Errorf("%s: maskEcho(%q) = %q: contains %q = %v, want %v", tt.name, tt.text, got, tt.probe, !tt.found, tt.found)
+		}
+		if len(got) != len(tt.text) {
+			t.Errorf("%s: masking changed the length", tt.name)
+		}
+	}
+}
+
+func TestCompileWait(t *testing.T) {
+	for _, tt := range []struct {
+		spec WaitSpec
+		ok   bool
+	}{
+		{WaitSpec{Wait: WaitText, Text: "x"}, true},
+		{WaitSpec{Wait: WaitText}, false},
+		{WaitSpec{Wait: WaitRegex, Pattern: "a+"}, true},
+		{WaitSpec{Wait: WaitRegex, Pattern: "("}, false},
+		{WaitSpec{Wait: WaitQuiet}, true},
+		{WaitSpec{Wait: "sometime"}, false},
+		{WaitSpec{Wait: WaitExit, TimeoutMS: 40001}, false},
+		{WaitSpec{Wait: WaitExit, TimeoutMS: 40000}, true},
+	} {
+		if _, err := compileWait(tt.spec); (err == nil) != tt.ok {
+			t.Errorf("compileWait(%+v) = %v, want ok=%v", tt.spec, err, tt.ok)
+		}
+	}
+}
+
+func TestParseSeed(t *testing.T) {
+	st, dead, code, pid, err := parseSeed("80 24 10 3 1 1 1 010 1 0 23 4294967295 4294967295 1:7: 1234 my title here")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Columns != 80 || st.Rows != 24 || st.CursorX != 10 || st.CursorY != 3 || !st.CursorVisible || !st.AltScreen ||
+		!st.AppCursor || !st.Mouse || !st.MouseSGR || st.ScrollBottom != 23 || st.PrimaryCursorX != 0 ||
+		!dead || code != 7 || pid != 1234 || st.Title != "my title here" {
+		t.Fatalf("parseSeed = %+v dead=%v code=%d pid=%d", st, dead, code, pid)
+	}
+	if _, _, _, _, err := parseSeed("80 24"); err == nil {
+		t.Fatal("short line accepted")
+	}
+	if _, _, _, _, err := parseSeed("x 24 10 3 1 1 1 010 1 0 23 0 0 0:: 1 t"); err == nil {
+		t.Fatal("non-numeric width accepted")
+	}
+}
+
+func TestParseDead(t *testing.T) {
+	for _, tt := range []struct {
+		word   string
+		exited bool
+		code   int
+	}{
+		{"0::", false, 0}, {"1:7:", true, 7}, {"1:0:", true, 0}, {"1::9", true, 137}, {"1::", false, 0}, {"", false, 0}, {"1:x:", false, 0},
+	} {
+		if e, c := parseDead(tt.word); e != tt.exited || c != tt.code {
+			t.Errorf("parseDead(%q) = %v %d, want %v %d", tt.word, e, c, tt.exited, tt.code)
+		}
+	}
+}
