@@ -1,0 +1,218 @@
+package cli
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+func TestCtlSessionAnywhere(t *testing.T) {
+	fs := newFakeState(t)
+	t.Setenv(SessionEnv, "")
+	cases := [][]string{
+		{"--session", fs.Agent, "call", "session_info"},
+		{"call", "session_info", "--session", fs.Agent},
+		{"call", "--session", fs.Agent, "session_info"},
+		{"call", "session_info", "{}", "--session=" + fs.Agent},
+		{"doctor", "--session", fs.Agent},
+		{"--session", fs.Agent, "doctor"},
+	}
+	for i, args := range cases {
+		code, out, errb := runCtl(t, args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d, stderr %s", args, code, errb)
+		}
+		env := decodeEnvelope(t, out)
+		if env["ok"] != true {
+			t.Fatalf("%v: %s", args, out)
+		}
+		if !strings.Contains(out, "\n  \"") {
+			t.Errorf("%v: output is not pretty JSON: %s", args, out)
+		}
+		if n := len(fs.Backend.Calls()); n != i+1 {
+			t.Fatalf("%v: backend saw %d calls, want %d", args, n, i+1)
+		}
+		if c := fs.Backend.Calls()[i]; c.Op != "session_info" || c.Node != "agent1" {
+			t.Errorf("%v: backend saw %+v", args, c)
+		}
+	}
+}
+
+func TestCtlSessionFromEnv(t *testing.T) {
+	fs := newFakeState(t)
+	t.Setenv(SessionEnv, fs.Agent)
+	code, out, errb := runCtl(t, "call", "terminal_list")
+	if code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if env := decodeEnvelope(t, out); env["ok"] != true {
+		t.Fatal(out)
+	}
+	// The flag wins over the environment.
+	t.Setenv(SessionEnv, filepath.Join(t.TempDir(), "sessions", "nope.json"))
+	if code, _, errb := runCtl(t, "--session", fs.Agent, "call", "terminal_list"); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+}
+
+func TestCtlMissingSession(t *testing.T) {
+	fs := newFakeState(t)
+	t.Setenv(SessionEnv, "")
+	for _, args := range [][]string{{"doctor"}, {"call", "session_info"}, {"mcp"}, {"call", "terminal_list", "{}"}} {
+		code, out, errb := runCtl(t, args...)
+		if code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+		if errb != MissingSessionMessage+"\n" {
+			t.Errorf("%v: stderr %q", args, errb)
+		}
+		if out != "" {
+			t.Errorf("%v: stdout %q", args, out)
+		}
+	}
+	if n := len(fs.Backend.Calls()); n != 0 {
+		t.Fatalf("backend saw %d calls", n)
+	}
+}
+
+func TestCtlUsageBeforeIO(t *testing.T) {
+	fs := newFakeState(t)
+	t.Setenv(SessionEnv, "")
+	// A session path that does not exist: usage errors must come first.
+	missing := filepath.Join(t.TempDir(), "sessions", "missing.json")
+	for _, sess := range []string{fs.Agent, missing} {
+		cases := []struct {
+			args []string
+			want string
+		}{
+			{[]string{"call", "no_such_op"}, "unknown operation"},
+			{[]string{"call", "terminal_list", "{bad json"}, "not valid JSON"},
+			{[]string{"call", "terminal_list", "[]"}, "JSON object"},
+			{[]string{"call", "terminal_list", `{"bogus":1}`}, "unknown argument"},
+			{[]string{"call", "terminal_snapshot", "{}"}, "missing required argument"},
+			{[]string{"call", "terminal_snapshot", `{"terminal":"../x"}`}, "terminal"},
+			{[]string{"call", "dialog_answer", `{"dialog":"d","mode":"maybe"}`}, "mode"},
+		}
+		for _, c := range cases {
+			args := append([]string{"--session", sess}, c.args...)
+			code, out, errb := runCtl(t, args...)
+			if code != ExitUsage {
+				t.Errorf("%v: exit %d, want 2 (stderr %s)", args, code, errb)
+			}
+			if out != "" {
+				t.Errorf("%v: stdout %q", args, out)
+			}
+			if !strings.Contains(errb, c.want) {
+				t.Errorf("%v: stderr %q lacks %q", args, errb, c.want)
+			}
+		}
+	}
+	if n := len(fs.Backend.Calls()); n != 0 {
+		t.Fatalf("backend saw %d calls", n)
+	}
+}
+
+func TestCtlParseErrors(t *testing.T) {
+	fs := newFakeState(t)
+	t.Setenv(SessionEnv, fs.Agent)
+	for _, args := range [][]string{
+		{},
+		{"bogus"},
+		{"call"},
+		{"call", "terminal_list", "{}", "extra"},
+		{"--nope", "doctor"},
+		{"doctor", "--nope"},
+		{"--wait", "soon", "doctor"},
+		{"--retry", "x", "doctor"},
+		{"--wait", "-1s", "doctor"},
+		{"--retry", "-1", "doctor"},
+	} {
+		code, out, errb := runCtl(t, args...)
+		if code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
+		if out != "" {
+			t.Errorf("%v: stdout %q", args, out)
+		}
+		if errb == "" {
+			t.Errorf("%v: nothing on stderr", args)
+		}
+	}
+	if n := len(fs.Backend.Calls()); n != 0 {
+		t.Fatalf("backend saw %d calls", n)
+	}
+	// --help is not an error.
+	code, out, _ := runCtl(t, "call", "--help")
+	if code != ExitOK || !strings.Contains(out, "terminal_submit") {
+		t.Fatalf("call --help: exit %d\n%s", code, out)
+	}
+	code, out, _ = runCtl(t, "--version")
+	if code != ExitOK || !strings.Contains(out, "termsprawlctl") {
+		t.Fatalf("--version: exit %d %q", code, out)
+	}
+}
+
+func TestCtlAppSaysNo(t *testing.T) {
+	fs := newFakeState(t)
+	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+		return tools.ErrResult(tools.Errorf(tools.KindNotFound, "no terminal %q", "x"))
+	})
+	code, out, _ := runCtl(t, "--session", fs.Agent, "call", "terminal_snapshot", `{"terminal":"x"}`)
+	if code != ExitNo {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	env := decodeEnvelope(t, out)
+	if env["ok"] != false || env["kind"] != "not_found" {
+		t.Fatalf("envelope %v", env)
+	}
+	code, out, _ = runCtl(t, "--session", fs.Agent, "doctor")
+	if code != ExitNo || decodeEnvelope(t, out)["ok"] != false {
+		t.Fatalf("doctor: exit %d %s", code, out)
+	}
+}
+
+func TestCtlUnavailable(t *testing.T) {
+	fs := newFakeState(t)
+	fs.removeEndpoint(t)
+	code, out, _ := runCtl(t, "--session", fs.Agent, "call", "session_info")
+	if code != ExitNo {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	env := decodeEnvelope(t, out)
+	if env["kind"] != "unavailable" || !strings.HasPrefix(env["error"].(string), "Tool connection unavailable: ") {
+		t.Fatalf("envelope %v", env)
+	}
+}
+
+func TestCtlWaitForEndpoint(t *testing.T) {
+	fs := newFakeState(t)
+	fs.removeEndpoint(t)
+	type result struct {
+		code int
+		out  string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, _ := runCtl(t, "--wait", "30s", "--session", fs.Agent, "call", "session_info")
+		done <- result{code, out}
+	}()
+	select {
+	case r := <-done:
+		t.Fatalf("returned before the endpoint existed: %d %s", r.code, r.out)
+	case <-time.After(300 * time.Millisecond):
+	}
+	fs.Endpoint.InstanceID = "fake-2"
+	fs.writeEndpoint(t)
+	select {
+	case r := <-done:
+		if r.code != ExitOK || decodeEnvelope(t, r.out)["ok"] != true {
+			t.Fatalf("exit %d %s", r.code, r.out)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("call --wait did not complete after the endpoint appeared")
+	}
+}

@@ -1,0 +1,46 @@
+// Package cli implements termsprawl's command-line surfaces on top of the
+// one tool client (tools.Call):
+//
+//   - MainCtl is termsprawlctl, the agent-side helper (CONTRACT §5):
+//     doctor, call OP [JSON_ARGS] and mcp, with the session file taken
+//     from --session anywhere in argv or TERMSPRAWL_SESSION_FILE. Operation
+//     names and arguments are checked against the operation table before
+//     any file is read or any connection is made.
+//   - The MCP stdio bridge (termsprawlctl mcp, CONTRACT §6) serves the
+//     same operation table through mcp-go: one JSON-RPC message per line on
+//     stdin/stdout, logs on stderr, tools/list generated from
+//     tools.Operations(), tools/call forwarded to tools.Call.
+//   - MainTermsprawl is the human's termsprawl CLI (CONTRACT §7): up,
+//     down, new, agent, ls, attach, open, snapshot, send, kill, dialogs,
+//     answer and doctor. Every command that talks to the orchestrator uses
+//     the operator session file <state>/sessions/operator.json.
+//
+// Exit codes everywhere: 0 ok, 1 the app said no (ok:false), 2 usage
+// (nothing was done), 3 termsprawl is not running.
+//
+// Choices where the contract is silent:
+//
+//   - termsprawl exits 3 when a call fails with kind unavailable and the
+//     operator session or endpoint.json is missing, or the connection was
+//     refused or the endpoint invalid; other unavailable failures (a
+//     timeout) exit 1. termsprawlctl only uses 0, 1 and 2.
+//   - termsprawlctl doctor prints the whole session_info envelope, like
+//     call. A relative --session path is made absolute.
+//   - MCP: a failed handshake is JSON-RPC error -32000 whose data is the
+//     unavailable envelope; an over-long line is -32600 carrying the id
+//     found in its first 256 KiB (or null); a JSON array (batch) is -32600.
+//     An image result keeps its text block, with value.image replaced by a
+//     short note instead of repeating the base64.
+//   - termsprawl snapshot prints the visible lines without trailing blank
+//     rows; ls shows status "exited (CODE)" for dead programs.
+//   - termsprawl down polls (every 50 ms, at most 10 s) for the pid to be
+//     gone, since there is no portable event for an unrelated process
+//     exiting; it refuses to signal a pid that is neither the endpoint's
+//     nor a process named termsprawl (a stale lock whose pid was reused).
+//   - termsprawl up --detach accepts the endpoint.json whose pid is the
+//     child's and whose instance_id differs from the one found before; its
+//     log is <state>/termsprawl.log.
+//
+// The package imports tools, orchestrator (only to run it for `up`), kong,
+// mcp-go and the standard library; nothing imports it but the two mains.
+package cli

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// doctorTmuxTimeout bounds each tmux command doctor runs.
+var doctorTmuxTimeout = 5 * time.Second
+
+// doctor prints one line per check, "ok NAME: detail" or
+// "FAIL NAME: detail", and returns 1 if any check failed.
+func (h *human) doctor() int {
+	failed := false
+	report := func(ok bool, name, format string, a ...any) {
+		status := "ok"
+		if !ok {
+			status, failed = "FAIL", true
+		}
+		fmt.Fprintf(h.stdout, "%s %s: %s\n", status, name, fmt.Sprintf(format, a...))
+	}
+
+	// tmux present and its version.
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		report(false, "tmux", "not found on PATH: install tmux")
+	} else if out, err := h.tmuxOutput(tmux, "-V"); err != nil {
+		report(false, "tmux", "%s -V: %v", tmux, err)
+	} else {
+		report(true, "tmux", "%s (%s)", strings.TrimSpace(out), tmux)
+	}
+
+	// State directory: exists, ours, not group/world writable (never created here).
+	if err := checkStateDir(h.stateDir); err != nil {
+		report(false, "state dir", "%v", err)
+	} else {
+		report(true, "state dir", "%s (owned by you, not group or world writable)", h.stateDir)
+	}
+
+	// Lock: server.lock names a live process.
+	if li, err := readLock(h.stateDir); err != nil {
+		report(false, "lock", "%s: termsprawl is not running (start it with `termsprawl up`)", shortErr(err))
+	} else if !pidAlive(li.PID) {
+		report(false, "lock", "server.lock names pid %d, which is gone (stale: termsprawl was killed; `termsprawl up` takes over)", li.PID)
+	} else {
+		report(true, "lock", "held by pid %d (instance %s)", li.PID, li.InstanceID)
+	}
+
+	// Endpoint: a real session_info call.
+	res := tools.Call(h.ctx, h.sessionFile(), tools.Request{Operation: "session_info"}, tools.CallOptions{})
+	if !res.OK {
+		report(false, "endpoint", "%s", res.Error)
+	} else {
+		var info struct {
+			InstanceID string `json:"instance_id"`
+			Version    string `json:"version"`
+		}
+		_ = json.Unmarshal(res.Value, &info)
+		url := ""
+		if ep, err := tools.ReadEndpoint(tools.EndpointPath(h.stateDir)); err == nil {
+			url = ep.URL
+		}
+		report(true, "endpoint", "%s answers (instance %s, version %s)", url, info.InstanceID, info.Version)
+	}
+
+	// Every node's tmux session.
+	if res.OK {
+		lres := tools.Call(h.ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
+		rows, err := listRows(lres.Value)
+		switch {
+		case !lres.OK:
+			report(false, "nodes", "terminal_list: %s", lres.Error)
+		case err != nil:
+			report(false, "nodes", "%v", err)
+		case len(rows) == 0:
+			report(true, "nodes", "none running")
+		case tmux == "":
+			report(false, "nodes", "%d nodes, but tmux is missing", len(rows))
+		default:
+			for _, r := range rows {
+				name := "node " + r.Terminal
+				if _, err := h.tmuxOutput(tmux, "-L", h.socket, "has-session", "-t", "=ts-"+r.Terminal); err != nil {
+					report(false, name, "tmux session ts-%s is missing on socket %s: %v", r.Terminal, h.socket, err)
+				} else {
+					report(true, name, "tmux session ts-%s alive (%s)", r.Terminal, r.Status)
+				}
+			}
+		}
+	} else {
+		report(false, "nodes", "not checked: the endpoint does not answer")
+	}
+
+	if failed {
+		return ExitNo
+	}
+	return ExitOK
+}
+
+// tmuxOutput runs tmux with TMUX and TMUX_PANE removed, bounded.
+func (h *human) tmuxOutput(tmux string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(h.ctx, doctorTmuxTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tmux, args...)
+	cmd.Env = envWithoutTmux()
+	out, err := cmd.Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && len(ee.Stderr) > 0 {
+			return string(out), fmt.Errorf("%v: %s", err, strings.TrimSpace(string(ee.Stderr)))
+		}
+		return string(out), err
+	}
+	return string(out), nil
+}
+
+// checkStateDir applies tools.EnsureStateDir's rules without creating
+// anything: the directory and its sessions/ and agent-tools/ must exist,
+// be directories owned by the user and not be group or world writable.
+func checkStateDir(dir string) error {
+	for _, d := range []string{dir, filepath.Join(dir, tools.SessionsDir), filepath.Join(dir, tools.AgentToolsDir)} {
+		fi, err := os.Stat(d)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("%s does not exist (termsprawl up creates it)", d)
+			}
+			return fmt.Errorf("%s: %v", d, err)
+		}
+		if !fi.IsDir() {
+			return fmt.Errorf("%s is not a directory", d)
+		}
+		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+			return fmt.Errorf("%s is owned by uid %d, not by you (uid %d)", d, st.Uid, os.Getuid())
+		}
+		if perm := fi.Mode().Perm(); perm&0o022 != 0 {
+			return fmt.Errorf("%s is group or world writable (mode %04o): chmod 700 %s", d, perm, d)
+		}
+	}
+	return nil
+}

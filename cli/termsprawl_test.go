@@ -1,0 +1,236 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+func lastCall(t *testing.T, fs *fakeState) (string, map[string]any) {
+	t.Helper()
+	calls := fs.Backend.Calls()
+	if len(calls) == 0 {
+		t.Fatal("no call")
+	}
+	c := calls[len(calls)-1]
+	if c.Node != tools.OperatorNode {
+		t.Errorf("%s called as %q, want the operator", c.Op, c.Node)
+	}
+	var args map[string]any
+	if err := json.Unmarshal(c.Args, &args); err != nil {
+		t.Fatal(err)
+	}
+	return c.Op, args
+}
+
+func TestHumanCommandsMapToOperations(t *testing.T) {
+	fs := newFakeState(t)
+	wd, _ := os.Getwd()
+	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+		switch op {
+		case "terminal_launch", "agent_launch":
+			return tools.OKResult(map[string]any{"action": op, "result": map[string]any{"terminal": "n7"}, "state": map[string]any{}})
+		case "terminal_snapshot":
+			return tools.OKResult(map[string]any{"terminal": "n7", "lines": []string{"$ echo hi", "hi", "$", "", ""}})
+		case "terminal_list":
+			return tools.OKResult([]map[string]any{{"terminal": "n7", "name": "build", "command": []string{"bash", "--norc"}, "owner": "operator", "status": "running", "columns": 120, "rows": 40, "clients": 1}})
+		case "dialog_list":
+			return tools.OKResult([]map[string]any{{"dialog": "d1", "node": "a1", "kind": "permission", "title": "Run rm?"}})
+		}
+		return tools.OKResult(map[string]any{"action": op})
+	})
+	sd := "--state-dir=" + fs.Dir
+	cases := []struct {
+		args   []string
+		op     string
+		want   map[string]any
+		stdout string
+	}{
+		{[]string{sd, "new", "--name", "build", "--", "bash", "--norc", "-i"}, "terminal_launch",
+			map[string]any{"name": "build", "command": []any{"bash", "--norc", "-i"}, "cwd": wd}, "n7\n"},
+		{[]string{"new", sd, "--cwd", "/tmp"}, "terminal_launch", map[string]any{"cwd": "/tmp"}, "n7\n"},
+		{[]string{sd, "agent", "custom", "--", "my-agent", "--flag"}, "agent_launch",
+			map[string]any{"agent": "custom", "command": []any{"my-agent", "--flag"}, "cwd": wd}, "n7\n"},
+		{[]string{sd, "snapshot", "n7"}, "terminal_snapshot", map[string]any{"terminal": "n7"}, "$ echo hi\nhi\n$\n"},
+		{[]string{sd, "send", "n7", "echo", "hi"}, "terminal_submit", map[string]any{"terminal": "n7", "text": "echo hi"}, ""},
+		{[]string{sd, "kill", "n7"}, "terminal_close", map[string]any{"terminal": "n7"}, ""},
+		{[]string{sd, "open", "n7"}, "terminal_external", map[string]any{"terminal": "n7"}, ""},
+		{[]string{sd, "answer", "d1", "allow"}, "dialog_answer", map[string]any{"dialog": "d1", "mode": "allow"}, ""},
+		{[]string{sd, "answer", "d1", "always"}, "dialog_answer", map[string]any{"dialog": "d1", "mode": "always"}, ""},
+		{[]string{sd, "answer", "d2", "deny", "--selection", "B"}, "dialog_answer", map[string]any{"dialog": "d2", "mode": "deny", "selection": "B"}, ""},
+		{[]string{sd, "ls"}, "terminal_list", map[string]any{}, ""},
+		{[]string{sd, "dialogs"}, "dialog_list", map[string]any{}, ""},
+	}
+	for _, c := range cases {
+		code, out, errb := runHuman(t, c.args...)
+		if code != ExitOK {
+			t.Fatalf("%v: exit %d: %s", c.args, code, errb)
+		}
+		op, args := lastCall(t, fs)
+		if op != c.op || !reflect.DeepEqual(args, c.want) {
+			t.Errorf("%v: called %s %v, want %s %v", c.args, op, args, c.op, c.want)
+		}
+		if c.stdout != "" && out != c.stdout {
+			t.Errorf("%v: stdout %q, want %q", c.args, out, c.stdout)
+		}
+	}
+
+	code, out, _ := runHuman(t, sd, "ls")
+	if code != ExitOK || !strings.Contains(out, "ID") || !strings.Contains(out, "n7") || !strings.Contains(out, "120x40") || !strings.Contains(out, "bash --norc") {
+		t.Errorf("ls table:\n%s", out)
+	}
+	code, out, _ = runHuman(t, sd, "ls", "--json")
+	var rows []map[string]any
+	if code != ExitOK || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 || rows[0]["terminal"] != "n7" {
+		t.Errorf("ls --json: %d %s", code, out)
+	}
+	code, out, _ = runHuman(t, sd, "dialogs")
+	if code != ExitOK || !strings.Contains(out, "d1") || !strings.Contains(out, "Run rm?") {
+		t.Errorf("dialogs:\n%s", out)
+	}
+}
+
+func TestHumanStateDirFromEnv(t *testing.T) {
+	fs := newFakeState(t)
+	t.Setenv("TERMSPRAWL_HOME", fs.Dir)
+	if code, _, errb := runHuman(t, "kill", "n1"); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if op, _ := lastCall(t, fs); op != "terminal_close" {
+		t.Fatal(op)
+	}
+}
+
+func TestHumanUsageErrors(t *testing.T) {
+	fs := newFakeState(t)
+	sd := "--state-dir=" + fs.Dir
+	for _, args := range [][]string{
+		{},
+		{sd, "bogus"},
+		{sd, "answer", "d1", "maybe"},
+		{sd, "agent", "bogus"},
+		{sd, "snapshot"},
+		{sd, "snapshot", "a", "b"},
+		{sd, "snapshot", "../etc"},
+		{sd, "kill", "no/such"},
+		{sd, "ls", "--nope"},
+		{sd, "new", "--nope"},
+		{sd, "attach", "-bad"},
+	} {
+		code, out, errb := runHuman(t, args...)
+		if code != ExitUsage {
+			t.Errorf("%v: exit %d, want 2 (stdout %q stderr %q)", args, code, out, errb)
+		}
+		if errb == "" {
+			t.Errorf("%v: nothing on stderr", args)
+		}
+	}
+	if n := len(fs.Backend.Calls()); n != 0 {
+		t.Fatalf("usage errors reached the backend: %+v", fs.Backend.Calls())
+	}
+	if code, out, _ := runHuman(t, "--help"); code != ExitOK || !strings.Contains(out, "attach") {
+		t.Fatalf("--help: %d\n%s", code, out)
+	}
+}
+
+func TestHumanNotRunning(t *testing.T) {
+	dir := t.TempDir()
+	sd := "--state-dir=" + dir
+	for _, args := range [][]string{{sd, "ls"}, {sd, "snapshot", "n1"}, {sd, "down"}, {sd, "new"}} {
+		code, _, errb := runHuman(t, args...)
+		if code != ExitNotRunning {
+			t.Errorf("%v: exit %d, want 3 (%s)", args, code, errb)
+		}
+		if !strings.Contains(errb, "not running") {
+			t.Errorf("%v: stderr %q", args, errb)
+		}
+	}
+	// A stale endpoint (nothing listens) is "not running" too.
+	fs := newFakeState(t)
+	fs.srv.Close()
+	if code, _, errb := runHuman(t, "--state-dir", fs.Dir, "ls"); code != ExitNotRunning {
+		t.Errorf("stale endpoint: exit %d (%s)", code, errb)
+	}
+	// A stale lock naming a dead pid.
+	if err := tools.WriteJSONAtomic(tools.LockPath(dir), map[string]any{"pid": 0x7ffffff0, "instance_id": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errb := runHuman(t, sd, "down"); code != ExitNotRunning {
+		t.Errorf("down with a stale lock: exit %d (%s)", code, errb)
+	}
+}
+
+func TestHumanAppSaysNo(t *testing.T) {
+	fs := newFakeState(t)
+	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+		return tools.ErrResult(tools.Errorf(tools.KindNotFound, "no terminal n9"))
+	})
+	code, _, errb := runHuman(t, "--state-dir", fs.Dir, "snapshot", "n9")
+	if code != ExitNo || !strings.Contains(errb, "no terminal n9") {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+}
+
+func TestHumanAttach(t *testing.T) {
+	fs := newFakeState(t)
+	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+		return tools.OKResult([]map[string]any{{"terminal": "n1", "status": "running"}})
+	})
+	t.Setenv("TMUX", "/tmp/tmux-1/default,1,0")
+	t.Setenv("TMUX_PANE", "%1")
+	var gotArgv, gotEnv []string
+	old := execFn
+	execFn = func(path string, argv []string, env []string) error {
+		gotArgv, gotEnv = argv, env
+		return errors.New("stubbed")
+	}
+	defer func() { execFn = old }()
+
+	code, _, errb := runHuman(t, "--state-dir", fs.Dir, "--tmux-socket", "sock1", "attach", "n1")
+	if code != ExitNo || !strings.Contains(errb, "stubbed") {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	want := []string{"tmux", "-L", "sock1", "attach-session", "-t", "ts-n1"}
+	if !reflect.DeepEqual(gotArgv, want) {
+		t.Fatalf("argv %v, want %v", gotArgv, want)
+	}
+	for _, kv := range gotEnv {
+		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
+			t.Errorf("env keeps %s", kv)
+		}
+	}
+	// A node that does not exist is not attached.
+	gotArgv = nil
+	code, _, _ = runHuman(t, "--state-dir", fs.Dir, "attach", "n2")
+	if code != ExitNo || gotArgv != nil {
+		t.Fatalf("attach to a missing node: exit %d argv %v", code, gotArgv)
+	}
+}
+
+func TestCheckStateDir(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := checkStateDir(dir); err == nil {
+		t.Fatal("a missing state dir passed")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatal("checkStateDir created the directory")
+	}
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := checkStateDir(dir); err == nil || !strings.Contains(err.Error(), "writable") {
+		t.Fatalf("world-writable dir: %v", err)
+	}
+}
