@@ -26,7 +26,7 @@ var keyAliases = map[string]string{
 	"tab": "Tab", "btab": "BTab",
 	"bspace": "BSpace", "backspace": "BSpace", "bs": "BSpace",
 	"space": "Space",
-	"up": "Up", "down": "Down", "left": "Left", "right": "Right",
+	"up":    "Up", "down": "Down", "left": "Left", "right": "Right",
 	"home": "Home", "end": "End",
 	"ppage": "PPage", "pageup": "PPage", "pgup": "PPage",
 	"npage": "NPage", "pagedown": "NPage", "pgdn": "NPage",

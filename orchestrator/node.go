@@ -69,10 +69,10 @@ type node struct {
 	pid      int
 	statusCh chan struct{} // closed when status changes
 	inputs   []input
-	gone     bool // the tmux session no longer exists
-	reseeds  int  // how often the mirror was reseeded (observability)
+	gone     bool   // the tmux session no longer exists
+	reseeds  int    // how often the mirror was reseeded (observability)
 	seedRev  uint64 // the mirror's revision right after the last seed
-	healed   int  // how often a quiet check found the mirror wrong
+	healed   int    // how often a quiet check found the mirror wrong
 }
 
 func (n *node) session() string { return "ts-" + n.meta.ID }

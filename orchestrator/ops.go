@@ -798,4 +798,3 @@ func cleanTmuxEnv(env []string) []string {
 	}
 	return out
 }
-

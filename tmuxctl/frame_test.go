@@ -10,11 +10,11 @@ import (
 
 // recorder is a sink that records everything in order.
 type recorder struct {
-	out     map[string][]byte
-	events  []Event
-	replies []reply
+	out      map[string][]byte
+	events   []Event
+	replies  []reply
 	foreigns []reply
-	order   []string
+	order    []string
 }
 
 func (r *recorder) output(pane string, data []byte) {

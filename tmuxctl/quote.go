@@ -13,7 +13,7 @@ var ErrBadCommand = errors.New("bad tmux command")
 // Quote returns arg as one word for tmux's command parser. Words made only
 // of safe characters are returned as they are; anything else is put in
 // single quotes, where tmux takes every byte literally (a single quote
-// itself is written as '\'' outside the quotes); a word with control
+// itself is written as '\” outside the quotes); a word with control
 // characters (newline, tab, ESC) is put in double quotes with octal escapes,
 // since a control-mode command must fit on one line. Characters that are special
 // to tmux at the start or inside a word (';', '#', '$', '~', '%', '{', '}',
