@@ -121,7 +121,9 @@ func (b *bridge) handler(op *tools.Operation) server.ToolHandlerFunc {
 }
 
 // refuseOverMCP applies the MCP-only rules before any call is made:
-// dialog_answer may only deny (CONTRACT §8.4).
+// dialog_answer may only deny, or pick a selection for a question
+// (CONTRACT §8.4); the orchestrator also refuses a permission approved by
+// anyone but the operator, so a selection cannot smuggle an approval.
 func refuseOverMCP(op *tools.Operation, args json.RawMessage) (tools.Result, bool) {
 	if op.Name != "dialog_answer" {
 		return tools.Result{}, false
@@ -130,10 +132,11 @@ func refuseOverMCP(op *tools.Operation, args json.RawMessage) (tools.Result, boo
 		return tools.ErrResult(err), true
 	}
 	var a struct {
-		Mode string `json:"mode"`
+		Mode      string `json:"mode"`
+		Selection string `json:"selection"`
 	}
 	_ = json.Unmarshal(args, &a)
-	if a.Mode == "deny" {
+	if a.Mode == "deny" || a.Selection != "" {
 		return tools.Result{}, false
 	}
 	e := tools.Errorf(tools.KindNotRun, "dialog_answer with mode %q was not run: %s; over MCP only mode \"deny\" is possible (the human answers with `termsprawl answer ID %s`)", a.Mode, tools.DialogMCPRefusal, a.Mode).
