@@ -297,8 +297,10 @@ func TestE2ERestart(t *testing.T) {
 	id := e.launchShell()
 	nodeSession := tools.SessionPath(e.state, id)
 	e.submit(e.oper, id, "echo before-$((6*7))", "before-42")
+	// A second node keeps printing through the kill and the restart.
+	ticker := strings.TrimSpace(e.must(e.ts, "new", "--", "sh", "-c", "i=0; while :; do echo tick-$i; i=$((i+1)); sleep 0.005; done"))
 
-	// The orchestrator dies hard.
+	// The orchestrator dies hard, mid-stream.
 	if err := up1.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -354,6 +356,13 @@ func TestE2ERestart(t *testing.T) {
 		t.Errorf("session_info of the node's own session: node %v, want %s", info["node"], id)
 	}
 	e.submit(e.oper, id, "echo after-$((6*7))", "after-42")
+
+	// The ticking node was re-adopted mid-stream: a wait for its output
+	// after now completes, and it shows the same screen as tmux.
+	wargs := `{"terminal":"` + ticker + `","wait":"regex","pattern":"tick-[0-9]+","timeout_ms":10000}`
+	if env := decodeEnvelope(t, e.must(e.ctl, "--session", e.oper, "call", "terminal_wait_for", wargs)); env["ok"] != true {
+		t.Fatalf("wait on the re-adopted ticking node: %v", env)
+	}
 
 	snap := e.must(e.ts, "snapshot", id)
 	for _, want := range []string{"before-42", "during-42", "after-42"} {
