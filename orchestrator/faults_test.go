@@ -222,6 +222,9 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 	if _, err := o.Type(tctx(t), id, "x", nil); err == nil {
 		t.Fatal("typing into a node of a dead server succeeded")
 	}
+	// The orchestrator starts a new server for the next launch.
+	id2 := launch(t, o, "sh", "-c", "echo reborn; sleep 30")
+	waitText(t, o, id2, "reborn")
 }
 
 func TestRestartAdoptsAndReseeds(t *testing.T) {

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -145,6 +146,9 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (NodeInfo, e
 
 	o.launchMu.Lock()
 	defer o.launchMu.Unlock()
+	if err := o.srv.ensure(ctx); err != nil {
+		return NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the private tmux server is not reachable: %v", err)
+	}
 	o.mu.Lock()
 	count, closing := len(o.nodes), o.closing
 	o.mu.Unlock()
@@ -182,18 +186,29 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (NodeInfo, e
 		argv = []string{"env", "--", argv[0]}
 	}
 	args = append(args, argv...)
-	_, err := o.srv.admin.RunMany(ctx,
-		tmuxctl.Command(args[0], args[1:]...),
-		tmuxctl.Command("set-option", "-t", "=ts-"+id+":", "@termsprawl_node", id))
+	create := func() error {
+		_, err := o.srv.adminClient().RunMany(ctx,
+			tmuxctl.Command(args[0], args[1:]...),
+			tmuxctl.Command("set-option", "-t", "=ts-"+id+":", "@termsprawl_node", id))
+		return err
+	}
+	err := create()
+	if errors.Is(err, tmuxctl.ErrClosed) {
+		// The server died under us (its death may not have been seen
+		// yet when ensure ran): start a new one and try once more.
+		if err = o.srv.ensure(ctx); err == nil {
+			err = create()
+		}
+	}
 	if err != nil {
 		o.removeFiles(id)
-		o.srv.admin.Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
+		o.srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
 		return NodeInfo{}, fmt.Errorf("create tmux session for %s: %w", id, err)
 	}
 	n := o.newNode(meta)
 	if err := n.attach(ctx); err != nil {
 		o.removeFiles(id)
-		o.srv.admin.Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
+		o.srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
 		return NodeInfo{}, err
 	}
 	o.mu.Lock()
@@ -267,7 +282,7 @@ func (n *node) info(clients int) NodeInfo {
 // humanClients counts attached clients per session, control clients
 // (ours) excluded, and returns their tty names per session.
 func (o *Orchestrator) humanClients(ctx context.Context) map[string][]string {
-	out, err := o.srv.admin.Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
+	out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
 	res := map[string][]string{}
 	if err != nil {
 		return res
@@ -703,7 +718,7 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	// a lagging control client is killed.
 	n.client.SetPaneOutput(ctx, n.pane, false)
 	n.detach()
-	if _, err := o.srv.admin.Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session())); err != nil {
+	if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session())); err != nil {
 		o.log.Warn("kill-session", "node", id, "err", err)
 	}
 	n.markGone()
@@ -724,7 +739,7 @@ func (o *Orchestrator) Focus(ctx context.Context, id string) (map[string]any, er
 	var switched []string
 	for _, names := range o.humanClients(ctx) {
 		for _, c := range names {
-			if _, err := o.srv.admin.Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.session())); err == nil {
+			if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.session())); err == nil {
 				switched = append(switched, c)
 			}
 		}

@@ -160,7 +160,7 @@ func (o *Orchestrator) metaPath(id string) string {
 // adopt attaches to every session of ours that tmux still runs, and
 // forgets nodes whose session is gone (their tokens die with them).
 func (o *Orchestrator) adopt(ctx context.Context) error {
-	out, err := o.srv.admin.Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name} #{@termsprawl_node}"))
+	out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name} #{@termsprawl_node}"))
 	if err != nil {
 		return fmt.Errorf("list sessions: %w", err)
 	}
@@ -262,7 +262,7 @@ func (o *Orchestrator) watchDeaths() {
 		case <-o.srv.deaths:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		out, err := o.srv.admin.Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat))
+		out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat))
 		cancel()
 		if err != nil {
 			o.log.Warn("list panes after a pane died", "err", err)

@@ -39,16 +39,18 @@ set-hook -g pane-died "wait-for -S ` + deathChannel + `"
 
 // tmuxServer is the private tmux server as the orchestrator sees it: its
 // socket, configuration, an admin control client for commands that are not
-// about one node, and a waiter client parked on the pane-death channel.
+// about one node, and a waiter client parked on the pane-death channel. If
+// the server dies, ensure starts a new one (and new clients) on demand.
 type tmuxServer struct {
 	bin, socket, conf string
 	minimalEnv        []string
+	deaths            chan struct{} // signalled (capacity 1) when some pane died
+	stop              chan struct{}
+	wg                sync.WaitGroup
 
+	mu     sync.Mutex // guards admin and waiter (replaced by ensure)
 	admin  *tmuxctl.Client
 	waiter *tmuxctl.Client
-	deaths chan struct{} // signalled (capacity 1) when some pane died
-	stop   chan struct{}
-	wg     sync.WaitGroup
 }
 
 // cli runs one tmux command through the tmux binary (used only before the
@@ -73,41 +75,73 @@ func startTmuxServer(ctx context.Context, bin, socket, stateDir string, env []st
 		return nil, fmt.Errorf("write tmux config: %w", err)
 	}
 	s := &tmuxServer{bin: bin, socket: socket, conf: conf, minimalEnv: env, deaths: make(chan struct{}, 1), stop: make(chan struct{})}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.connectLocked(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// connectLocked starts the server if needed and attaches the admin and
+// waiter clients. Call with mu held.
+func (s *tmuxServer) connectLocked(ctx context.Context) error {
 	if _, err := s.cli(ctx, "has-session", "-t", "="+adminSession); err != nil {
 		// No server, or no admin session: create it (this starts the
 		// server with the minimal environment as its global one).
 		if _, err := s.cli(ctx, "new-session", "-d", "-s", adminSession, "-x", "80", "-y", "24", "--", "sleep", "infinity"); err != nil {
 			if _, err2 := s.cli(ctx, "has-session", "-t", "="+adminSession); err2 != nil {
-				return nil, fmt.Errorf("start private tmux server %q: %w", socket, err)
+				return fmt.Errorf("start private tmux server %q: %w", s.socket, err)
 			}
 		}
 	}
-	var err error
-	s.admin, err = tmuxctl.Start(ctx, tmuxctl.Config{Tmux: bin, Socket: socket, ConfigFile: conf, Args: []string{"attach-session", "-t", "=" + adminSession}})
+	cfg := tmuxctl.Config{Tmux: s.bin, Socket: s.socket, ConfigFile: s.conf, Args: []string{"attach-session", "-t", "=" + adminSession}}
+	admin, err := tmuxctl.Start(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("attach admin client: %w", err)
+		return fmt.Errorf("attach admin client: %w", err)
 	}
-	if _, err := s.admin.Run(ctx, tmuxctl.Command("source-file", conf)); err != nil {
-		s.admin.Close()
-		return nil, fmt.Errorf("apply tmux config: %w", err)
+	if _, err := admin.Run(ctx, tmuxctl.Command("source-file", s.conf)); err != nil {
+		admin.Close()
+		return fmt.Errorf("apply tmux config: %w", err)
 	}
-	s.waiter, err = tmuxctl.Start(ctx, tmuxctl.Config{Tmux: bin, Socket: socket, ConfigFile: conf, Args: []string{"attach-session", "-t", "=" + adminSession}})
+	waiter, err := tmuxctl.Start(ctx, cfg)
 	if err != nil {
-		s.admin.Close()
-		return nil, fmt.Errorf("attach waiter client: %w", err)
+		admin.Close()
+		return fmt.Errorf("attach waiter client: %w", err)
 	}
+	s.admin, s.waiter = admin, waiter
 	s.wg.Add(1)
-	go s.waitDeaths()
-	return s, nil
+	go s.waitDeaths(waiter)
+	return nil
+}
+
+// adminClient returns the current admin client.
+func (s *tmuxServer) adminClient() *tmuxctl.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.admin
+}
+
+// ensure reconnects (starting a new server) if the admin client has
+// ended, for example because the tmux server was killed.
+func (s *tmuxServer) ensure(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.admin.Err() == nil {
+		return nil
+	}
+	s.admin.Close()
+	s.waiter.Close()
+	return s.connectLocked(ctx)
 }
 
 // waitDeaths parks the waiter client on the death channel; every wake-up
 // is passed on to the orchestrator, which checks its panes. A signal sent
 // while nobody waits is remembered by tmux, so none is lost.
-func (s *tmuxServer) waitDeaths() {
+func (s *tmuxServer) waitDeaths(waiter *tmuxctl.Client) {
 	defer s.wg.Done()
 	for {
-		_, err := s.waiter.Run(context.Background(), tmuxctl.Command("wait-for", deathChannel))
+		_, err := waiter.Run(context.Background(), tmuxctl.Command("wait-for", deathChannel))
 		select {
 		case <-s.stop:
 			return
@@ -131,11 +165,14 @@ func (s *tmuxServer) waitDeaths() {
 // running.
 func (s *tmuxServer) close() {
 	close(s.stop)
+	s.mu.Lock()
+	admin, waiter := s.admin, s.waiter
+	s.mu.Unlock()
 	// Wake the parked wait-for so the waiter's queue is empty, then close.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	s.admin.Run(ctx, tmuxctl.Command("wait-for", "-S", deathChannel))
+	admin.Run(ctx, tmuxctl.Command("wait-for", "-S", deathChannel))
 	cancel()
-	s.waiter.Close()
-	s.admin.Close()
+	waiter.Close()
+	admin.Close()
 	s.wg.Wait()
 }

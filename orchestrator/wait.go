@@ -221,6 +221,9 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (WaitResult, error)
 	for {
 		rev, changed := n.scr.WaitState()
 		status, statusCh := n.statusWait()
+		if _, _, gone := n.state(); gone && c.Wait == WaitQuiet {
+			return result(true, ""), nil // a gone node stays quiet
+		}
 		switch c.Wait {
 		case WaitRender:
 			if rev > baseline {

@@ -1,0 +1,722 @@
+package orchestrator
+
+// Benchmarks for the speed targets (docs/PERFORMANCE.md, section
+// "orchestrator"). Every benchmark runs on private tmux servers
+// (internal/tmuxtest); none touches the default server.
+//
+//	go test ./orchestrator/ -run '^$' -bench 'WakeLatency' -benchtime 200x
+//	go test ./orchestrator/ -run '^$' -bench 'Flood40MB' -benchtime 1x -count 3
+//	go test ./orchestrator/ -run '^$' -bench 'IdleNodeMemory' -benchtime 1x
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// ---------------------------------------------------------------------------
+// Shared helpers
+
+// newBenchOrchestrator is newTestOrchestrator for benchmarks.
+func newBenchOrchestrator(b *testing.B) (*Orchestrator, *tmuxtest.Server) {
+	b.Helper()
+	srv := tmuxtest.New(b)
+	dir := filepath.Join(b.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	o, err := New(ctx, Config{StateDir: dir, Socket: srv.Socket})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(o.Close)
+	return o, srv
+}
+
+func bctx(b *testing.B, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	b.Cleanup(cancel)
+	return ctx
+}
+
+// tmuxPath is the absolute path of tmux (nodes run with a minimal env).
+func tmuxPath(b *testing.B) string {
+	b.Helper()
+	p, err := exec.LookPath("tmux")
+	if err != nil {
+		b.Skip("tmux is not installed")
+	}
+	return p
+}
+
+// tmuxRun runs one tmux CLI command on socket (with conf when not empty)
+// and returns its stdout.
+func tmuxRun(socket, conf string, args ...string) (string, error) {
+	argv := []string{"-L", socket}
+	if conf != "" {
+		argv = append(argv, "-f", conf)
+	}
+	cmd := exec.Command("tmux", append(argv, args...)...)
+	cmd.Env = tmuxtest.Env()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return string(out), fmt.Errorf("tmux %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return string(out), nil
+}
+
+func mustTmux(b *testing.B, socket, conf string, args ...string) string {
+	b.Helper()
+	out, err := tmuxRun(socket, conf, args...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return out
+}
+
+// writeServerConf writes the orchestrator's own server configuration, so
+// plain-tmux baselines run with the same history limit and options.
+func writeServerConf(b *testing.B) string {
+	b.Helper()
+	p := filepath.Join(b.TempDir(), "tmux.conf")
+	if err := os.WriteFile(p, []byte(serverConf), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// bareControlClient attaches `tmux -C attach -t =session` with stdout to
+// /dev/null and stdin held open (EOF on stdin would detach it). stop ends
+// it and waits.
+func bareControlClient(b *testing.B, socket, conf, session string) (pid int, stop func()) {
+	b.Helper()
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command("tmux", "-L", socket, "-f", conf, "-C", "attach-session", "-t", "="+session)
+	cmd.Env = tmuxtest.Env()
+	cmd.Stdout = devnull
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			stdin.Close() // detaches
+			done := make(chan struct{})
+			go func() { cmd.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(2 * time.Second):
+				cmd.Process.Kill()
+				<-done
+			}
+			devnull.Close()
+		})
+	}
+	b.Cleanup(stop)
+	return cmd.Process.Pid, stop
+}
+
+// waitClients waits until session has n clients attached.
+func waitClients(b *testing.B, socket, session string, n int) {
+	b.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := tmuxRun(socket, "", "list-clients", "-t", "="+session, "-F", "#{client_pid}")
+		if err == nil && len(strings.Fields(out)) >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("session %s: %d clients never attached (%q, %v)", session, n, out, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// percentile returns the q-quantile (0..1) of sorted values, nearest rank.
+func percentile(sorted []time.Duration, q float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	k := int(float64(len(sorted))*q+0.999999) - 1
+	return sorted[min(max(k, 0), len(sorted)-1)]
+}
+
+func reportLatencies(b *testing.B, lat []time.Duration) {
+	slices.Sort(lat)
+	us := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+	b.ReportMetric(us(percentile(lat, 0.50)), "p50-µs")
+	b.ReportMetric(us(percentile(lat, 0.99)), "p99-µs")
+	b.ReportMetric(us(lat[len(lat)-1]), "max-µs")
+}
+
+// ---------------------------------------------------------------------------
+// Wake latency
+
+// echoStamp reads lines from the FIFO argv[1] and prints each as
+// "T=<time.time_ns()> K=<line>" with one write(2): the stamp is read from
+// the clock just before the byte is written, so the benchmark measures
+// from the moment the program wrote, not from when it was asked to.
+const echoStamp = `import os, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+os.write(1, b"stamp-ready\n")
+buf = b""
+while True:
+    d = os.read(fd, 4096)
+    if not d:
+        break
+    buf += d
+    while b"\n" in buf:
+        line, buf = buf.split(b"\n", 1)
+        os.write(1, b"T=%d K=%s\n" % (time.time_ns(), line))
+`
+
+var stampRE = regexp.MustCompile(`T=(\d+) K=(\S+)`)
+
+// stampOf finds the stamp printed with token in text.
+func stampOf(text, token string) (time.Time, bool) {
+	for _, m := range stampRE.FindAllStringSubmatch(text, -1) {
+		if "K="+m[2] == token {
+			ns, err := strconv.ParseInt(m[1], 10, 64)
+			if err != nil {
+				return time.Time{}, false
+			}
+			return time.Unix(0, ns), true
+		}
+	}
+	return time.Time{}, false
+}
+
+// python3 returns the real interpreter (not a pyenv shim script).
+func python3(b *testing.B) string {
+	b.Helper()
+	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
+	if err != nil {
+		b.Skipf("python3 is not available: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// stampNode launches echoStamp on a node and returns the node id and the
+// FIFO, opened read-write so opening never blocks and the reader never
+// sees EOF.
+func stampNode(b *testing.B, o *Orchestrator) (string, *os.File) {
+	b.Helper()
+	dir := b.TempDir()
+	fifo := filepath.Join(dir, "in.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	f, err := os.OpenFile(fifo, os.O_RDWR, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { f.Close() })
+	info, err := o.Launch(bctx(b, 20*time.Second), LaunchSpec{Command: []string{python3(b), "-u", "-c", echoStamp, fifo},
+		Cwd: dir, Columns: 80, Rows: 24})
+	if err != nil {
+		b.Fatal(err)
+	}
+	r, err := o.WaitFor(bctx(b, 20*time.Second), info.Terminal, WaitSpec{Wait: WaitText, Text: "stamp-ready", After: new(uint64), TimeoutMS: 20000})
+	if err != nil || !r.Matched {
+		b.Fatalf("stamp program never started: %+v %v", r, err)
+	}
+	return info.Terminal, f
+}
+
+// BenchmarkWakeLatency measures from the moment the program writes a token
+// to the moment a waiter learns about it: event (a text WaitFor, woken by
+// the control-mode stream) against poll50ms (capture-pane through the tmux
+// CLI every 50 ms, what polling tools do). ns/op is the iteration cycle
+// (including a random pause before each write); the figures are the
+// p50/p99 metrics.
+func BenchmarkWakeLatency(b *testing.B) {
+	b.Run("event", func(b *testing.B) {
+		o, _ := newBenchOrchestrator(b)
+		id, fifo := stampNode(b, o)
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := range b.N {
+			token := fmt.Sprintf("K=ev%07d", i)
+			snap, err := o.Snapshot(id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rev := snap.Revision
+			type res struct {
+				r   WaitResult
+				err error
+				at  time.Time
+			}
+			done := make(chan res, 1)
+			go func() {
+				r, err := o.WaitFor(context.Background(), id, WaitSpec{Wait: WaitText, Text: token, After: &rev, TimeoutMS: 10000})
+				done <- res{r, err, time.Now()}
+			}()
+			// Let the waiter park (After=rev makes the result correct
+			// either way; the pause keeps it honest about waking).
+			time.Sleep(time.Millisecond + rand.N(9*time.Millisecond))
+			if _, err := fifo.WriteString(token[2:] + "\n"); err != nil {
+				b.Fatal(err)
+			}
+			r := <-done
+			if r.err != nil || !r.r.Matched {
+				b.Fatalf("iteration %d: wait %+v %v", i, r.r, r.err)
+			}
+			snap, err = o.Snapshot(id)
+			if err != nil {
+				b.Fatal(err)
+			}
+			written, ok := stampOf(strings.Join(snap.Lines, "\n"), token)
+			if !ok {
+				b.Fatalf("iteration %d: no stamp for %s on screen:\n%s", i, token, strings.Join(snap.Lines, "\n"))
+			}
+			lat = append(lat, r.at.Sub(written))
+		}
+		b.StopTimer()
+		reportLatencies(b, lat)
+	})
+	b.Run("poll50ms", func(b *testing.B) {
+		o, srv := newBenchOrchestrator(b)
+		id, fifo := stampNode(b, o)
+		tmux := tmuxPath(b)
+		lat := make([]time.Duration, 0, b.N)
+		b.ResetTimer()
+		for i := range b.N {
+			token := fmt.Sprintf("K=po%07d", i)
+			type res struct {
+				text string
+				at   time.Time
+				err  error
+			}
+			done := make(chan res, 1)
+			stop := make(chan struct{})
+			go func() {
+				tick := time.NewTicker(50 * time.Millisecond)
+				defer tick.Stop()
+				for {
+					cmd := exec.Command(tmux, "-L", srv.Socket, "capture-pane", "-p", "-t", "=ts-"+id+":")
+					cmd.Env = tmuxtest.Env()
+					out, err := cmd.Output()
+					if err != nil {
+						done <- res{err: err}
+						return
+					}
+					if bytes.Contains(out, []byte(token)) {
+						done <- res{text: string(out), at: time.Now()}
+						return
+					}
+					select {
+					case <-tick.C:
+					case <-stop:
+						return
+					}
+				}
+			}()
+			// A uniformly random phase against the poller's ticks.
+			time.Sleep(rand.N(50 * time.Millisecond))
+			if _, err := fifo.WriteString(token[2:] + "\n"); err != nil {
+				b.Fatal(err)
+			}
+			var r res
+			select {
+			case r = <-done:
+			case <-time.After(10 * time.Second):
+				close(stop)
+				b.Fatalf("iteration %d: poller never saw %s", i, token)
+			}
+			if r.err != nil {
+				b.Fatal(r.err)
+			}
+			written, ok := stampOf(r.text, token)
+			if !ok {
+				b.Fatalf("iteration %d: no stamp for %s in capture:\n%s", i, token, r.text)
+			}
+			lat = append(lat, r.at.Sub(written))
+		}
+		b.StopTimer()
+		reportLatencies(b, lat)
+	})
+}
+
+// ---------------------------------------------------------------------------
+// Flood
+
+const floodBytes = 40 << 20
+
+// floodFile writes floodBytes of base64 text in 76-column lines.
+func floodFile(b *testing.B) string {
+	b.Helper()
+	p := filepath.Join(b.TempDir(), "flood.txt")
+	f, err := os.Create(p)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	rng := rand.NewChaCha8([32]byte{1, 2, 3})
+	raw := make([]byte, 57) // 57 bytes = one 76-column base64 line
+	line := make([]byte, 77)
+	for written := 0; written < floodBytes; written += len(line) {
+		rng.Read(raw)
+		base64.StdEncoding.Encode(line, raw)
+		line[76] = '\n'
+		w.Write(line)
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// floodScript blocks until channel goCh is signalled, cats file, prints
+// endTok and signals doneCh.
+func floodScript(tmux, socket, file, goCh, doneCh, endTok string) string {
+	return fmt.Sprintf("%s -L %s wait-for %s; cat %s; echo %s; %s -L %s wait-for -S %s",
+		tmux, socket, goCh, file, endTok, tmux, socket, doneCh)
+}
+
+// timeFlood signals goCh and returns when doneCh is signalled.
+func timeFlood(b *testing.B, socket, goCh, doneCh string) time.Duration {
+	b.Helper()
+	start := time.Now()
+	b.StartTimer()
+	mustTmux(b, socket, "", "wait-for", "-S", goCh)
+	mustTmux(b, socket, "", "wait-for", doneCh)
+	b.StopTimer()
+	return time.Since(start)
+}
+
+// BenchmarkFlood40MB times `cat` of 40 MB of base64 in a pane: through
+// the orchestrator with a text wait active (waiting) and with none
+// (unobserved: the orchestrator has no unobserved mode yet, so its mirror
+// still runs), and in a plain tmux session with a bare control client
+// writing to /dev/null (bare) or no client at all (noclient).
+func BenchmarkFlood40MB(b *testing.B) {
+	file := floodFile(b)
+	fi, err := os.Stat(file)
+	if err != nil {
+		b.Fatal(err)
+	}
+	size := fi.Size()
+	tmux := tmuxPath(b)
+
+	orch := func(waiting bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.SetBytes(size)
+			o, srv := newBenchOrchestrator(b)
+			b.StopTimer()
+			b.ResetTimer()
+			var lags []time.Duration
+			for i := range b.N {
+				goCh, doneCh := fmt.Sprintf("go-%d", i), fmt.Sprintf("done-%d", i)
+				endTok := fmt.Sprintf("FLOOD-END-%d", i)
+				info, err := o.Launch(bctx(b, 20*time.Second), LaunchSpec{
+					Command: []string{"sh", "-c", floodScript(tmux, srv.Socket, file, goCh, doneCh, endTok)},
+					Cwd:     b.TempDir(), Columns: 80, Rows: 24})
+				if err != nil {
+					b.Fatal(err)
+				}
+				id := info.Terminal
+				snap, err := o.Snapshot(id)
+				if err != nil {
+					b.Fatal(err)
+				}
+				rev0 := snap.Revision
+				var waitEnded chan time.Time
+				cancel := func() {}
+				if waiting {
+					var ctx context.Context
+					ctx, cancel = context.WithCancel(context.Background())
+					waitEnded = make(chan time.Time, 1)
+					go func() {
+						o.WaitFor(ctx, id, WaitSpec{Wait: WaitText, Text: "never-appears", After: &rev0, TimeoutMS: 40000})
+						waitEnded <- time.Now()
+					}()
+					time.Sleep(20 * time.Millisecond) // let it park
+				}
+				timeFlood(b, srv.Socket, goCh, doneCh)
+				doneAt := time.Now()
+				if waiting {
+					select {
+					case at := <-waitEnded:
+						b.Fatalf("the wait ended %v before the flood did: measurement invalid", doneAt.Sub(at))
+					default:
+					}
+				}
+				// How far behind the mirror is when the program is done.
+				r, err := o.WaitFor(bctx(b, 45*time.Second), id, WaitSpec{Wait: WaitText, Text: endTok, After: &rev0, TimeoutMS: 40000})
+				if err != nil || !r.Matched {
+					b.Logf("iteration %d: mirror never showed %s: %+v %v", i, endTok, r, err)
+				} else {
+					lags = append(lags, time.Since(doneAt))
+				}
+				cancel()
+				if waiting {
+					<-waitEnded
+				}
+				if err := o.CloseNode(bctx(b, 20*time.Second), id); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if len(lags) > 0 {
+				slices.Sort(lags)
+				b.ReportMetric(float64(lags[len(lags)/2])/float64(time.Millisecond), "mirror-lag-ms")
+			}
+		}
+	}
+	plain := func(client bool) func(b *testing.B) {
+		return func(b *testing.B) {
+			b.SetBytes(size)
+			srv := tmuxtest.New(b)
+			conf := writeServerConf(b)
+			// A keeper session holds the server up between iterations.
+			mustTmux(b, srv.Socket, conf, "new-session", "-d", "-s", "keep", "-x", "80", "-y", "24", "--", "sleep", "infinity")
+			b.StopTimer()
+			b.ResetTimer()
+			for i := range b.N {
+				s := fmt.Sprintf("flood-%d", i)
+				goCh, doneCh := fmt.Sprintf("go-%d", i), fmt.Sprintf("done-%d", i)
+				mustTmux(b, srv.Socket, conf, "new-session", "-d", "-s", s, "-x", "80", "-y", "24", "--",
+					"sh", "-c", floodScript(tmux, srv.Socket, file, goCh, doneCh, "FLOOD-END"))
+				stop := func() {}
+				if client {
+					_, stop = bareControlClient(b, srv.Socket, conf, s)
+					waitClients(b, srv.Socket, s, 1)
+				}
+				timeFlood(b, srv.Socket, goCh, doneCh)
+				stop()
+				mustTmux(b, srv.Socket, "", "kill-session", "-t", "="+s)
+			}
+		}
+	}
+	b.Run("waiting", orch(true))
+	b.Run("unobserved", orch(false))
+	b.Run("bare", plain(true))
+	b.Run("noclient", plain(false))
+}
+
+// ---------------------------------------------------------------------------
+// Idle memory
+
+const idleNodes = 100
+
+// pssKiB reads the Pss line of /proc/PID/smaps_rollup.
+func pssKiB(pid int) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/smaps_rollup", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "Pss:"); ok {
+			f := strings.Fields(rest)
+			if len(f) >= 1 {
+				return strconv.ParseInt(f[0], 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("pid %d: no Pss in smaps_rollup", pid)
+}
+
+func sumPSS(b *testing.B, pids []int) int64 {
+	b.Helper()
+	var sum int64
+	for _, pid := range pids {
+		k, err := pssKiB(pid)
+		if err != nil {
+			b.Fatalf("read PSS: %v", err)
+		}
+		sum += k
+	}
+	return sum
+}
+
+func serverPID(b *testing.B, socket string) int {
+	b.Helper()
+	out := mustTmux(b, socket, "", "display-message", "-p", "#{pid}")
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil {
+		b.Fatalf("server pid %q: %v", out, err)
+	}
+	return pid
+}
+
+// memSample is one reading of everything that grows with nodes.
+type memSample struct {
+	server, clients, self int64 // PSS, KiB
+	heap, stack           int64 // Go HeapInuse, StackInuse, KiB
+	nclients              int
+}
+
+func sampleMem(b *testing.B, socket string) memSample {
+	b.Helper()
+	runtime.GC()
+	debug.FreeOSMemory()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	clients := tmuxtest.ControlClients(socket)
+	self, err := pssKiB(os.Getpid())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return memSample{
+		server: sumPSS(b, []int{serverPID(b, socket)}), clients: sumPSS(b, clients), self: self,
+		heap: int64(ms.HeapInuse >> 10), stack: int64(ms.StackInuse >> 10), nclients: len(clients),
+	}
+}
+
+func perNode(after, before int64) float64 { return float64(after-before) / idleNodes }
+
+// createSessions starts n idle sessions s0..s(n-1) with one tmux
+// invocation per 25 sessions.
+func createSessions(b *testing.B, socket, conf string, n int) {
+	b.Helper()
+	for start := 0; start < n; start += 25 {
+		var args []string
+		for i := start; i < min(start+25, n); i++ {
+			if len(args) > 0 {
+				args = append(args, ";")
+			}
+			args = append(args, "new-session", "-d", "-s", fmt.Sprintf("s%d", i), "--", "sleep", "3600")
+		}
+		mustTmux(b, socket, conf, args...)
+	}
+}
+
+// BenchmarkIdleNodeMemory measures what 100 idle nodes (`sleep 3600`,
+// default size) cost: PSS of the tmux server and of the control clients,
+// the orchestrator's Go heap and stacks and the test process's PSS. The
+// tmux-* cases are baselines without an orchestrator (no client, one bare
+// client per session, one client on a hub session linking every window);
+// emulator is the mirror's screen.Screen alone.
+func BenchmarkIdleNodeMemory(b *testing.B) {
+	b.Run("orchestrator", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			o, srv := newBenchOrchestrator(b)
+			time.Sleep(300 * time.Millisecond)
+			before := sampleMem(b, srv.Socket)
+			start := time.Now()
+			dir := b.TempDir()
+			for i := range idleNodes {
+				if _, err := o.Launch(bctx(b, 20*time.Second), LaunchSpec{Command: []string{"sleep", "3600"}, Cwd: dir}); err != nil {
+					b.Fatalf("launch %d: %v", i, err)
+				}
+			}
+			launch := time.Since(start)
+			time.Sleep(time.Second) // seeds, heal timers and clients settle
+			after := sampleMem(b, srv.Socket)
+			if got := after.nclients - before.nclients; got != idleNodes {
+				b.Fatalf("%d new control clients for %d nodes", got, idleNodes)
+			}
+			b.ReportMetric(float64(launch.Milliseconds())/idleNodes, "launch-ms/node")
+			b.ReportMetric(perNode(after.clients, before.clients), "client-PSS-KiB/node")
+			b.ReportMetric(perNode(after.server, before.server), "server-PSS-KiB/node")
+			b.ReportMetric(perNode(after.heap, before.heap), "heap-KiB/node")
+			b.ReportMetric(perNode(after.stack, before.stack), "stack-KiB/node")
+			b.ReportMetric(perNode(after.self, before.self), "self-PSS-KiB/node")
+			b.ReportMetric(perNode(after.self+after.clients, before.self+before.clients), "orch+clients-PSS-KiB/node")
+		}
+	})
+	plain := func(mode string) func(b *testing.B) {
+		return func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				srv := tmuxtest.New(b)
+				conf := writeServerConf(b)
+				mustTmux(b, srv.Socket, conf, "new-session", "-d", "-s", "keep", "--", "sleep", "infinity")
+				time.Sleep(300 * time.Millisecond)
+				before := sampleMem(b, srv.Socket)
+				createSessions(b, srv.Socket, conf, idleNodes)
+				switch mode {
+				case "per-session":
+					for i := range idleNodes {
+						bareControlClient(b, srv.Socket, conf, fmt.Sprintf("s%d", i))
+					}
+					for i := range idleNodes {
+						waitClients(b, srv.Socket, fmt.Sprintf("s%d", i), 1)
+					}
+				case "one-client":
+					mustTmux(b, srv.Socket, conf, "new-session", "-d", "-s", "hub", "--", "sleep", "infinity")
+					for start := 0; start < idleNodes; start += 25 {
+						var args []string
+						for i := start; i < min(start+25, idleNodes); i++ {
+							if len(args) > 0 {
+								args = append(args, ";")
+							}
+							args = append(args, "link-window", "-d", "-s", fmt.Sprintf("=s%d:0", i), "-t", fmt.Sprintf("=hub:%d", i+1))
+						}
+						mustTmux(b, srv.Socket, conf, args...)
+					}
+					bareControlClient(b, srv.Socket, conf, "hub")
+					waitClients(b, srv.Socket, "hub", 1)
+				}
+				time.Sleep(time.Second)
+				after := sampleMem(b, srv.Socket)
+				b.ReportMetric(perNode(after.clients, before.clients), "client-PSS-KiB/node")
+				b.ReportMetric(perNode(after.server, before.server), "server-PSS-KiB/node")
+			}
+		}
+	}
+	b.Run("tmux-noclient", plain("none"))
+	b.Run("tmux-client-per-session", plain("per-session"))
+	b.Run("tmux-one-client", plain("one-client"))
+	b.Run("emulator", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			var ms0, ms1 runtime.MemStats
+			runtime.GC()
+			debug.FreeOSMemory()
+			runtime.ReadMemStats(&ms0)
+			self0, _ := pssKiB(os.Getpid())
+			scrs := make([]*screen.Screen, idleNodes)
+			for i := range scrs {
+				scrs[i] = screen.New(DefaultColumns, DefaultRows)
+			}
+			runtime.GC()
+			debug.FreeOSMemory()
+			runtime.ReadMemStats(&ms1)
+			self1, _ := pssKiB(os.Getpid())
+			b.ReportMetric(perNode(int64(ms1.HeapInuse>>10), int64(ms0.HeapInuse>>10)), "heap-KiB/node")
+			b.ReportMetric(perNode(self1, self0), "self-PSS-KiB/node")
+			for _, s := range scrs {
+				s.Close()
+			}
+		}
+	})
+}
