@@ -30,8 +30,8 @@
 //     handler, and every call into the emulator runs under recover; a panic
 //     poisons the emulator and reports ErrNeedReseed until the next Seed,
 //     which builds a fresh one.
-//   - Some parameters drive loops (CHT, CBT, REP, ECH with a huge count): they are
-//     clamped to the screen width the way tmux does.
+//   - Some parameters drive loops (CHT, CBT, REP, ECH with a huge count):
+//     they are clamped to the screen width the way tmux does.
 //   - CellAt returns pointers into live buffers: rows are copied out as text
 //     under the Screen's mutex and readers only ever see those copies.
 //   - Each screen of the emulator has a scrollback of 10000 lines by default,

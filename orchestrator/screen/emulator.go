@@ -18,6 +18,10 @@ type live struct {
 	bracketedPaste bool
 	mouse          int // the active mouse tracking mode (9, 1000, 1002, 1003), 0 if none
 	mouseSGR       bool
+	// fullScan is set when the emulator changed rows without marking them
+	// touched (alternate screen switch, full reset, new emulator): the next
+	// commit compares every row instead of the touched ones only.
+	fullScan bool
 }
 
 // term is one emulator and the goroutine draining its input pipe. All its
@@ -39,7 +43,10 @@ func newTerm(cols, rows int, lv *live) *term {
 	emu.SetCallbacks(vt.Callbacks{
 		EnableMode:  func(m ansi.Mode) { lv.setMode(m, true) },
 		DisableMode: func(m ansi.Mode) { lv.setMode(m, false) },
+		// Switching screens clears the touched marks of the new screen.
+		AltScreen: func(bool) { lv.fullScan = true },
 	})
+	lv.fullScan = true
 	registerGuards(emu, lv)
 
 	t := &term{emu: emu, drainDone: make(chan struct{})}
@@ -122,6 +129,11 @@ func registerGuards(emu *vt.Emulator, lv *live) {
 			return false
 		})
 	}
+	// RIS drops the touched marks along with the screen contents.
+	emu.RegisterEscHandler('c', func() bool {
+		lv.fullScan = true
+		return false
+	})
 	// OSC 0 / 2: x/vt ignores a title containing ';'. Everything after the
 	// first ';' is the title, as in tmux.
 	for _, cmd := range []int{0, 2} {
@@ -198,7 +210,11 @@ func appendRow(dst []byte, emu *vt.Emulator, y, cols int) []byte {
 			x++
 			continue
 		}
-		dst = append(dst, c.Content...)
+		if len(c.Content) == 1 {
+			dst = append(dst, c.Content[0])
+		} else {
+			dst = append(dst, c.Content...)
+		}
 		if c.Width > 1 {
 			x += c.Width
 		} else {

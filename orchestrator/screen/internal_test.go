@@ -2,8 +2,10 @@ package screen
 
 import (
 	"errors"
+	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -80,5 +82,50 @@ func TestNoGoroutineLeak(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("goroutines: %d before, %d after", before, n)
+	}
+}
+
+// fullRows computes every row from the emulator, ignoring touched marks.
+func fullRows(s *Screen) []string {
+	out := make([]string, s.rows)
+	for y := range out {
+		out[y] = string(appendRow(nil, s.t.emu, y, s.cols))
+	}
+	return out
+}
+
+var vocabulary = []string{
+	"a", "hello ", "日本", "🙂", "e\u0301", "\t", "\r", "\n", "\r\n", "\b", "\x1bM", "\x1bD", "\x1bE",
+	"\x1b[H", "\x1b[5;7H", "\x1b[24;80H", "\x1b[2;30H", "\x1b[A", "\x1b[3B", "\x1b[4C", "\x1b[D",
+	"\x1b[J", "\x1b[1J", "\x1b[2J", "\x1b[3J", "\x1b[K", "\x1b[1K", "\x1b[2K",
+	"\x1b[L", "\x1b[3M", "\x1b[S", "\x1b[2T", "\x1b[@", "\x1b[2P", "\x1b[4X", "\x1b[3b",
+	"\x1b[2;5r", "\x1b[r", "\x1b[1;50r", "\x1b[?1049h", "\x1b[?1049l", "\x1b[?1047h", "\x1b[?1047l",
+	"\x1b[?47h", "\x1b[?47l", "\x1bc", "\x1b7", "\x1b8", "\x1b[?7l", "\x1b[?7h", "\x1b[?6h", "\x1b[?6l",
+	"\x1b[31m", "\x1b[0m", "\x1b[?25l", "\x1b[4h", "\x1b[4l", "\x1b(0lqk\x1b(B", "\x1b[2I", "\x1b[Z",
+}
+
+// TestTouchedScanMatchesFullScan checks that comparing touched rows only
+// publishes the same rows as a full compare would, over random sequences.
+func TestTouchedScanMatchesFullScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	s := New(20, 8)
+	defer s.Close()
+	for step := range 20000 {
+		var b []byte
+		for range 1 + rng.IntN(6) {
+			b = append(b, vocabulary[rng.IntN(len(vocabulary))]...)
+		}
+		switch rng.IntN(200) {
+		case 0:
+			s.Resize(10+rng.IntN(20), 3+rng.IntN(8))
+		case 1:
+			_ = s.Seed(SeedState{Columns: s.cols, Rows: s.rows, CursorVisible: true, Lines: []string{"seed", "\x1b[1mrow"}, AltScreen: rng.IntN(2) == 0})
+		}
+		if err := s.Write(b); err != nil {
+			t.Fatalf("step %d: %v", step, err)
+		}
+		if got, want := s.Rows(), fullRows(s); !slices.Equal(got, want) {
+			t.Fatalf("step %d after %q:\npublished %q\n     full %q", step, b, got, want)
+		}
 	}
 }

@@ -263,14 +263,10 @@ func (s *Screen) Resize(cols, rows int) {
 		return
 	}
 	s.setSize(cols, rows)
-	if !s.t.poisoned {
-		if s.run("resize", func() { s.t.emu.Resize(cols, rows) }) != nil {
-			// Rows keep their text, padded or cut to the new size; the
-			// next Write reports ErrNeedReseed.
-			s.bump(s.text.end())
-			s.hist.entry(s.rev).all = true
-			return
-		}
+	if s.t.poisoned || s.run("resize", func() { s.t.emu.Resize(cols, rows) }) != nil {
+		// Rows keep their text; the next Write reports ErrNeedReseed.
+		s.bump(s.text.end()).all = true
+		return
 	}
 	s.commit(s.text.end(), false, true, false)
 }
@@ -287,10 +283,20 @@ func (s *Screen) setSize(cols, rows int) {
 
 // commit publishes the emulator's state and bumps the revision if anything
 // changed (or force). all marks every row changed.
+//
+// Only rows the emulator marked touched are compared (its RenderBuffer marks
+// every line it writes, scrolls or erases); the marks are then cleared in
+// place. When the marks cannot be trusted (live.fullScan) or all is set,
+// every row is compared.
 func (s *Screen) commit(textStart uint64, textAdded, all, force bool) {
 	emu := s.t.emu
+	touched := emu.Touched()
+	scanAll := all || s.live.fullScan
 	var e *histEntry
 	for y := 0; y < s.rows; y++ {
+		if !scanAll && (y >= len(touched) || touched[y] == nil) {
+			continue
+		}
 		s.rowBuf = appendRow(s.rowBuf[:0], emu, y, s.cols)
 		if string(s.rowBuf) == s.lines[y] && !all {
 			continue
@@ -303,6 +309,8 @@ func (s *Screen) commit(textStart uint64, textAdded, all, force bool) {
 		}
 		e.set(y)
 	}
+	clear(touched)
+	s.live.fullScan = false
 	pos := emu.CursorPosition()
 	cursor := Cursor{X: pos.X, Y: pos.Y, Visible: !emu.CursorHidden()}
 	modes := Modes{

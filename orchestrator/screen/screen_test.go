@@ -1,6 +1,7 @@
 package screen_test
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -357,8 +358,8 @@ func TestChanged(t *testing.T) {
 func TestChangesSince(t *testing.T) {
 	s := screen.NewWithOptions(10, 4, screen.Options{History: 8})
 	defer s.Close()
-	_ = s.Write([]byte("a\r\nb\r\nc"))    // rev 1: rows 0-2
-	_ = s.Write([]byte("\x1b[2;1HB"))     // rev 2: row 1
+	_ = s.Write([]byte("a\r\nb\r\nc"))      // rev 1: rows 0-2
+	_ = s.Write([]byte("\x1b[2;1HB"))       // rev 2: row 1
 	_ = s.Write([]byte("\x1b[4;1Hd\x1b[H")) // rev 3: row 3
 	if r := s.Revision(); r != 3 {
 		t.Fatalf("revision %d", r)
@@ -531,9 +532,9 @@ func TestSeedAltScreen(t *testing.T) {
 	st := screen.SeedState{
 		Columns: 10, Rows: 3,
 		CursorX: 2, CursorY: 1, CursorVisible: true,
-		AltScreen:    true,
-		Lines:        []string{"\x1b[7m vim \x1b[0m", "~", "~"},
-		PrimaryLines: []string{"$ vim", "", ""},
+		AltScreen:      true,
+		Lines:          []string{"\x1b[7m vim \x1b[0m", "~", "~"},
+		PrimaryLines:   []string{"$ vim", "", ""},
 		PrimaryCursorX: 5, PrimaryCursorY: 0,
 	}
 	s := newScreen(t, 10, 3)
@@ -609,4 +610,30 @@ func TestConcurrentUse(t *testing.T) {
 	}
 	close(stop)
 	<-done
+}
+
+func TestJSONShapes(t *testing.T) {
+	s := newScreen(t, 4, 2)
+	_ = s.Write([]byte("\x1b]2;t\x07ab"))
+	b, err := json.Marshal(s.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"revision":1,"columns":4,"rows":2,"cursor":{"x":2,"y":0,"visible":true},"modes":{"alt_screen":false,"app_cursor":false,"bracketed_paste":false,"mouse":false},"title":"t","lines":["ab",""]}`
+	if string(b) != want {
+		t.Fatalf("snapshot JSON\n got %s\nwant %s", b, want)
+	}
+	c, _ := s.ChangesSince(0)
+	b, _ = json.Marshal(c)
+	if want := `{"revision":1,"rows":[{"row":0,"text":"ab"}],"cursor":{"x":2,"y":0}}`; string(b) != want {
+		t.Fatalf("changes JSON\n got %s\nwant %s", b, want)
+	}
+	var back screen.Changes
+	if err := json.Unmarshal(b, &back); err != nil || back.CursorX != 2 || len(back.Rows) != 1 {
+		t.Fatalf("round trip %+v %v", back, err)
+	}
+	c, _ = s.ChangesSince(1)
+	if b, _ = json.Marshal(c); !strings.Contains(string(b), `"rows":[]`) {
+		t.Fatalf("empty rows JSON %s", b)
+	}
 }
