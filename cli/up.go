@@ -283,7 +283,11 @@ func (h *human) down() int {
 		case <-t.C:
 		}
 	}
-	fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d); tmux sessions keep running (tmux -L %s ls)\n", li.PID, h.socket)
+	socket := h.socket
+	if s, err := tools.ReadSession(tools.OperatorSessionPath(h.stateDir)); err == nil && s.Socket != "" {
+		socket = s.Socket // the socket that orchestrator ran on
+	}
+	fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d); tmux sessions keep running (tmux -L %s ls)\n", li.PID, socket)
 	return ExitOK
 }
 

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -112,7 +113,9 @@ func TestDifferentialVim(t *testing.T) {
 	requireSameAsTmux(t, o, srv, id, "vim insert")
 	press(t, o, id, ": q ! Enter")
 	if _, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitExit, TimeoutMS: 10000}); err != nil {
-		t.Fatal(err)
+		snap, _ := o.Snapshot(id)
+		ps, _ := exec.Command("ps", "-eo", "pid,ppid,stat,cmd").Output()
+		t.Fatalf("%v\n%s\n%s\n%s", err, strings.Join(snap.Lines, "\n"), srv.Must("list-panes", "-a", "-F", "#{session_name} #{pane_dead}:#{pane_dead_status}:#{pane_dead_signal} #{pane_pid}"), ps)
 	}
 	requireSameAsTmux(t, o, srv, id, "after vim exits (alternate screen left)")
 }

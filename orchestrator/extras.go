@@ -23,6 +23,7 @@ const watchLifetime = 24 * time.Hour
 
 type watch struct {
 	id, terminal string
+	owner        string // the node that started it
 	cancel       context.CancelFunc
 	done         chan struct{}
 	result       WaitResult
@@ -36,6 +37,30 @@ type watchTable struct {
 }
 
 func newWatchTable() *watchTable { return &watchTable{m: map[string]*watch{}} }
+
+// firedWatchTTL is how long a fired watch's result waits to be read.
+const firedWatchTTL = 10 * time.Minute
+
+// get returns a watch its caller may use: its owner's, or any for the
+// operator.
+func (w *watchTable) get(caller tools.Identity, id string) (*watch, error) {
+	w.mu.Lock()
+	wt := w.m[id]
+	w.mu.Unlock()
+	if wt == nil {
+		return nil, tools.Errorf(tools.KindNotFound, "no watch %q (it fired and was read, expired, was cancelled, or never existed)", id)
+	}
+	if caller.Role != tools.RoleOperator && wt.owner != caller.Node {
+		return nil, tools.Errorf(tools.KindForbidden, "watch %q belongs to node %q", id, wt.owner)
+	}
+	return wt, nil
+}
+
+func (w *watchTable) remove(id string) {
+	w.mu.Lock()
+	delete(w.m, id)
+	w.mu.Unlock()
+}
 
 func (a *api) watchOp(ctx context.Context, caller tools.Identity, name string, args json.RawMessage) (any, error) {
 	w := a.watches
@@ -71,12 +96,15 @@ func (a *api) watchOp(ctx context.Context, caller tools.Identity, name string, a
 		w.next++
 		id := fmt.Sprintf("watch-%d", w.next)
 		wctx, cancel := context.WithCancel(a.ctx)
-		wt := &watch{id: id, terminal: p.Terminal, cancel: cancel, done: make(chan struct{})}
+		wt := &watch{id: id, terminal: p.Terminal, owner: caller.Node, cancel: cancel, done: make(chan struct{})}
 		w.m[id] = wt
 		w.mu.Unlock()
 		go func() {
 			defer close(wt.done)
 			wt.result, wt.err = n.waitCompiled(wctx, c)
+			// A fired watch nobody reads is dropped after a while, so
+			// forgotten watches do not fill the table.
+			time.AfterFunc(firedWatchTTL, func() { w.remove(id) })
 		}()
 		return map[string]any{"watch": id, "terminal": p.Terminal, "after": *c.After}, nil
 	case "watch_wait":
@@ -87,11 +115,9 @@ func (a *api) watchOp(ctx context.Context, caller tools.Identity, name string, a
 		if err := decode(args, &p); err != nil {
 			return nil, err
 		}
-		w.mu.Lock()
-		wt := w.m[p.Watch]
-		w.mu.Unlock()
-		if wt == nil {
-			return nil, tools.Errorf(tools.KindNotFound, "no watch %q (it fired and was read, was cancelled, or never existed)", p.Watch)
+		wt, err := w.get(caller, p.Watch)
+		if err != nil {
+			return nil, err
 		}
 		timeout := tools.DefaultWaitTimeout
 		if p.TimeoutMS > 0 {
@@ -101,9 +127,7 @@ func (a *api) watchOp(ctx context.Context, caller tools.Identity, name string, a
 		defer t.Stop()
 		select {
 		case <-wt.done:
-			w.mu.Lock()
-			delete(w.m, p.Watch)
-			w.mu.Unlock()
+			w.remove(p.Watch)
 			if wt.err != nil {
 				return nil, wt.err
 			}
@@ -120,14 +144,16 @@ func (a *api) watchOp(ctx context.Context, caller tools.Identity, name string, a
 		if err := decode(args, &p); err != nil {
 			return nil, err
 		}
-		w.mu.Lock()
-		wt := w.m[p.Watch]
-		delete(w.m, p.Watch)
-		w.mu.Unlock()
-		if wt != nil {
-			wt.cancel()
+		wt, err := w.get(caller, p.Watch)
+		if err != nil {
+			if tools.KindOf(err) == tools.KindNotFound {
+				return map[string]any{"watch": p.Watch, "cancelled": false}, nil
+			}
+			return nil, err
 		}
-		return map[string]any{"watch": p.Watch, "cancelled": wt != nil}, nil
+		w.remove(p.Watch)
+		wt.cancel()
+		return map[string]any{"watch": p.Watch, "cancelled": true}, nil
 	}
 }
 
@@ -286,8 +312,14 @@ func (a *api) agentSend(ctx context.Context, caller tools.Identity, args json.Ra
 	if err := decode(args, &p); err != nil {
 		return nil, nil, err
 	}
-	if _, err := a.o.lookup(p.Node); err != nil {
+	target, err := a.o.lookup(p.Node)
+	if err != nil {
 		return nil, nil, err
+	}
+	// agent_send submits into an agent's prompt; any other terminal takes
+	// typed input only from those who may drive it.
+	if target.meta.Agent == "" && !a.canDrive(caller, p.Node) {
+		return nil, nil, tools.Errorf(tools.KindForbidden, "node %q is not an agent: agent_send delivers only to agent nodes (use terminal_submit on terminals you may drive)", p.Node)
 	}
 	t := a.agents
 	t.mu.Lock()

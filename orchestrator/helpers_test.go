@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,7 +30,11 @@ func openOrchestrator(t *testing.T, srv *tmuxtest.Server, dir string) *Orchestra
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	o, err := New(ctx, Config{StateDir: dir, Socket: srv.Socket})
+	cfg := Config{StateDir: dir, Socket: srv.Socket}
+	if os.Getenv("TERMSPRAWL_TEST_LOG") != "" {
+		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	o, err := New(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

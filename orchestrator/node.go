@@ -63,16 +63,21 @@ type node struct {
 	dropUntil uint64
 	applied   uint64
 
-	mu       sync.Mutex // guards the fields below
-	status   string
-	exitCode *int
-	pid      int
-	statusCh chan struct{} // closed when status changes
-	inputs   []input
-	gone     bool   // the tmux session no longer exists
-	reseeds  int    // how often the mirror was reseeded (observability)
-	seedRev  uint64 // the mirror's revision right after the last seed
-	healed   int    // how often a quiet check found the mirror wrong
+	mu          sync.Mutex // guards the fields below
+	status      string
+	exitCode    *int
+	pid         int
+	statusCh    chan struct{} // closed when status changes
+	inputs      []input
+	gone        bool   // the tmux session no longer exists
+	reseeds     int    // how often the mirror was reseeded (observability)
+	seedRev     uint64 // the mirror's revision right after the last seed
+	healed      int    // how often a quiet check found the mirror wrong
+	pendingExit *int   // exit reported by requestExit, published after a reseed
+	// edgeRev is a revision at which tmux reported the cursor one past the
+	// last column (a pending wrap that x/vt does not show, e.g. with
+	// autowrap off); the snapshot of that revision reports it as tmux does.
+	edgeRev uint64
 }
 
 func (n *node) session() string { return "ts-" + n.meta.ID }
@@ -103,6 +108,39 @@ func (n *node) setStatus(status string, code *int) {
 	}
 	close(n.statusCh)
 	n.statusCh = make(chan struct{})
+}
+
+// watchProcess asks the orchestrator's process watcher to tell when the
+// pane's program ends; its status is then read from /proc if tmux has not
+// reaped it, or tmux's pane-died hook follows.
+func (n *node) watchProcess(pid int) {
+	if n.o.procs == nil {
+		return
+	}
+	err := n.o.procs.watch(pid, func() {
+		if code, ok := zombieStatus(pid); ok {
+			n.requestExit(code)
+			return
+		}
+		select {
+		case n.o.srv.deaths <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		n.log.Debug("cannot watch the pane's process", "pid", pid, "err", err)
+	}
+}
+
+// requestExit records that tmux reported the pane dead. The pump reseeds
+// first and then publishes the status, so whoever wakes on the exit sees
+// the program's final screen: tmux 3.3a can drop a dying pane's last
+// output for control clients, so that screen is taken from tmux itself.
+func (n *node) requestExit(code int) {
+	n.mu.Lock()
+	n.pendingExit = &code
+	n.mu.Unlock()
+	n.requestReseed()
 }
 
 func (n *node) markGone() {
@@ -286,12 +324,45 @@ func (n *node) reseed(ctx context.Context) error {
 	n.mu.Lock()
 	n.reseeds++
 	n.seedRev = n.scr.Revision()
+	newPid := pid > 0 && pid != n.pid
 	n.pid = pid
 	n.mu.Unlock()
+	if newPid && !dead {
+		n.watchProcess(pid)
+	}
+	n.mu.Lock()
+	pending := n.pendingExit
+	n.pendingExit = nil
+	n.mu.Unlock()
+	if !dead {
+		if f := strings.SplitN(outs[0][0], " ", 16); len(f) == 16 {
+			dead, code = checkDead(f[13], pid)
+		}
+	}
+	if !dead && pending != nil {
+		dead, code = true, *pending
+	}
 	if dead {
 		n.setStatus(StatusExited, &code)
 	}
 	return nil
+}
+
+// checkDead interprets tmux's dead word for a pane. tmux 3.3a sometimes
+// leaves the child unreaped after the pty closed: it then has no status
+// and fires no pane-died hook, so the status is read from /proc instead.
+// The quiet-time check (heal) and every seed call this, so a program that
+// printed anything before it exited is noticed even then.
+func checkDead(word string, pid int) (bool, int) {
+	if exited, code := parseDead(word); exited {
+		return true, code
+	}
+	if strings.HasPrefix(word, "1:") && pid > 0 {
+		if code, ok := zombieStatus(pid); ok {
+			return true, code
+		}
+	}
+	return false, 0
 }
 
 // Output handling bounds: slices applied to the emulator at once, and the
@@ -300,6 +371,19 @@ const (
 	applySlice  = 32 << 10
 	skipBacklog = 1 << 20
 )
+
+// snapshot is the mirror's snapshot, with the cursor as tmux reports it
+// at the right edge (see edgeRev).
+func (n *node) snapshot() screen.Snapshot {
+	snap := n.scr.Snapshot()
+	n.mu.Lock()
+	edge := n.edgeRev
+	n.mu.Unlock()
+	if edge != 0 && edge == snap.Revision && snap.Cursor.X == snap.Columns-1 {
+		snap.Cursor.X = snap.Columns
+	}
+	return snap
+}
 
 // requestReseed asks the pump to reseed (it coalesces requests).
 func (n *node) requestReseed() {
@@ -357,19 +441,29 @@ func (n *node) heal() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	outs, marks, err := n.client.RunManyMarked(ctx,
-		tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{cursor_x} #{cursor_y} #{pane_width} #{pane_height}"),
+		tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{cursor_x} #{cursor_y} #{pane_width} #{pane_height} "+deadFormat+" #{pane_pid}"),
 		tmuxctl.Command("capture-pane", "-p", "-t", n.pane))
 	if err != nil || len(outs) != 2 || len(outs[0]) != 1 {
+		n.log.Debug("heal: no answer", "err", err)
 		return
 	}
 	if marks[n.pane] != n.applied || n.stream.Pending() {
+		n.log.Debug("heal: output pending", "mark", marks[n.pane], "applied", n.applied)
 		return // more output is on its way: check when it is quiet again
 	}
-	var cx, cy, w, h int
-	fmt.Sscanf(outs[0][0], "%d %d %d %d", &cx, &cy, &w, &h)
-	snap := n.scr.Snapshot()
-	same := snap.Columns == w && snap.Rows == h && snap.Cursor.Y == cy &&
-		(snap.Cursor.X == cx || (cx == w && snap.Cursor.X == w-1))
+	var cx, cy, w, h, pid int
+	var dead string
+	fmt.Sscanf(outs[0][0], "%d %d %d %d %s %d", &cx, &cy, &w, &h, &dead, &pid)
+	if exited, code := checkDead(dead, pid); exited {
+		if status, _, _ := n.state(); status != StatusExited {
+			n.requestExit(code) // reseeds, then publishes the exit
+			n.reseedLogged("exit")
+			return
+		}
+	}
+	snap := n.snapshot()
+	edge := cx == w && snap.Cursor.X == w-1
+	same := snap.Columns == w && snap.Rows == h && snap.Cursor.Y == cy && (snap.Cursor.X == cx || edge)
 	for i := 0; same && i < h; i++ {
 		var want, got string
 		if i < len(outs[1]) {
@@ -381,6 +475,11 @@ func (n *node) heal() {
 		same = want == got
 	}
 	if same {
+		if edge {
+			n.mu.Lock()
+			n.edgeRev = snap.Revision
+			n.mu.Unlock()
+		}
 		return
 	}
 	n.mu.Lock()

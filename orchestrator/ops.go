@@ -273,7 +273,7 @@ func (o *Orchestrator) launchEnv(spec LaunchSpec, id string) []string {
 
 func (n *node) info(clients int) NodeInfo {
 	status, code, _ := n.state()
-	snap := n.scr.Snapshot()
+	snap := n.snapshot()
 	return NodeInfo{Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
 		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients}
@@ -332,7 +332,7 @@ func (o *Orchestrator) Snapshot(id string) (Snapshot, error) {
 		return Snapshot{}, err
 	}
 	status, code, _ := n.state()
-	return Snapshot{Terminal: id, Snapshot: n.scr.Snapshot(), Status: status, ExitCode: code}, nil
+	return Snapshot{Terminal: id, Snapshot: n.snapshot(), Status: status, ExitCode: code}, nil
 }
 
 // CaptureSince returns the rows changed after revision cursor.
@@ -665,7 +665,7 @@ func (o *Orchestrator) Resize(ctx context.Context, id string, columns, rows int)
 	defer deadline.Stop()
 	for {
 		_, changed := n.scr.WaitState()
-		if s := n.scr.Snapshot(); s.Columns == columns && s.Rows == rows {
+		if s := n.snapshot(); s.Columns == columns && s.Rows == rows {
 			break
 		}
 		select {

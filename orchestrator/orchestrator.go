@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/termsprawl/termsprawl/tmuxctl"
@@ -49,6 +51,8 @@ type Orchestrator struct {
 	mu      sync.Mutex // guards nodes and closing
 	nodes   map[string]*node
 	closing bool
+
+	procs *procWatcher // nil where pidfds are not available
 
 	launchMu sync.Mutex // serialises id allocation and session creation
 	stop     chan struct{}
@@ -95,6 +99,11 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		return nil, err
 	}
 	o := &Orchestrator{cfg: cfg, srv: srv, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{})}
+	if pw, err := newProcWatcher(); err == nil {
+		o.procs = pw
+	} else {
+		o.log.Warn("no process watcher; relying on tmux's pane-died hook", "err", err)
+	}
 	if err := o.adopt(ctx); err != nil {
 		o.Close()
 		return nil, err
@@ -137,6 +146,9 @@ func (o *Orchestrator) Close() {
 		}()
 	}
 	wg.Wait()
+	if o.procs != nil {
+		o.procs.close()
+	}
 	o.srv.close()
 	o.wg.Wait()
 }
@@ -255,6 +267,7 @@ func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {
 // flag in one command and updates the nodes.
 func (o *Orchestrator) watchDeaths() {
 	defer o.wg.Done()
+	retry := 0
 	for {
 		select {
 		case <-o.stop:
@@ -262,7 +275,7 @@ func (o *Orchestrator) watchDeaths() {
 		case <-o.srv.deaths:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat))
+		out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
 		cancel()
 		if err != nil {
 			o.log.Warn("list panes after a pane died", "err", err)
@@ -270,30 +283,69 @@ func (o *Orchestrator) watchDeaths() {
 		}
 		notReady := false
 		for _, line := range out {
-			name, word, _ := strings.Cut(line, " ")
-			if !strings.HasPrefix(name, "ts-") || !strings.HasPrefix(word, "1:") {
+			o.log.Debug("pane state after a death", "line", line)
+			f := strings.Fields(line)
+			if len(f) != 3 || !strings.HasPrefix(f[0], "ts-") || !strings.HasPrefix(f[1], "1:") {
 				continue
 			}
-			n := o.node(strings.TrimPrefix(name, "ts-"))
+			n := o.node(strings.TrimPrefix(f[0], "ts-"))
 			if n == nil {
 				continue
 			}
-			if exited, code := parseDead(word); exited {
-				n.setStatus(StatusExited, &code)
-			} else {
-				notReady = true
+			pid, _ := strconv.Atoi(f[2])
+			if exited, code := checkDead(f[1], pid); exited {
+				if status, _, _ := n.state(); status != StatusExited {
+					n.requestExit(code)
+				}
+				continue
 			}
+			notReady = true
 		}
-		if notReady {
+		if notReady && retry < 8 {
 			// The status follows the pty's end shortly: look again.
-			time.AfterFunc(20*time.Millisecond, func() {
+			retry++
+			time.AfterFunc(time.Duration(10<<retry)*time.Millisecond, func() {
 				select {
 				case o.srv.deaths <- struct{}{}:
 				default:
 				}
 			})
+		} else if !notReady {
+			retry = 0
 		}
 	}
+}
+
+// zombieStatus reads the exit status of a dead, unreaped process from
+// /proc/PID/stat (field 52, in waitpid's encoding). It reports false if
+// the process is not a zombie.
+func zombieStatus(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); field 52 is f[49].
+	if len(f) < 50 || f[0] != "Z" {
+		return 0, false
+	}
+	ws, err := strconv.Atoi(f[49])
+	if err != nil {
+		return 0, false
+	}
+	status := syscall.WaitStatus(ws)
+	switch {
+	case status.Exited():
+		return status.ExitStatus(), true
+	case status.Signaled():
+		return 128 + int(status.Signal()), true
+	}
+	return 0, false
 }
 
 // clientEnded is called by a node's pump when its control client ended.

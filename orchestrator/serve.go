@@ -91,6 +91,12 @@ func newInstanceID() string {
 func ensureOperatorSession(stateDir, socket string) (tools.Session, error) {
 	path := tools.OperatorSessionPath(stateDir)
 	if s, err := tools.ReadSession(path); err == nil && s.Node == tools.OperatorNode && s.Role == tools.RoleOperator {
+		if s.Socket != socket {
+			s.Socket = socket // the token stays; the socket is this run's
+			if err := tools.WriteSession(path, s); err != nil {
+				return tools.Session{}, fmt.Errorf("update operator session: %w", err)
+			}
+		}
 		return s, nil
 	}
 	tok, err := tools.NewToken()
@@ -119,6 +125,9 @@ func Serve(ctx context.Context, cfg Config, ready func(ServeInfo)) error {
 		return err
 	}
 	defer lock.release()
+	if cfg.Socket == "" {
+		cfg.Socket = DefaultSocket
+	}
 	op, err := ensureOperatorSession(cfg.StateDir, cfg.Socket)
 	if err != nil {
 		return err

@@ -34,12 +34,13 @@ type term struct {
 
 // newTerm builds an emulator of the given size wired to lv.
 //
-// Memory: vt.NewEmulator allocates a 4 MiB parser data buffer that cannot be
-// shrunk, plus two cell buffers of cols*rows cells (~100 B per cell).
-// Scrollback is removed (see disableScrollback).
+// Memory: vt.NewEmulator allocates a 4 MiB parser data buffer (shrunk to
+// parserDataSize by shrinkParser), plus two cell buffers of cols*rows
+// cells (~100 B per cell). Scrollback is removed (see disableScrollback).
 func newTerm(cols, rows int, lv *live) *term {
 	emu := vt.NewEmulator(cols, rows)
 	disableScrollback(emu)
+	shrinkParser(emu)
 	emu.SetCallbacks(vt.Callbacks{
 		EnableMode:  func(m ansi.Mode) { lv.setMode(m, true) },
 		DisableMode: func(m ansi.Mode) { lv.setMode(m, false) },
@@ -226,4 +227,48 @@ func appendRow(dst []byte, emu *vt.Emulator, y, cols int) []byte {
 		end--
 	}
 	return dst[:end]
+}
+
+// parserDataSize bounds the data of one OSC/DCS/APC string the emulator
+// keeps (titles, hyperlinks); longer strings are cut. x/vt's own 4 MiB per
+// emulator would dominate a node's memory.
+const parserDataSize = 64 << 10
+
+// shrinkParser replaces x/vt's 4 MiB parser data buffer with a
+// parserDataSize one. The parser is unexported, so this reaches it with
+// reflect and unsafe after checking its type; it reports false (and
+// changes nothing) if the layout differs in another x/vt version.
+func shrinkParser(emu *vt.Emulator) bool {
+	f := reflect.ValueOf(emu).Elem().FieldByName("parser")
+	if !f.IsValid() || f.Type() != reflect.TypeFor[*ansi.Parser]() || f.IsNil() {
+		return false
+	}
+	(*ansi.Parser)(unsafe.Pointer(f.Pointer())).SetDataSize(parserDataSize)
+	return true
+}
+
+// phantomField returns x/vt's pending-wrap flag (the cursor has written
+// the last column and the next character wraps), or an invalid Value if
+// this x/vt has none.
+func phantomField(emu *vt.Emulator) reflect.Value {
+	f := reflect.ValueOf(emu).Elem().FieldByName("atPhantom")
+	if !f.IsValid() || f.Kind() != reflect.Bool || !f.CanAddr() {
+		return reflect.Value{}
+	}
+	return f
+}
+
+// atPhantom reports the pending-wrap state. tmux reports the cursor one
+// past the last column then, and so does the mirror.
+func atPhantom(emu *vt.Emulator) bool {
+	f := phantomField(emu)
+	return f.IsValid() && f.Bool()
+}
+
+// setPhantom sets the pending-wrap state (after a seed whose cursor tmux
+// reported one past the last column).
+func setPhantom(emu *vt.Emulator, on bool) {
+	if f := phantomField(emu); f.IsValid() {
+		*(*bool)(unsafe.Pointer(f.UnsafeAddr())) = on
+	}
 }

@@ -129,3 +129,35 @@ func TestTouchedScanMatchesFullScan(t *testing.T) {
 		}
 	}
 }
+
+func TestParserShrunkAndPhantom(t *testing.T) {
+	s := New(10, 3)
+	defer s.Close()
+	if !shrinkParser(s.t.emu) {
+		t.Fatal("x/vt's parser layout changed: shrinkParser no longer applies")
+	}
+	if !phantomField(s.t.emu).IsValid() {
+		t.Fatal("x/vt's pending-wrap flag is gone: the cursor can no longer match tmux's at the right edge")
+	}
+	// Filling the last column leaves the cursor pending a wrap: tmux
+	// reports x == columns then.
+	if err := s.Write([]byte("0123456789")); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Snapshot().Cursor; c.X != 10 || c.Y != 0 {
+		t.Fatalf("cursor after filling a row = %+v, want x=10 y=0", c)
+	}
+	if err := s.Write([]byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Snapshot().Cursor; c.X != 1 || c.Y != 1 {
+		t.Fatalf("cursor after the wrap = %+v, want x=1 y=1", c)
+	}
+	// A seed with tmux's pending-wrap cursor keeps it.
+	if err := s.Seed(SeedState{Columns: 10, Rows: 3, CursorX: 10, CursorY: 2, CursorVisible: true, Lines: []string{"", "", "abcdefghij"}}); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Snapshot().Cursor; c.X != 10 || c.Y != 2 {
+		t.Fatalf("cursor after a pending-wrap seed = %+v", c)
+	}
+}

@@ -246,6 +246,9 @@ func (s *Screen) Seed(st SeedState) error {
 	if err := s.run("seed", func() { _, _ = s.t.emu.Write(data) }); err != nil {
 		return err
 	}
+	// tmux puts the cursor one past the last column while a wrap is
+	// pending; the CUP above stopped at the last column.
+	setPhantom(s.t.emu, st.CursorX >= st.Columns)
 	s.live.title = st.Title
 	s.text.strip.reset()
 	s.commit(s.text.end(), false, resized, true)
@@ -313,6 +316,9 @@ func (s *Screen) commit(textStart uint64, textAdded, all, force bool) {
 	s.live.fullScan = false
 	pos := emu.CursorPosition()
 	cursor := Cursor{X: pos.X, Y: pos.Y, Visible: !emu.CursorHidden()}
+	if pos.X == s.cols-1 && atPhantom(emu) {
+		cursor.X = s.cols // pending wrap: as tmux reports it
+	}
 	modes := Modes{
 		AltScreen:      emu.IsAltScreen(),
 		AppCursor:      s.live.appCursor,
