@@ -42,4 +42,3 @@ func TestAPIAgentSendAndWatchGuards(t *testing.T) {
 		t.Fatal("the owner could not cancel its watch")
 	}
 }
-
