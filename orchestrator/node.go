@@ -62,6 +62,8 @@ type node struct {
 	// byte applied. Only the pump goroutine touches them.
 	dropUntil uint64
 	applied   uint64
+	stale     bool      // text was logged but not emulated: reseed before use
+	lastSeed  time.Time // when the mirror was last seeded
 
 	mu          sync.Mutex // guards the fields below
 	status      string
@@ -321,6 +323,8 @@ func (n *node) reseed(ctx context.Context) error {
 	}
 	n.dropUntil = marks[n.pane]
 	n.applied = max(n.applied, n.dropUntil)
+	n.stale = false
+	n.lastSeed = time.Now()
 	n.mu.Lock()
 	n.reseeds++
 	n.seedRev = n.scr.Revision()
@@ -365,11 +369,13 @@ func checkDead(word string, pid int) (bool, int) {
 	return false, 0
 }
 
-// Output handling bounds: slices applied to the emulator at once, and the
-// backlog past which the pump reseeds instead of applying.
+// Output handling: slices applied to the emulator at once; the amount
+// taken in one go that counts as a burst (logged as text, screen reseeded
+// from tmux instead of emulated); how often a burst reseeds.
 const (
 	applySlice  = 32 << 10
-	skipBacklog = 1 << 20
+	burstBytes  = 64 << 10
+	burstReseed = 250 * time.Millisecond
 )
 
 // snapshot is the mirror's snapshot, with the cursor as tmux reports it
@@ -438,6 +444,10 @@ const healQuiet = 150 * time.Millisecond
 // places (wide characters at the right edge, some line operations), and a
 // quiet node's snapshot must be exact. Only the pump goroutine calls it.
 func (n *node) heal() {
+	if n.stale {
+		n.reseedLogged("burst over")
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	outs, marks, err := n.client.RunManyMarked(ctx,
@@ -520,15 +530,20 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 	if len(data) == 0 {
 		return
 	}
-	if len(data) > skipBacklog {
-		// Far behind (a flood): applying it all would take the emulator
-		// seconds, so jump to tmux's current screen instead.
+	if n.stale || len(data) > burstBytes {
+		// A burst (a flood, a large redraw): scrolling the emulator
+		// through all of it costs more CPU than tmux spends producing it.
+		// Log the text (waits see it), and take the screen from tmux:
+		// at once when the burst is over, every burstReseed during it.
 		n.scr.LogText(data)
-		n.reseedLogged("backlog")
+		n.stale = true
+		if len(data) <= burstBytes || time.Since(n.lastSeed) >= burstReseed {
+			n.reseedLogged("burst")
+		}
 		return
 	}
 	// Apply in slices so the revision moves and waiters wake during a
-	// burst instead of after it.
+	// large write instead of after it.
 	for len(data) > 0 {
 		k := min(len(data), applySlice)
 		if err := n.scr.Write(data[:k]); err != nil {

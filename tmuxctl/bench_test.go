@@ -186,13 +186,20 @@ func benchWire(r *rand.Rand, raw []byte) (payloads [][]byte, wire []byte) {
 	return payloads, wire
 }
 
-// benchSink counts decoded output bytes and drops everything else.
-type benchSink struct{ n int }
+// benchSink decodes output into a reused buffer, as a PaneStream does,
+// counts the bytes and drops everything else.
+type benchSink struct {
+	n   int
+	buf []byte
+}
 
-func (s *benchSink) output(_ string, data []byte) { s.n += len(data) }
-func (s *benchSink) event(Event)                  {}
-func (s *benchSink) reply(reply)                  {}
-func (s *benchSink) foreign(reply)                {}
+func (s *benchSink) output(_, escaped []byte) {
+	s.buf = AppendDecoded(s.buf[:0], escaped)
+	s.n += len(s.buf)
+}
+func (s *benchSink) event(Event)   {}
+func (s *benchSink) reply(reply)   {}
+func (s *benchSink) foreign(reply) {}
 
 // BenchmarkDecode measures the client's read path without tmux: a recorded
 // %output stream is split into lines the way readLoop does it (64 KiB

@@ -397,10 +397,14 @@ func (c *Client) readLoop(stdout io.Reader) {
 			}
 		}
 		long = long[:0:0]
+		if br.Buffered() == 0 {
+			s.flush() // about to block in read: wake the consumers
+		}
 		if err != nil {
 			break
 		}
 	}
+	s.flush()
 	waitErr := c.cmd.Wait()
 	close(c.exitedCh)
 	c.mu.Lock()
@@ -444,13 +448,32 @@ type clientSink struct {
 	c        *Client
 	sawStart bool
 	exit     *Exit
+	dirty    []*PaneStream // panes with output not yet signalled
 }
 
-func (s *clientSink) output(pane string, data []byte) {
+func (s *clientSink) output(pane, escaped []byte) {
 	s.c.mu.Lock()
-	p := s.c.paneLocked(pane)
+	p := s.c.panes[string(pane)] // no allocation for the lookup
+	if p == nil {
+		p = s.c.paneLocked(string(pane))
+	}
 	s.c.mu.Unlock()
-	p.append(data)
+	p.appendEscaped(escaped)
+	if !p.dirty {
+		p.dirty = true // owned by the reader goroutine
+		s.dirty = append(s.dirty, p)
+	}
+}
+
+// flush signals the panes that received output since the last flush. The
+// reader calls it when it has consumed everything tmux had written, so a
+// consumer wakes once per burst, not once per line.
+func (s *clientSink) flush() {
+	for _, p := range s.dirty {
+		p.dirty = false
+		p.signal()
+	}
+	s.dirty = s.dirty[:0]
 }
 
 func (s *clientSink) event(ev Event) {
@@ -458,6 +481,7 @@ func (s *clientSink) event(ev Event) {
 	case Exit:
 		s.exit = &e
 	case Pause:
+		s.flush() // the consumer must see the output before the pause
 		s.c.Pane(e.Pane).markPaused()
 	}
 	s.c.queueEvent(ev)

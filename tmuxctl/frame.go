@@ -25,7 +25,10 @@ type reply struct {
 
 // sink receives what the framer finds in the stream.
 type sink interface {
-	output(pane string, data []byte)
+	// output receives a pane's payload still escaped as tmux sent it
+	// (decode with AppendDecoded); both slices are only valid during the
+	// call.
+	output(pane, escaped []byte)
 	event(ev Event)
 	reply(r reply)   // a block answering one of our commands
 	foreign(r reply) // any other block (the start command's, a hook's)
@@ -118,7 +121,7 @@ func (f *framer) dispatch(l []byte, s sink) {
 			f.ignore++
 			return
 		}
-		s.output(string(pane), AppendDecoded(nil, data))
+		s.output(pane, data)
 	case bytes.HasPrefix(l, []byte("%extended-output ")):
 		// %extended-output %P AGE [RESERVED…] : DATA
 		rest := l[len("%extended-output "):]
@@ -138,7 +141,7 @@ func (f *framer) dispatch(l []byte, s sink) {
 			f.ignore++
 			return
 		}
-		s.output(string(pane), AppendDecoded(nil, data))
+		s.output(pane, data)
 	case bytes.HasPrefix(l, []byte("%begin ")), bytes.HasPrefix(l, []byte("%end ")), bytes.HasPrefix(l, []byte("%error ")),
 		string(l) == "%output", string(l) == "%extended-output":
 		// A stray guard outside a block or an output line without a pane:

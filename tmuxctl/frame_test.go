@@ -17,11 +17,12 @@ type recorder struct {
 	order    []string
 }
 
-func (r *recorder) output(pane string, data []byte) {
+func (r *recorder) output(paneB, escaped []byte) {
 	if r.out == nil {
 		r.out = map[string][]byte{}
 	}
-	r.out[pane] = append(r.out[pane], data...)
+	pane := string(paneB)
+	r.out[pane] = AppendDecoded(r.out[pane], escaped)
 	r.order = append(r.order, "output "+pane)
 }
 func (r *recorder) event(ev Event) {

@@ -16,8 +16,13 @@ type PaneStream struct {
 	limit int
 	ready chan struct{} // capacity 1: "there is something to Take"
 
+	// dirty is owned by the client's reader goroutine: output was appended
+	// and not yet signalled.
+	dirty bool
+
 	mu     sync.Mutex // guards the fields below
 	buf    []byte
+	spare  []byte // the buffer handed out by the previous Take, reused
 	lost   bool // bytes were dropped since the last Take
 	paused bool // tmux paused the pane (%pause) since the last Take
 	total  uint64
@@ -42,12 +47,14 @@ type Chunk struct {
 	Total  uint64 // bytes ever received for the pane, including dropped ones
 }
 
-// Take returns and clears what has accumulated.
+// Take returns and clears what has accumulated. Chunk.Data is valid until
+// the next Take (its memory is reused then); a stream has one consumer.
 func (p *PaneStream) Take() Chunk {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	c := Chunk{Data: p.buf, Lost: p.lost, Paused: p.paused, Total: p.total}
-	p.buf, p.lost, p.paused = nil, false, false
+	p.buf, p.spare = p.spare[:0], p.buf
+	p.lost, p.paused = false, false
 	return c
 }
 
@@ -58,17 +65,19 @@ func (p *PaneStream) signal() {
 	}
 }
 
-func (p *PaneStream) append(data []byte) {
+// appendEscaped decodes a %output payload straight into the buffer. The
+// reader signals Ready later, once per burst (see clientSink.flush).
+func (p *PaneStream) appendEscaped(escaped []byte) {
 	p.mu.Lock()
-	p.total += uint64(len(data))
-	if len(p.buf)+len(data) > p.limit {
-		p.buf = nil
+	before := len(p.buf)
+	p.buf = AppendDecoded(p.buf, escaped)
+	n := len(p.buf) - before
+	p.total += uint64(n)
+	if len(p.buf) > p.limit {
+		p.buf = p.buf[:0]
 		p.lost = true
-	} else {
-		p.buf = append(p.buf, data...)
 	}
 	p.mu.Unlock()
-	p.signal()
 }
 
 func (p *PaneStream) markPaused() {
