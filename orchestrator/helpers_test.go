@@ -28,9 +28,19 @@ func newTestOrchestrator(t *testing.T) (*Orchestrator, *tmuxtest.Server) {
 
 func openOrchestrator(t *testing.T, srv *tmuxtest.Server, dir string) *Orchestrator {
 	t.Helper()
+	return openOrchestratorWith(t, srv, dir, nil)
+}
+
+// openOrchestratorWith is openOrchestrator with a chance to change the
+// config.
+func openOrchestratorWith(t *testing.T, srv *tmuxtest.Server, dir string, mod func(*Config)) *Orchestrator {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	cfg := Config{StateDir: dir, Socket: srv.Socket}
+	if mod != nil {
+		mod(&cfg)
+	}
 	if os.Getenv("TERMSPRAWL_TEST_LOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}

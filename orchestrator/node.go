@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
@@ -54,6 +55,7 @@ type node struct {
 	log    *slog.Logger
 
 	reseedReq chan struct{} // capacity 1
+	wakeReq   chan chan struct{}
 	quit      chan struct{}
 	done      chan struct{} // closed when pump returns
 
@@ -64,6 +66,13 @@ type node struct {
 	applied   uint64
 	stale     bool      // text was logged but not emulated: reseed before use
 	lastSeed  time.Time // when the mirror was last seeded
+
+	// A node nobody observes sleeps: tmux stops sending its output to us
+	// and its emulator is released (see pump and observe). asleep changes
+	// only in the pump; observers and lastObserved are set by operations.
+	asleep       atomic.Bool
+	observers    atomic.Int32 // waits in progress
+	lastObserved atomic.Int64 // unix nanoseconds
 
 	mu          sync.Mutex // guards the fields below
 	status      string
@@ -298,6 +307,12 @@ func (n *node) reseed(ctx context.Context) error {
 		tmuxctl.Command("capture-pane", "-p", "-e", "-N", "-t", n.pane),
 		tmuxctl.Command("capture-pane", "-p", "-e", "-N", "-a", "-t", n.pane),
 	}
+	if n.asleep.Load() {
+		// Output back on first: what follows the seed's mark is applied.
+		if err := n.client.SetPaneOutput(ctx, n.pane, true); err != nil {
+			return fmt.Errorf("wake pane %s: %w", n.pane, err)
+		}
+	}
 	outs, marks, err := n.client.RunManyMarked(ctx, cmds...)
 	// The last command fails when there is no alternate screen: expected.
 	var ce *tmuxctl.CommandError
@@ -325,6 +340,7 @@ func (n *node) reseed(ctx context.Context) error {
 	n.applied = max(n.applied, n.dropUntil)
 	n.stale = false
 	n.lastSeed = time.Now()
+	n.asleep.Store(false)
 	n.mu.Lock()
 	n.reseeds++
 	n.seedRev = n.scr.Revision()
@@ -409,6 +425,17 @@ func (n *node) pump() {
 	heal := time.NewTimer(time.Hour)
 	heal.Stop()
 	defer heal.Stop()
+	// doze fires when the node may have gone unobserved for IdleAfter.
+	idle := n.o.cfg.IdleAfter
+	doze := time.NewTimer(time.Hour)
+	doze.Stop()
+	defer doze.Stop()
+	arm := func() {
+		if idle > 0 {
+			doze.Reset(idle)
+		}
+	}
+	arm()
 	for {
 		select {
 		case <-n.quit:
@@ -424,6 +451,20 @@ func (n *node) pump() {
 			n.event(ev)
 		case <-n.reseedReq:
 			n.reseedLogged("requested")
+			arm()
+		case done := <-n.wakeReq:
+			if n.asleep.Load() {
+				n.reseedLogged("observed")
+			}
+			close(done)
+			arm()
+		case <-doze.C:
+			since := time.Since(time.Unix(0, n.lastObserved.Load()))
+			if n.observers.Load() == 0 && since >= idle {
+				n.sleep()
+			} else {
+				doze.Reset(max(idle-since, time.Second))
+			}
 		case <-heal.C:
 			n.heal()
 		case <-n.client.Done():
@@ -432,6 +473,48 @@ func (n *node) pump() {
 			n.o.clientEnded(n)
 			return
 		}
+	}
+}
+
+// sleep stops tmux sending the pane's output to us and releases the
+// emulator; the published screen stays readable. The next observation or
+// reseed wakes the node (output back on, then a race-free seed). Only the
+// pump calls it.
+func (n *node) sleep() {
+	if n.asleep.Load() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.client.SetPaneOutput(ctx, n.pane, false); err != nil {
+		n.log.Debug("cannot turn pane output off", "err", err)
+		return
+	}
+	n.scr.Sleep()
+	n.stale = false
+	n.asleep.Store(true)
+	n.log.Debug("node asleep: nobody observes it")
+}
+
+// observe marks the node observed now and, if it sleeps, wakes it and
+// waits until its mirror is fresh again.
+func (n *node) observe(ctx context.Context) {
+	n.lastObserved.Store(time.Now().UnixNano())
+	if !n.asleep.Load() {
+		return
+	}
+	done := make(chan struct{})
+	select {
+	case n.wakeReq <- done:
+	case <-n.done:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-n.done:
+	case <-ctx.Done():
 	}
 }
 
@@ -444,6 +527,9 @@ const healQuiet = 150 * time.Millisecond
 // places (wide characters at the right edge, some line operations), and a
 // quiet node's snapshot must be exact. Only the pump goroutine calls it.
 func (n *node) heal() {
+	if n.asleep.Load() {
+		return
+	}
 	if n.stale {
 		n.reseedLogged("burst over")
 		return
@@ -514,6 +600,11 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 		return
 	}
 	n.applied = ch.Total
+	if n.asleep.Load() {
+		// Output that crossed the switch-off: keep its text only.
+		n.scr.LogText(ch.Data)
+		return
+	}
 	if ch.Lost {
 		n.reseedLogged("backlog")
 		return

@@ -331,6 +331,7 @@ func (o *Orchestrator) Snapshot(id string) (Snapshot, error) {
 	if err != nil {
 		return Snapshot{}, err
 	}
+	n.observe(context.Background())
 	status, code, _ := n.state()
 	return Snapshot{Terminal: id, Snapshot: n.snapshot(), Status: status, ExitCode: code}, nil
 }
@@ -341,6 +342,7 @@ func (o *Orchestrator) CaptureSince(id string, cursor uint64) (screen.Changes, e
 	if err != nil {
 		return screen.Changes{}, err
 	}
+	n.observe(context.Background())
 	ch, err := n.scr.ChangesSince(cursor)
 	if err != nil {
 		if isTruncated(err) {
@@ -501,6 +503,7 @@ func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wa
 	if status, _, gone := n.state(); gone || status == StatusExited {
 		return InputResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id)
 	}
+	n.observe(ctx)
 	rev := n.scr.Revision()
 	n.recordInput(rev, text)
 	if err := send(n); err != nil {

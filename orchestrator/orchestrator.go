@@ -40,7 +40,15 @@ type Config struct {
 	Version  string
 	CtlPath  string // absolute path of termsprawlctl, given to agent nodes
 	Logger   *slog.Logger
+	// IdleAfter is how long a node may go unobserved (no snapshot,
+	// capture, wait or input) before it sleeps: tmux stops sending its
+	// output to us and its emulator is released. 0 means
+	// DefaultIdleAfter; negative means never.
+	IdleAfter time.Duration
 }
+
+// DefaultIdleAfter is Config.IdleAfter's default.
+const DefaultIdleAfter = 30 * time.Second
 
 // Orchestrator owns the nodes of one state dir on one private tmux server.
 type Orchestrator struct {
@@ -87,6 +95,9 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	}
 	if cfg.MaxNodes <= 0 {
 		cfg.MaxNodes = DefaultMaxNodes
+	}
+	if cfg.IdleAfter == 0 {
+		cfg.IdleAfter = DefaultIdleAfter
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -243,6 +254,7 @@ func (o *Orchestrator) newNode(meta NodeMeta) *node {
 		o:         o,
 		log:       o.log.With("node", meta.ID),
 		reseedReq: make(chan struct{}, 1),
+		wakeReq:   make(chan chan struct{}),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		status:    StatusRunning,

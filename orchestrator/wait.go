@@ -195,6 +195,12 @@ func (n *node) waitFor(ctx context.Context, spec WaitSpec) (WaitResult, error) {
 }
 
 func (n *node) waitCompiled(ctx context.Context, c compiled) (WaitResult, error) {
+	n.observers.Add(1)
+	defer func() {
+		n.observers.Add(-1)
+		n.lastObserved.Store(time.Now().UnixNano())
+	}()
+	n.observe(ctx)
 	start := time.Now()
 	baseline := n.scr.Revision()
 	if c.After != nil {
