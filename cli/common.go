@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -124,15 +123,3 @@ func validateCall(opName string, args json.RawMessage) (*tools.Operation, json.R
 	return op, args, nil
 }
 
-// envWithoutTmux returns the environment minus TMUX and TMUX_PANE, so tmux
-// commands work inside and outside tmux.
-func envWithoutTmux() []string {
-	var out []string
-	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}

@@ -111,7 +111,7 @@ func (h *human) tmuxOutput(tmux string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(h.ctx, doctorTmuxTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, tmux, args...)
-	cmd.Env = envWithoutTmux()
+	cmd.Env = tools.EnvWithoutTmux(os.Environ())
 	out, err := cmd.Output()
 	if err != nil {
 		var ee *exec.ExitError

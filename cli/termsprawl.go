@@ -461,7 +461,7 @@ func (h *human) attach(node string) int {
 		return ExitNo
 	}
 	argv := []string{"tmux", "-L", h.socket, "attach-session", "-t", "ts-" + node}
-	err = execFn(tmux, argv, envWithoutTmux())
+	err = execFn(tmux, argv, tools.EnvWithoutTmux(os.Environ()))
 	fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", humanName, shellJoin(argv), err)
 	return ExitNo
 }

@@ -292,6 +292,21 @@ func (a *api) read(ctx context.Context, caller tools.Identity, op *tools.Operati
 	return nil, tools.Errorf(tools.KindInternal, "operation %s has no handler", op.Name)
 }
 
+// launchFor launches a node owned by caller (and, for an agent, with
+// caller as its parent) and registers the new node's token.
+func (a *api) launchFor(ctx context.Context, caller tools.Identity, spec LaunchSpec) (NodeInfo, error) {
+	spec.Owner = caller.Node
+	if caller.Role != tools.RoleOperator {
+		spec.Parent = caller.Node
+	}
+	info, err := a.o.Launch(ctx, spec)
+	if err != nil {
+		return NodeInfo{}, err
+	}
+	a.loadToken(info.Terminal)
+	return info, nil
+}
+
 // mutate handles mutations and returns the receipt's result and state.
 func (a *api) mutate(ctx context.Context, caller tools.Identity, op *tools.Operation, args json.RawMessage) (result any, state any, err error) {
 	o := a.o
@@ -321,15 +336,10 @@ func (a *api) mutate(ctx context.Context, caller tools.Identity, op *tools.Opera
 		if err := decode(args, &spec); err != nil {
 			return nil, nil, err
 		}
-		spec.Owner = caller.Node
-		if caller.Role != tools.RoleOperator {
-			spec.Parent = caller.Node
-		}
-		info, err := o.Launch(ctx, spec)
+		info, err := a.launchFor(ctx, caller, spec)
 		if err != nil {
 			return nil, nil, err
 		}
-		a.loadToken(info.Terminal)
 		return info, stateOf(info.Terminal), nil
 	case "agent_launch":
 		return a.agentLaunch(ctx, caller, args)

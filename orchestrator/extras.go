@@ -244,18 +244,14 @@ func (a *api) agentLaunch(ctx context.Context, caller tools.Identity, args json.
 	if name == "" {
 		name = p.Agent
 	}
-	spec := LaunchSpec{Command: cmd, Name: name, Cwd: p.Cwd, EnvMode: "inherit", Owner: caller.Node, Agent: p.Agent, ExtraEnv: extra}
+	spec := LaunchSpec{Command: cmd, Name: name, Cwd: p.Cwd, EnvMode: "inherit", Agent: p.Agent, ExtraEnv: extra}
 	if spec.Cwd == "" {
 		spec.Cwd, _ = os.Getwd()
 	}
-	if caller.Role != tools.RoleOperator {
-		spec.Parent = caller.Node
-	}
-	info, err := o.Launch(ctx, spec)
+	info, err := a.launchFor(ctx, caller, spec)
 	if err != nil {
 		return nil, nil, err
 	}
-	a.loadToken(info.Terminal)
 	a.agents.mu.Lock()
 	a.agents.states[info.Terminal] = agentState{State: "working", Message: "launched", Updated: time.Now().UTC()}
 	a.agents.mu.Unlock()

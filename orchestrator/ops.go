@@ -797,22 +797,11 @@ func (o *Orchestrator) External(id string) (map[string]any, error) {
 		return nil, err
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = cleanTmuxEnv(os.Environ())
+	cmd.Env = tools.EnvWithoutTmux(os.Environ())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, tools.Errorf(tools.KindRejected, "start %s: %v: run `termsprawl attach %s` in a terminal instead", argv[0], err, id)
 	}
 	go cmd.Wait() // reap it whenever it ends
 	return map[string]any{"terminal": id, "argv": argv, "pid": cmd.Process.Pid}, nil
-}
-
-func cleanTmuxEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }

@@ -138,7 +138,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	argv := append([]string{"-L", cfg.Socket, "-f", cfg.ConfigFile, "-C"}, cfg.Args...)
 	cmd := exec.Command(cfg.Tmux, argv...)
-	cmd.Env = append(cleanEnv(os.Environ()), cfg.Env...)
+	cmd.Env = append(EnvWithoutTmux(os.Environ()), cfg.Env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 	c := &Client{
 		cfg:      cfg,
@@ -180,7 +180,9 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	}
 }
 
-func cleanEnv(env []string) []string {
+// EnvWithoutTmux returns env without TMUX and TMUX_PANE, so tmux commands
+// (and terminals attaching) work the same inside and outside tmux.
+func EnvWithoutTmux(env []string) []string {
 	out := env[:0:0]
 	for _, kv := range env {
 		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
