@@ -122,4 +122,3 @@ func validateCall(opName string, args json.RawMessage) (*tools.Operation, json.R
 	}
 	return op, args, nil
 }
-

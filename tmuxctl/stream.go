@@ -23,8 +23,8 @@ type PaneStream struct {
 	mu     sync.Mutex // guards the fields below
 	buf    []byte
 	spare  []byte // the buffer handed out by the previous Take, reused
-	lost   bool // bytes were dropped since the last Take
-	paused bool // tmux paused the pane (%pause) since the last Take
+	lost   bool   // bytes were dropped since the last Take
+	paused bool   // tmux paused the pane (%pause) since the last Take
 	total  uint64
 }
 
