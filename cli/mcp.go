@@ -462,6 +462,7 @@ func idFromPrefix(prefix []byte) json.RawMessage {
 // instance_id. Calls re-read the files anyway; this is for the humans
 // reading stderr.
 func (b *bridge) watch(ctx context.Context) {
+	go b.watchSession(ctx)
 	epPath := tools.EndpointPathFor(b.cfg.Session)
 	cur := ""
 	if ep, err := tools.ReadEndpoint(epPath); err == nil {
@@ -482,5 +483,21 @@ func (b *bridge) watch(ctx context.Context) {
 		} else {
 			b.log.Info("termsprawl restarted", "instance", ep.InstanceID, "previous", prev, "pid", ep.PID, "url", ep.URL)
 		}
+	}
+}
+
+// watchSession logs changes to the bridge's session file (a node closed
+// removes it; a rewritten one carries a new token). Calls re-read it
+// anyway; this is for the humans reading stderr.
+func (b *bridge) watchSession(ctx context.Context) {
+	err := tools.WatchFiles(ctx, []string{b.cfg.Session}, func(path string) {
+		if s, err := tools.ReadSession(path); err != nil {
+			b.log.Warn("session file unusable: calls will fail until it is back", "path", path, "err", err)
+		} else {
+			b.log.Info("session file changed", "path", path, "node", s.Node)
+		}
+	})
+	if err != nil && ctx.Err() == nil {
+		b.log.Warn("cannot watch the session file; its changes will not be logged", "err", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -447,5 +448,20 @@ func TestIDFromPrefix(t *testing.T) {
 		if got := string(idFromPrefix([]byte(in))); got != want {
 			t.Errorf("%s: got %q want %q", in, got, want)
 		}
+	}
+}
+
+func TestMCPLogsSessionFileChanges(t *testing.T) {
+	fs := newFakeState(t)
+	h := startMCP(t, fs.Agent)
+	h.initialize("2024-11-05")
+	deadline := time.Now().Add(10 * time.Second)
+	// Remove the session file (the node was closed): the bridge says so.
+	for !strings.Contains(h.stderr.String(), "session file unusable") {
+		if time.Now().After(deadline) {
+			t.Fatalf("removal of the session file not logged; stderr:\n%s", h.stderr.String())
+		}
+		os.Remove(fs.Agent)
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -339,4 +340,40 @@ func FuzzParseEndpoint(f *testing.F) {
 		}
 		_ = ValidateEndpointURL(ep.URL) // must not panic
 	})
+}
+
+func TestWatchFiles(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "s.json")
+	other := filepath.Join(dir, "other.json")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	got := make(chan string, 10)
+	ready := make(chan error, 1)
+	go func() { ready <- WatchFiles(ctx, []string{target}, func(p string) { got <- p }) }()
+	// Give the watcher a moment to arm; an event before that is not lost
+	// for the test's purpose because we write again below if needed.
+	deadline := time.After(10 * time.Second)
+	for i := 0; ; i++ {
+		if err := WriteFileAtomic(other, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteFileAtomic(target, []byte(fmt.Sprint(i))); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case p := <-got:
+			if p != target {
+				t.Fatalf("onChange(%q), want only %q", p, target)
+			}
+			cancel()
+			if err := <-ready; !errors.Is(err, context.Canceled) {
+				t.Fatalf("WatchFiles returned %v after cancel", err)
+			}
+			return
+		case <-time.After(200 * time.Millisecond):
+		case <-deadline:
+			t.Fatal("no change reported for an atomic replace of the watched file")
+		}
+	}
 }

@@ -152,3 +152,54 @@ func nearestExistingDir(dir string) (string, error) {
 		d = parent
 	}
 }
+
+// WatchFiles calls onChange(path) whenever one of paths is created,
+// written, renamed or removed, until ctx ends. Like WaitForEndpoint it
+// watches the files' directories (an atomic rename replaces a file and
+// kills a watch on it) and debounces bursts by ~50 ms per path. The
+// directories must exist. It returns ctx's error when ctx ends.
+func WatchFiles(ctx context.Context, paths []string, onChange func(path string)) error {
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("watch files: create watcher: %w", err)
+	}
+	defer w.Close()
+	wanted := map[string]bool{}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return fmt.Errorf("watch %s: %w", p, err)
+		}
+		wanted[abs] = true
+		if err := w.Add(filepath.Dir(abs)); err != nil {
+			return fmt.Errorf("watch %s: %w", filepath.Dir(abs), err)
+		}
+	}
+	pending := map[string]bool{}
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case ev, open := <-w.Events:
+			if !open {
+				return errors.New("watch files: watcher closed")
+			}
+			if p := filepath.Clean(ev.Name); wanted[p] {
+				pending[p] = true
+				timer.Reset(watchDebounce)
+			}
+		case _, open := <-w.Errors:
+			if !open {
+				return errors.New("watch files: watcher closed")
+			}
+		case <-timer.C:
+			for p := range pending {
+				onChange(p)
+			}
+			clear(pending)
+		}
+	}
+}
