@@ -5,8 +5,8 @@ package orchestrator
 // (internal/tmuxtest); none touches the default server.
 //
 //	go test ./orchestrator/ -run '^$' -bench 'WakeLatency' -benchtime 200x
-//	go test ./orchestrator/ -run '^$' -bench 'Flood40MB' -benchtime 1x -count 3
-//	go test ./orchestrator/ -run '^$' -bench 'IdleNodeMemory' -benchtime 1x
+//	go test ./orchestrator/ -run '^$' -bench 'Flood40MB' -benchtime 1x -count 6
+//	go test ./orchestrator/ -run '^$' -bench 'IdleNodeMemory' -benchtime 1x -count 6
 
 import (
 	"bufio"
@@ -38,8 +38,9 @@ import (
 // ---------------------------------------------------------------------------
 // Shared helpers
 
-// newBenchOrchestrator is newTestOrchestrator for benchmarks.
-func newBenchOrchestrator(b *testing.B) (*Orchestrator, *tmuxtest.Server) {
+// newBenchOrchestrator is newTestOrchestrator for benchmarks; idleAfter is
+// Config.IdleAfter (0: the default).
+func newBenchOrchestrator(b *testing.B, idleAfter time.Duration) (*Orchestrator, *tmuxtest.Server) {
 	b.Helper()
 	srv := tmuxtest.New(b)
 	dir := filepath.Join(b.TempDir(), "state")
@@ -48,12 +49,34 @@ func newBenchOrchestrator(b *testing.B) (*Orchestrator, *tmuxtest.Server) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	o, err := New(ctx, Config{StateDir: dir, Socket: srv.Socket})
+	o, err := New(ctx, Config{StateDir: dir, Socket: srv.Socket, IdleAfter: idleAfter})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(o.Close)
 	return o, srv
+}
+
+// benchIdleAfter is the IdleAfter of the benchmarks that need nodes to
+// fall asleep quickly.
+const benchIdleAfter = 200 * time.Millisecond
+
+// waitAsleep waits until every node in ids sleeps (setup only, not timed).
+func waitAsleep(b *testing.B, o *Orchestrator, ids ...string) {
+	b.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for _, id := range ids {
+		n := o.node(id)
+		if n == nil {
+			b.Fatalf("node %s not found", id)
+		}
+		for !n.asleep.Load() {
+			if time.Now().After(deadline) {
+				b.Fatalf("node %s never fell asleep", id)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 func bctx(b *testing.B, d time.Duration) context.Context {
@@ -269,7 +292,7 @@ func stampNode(b *testing.B, o *Orchestrator) (string, *os.File) {
 // p50/p99 metrics.
 func BenchmarkWakeLatency(b *testing.B) {
 	b.Run("event", func(b *testing.B) {
-		o, _ := newBenchOrchestrator(b)
+		o, _ := newBenchOrchestrator(b, 0)
 		id, fifo := stampNode(b, o)
 		lat := make([]time.Duration, 0, b.N)
 		b.ResetTimer()
@@ -314,7 +337,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 		reportLatencies(b, lat)
 	})
 	b.Run("poll50ms", func(b *testing.B) {
-		o, srv := newBenchOrchestrator(b)
+		o, srv := newBenchOrchestrator(b, 0)
 		id, fifo := stampNode(b, o)
 		tmux := tmuxPath(b)
 		lat := make([]time.Duration, 0, b.N)
@@ -478,12 +501,14 @@ func timeFlood(b *testing.B, socket, goCh, doneCh string, cpu *floodCPU) time.Du
 }
 
 // BenchmarkFlood40MB times `cat` of 40 MB of base64 in a pane: through
-// the orchestrator with a text wait active (waiting) and with none
-// (unobserved: the orchestrator has no unobserved mode yet, so its mirror
-// still runs), and in a plain tmux session with a bare control client
-// writing to /dev/null (bare), the same client with the pane's output
-// turned off by `refresh-client -A '%P:off'` (bare-paneoff: what an
-// unobserved mode could do) or no client at all (noclient).
+// the orchestrator with a text wait active (waiting), with no wait but
+// the node kept awake (awake: IdleAfter negative, so the output still
+// reaches the orchestrator and goes through the burst path), and with
+// the node asleep before the flood starts (unobserved: IdleAfter 200 ms,
+// pane output off, emulator released); and in a plain tmux session with
+// a bare control client writing to /dev/null (bare), the same client with
+// the pane's output turned off by `refresh-client -A '%P:off'`
+// (bare-paneoff) or no client at all (noclient).
 func BenchmarkFlood40MB(b *testing.B) {
 	file := floodFile(b)
 	fi, err := os.Stat(file)
@@ -493,15 +518,24 @@ func BenchmarkFlood40MB(b *testing.B) {
 	size := fi.Size()
 	tmux := tmuxPath(b)
 
-	orch := func(waiting bool) func(b *testing.B) {
+	// mode: "waiting", "awake" or "unobserved" (see above).
+	orch := func(mode string) func(b *testing.B) {
 		return func(b *testing.B) {
 			b.SetBytes(size)
-			o, srv := newBenchOrchestrator(b)
+			waiting := mode == "waiting"
+			idle := time.Duration(0) // the default: nothing sleeps during a run
+			switch mode {
+			case "awake":
+				idle = -1
+			case "unobserved":
+				idle = benchIdleAfter
+			}
+			o, srv := newBenchOrchestrator(b, idle)
 			b.StopTimer()
 			b.ResetTimer()
 			var lags []time.Duration
 			var cpu floodCPU
-			spurious := 0
+			spurious, reseeds := 0, 0
 			for i := range b.N {
 				goCh, doneCh := fmt.Sprintf("go-%d", i), fmt.Sprintf("done-%d", i)
 				endTok := fmt.Sprintf("FLOOD-END-%d", i)
@@ -517,6 +551,13 @@ func BenchmarkFlood40MB(b *testing.B) {
 					b.Fatal(err)
 				}
 				rev0 := snap.Revision
+				if mode == "unobserved" {
+					waitAsleep(b, o, id)
+				}
+				n := o.node(id)
+				n.mu.Lock()
+				reseeds0 := n.reseeds
+				n.mu.Unlock()
 				var waitEnded chan time.Time
 				cancel := func() {}
 				if waiting {
@@ -531,6 +572,9 @@ func BenchmarkFlood40MB(b *testing.B) {
 				}
 				timeFlood(b, srv.Socket, goCh, doneCh, &cpu)
 				doneAt := time.Now()
+				n.mu.Lock()
+				reseeds += n.reseeds - reseeds0
+				n.mu.Unlock()
 				if waiting {
 					select {
 					case at := <-waitEnded:
@@ -571,6 +615,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 				b.ReportMetric(float64(lags[len(lags)/2])/float64(time.Millisecond), "mirror-lag-ms")
 			}
 			b.ReportMetric(float64(spurious)/float64(b.N), "exited-wait-errors/op")
+			b.ReportMetric(float64(reseeds)/float64(b.N), "reseeds/op")
 			cpu.report(b, true)
 		}
 	}
@@ -610,8 +655,9 @@ func BenchmarkFlood40MB(b *testing.B) {
 			cpu.report(b, false)
 		}
 	}
-	b.Run("waiting", orch(true))
-	b.Run("unobserved", orch(false))
+	b.Run("waiting", orch("waiting"))
+	b.Run("awake", orch("awake"))
+	b.Run("unobserved", orch("unobserved"))
 	b.Run("bare", plain("bare"))
 	b.Run("bare-paneoff", plain("paneoff"))
 	b.Run("noclient", plain(""))
@@ -708,39 +754,24 @@ func createSessions(b *testing.B, socket, conf string, n int) {
 
 // BenchmarkIdleNodeMemory measures what 100 idle nodes (`sleep 3600`,
 // default size) cost: PSS of the tmux server and of the control clients,
-// the orchestrator's Go heap and stacks and the test process's PSS. The
-// tmux-* cases are baselines without an orchestrator (no client, one bare
-// client per session, one client on a hub session linking every window);
-// emulator is the mirror's screen.Screen alone.
+// the orchestrator's Go heap and stacks and the test process's PSS;
+// total-PSS-KiB/node is the growth of all three (test process, control
+// clients, server) per node. orchestrator-awake never lets a node sleep
+// (IdleAfter negative); orchestrator-asleep lets them sleep after 200 ms
+// and measures once every node sleeps. The tmux-* cases are baselines
+// without an orchestrator (no client, one bare client per session, one
+// client on a hub session linking every window); emulator is the
+// mirror's screen.Screen alone.
 func BenchmarkIdleNodeMemory(b *testing.B) {
-	b.Run("orchestrator", func(b *testing.B) {
-		for range b.N {
-			b.StopTimer()
-			o, srv := newBenchOrchestrator(b)
-			time.Sleep(300 * time.Millisecond)
-			before := sampleMem(b, srv.Socket)
-			start := time.Now()
-			dir := b.TempDir()
-			for i := range idleNodes {
-				if _, err := o.Launch(bctx(b, 20*time.Second), LaunchSpec{Command: []string{"sleep", "3600"}, Cwd: dir}); err != nil {
-					b.Fatalf("launch %d: %v", i, err)
-				}
+	orch := func(idle time.Duration) func(b *testing.B) {
+		return func(b *testing.B) {
+			for range b.N {
+				benchIdleOrchestrator(b, idle)
 			}
-			launch := time.Since(start)
-			time.Sleep(time.Second) // seeds, heal timers and clients settle
-			after := sampleMem(b, srv.Socket)
-			if got := after.nclients - before.nclients; got != idleNodes {
-				b.Fatalf("%d new control clients for %d nodes", got, idleNodes)
-			}
-			b.ReportMetric(float64(launch.Milliseconds())/idleNodes, "launch-ms/node")
-			b.ReportMetric(perNode(after.clients, before.clients), "client-PSS-KiB/node")
-			b.ReportMetric(perNode(after.server, before.server), "server-PSS-KiB/node")
-			b.ReportMetric(perNode(after.heap, before.heap), "heap-KiB/node")
-			b.ReportMetric(perNode(after.stack, before.stack), "stack-KiB/node")
-			b.ReportMetric(perNode(after.self, before.self), "self-PSS-KiB/node")
-			b.ReportMetric(perNode(after.self+after.clients, before.self+before.clients), "orch+clients-PSS-KiB/node")
 		}
-	})
+	}
+	b.Run("orchestrator-awake", orch(-1))
+	b.Run("orchestrator-asleep", orch(benchIdleAfter))
 	plain := func(mode string) func(b *testing.B) {
 		return func(b *testing.B) {
 			for range b.N {
@@ -807,4 +838,52 @@ func BenchmarkIdleNodeMemory(b *testing.B) {
 			}
 		}
 	})
+}
+
+// benchIdleOrchestrator launches idleNodes idle nodes on an orchestrator
+// with Config.IdleAfter idle and reports what they cost. With idle > 0 it
+// samples once every node sleeps.
+func benchIdleOrchestrator(b *testing.B, idle time.Duration) {
+	b.StopTimer()
+	o, srv := newBenchOrchestrator(b, idle)
+	time.Sleep(300 * time.Millisecond)
+	before := sampleMem(b, srv.Socket)
+	start := time.Now()
+	dir := b.TempDir()
+	ids := make([]string, 0, idleNodes)
+	for i := range idleNodes {
+		info, err := o.Launch(bctx(b, 20*time.Second), LaunchSpec{Command: []string{"sleep", "3600"}, Cwd: dir})
+		if err != nil {
+			b.Fatalf("launch %d: %v", i, err)
+		}
+		ids = append(ids, info.Terminal)
+	}
+	launch := time.Since(start)
+	time.Sleep(time.Second) // seeds, heal timers and clients settle
+	asleep := 0
+	if idle > 0 {
+		waitAsleep(b, o, ids...)
+	}
+	for _, id := range ids {
+		if o.node(id).asleep.Load() {
+			asleep++
+		}
+	}
+	after := sampleMem(b, srv.Socket)
+	if got := after.nclients - before.nclients; got != idleNodes {
+		b.Fatalf("%d new control clients for %d nodes", got, idleNodes)
+	}
+	b.ReportMetric(float64(launch.Milliseconds())/idleNodes, "launch-ms/node")
+	b.ReportMetric(float64(asleep), "asleep-nodes")
+	b.ReportMetric(perNode(after.clients, before.clients), "client-PSS-KiB/node")
+	b.ReportMetric(perNode(after.server, before.server), "server-PSS-KiB/node")
+	b.ReportMetric(perNode(after.heap, before.heap), "heap-KiB/node")
+	b.ReportMetric(perNode(after.stack, before.stack), "stack-KiB/node")
+	b.ReportMetric(perNode(after.self, before.self), "self-PSS-KiB/node")
+	b.ReportMetric(perNode(after.self+after.clients, before.self+before.clients), "orch+clients-PSS-KiB/node")
+	b.ReportMetric(perNode(after.self+after.clients+after.server, before.self+before.clients+before.server), "total-PSS-KiB/node")
+	// Close the nodes and the orchestrator now, not at the end of the
+	// whole benchmark, so the next run starts from the same baseline.
+	o.Close()
+	srv.Kill()
 }
