@@ -377,3 +377,23 @@ func TestWatchFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestEnsureStateDirForeignOwner needs root (it chowns a directory to
+// another user); CI machines of this kind run as root.
+func TestEnsureStateDirForeignOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give a directory to another user")
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	err := EnsureStateDir(dir)
+	var sde *StateDirError
+	if !errors.As(err, &sde) || !strings.Contains(err.Error(), "owned") {
+		t.Fatalf("a state dir owned by another user: %v", err)
+	}
+}
