@@ -59,9 +59,20 @@ func (s *Server) Must(args ...string) string {
 	return out
 }
 
-// Kill kills this server only (tmux -L SOCKET kill-server).
+// Kill kills this server only (tmux -L SOCKET kill-server) and removes
+// its socket file, which a server killed with SIGKILL leaves behind.
 func (s *Server) Kill() {
 	s.Cmd("kill-server")
+	os.Remove(SocketPath(s.Socket))
+}
+
+// SocketPath is where tmux puts the socket of `tmux -L name`.
+func SocketPath(name string) string {
+	dir := os.Getenv("TMUX_TMPDIR")
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()), name)
 }
 
 // Env is the environment for tmux children: TMUX and TMUX_PANE removed so
