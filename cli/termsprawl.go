@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"text/tabwriter"
+	"time"
 
 	"github.com/alecthomas/kong"
 
@@ -49,7 +50,9 @@ type humanGrammar struct {
 }
 
 type upCmd struct {
-	Detach bool `name:"detach" short:"d" help:"Run in the background (logs to <state>/termsprawl.log) and return once it serves."`
+	Detach    bool          `name:"detach" short:"d" help:"Run in the background (logs to <state>/termsprawl.log) and return once it serves."`
+	MaxNodes  int           `name:"max-nodes" default:"512" help:"Most nodes this orchestrator runs at once."`
+	IdleAfter time.Duration `name:"idle-after" default:"30s" help:"Unobserved nodes sleep after this long (their mirror is rebuilt from tmux when observed); a negative value disables sleeping."`
 }
 
 type newCmd struct {
@@ -99,6 +102,7 @@ type human struct {
 	socket   string
 	stdout   io.Writer
 	stderr   io.Writer
+	upOpts   upCmd // the flags of up
 }
 
 // MainTermsprawl runs the termsprawl CLI with args (without the program
@@ -134,6 +138,7 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 
 	switch cmd := kctx.Selected().Name; cmd {
 	case "up":
+		h.upOpts = g.Up
 		if g.Up.Detach {
 			return h.upDetached()
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -66,12 +67,14 @@ func printServing(w io.Writer, ep tools.Endpoint, stateDir, socket, operator str
 
 func (h *human) config(logger *slog.Logger) orchestrator.Config {
 	return orchestrator.Config{
-		StateDir: h.stateDir,
-		Socket:   h.socket,
-		Tmux:     "tmux",
-		Version:  version(),
-		CtlPath:  ctlPath(),
-		Logger:   logger,
+		StateDir:  h.stateDir,
+		Socket:    h.socket,
+		Tmux:      "tmux",
+		Version:   version(),
+		CtlPath:   ctlPath(),
+		Logger:    logger,
+		MaxNodes:  h.upOpts.MaxNodes,
+		IdleAfter: h.upOpts.IdleAfter,
 	}
 }
 
@@ -127,7 +130,8 @@ func (h *human) upDetached() int {
 		stale = ep.InstanceID
 	}
 
-	cmd := exec.Command(exe, "--state-dir", h.stateDir, "--tmux-socket", h.socket, "up")
+	cmd := exec.Command(exe, "--state-dir", h.stateDir, "--tmux-socket", h.socket, "up",
+		"--max-nodes", strconv.Itoa(h.upOpts.MaxNodes), "--idle-after", h.upOpts.IdleAfter.String())
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
