@@ -54,9 +54,11 @@ func BenchmarkSessionInfoRoundTrip(b *testing.B) {
 // BenchmarkProcessCall compares one `termsprawlctl call session_info`
 // process (what a shell script or an agent's tool hook pays) with one
 // `tmux display-message` process against the same private server: the
-// target is termsprawlctl ≤ 1.5 × tmux.
+// target is termsprawlctl ≤ 1.5 × tmux. lean-probe is the same call from
+// a throwaway binary that links only package tools (leanCallProbe).
 func BenchmarkProcessCall(b *testing.B) {
 	bin := buildCtl(b)
+	lean := buildProbe(b, "leancall", leanCallProbe, "github.com/termsprawl/termsprawl v0.0.0")
 	tmux, dir := apiNewState(b)
 	s := apiStart(b, tmux, dir)
 	apiLaunch(b, s.op(), "cat")
@@ -82,6 +84,14 @@ func BenchmarkProcessCall(b *testing.B) {
 			run(b, argv...)
 		}
 	})
+	b.Run("lean-probe", func(b *testing.B) {
+		argv := []string{lean, s.op()}
+		run(b, argv...)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			run(b, argv...)
+		}
+	})
 	b.Run("tmux", func(b *testing.B) {
 		argv := []string{"tmux", "-L", tmux.Socket, "display-message", "-p", "x"}
 		run(b, argv...)
@@ -91,6 +101,29 @@ func BenchmarkProcessCall(b *testing.B) {
 		}
 	})
 }
+
+// leanCallProbe is a throwaway client that links only package tools (no
+// CLI framework, no MCP): one session_info call, the value on stdout. It
+// shows what `termsprawlctl call` would cost without the packages it
+// links for its other commands.
+const leanCallProbe = `package main
+
+import (
+	"context"
+	"os"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+func main() {
+	res := tools.Call(context.Background(), os.Args[1], tools.Request{Operation: "session_info"}, tools.CallOptions{})
+	if !res.OK {
+		os.Stderr.WriteString(res.Error + "\n")
+		os.Exit(1)
+	}
+	os.Stdout.Write(append(res.Value, '\n'))
+}
+`
 
 // buildCtl builds termsprawlctl into a temporary directory.
 func buildCtl(b *testing.B) string {
@@ -105,18 +138,24 @@ func buildCtl(b *testing.B) string {
 
 // buildProbe builds a throwaway main package (source main.go) in its own
 // module in a temporary directory outside the repository. requires are
-// "path version" lines copied into its go.mod; the repository's go.sum is
-// copied so the build works from the module cache alone.
+// "path version" lines copied into its go.mod; "github.com/termsprawl/termsprawl"
+// is replaced by this working tree. The repository's go.sum is copied so
+// the build works from the module cache alone.
 func buildProbe(b *testing.B, name, main string, requires ...string) string {
 	b.Helper()
 	dir := filepath.Join(b.TempDir(), name)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		b.Fatal(err)
 	}
+	root, err := filepath.Abs("..")
+	if err != nil {
+		b.Fatal(err)
+	}
 	mod := "module probe/" + name + "\n\ngo 1.26\n"
 	for _, r := range requires {
 		mod += "\nrequire " + r + "\n"
 	}
+	mod += "\nreplace github.com/termsprawl/termsprawl => " + root + "\n"
 	sum, err := os.ReadFile(filepath.Join("..", "go.sum"))
 	if err != nil {
 		b.Fatal(err)

@@ -590,6 +590,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 				r, err := o.WaitFor(bctx(b, 45*time.Second), id, WaitSpec{Wait: WaitText, Text: endTok, After: &rev0, TimeoutMS: 40000})
 				if err != nil || !r.Matched {
 					spurious++
+					b.Logf("iteration %d: the wait for the last line failed: %+v %v", i, r, err)
 				}
 				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 					snap, err := o.Snapshot(id)
@@ -761,7 +762,9 @@ func createSessions(b *testing.B, socket, conf string, n int) {
 // and measures once every node sleeps. The tmux-* cases are baselines
 // without an orchestrator (no client, one bare client per session, one
 // client on a hub session linking every window); emulator is the
-// mirror's screen.Screen alone.
+// mirror's screen.Screen alone. The timer runs, so ns/op is the whole
+// set-up and measurement and `-bench .` with the default -benchtime stops
+// after one iteration instead of multiplying b.N (use -benchtime 1x).
 func BenchmarkIdleNodeMemory(b *testing.B) {
 	orch := func(idle time.Duration) func(b *testing.B) {
 		return func(b *testing.B) {
@@ -775,7 +778,6 @@ func BenchmarkIdleNodeMemory(b *testing.B) {
 	plain := func(mode string) func(b *testing.B) {
 		return func(b *testing.B) {
 			for range b.N {
-				b.StopTimer()
 				srv := tmuxtest.New(b)
 				conf := writeServerConf(b)
 				mustTmux(b, srv.Socket, conf, "new-session", "-d", "-s", "keep", "--", "sleep", "infinity")
@@ -817,7 +819,6 @@ func BenchmarkIdleNodeMemory(b *testing.B) {
 	b.Run("tmux-one-client", plain("one-client"))
 	b.Run("emulator", func(b *testing.B) {
 		for range b.N {
-			b.StopTimer()
 			var ms0, ms1 runtime.MemStats
 			runtime.GC()
 			debug.FreeOSMemory()
@@ -844,7 +845,6 @@ func BenchmarkIdleNodeMemory(b *testing.B) {
 // with Config.IdleAfter idle and reports what they cost. With idle > 0 it
 // samples once every node sleeps.
 func benchIdleOrchestrator(b *testing.B, idle time.Duration) {
-	b.StopTimer()
 	o, srv := newBenchOrchestrator(b, idle)
 	time.Sleep(300 * time.Millisecond)
 	before := sampleMem(b, srv.Socket)

@@ -624,12 +624,14 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 	if n.stale || len(data) > burstBytes {
 		// A burst (a flood, a large redraw): scrolling the emulator
 		// through all of it costs more CPU than tmux spends producing it.
-		// Log the text (waits see it), and take the screen from tmux:
-		// at once when the burst is over, every burstReseed during it.
+		// Log the text (waits see it), and take the screen from tmux
+		// every burstReseed during the burst, and once when output has
+		// been quiet for healQuiet (heal ends the burst).
 		n.scr.LogText(data)
 		n.stale = true
-		if len(data) <= burstBytes || time.Since(n.lastSeed) >= burstReseed {
+		if time.Since(n.lastSeed) >= burstReseed {
 			n.reseedLogged("burst")
+			n.stale = true // still in the burst until output goes quiet
 		}
 		return
 	}
