@@ -456,12 +456,21 @@ func TestMCPLogsSessionFileChanges(t *testing.T) {
 	h := startMCP(t, fs.Agent)
 	h.initialize("2024-11-05")
 	deadline := time.Now().Add(10 * time.Second)
+	content, err := os.ReadFile(fs.Agent)
+	if err != nil {
+		t.Fatal(err)
+	}
 	// Remove the session file (the node was closed): the bridge says so.
+	// The watch is armed in the background: repeat until it reports.
 	for !strings.Contains(h.stderr.String(), "session file unusable") {
 		if time.Now().After(deadline) {
 			t.Fatalf("removal of the session file not logged; stderr:\n%s", h.stderr.String())
 		}
+		if err := tools.WriteFileAtomic(fs.Agent, content); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
 		os.Remove(fs.Agent)
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 }
