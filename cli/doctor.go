@@ -64,6 +64,8 @@ func (h *human) doctor() int {
 		var info struct {
 			InstanceID string `json:"instance_id"`
 			Version    string `json:"version"`
+			Reseeds    int    `json:"mirror_reseeds"`
+			Heals      int    `json:"mirror_heals"`
 		}
 		_ = json.Unmarshal(res.Value, &info)
 		url := ""
@@ -71,6 +73,9 @@ func (h *human) doctor() int {
 			url = ep.URL
 		}
 		report(true, "endpoint", "%s answers (instance %s, version %s)", url, info.InstanceID, info.Version)
+		// Informational: how often mirrors were rebuilt from tmux, and how
+		// often a quiet mirror was found to differ from tmux (healed).
+		report(true, "mirrors", "%d reseeds, %d healed after differing from tmux", info.Reseeds, info.Heals)
 	}
 
 	// Every node's tmux session.

@@ -176,13 +176,17 @@ func (a *api) sessionInfo(caller tools.Identity) map[string]any {
 	if caller.Role != tools.RoleOperator {
 		info["tmux_session"] = "ts-" + caller.Node
 	}
-	var reseeds int
+	var reseeds, heals int
 	for _, n := range a.o.sortedNodes() {
 		n.mu.Lock()
 		reseeds += n.reseeds
+		heals += n.healed
 		n.mu.Unlock()
 	}
+	// How often mirrors were rebuilt from tmux, and how often a quiet
+	// mirror differed from tmux and was healed: regressions show here.
 	info["mirror_reseeds"] = reseeds
+	info["mirror_heals"] = heals
 	return info
 }
 

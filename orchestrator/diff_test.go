@@ -58,6 +58,11 @@ func requireSameAsTmux(t *testing.T, o *Orchestrator, srv *tmuxtest.Server, id, 
 	if len(diffs) > 0 {
 		t.Fatalf("%s: mirror differs from tmux:\n%s", what, strings.Join(diffs, "\n"))
 	}
+	// How often the mirror needed tmux's help so far (go test -v shows it).
+	n := o.node(id)
+	n.mu.Lock()
+	t.Logf("%s: equal to tmux; %d heals, %d reseeds so far", what, n.healed, n.reseeds)
+	n.mu.Unlock()
 }
 
 func submit(t *testing.T, o *Orchestrator, id, text string) {
