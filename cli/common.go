@@ -30,10 +30,28 @@ func version() string {
 	if Version != "" {
 		return Version
 	}
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "dev"
+	}
+	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
 		return bi.Main.Version
 	}
-	return "dev"
+	// A build from a git checkout: name the commit.
+	v := "dev"
+	dirty := false
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision" && len(s.Value) >= 12:
+			v += "+" + s.Value[:12]
+		case s.Key == "vcs.modified":
+			dirty = s.Value == "true"
+		}
+	}
+	if dirty {
+		v += "-dirty"
+	}
+	return v
 }
 
 // kongExit carries kong's exit code out of Parse (kong calls Exit for
