@@ -83,7 +83,11 @@ func (h *human) up() int {
 	logger := slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, stop := signalContext(h.ctx)
 	defer stop()
-	err := orchestrator.Serve(ctx, h.config(logger), func(info orchestrator.ServeInfo) {
+	cfg := h.config(logger)
+	if cfg.CtlPath == "" {
+		logger.Warn("termsprawlctl not found next to this binary or on PATH: agent nodes get no TERMSPRAWL_CTL and no MCP registration; build both with `go build -o bin/ ./cmd/...` and run bin/termsprawl up")
+	}
+	err := orchestrator.Serve(ctx, cfg, func(info orchestrator.ServeInfo) {
 		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
 	})
 	if err != nil {
