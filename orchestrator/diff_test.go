@@ -98,6 +98,7 @@ func TestDifferentialBashColorAndWide(t *testing.T) {
 }
 
 func TestDifferentialVim(t *testing.T) {
+	need(t, "vim")
 	o, srv := newTestOrchestrator(t)
 	file := filepath.Join(t.TempDir(), "f.txt")
 	var b strings.Builder
@@ -126,6 +127,7 @@ func TestDifferentialVim(t *testing.T) {
 }
 
 func TestDifferentialLessAndMan(t *testing.T) {
+	need(t, "less", "man")
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	submit(t, o, id, "seq 1 500 | less")
@@ -142,6 +144,7 @@ func TestDifferentialLessAndMan(t *testing.T) {
 }
 
 func TestDifferentialTop(t *testing.T) {
+	need(t, "top")
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "top", "-d", "60")
 	waitText(t, o, id, "PID")
@@ -149,6 +152,7 @@ func TestDifferentialTop(t *testing.T) {
 }
 
 func TestDifferentialPythonREPL(t *testing.T) {
+	need(t, "python3")
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "python3", "-q")
 	waitText(t, o, id, ">>>")

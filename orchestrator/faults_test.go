@@ -83,6 +83,7 @@ func TestProgramExitsAtOnce(t *testing.T) {
 // TestArgvVerbatim: quotes, ';', '$', newlines and non-ASCII reach the
 // program as they are, with no shell in between.
 func TestArgvVerbatim(t *testing.T) {
+	need(t, "python3")
 	o, _ := newTestOrchestrator(t)
 	out := filepath.Join(t.TempDir(), "args")
 	args := []string{`it's "quoted"`, "a;b", "$HOME", "line1\nline2", "héllo ✓", "", "~", "#{pane_id}"}

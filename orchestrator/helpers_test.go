@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -100,4 +101,16 @@ func derefInt(p *int) any {
 		return nil
 	}
 	return *p
+}
+
+// need skips the test when a program it drives is not installed (every
+// machine of this project's kind has them; the message says what to
+// install elsewhere).
+func need(t *testing.T, programs ...string) {
+	t.Helper()
+	for _, p := range programs {
+		if _, err := exec.LookPath(p); err != nil {
+			t.Skipf("%s is not installed (apt-get install %s)", p, p)
+		}
+	}
 }

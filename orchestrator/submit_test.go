@@ -36,6 +36,7 @@ while True:
 `
 
 func TestSubmitOnEnterSwallowingTUI(t *testing.T) {
+	need(t, "python3")
 	o, _ := newTestOrchestrator(t)
 	script := writeScript(t, "tui.py", swallowTUI)
 	id := launch(t, o, "python3", script)
