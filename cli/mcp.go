@@ -333,7 +333,7 @@ func readLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error)
 		switch {
 		case err == nil:
 			line = bytes.TrimRight(line, "\r\n")
-			if !tooLong && len(line) > limit {
+			if len(line) > limit {
 				line, tooLong = line[:limit], true
 			}
 			return line, tooLong, nil
@@ -341,7 +341,7 @@ func readLine(r *bufio.Reader, limit int) (line []byte, tooLong bool, err error)
 			continue
 		default:
 			line = bytes.TrimRight(line, "\r\n")
-			if !tooLong && len(line) > limit {
+			if len(line) > limit {
 				line, tooLong = line[:limit], true
 			}
 			return line, tooLong, err
