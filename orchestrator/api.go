@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"sync"
 
@@ -219,29 +220,35 @@ func (a *api) read(ctx context.Context, caller tools.Identity, op *tools.Operati
 		if err := decode(args, &p); err != nil {
 			return nil, err
 		}
-		if p.Screenshot {
-			return nil, tools.Errorf(tools.KindNotRun, "screenshots are not supported by this version: use the lines of terminal_snapshot")
-		}
 		snap, err := o.Snapshot(p.Terminal)
 		if err != nil {
 			return nil, err
 		}
+		out := struct {
+			Snapshot
+			Scrollback *[]string `json:"scrollback,omitempty"` // only when asked for
+			Image      string    `json:"image,omitempty"`      // base64 PNG
+		}{Snapshot: snap}
 		if p.ScrollbackLines > 0 {
-			from := -p.ScrollbackLines
-			to := -1
+			from, to := -p.ScrollbackLines, -1
 			sb, err := o.Scrollback(ctx, p.Terminal, &from, &to, "")
-			if err == nil {
-				lines := make([]string, 0, len(sb.Lines))
-				for _, l := range sb.Lines {
-					lines = append(lines, l.Text)
-				}
-				return struct {
-					Snapshot
-					Scrollback []string `json:"scrollback"`
-				}{snap, lines}, nil
+			if err != nil {
+				return nil, err
 			}
+			lines := make([]string, 0, len(sb.Lines))
+			for _, l := range sb.Lines {
+				lines = append(lines, l.Text)
+			}
+			out.Scrollback = &lines
 		}
-		return snap, nil
+		if p.Screenshot {
+			img, err := renderPNG(snap.Snapshot)
+			if err != nil {
+				return nil, tools.Errorf(tools.KindNotRun, "%v", err)
+			}
+			out.Image = base64.StdEncoding.EncodeToString(img)
+		}
+		return out, nil
 	case "terminal_read":
 		var p struct {
 			Terminal string `json:"terminal"`

@@ -436,14 +436,17 @@ func (o *Orchestrator) Scrollback(ctx context.Context, id string, from, to *int,
 	if to != nil {
 		end = min(*to, height-1)
 	}
+	if from != nil && to != nil && *from > *to {
+		return ScrollbackResult{}, usage("from %d is after to %d (history has %d lines, the screen %d rows)", *from, *to, hist, height)
+	}
+	res := ScrollbackResult{Terminal: id, HistorySize: hist, Lines: []ScrollbackLine{}}
 	if start > end {
-		return ScrollbackResult{}, usage("from %d is after to %d (history has %d lines, the screen %d rows)", start, end, hist, height)
+		return res, nil // the range holds no line (e.g. no history yet)
 	}
 	lines, err := n.client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-S", strconv.Itoa(start), "-E", strconv.Itoa(end), "-t", n.pane))
 	if err != nil {
 		return ScrollbackResult{}, n.tmuxErr("scrollback", err)
 	}
-	res := ScrollbackResult{Terminal: id, HistorySize: hist, Lines: []ScrollbackLine{}}
 	for i, l := range lines {
 		l = strings.TrimRight(l, " ")
 		if search != "" && !strings.Contains(l, search) {
