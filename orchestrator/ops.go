@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,8 +145,8 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (NodeInfo, e
 		spec.Owner = tools.OperatorNode
 	}
 
-	o.launchMu.Lock()
-	defer o.launchMu.Unlock()
+	o.lifecycleMu.Lock()
+	defer o.lifecycleMu.Unlock()
 	if err := o.srv.ensure(ctx); err != nil {
 		return NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the private tmux server is not reachable: %v", err)
 	}
@@ -713,19 +714,58 @@ func (o *Orchestrator) Signal(id, sig string) (map[string]any, error) {
 	return map[string]any{"terminal": id, "signal": strings.ToUpper(sig), "pid": pid}, nil
 }
 
-// CloseNode kills the node's tmux session and removes its files (its token
-// dies with it).
+// CloseNode ends the node's program and tmux session and removes its
+// files (its token dies with it).
+//
+// tmux 3.3a crashes (a segfault in its control-mode output path) when
+// kill-session destroys a live pane while other panes are busy sending
+// output to control clients; measured in TestConcurrentNodes. So a live
+// node is closed the way tmux closes sessions every day: remain-on-exit is
+// turned off for its pane, its program's process group is signalled, and
+// tmux destroys the pane and the session itself. Our own control client detaches first. The program
+// gets SIGHUP first (as when a terminal closes) and SIGKILL after
+// closeGrace. kill-session is used only for a pane that is already
+// dead, or if the session outlives closeTimeout.
 func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
+	// One lifecycle change at a time: tmux 3.3a crashed when a session
+	// was destroyed while another was being created or attached.
+	o.lifecycleMu.Lock()
+	defer o.lifecycleMu.Unlock()
 	n, err := o.lookup(id)
 	if err != nil {
 		return err
 	}
-	// Turn our output off first: tmux 3.3a can crash when a session with
-	// a lagging control client is killed.
+	n.mu.Lock()
+	pid := n.pid
+	n.mu.Unlock()
+	status, _, gone := n.state()
+	live := !gone && status != StatusExited && pid > 0
+	if live {
+		if _, err := n.client.Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off")); err != nil {
+			live = false
+		}
+	}
+	// Our client leaves first: tmux 3.3a also crashed when the pane died
+	// with our control client still attached.
+	clientPid := n.client.PID()
 	n.client.SetPaneOutput(ctx, n.pane, false)
 	n.detach()
-	if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session())); err != nil {
-		o.log.Warn("kill-session", "node", id, "err", err)
+	o.waitClientGone(ctx, clientPid)
+	ended := !live
+	// Hang up like a closing terminal; kill what ignores that.
+	for _, step := range []struct {
+		sig  syscall.Signal
+		wait time.Duration
+	}{{syscall.SIGHUP, closeGrace}, {syscall.SIGKILL, closeTimeout}} {
+		if ended {
+			break
+		}
+		syscall.Kill(-pid, step.sig)
+		syscall.Kill(pid, step.sig)
+		ended = o.waitSessionGone(ctx, n.session(), step.wait)
+	}
+	if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session())); err != nil && !ended {
+		o.log.Debug("kill-session", "node", id, "err", err)
 	}
 	n.markGone()
 	o.mu.Lock()
@@ -735,6 +775,48 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	o.log.Info("closed node", "node", id)
 	return nil
 }
+
+// waitClientGone waits (checking every closePoll, for at most closeGrace)
+// until the tmux server no longer lists the control client with process
+// id pid: the client process can exit before the server has let go of
+// its state, and a pane destroyed in between crashes tmux 3.3a.
+func (o *Orchestrator) waitClientGone(ctx context.Context, pid int) {
+	want := strconv.Itoa(pid)
+	deadline := time.Now().Add(closeGrace)
+	for {
+		out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{client_pid}"))
+		if err != nil || !slices.Contains(out, want) || time.Now().After(deadline) || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(closePoll)
+	}
+}
+
+// waitSessionGone checks every closePoll, for at most d, whether tmux has
+// ended the session. (Nothing of ours is attached to it any more to be
+// told, and this runs only while a terminal is being closed.)
+func (o *Orchestrator) waitSessionGone(ctx context.Context, session string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session)); err != nil {
+			var ce *tmuxctl.CommandError
+			return errors.As(err, &ce) // "can't find session": gone
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(closePoll)
+	}
+}
+
+// CloseNode's waits: how long a program may take to exit after SIGHUP
+// before it gets SIGKILL, and how long tmux may then take to end the
+// session before CloseNode kills the session itself.
+const (
+	closeGrace   = time.Second
+	closeTimeout = 5 * time.Second
+	closePoll    = 20 * time.Millisecond
+)
 
 // Focus switches every human client attached to this server to the node.
 func (o *Orchestrator) Focus(ctx context.Context, id string) (map[string]any, error) {

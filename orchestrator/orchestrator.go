@@ -62,9 +62,11 @@ type Orchestrator struct {
 
 	procs *procWatcher // nil where pidfds are not available
 
-	launchMu sync.Mutex // serialises id allocation and session creation
-	stop     chan struct{}
-	wg       sync.WaitGroup
+	// lifecycleMu serialises id allocation and the creation and
+	// destruction of sessions (see CloseNode).
+	lifecycleMu sync.Mutex
+	stop        chan struct{}
+	wg          sync.WaitGroup
 }
 
 // minimalEnvNames is the environment a node gets in env_mode "replace"
@@ -424,7 +426,7 @@ func (o *Orchestrator) sortedNodes() []*node {
 var slugRE = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
 
 // allocateID picks a free node id from the name (or "term"). Call with
-// launchMu held.
+// lifecycleMu held.
 func (o *Orchestrator) allocateID(name string) string {
 	base := strings.Trim(slugRE.ReplaceAllString(name, "-"), "-_")
 	if len(base) > 40 {

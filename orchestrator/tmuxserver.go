@@ -110,6 +110,14 @@ func (s *tmuxServer) connectLocked(ctx context.Context) error {
 		return fmt.Errorf("attach waiter client: %w", err)
 	}
 	s.admin, s.waiter = admin, waiter
+	// Nobody needs these clients' notifications: drain them so they do
+	// not pile up.
+	for _, c := range []*tmuxctl.Client{admin, waiter} {
+		go func() {
+			for range c.Events() {
+			}
+		}()
+	}
 	s.wg.Add(1)
 	go s.waitDeaths(waiter)
 	return nil
