@@ -354,3 +354,41 @@ func TestOpenCloseLeavesNoClients(t *testing.T) {
 		t.Fatalf("tmux -C processes left after 100 open/close cycles: %v", pids)
 	}
 }
+
+// TestProtocolLookalikesInPaneContent: a pane showing lines that look like
+// protocol ("%end …", "%exit", "%begin …") comes back from capture-pane as
+// content, and the client stays in step.
+func TestProtocolLookalikesInPaneContent(t *testing.T) {
+	srv := tmuxtest.New(t)
+	ready := filepath.Join(t.TempDir(), "ready")
+	c := startSession(t, srv, "look", tmuxctl.Config{}, "sh", "-c",
+		"printf '%%end 1 2 1\\n%%exit\\n%%begin 1 2 1\\n%%error 9 9 1\\n'; touch "+ready+"; sleep 60")
+	waitFile(t, ready)
+	ctx := ctx10(t)
+	// capture-pane until the lines are there (the printf may still be in flight).
+	var out []string
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		var err error
+		out, err = c.Run(ctx, "capture-pane -p -t '%0'")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(out) >= 4 && out[0] == "%end 1 2 1" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("capture = %q", out)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	want := []string{"%end 1 2 1", "%exit", "%begin 1 2 1", "%error 9 9 1"}
+	for i, w := range want {
+		if out[i] != w {
+			t.Fatalf("line %d = %q, want %q (all: %q)", i, out[i], w, out)
+		}
+	}
+	if got, err := c.Run(ctx, "display-message -p still-in-step"); err != nil || got[0] != "still-in-step" {
+		t.Fatalf("after lookalikes: %q %v", got, err)
+	}
+}
