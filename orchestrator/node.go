@@ -262,7 +262,7 @@ func parseDead(word string) (exited bool, code int) {
 }
 
 // parseSeed turns the display-message line into a SeedState plus the
-// pane's dead flag, exit status and pid.
+// pane's dead flag and exit status (see checkDead) and pid.
 func parseSeed(line string) (st screen.SeedState, dead bool, status, pid int, err error) {
 	f := strings.SplitN(line, " ", 16) // the title, last, may hold spaces
 	if len(f) != 16 {
@@ -290,8 +290,8 @@ func parseSeed(line string) (st screen.SeedState, dead bool, status, pid int, er
 	if st.PrimaryCursorY > 1<<20 || st.PrimaryCursorY < 0 {
 		st.PrimaryCursorY = 0
 	}
-	dead, status = parseDead(f[13])
 	pid = num(14)
+	dead, status = checkDead(f[13], pid)
 	st.Title = f[15]
 	return st, dead, status, pid, err
 }
@@ -346,18 +346,11 @@ func (n *node) reseed(ctx context.Context) error {
 	n.seedRev = n.scr.Revision()
 	newPid := pid > 0 && pid != n.pid
 	n.pid = pid
-	n.mu.Unlock()
-	if newPid && !dead {
-		n.watchProcess(pid)
-	}
-	n.mu.Lock()
 	pending := n.pendingExit
 	n.pendingExit = nil
 	n.mu.Unlock()
-	if !dead {
-		if f := strings.SplitN(outs[0][0], " ", 16); len(f) == 16 {
-			dead, code = checkDead(f[13], pid)
-		}
+	if newPid && !dead {
+		n.watchProcess(pid)
 	}
 	if !dead && pending != nil {
 		dead, code = true, *pending

@@ -21,11 +21,10 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// Size limits a launch or resize accepts (the operation table says the
-// same to callers).
+// Size limits a launch or resize accepts: the operation table's.
 const (
-	MinColumns, MaxColumns = 2, 1000
-	MinRows, MaxRows       = 2, 1000
+	MinColumns, MaxColumns = tools.MinColumns, tools.MaxColumns
+	MinRows, MaxRows       = tools.MinRows, tools.MaxRows
 )
 
 // LaunchSpec is a terminal_launch (or agent_launch) request.
@@ -80,6 +79,14 @@ type InputResult struct {
 
 func usage(format string, a ...any) error { return tools.Errorf(tools.KindUsage, format, a...) }
 
+// checkSize refuses a terminal size outside the accepted range.
+func checkSize(columns, rows int) error {
+	if columns < MinColumns || columns > MaxColumns || rows < MinRows || rows > MaxRows {
+		return usage("size %dx%d is out of range: columns %d..%d, rows %d..%d", columns, rows, MinColumns, MaxColumns, MinRows, MaxRows)
+	}
+	return nil
+}
+
 func defaultShell() string {
 	if u, err := user.Current(); err == nil {
 		if b, err := os.ReadFile("/etc/passwd"); err == nil {
@@ -115,8 +122,8 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (NodeInfo, e
 	if spec.Rows == 0 {
 		spec.Rows = DefaultRows
 	}
-	if spec.Columns < MinColumns || spec.Columns > MaxColumns || spec.Rows < MinRows || spec.Rows > MaxRows {
-		return NodeInfo{}, usage("size %dx%d is out of range: columns %d..%d, rows %d..%d", spec.Columns, spec.Rows, MinColumns, MaxColumns, MinRows, MaxRows)
+	if err := checkSize(spec.Columns, spec.Rows); err != nil {
+		return NodeInfo{}, err
 	}
 	if spec.Cwd == "" {
 		if h, err := os.UserHomeDir(); err == nil {
@@ -364,7 +371,7 @@ type ReadResult struct {
 }
 
 // DefaultReadChars is terminal_read's default max_chars.
-const DefaultReadChars = 8000
+const DefaultReadChars = tools.DefaultReadChars
 
 // Read returns the most recent output (history and screen, from tmux).
 func (o *Orchestrator) Read(ctx context.Context, id string, maxChars int) (ReadResult, error) {
@@ -658,8 +665,8 @@ func (o *Orchestrator) Interrupt(ctx context.Context, id string, wait *WaitSpec)
 // change and reseeds. It returns once the mirror has the new size (or
 // after a short bound).
 func (o *Orchestrator) Resize(ctx context.Context, id string, columns, rows int) (Snapshot, error) {
-	if columns < MinColumns || columns > MaxColumns || rows < MinRows || rows > MaxRows {
-		return Snapshot{}, usage("size %dx%d is out of range: columns %d..%d, rows %d..%d", columns, rows, MinColumns, MaxColumns, MinRows, MaxRows)
+	if err := checkSize(columns, rows); err != nil {
+		return Snapshot{}, err
 	}
 	n, err := o.lookup(id)
 	if err != nil {

@@ -45,7 +45,7 @@ type WaitResult struct {
 }
 
 // defaultQuietMS is the quiet period when a quiet wait names none.
-const defaultQuietMS = 500
+const defaultQuietMS = tools.DefaultQuietMs
 
 // compiled is a checked WaitSpec.
 type compiled struct {

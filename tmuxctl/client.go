@@ -504,7 +504,7 @@ func (s *clientSink) reply(r reply) {
 		c.pending = c.pending[1:]
 		req.marks = make(map[string]uint64, len(c.panes))
 		for id, p := range c.panes {
-			req.marks[id] = p.totalBytes()
+			req.marks[id] = p.Total()
 		}
 	}
 	c.mu.Unlock()

@@ -89,9 +89,7 @@ func (p *PaneStream) markPaused() {
 
 // Total returns how many bytes the pane has sent so far, including any
 // dropped ones.
-func (p *PaneStream) Total() uint64 { return p.totalBytes() }
-
-func (p *PaneStream) totalBytes() uint64 {
+func (p *PaneStream) Total() uint64 {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.total
