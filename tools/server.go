@@ -20,6 +20,10 @@ import (
 type Identity struct {
 	Node string
 	Role string
+	// Incarnation names one life of the node (its id and creation time):
+	// per-node state is keyed by it, so a later node that reuses the id
+	// inherits nothing. The operator's is OperatorNode.
+	Incarnation string
 }
 
 // Backend is what the orchestrator implements behind NewHandler.
