@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/toolserver"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -87,11 +87,11 @@ func (h *human) up() int {
 	if cfg.CtlPath == "" {
 		logger.Warn("termsprawlctl not found next to this binary or on PATH: agent nodes get no TERMSPRAWL_CTL and no MCP registration; build both with `go build -o bin/ ./cmd/...` and run bin/termsprawl up")
 	}
-	err := orchestrator.Serve(ctx, cfg, func(info orchestrator.ServeInfo) {
+	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
 		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
 	})
 	if err != nil {
-		var le *orchestrator.LockError
+		var le *toolserver.LockError
 		if errors.As(err, &le) {
 			fmt.Fprintf(h.stderr, "%s: %v\n", humanName, err)
 			return ExitNo
@@ -197,20 +197,11 @@ func logTail(path string, offset int64) string {
 	return s
 }
 
-// lockInfo is server.lock's content.
-type lockInfo struct {
-	PID        int    `json:"pid"`
-	InstanceID string `json:"instance_id"`
-}
-
-func readLock(stateDir string) (lockInfo, error) {
-	var li lockInfo
-	data, err := os.ReadFile(tools.LockPath(stateDir))
+// readLock reads server.lock and refuses one without a pid.
+func readLock(stateDir string) (tools.LockInfo, error) {
+	li, err := tools.ReadLock(stateDir)
 	if err != nil {
 		return li, err
-	}
-	if err := json.Unmarshal(data, &li); err != nil {
-		return li, fmt.Errorf("parse %s: %w", tools.LockPath(stateDir), err)
 	}
 	if li.PID <= 0 {
 		return li, fmt.Errorf("%s has no pid", tools.LockPath(stateDir))

@@ -277,7 +277,7 @@ func stampNode(b *testing.B, o *Orchestrator) (string, *os.File) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	r, err := o.WaitFor(bctx(b, 20*time.Second), info.Terminal, WaitSpec{Wait: WaitText, Text: "stamp-ready", After: new(uint64), TimeoutMS: 20000})
+	r, err := o.WaitFor(bctx(b, 20*time.Second), info.Terminal, tools.WaitSpec{Wait: tools.WaitText, Text: "stamp-ready", After: new(uint64), TimeoutMS: 20000})
 	if err != nil || !r.Matched {
 		b.Fatalf("stamp program never started: %+v %v", r, err)
 	}
@@ -304,13 +304,13 @@ func BenchmarkWakeLatency(b *testing.B) {
 			}
 			rev := snap.Revision
 			type res struct {
-				r   WaitResult
+				r   tools.WaitResult
 				err error
 				at  time.Time
 			}
 			done := make(chan res, 1)
 			go func() {
-				r, err := o.WaitFor(context.Background(), id, WaitSpec{Wait: WaitText, Text: token, After: &rev, TimeoutMS: 10000})
+				r, err := o.WaitFor(context.Background(), id, tools.WaitSpec{Wait: tools.WaitText, Text: token, After: &rev, TimeoutMS: 10000})
 				done <- res{r, err, time.Now()}
 			}()
 			// Let the waiter park (After=rev makes the result correct
@@ -565,7 +565,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 					ctx, cancel = context.WithCancel(context.Background())
 					waitEnded = make(chan time.Time, 1)
 					go func() {
-						o.WaitFor(ctx, id, WaitSpec{Wait: WaitText, Text: "never-appears", After: &rev0, TimeoutMS: 40000})
+						o.WaitFor(ctx, id, tools.WaitSpec{Wait: tools.WaitText, Text: "never-appears", After: &rev0, TimeoutMS: 40000})
 						waitEnded <- time.Now()
 					}()
 					time.Sleep(20 * time.Millisecond) // let it park
@@ -587,7 +587,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 				// "exited before the text wait was satisfied" while the
 				// pump is still applying (see docs/PERFORMANCE.md): count
 				// those, and time the lag by polling the snapshot.
-				r, err := o.WaitFor(bctx(b, 45*time.Second), id, WaitSpec{Wait: WaitText, Text: endTok, After: &rev0, TimeoutMS: 40000})
+				r, err := o.WaitFor(bctx(b, 45*time.Second), id, tools.WaitSpec{Wait: tools.WaitText, Text: endTok, After: &rev0, TimeoutMS: 40000})
 				if err != nil || !r.Matched {
 					spurious++
 					b.Logf("iteration %d: the wait for the last line failed: %+v %v", i, r, err)

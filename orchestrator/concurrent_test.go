@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // TestConcurrentNodes launches, drives and closes many nodes at once:
@@ -27,7 +29,7 @@ func TestConcurrentNodes(t *testing.T) {
 				return
 			}
 			want := fmt.Sprintf("node-%d-2k", i)
-			r, err := o.Submit(tctx(t), info.Terminal, fmt.Sprintf("echo node-%d-$((1+1))k", i), &WaitSpec{Wait: WaitText, Text: want, TimeoutMS: 30000})
+			r, err := o.Submit(tctx(t), info.Terminal, fmt.Sprintf("echo node-%d-$((1+1))k", i), &tools.WaitSpec{Wait: tools.WaitText, Text: want, TimeoutMS: 30000})
 			if err != nil || r.Wait == nil || !r.Wait.Matched {
 				errs <- fmt.Errorf("node %s: %+v %v", info.Terminal, r.Wait, err)
 				return

@@ -4,13 +4,15 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 func TestLaunchSubmitWait(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	ctx := tctx(t)
-	r, err := o.Submit(ctx, id, "echo hello-$((6*7))", &WaitSpec{Wait: WaitText, Text: "hello-42", TimeoutMS: 10000})
+	r, err := o.Submit(ctx, id, "echo hello-$((6*7))", &tools.WaitSpec{Wait: tools.WaitText, Text: "hello-42", TimeoutMS: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +30,7 @@ func TestLaunchSubmitWait(t *testing.T) {
 			found = true
 		}
 	}
-	if !found || snap.Columns != 80 || snap.Rows != 24 || snap.Status != StatusRunning {
+	if !found || snap.Columns != 80 || snap.Rows != 24 || snap.Status != tools.StatusRunning {
 		t.Fatalf("snapshot = %+v", snap)
 	}
 }
@@ -41,7 +43,7 @@ func TestWaitIgnoresEcho(t *testing.T) {
 	ctx := tctx(t)
 	waitQuiet(t, o, id)
 	start := time.Now()
-	r, err := o.Submit(ctx, id, "sleep 1; echo READY", &WaitSpec{Wait: WaitText, Text: "READY", TimeoutMS: 10000})
+	r, err := o.Submit(ctx, id, "sleep 1; echo READY", &tools.WaitSpec{Wait: tools.WaitText, Text: "READY", TimeoutMS: 10000})
 	if err != nil || r.Wait == nil || !r.Wait.Matched {
 		t.Fatalf("submit: %+v %v", r, err)
 	}
@@ -52,7 +54,7 @@ func TestWaitIgnoresEcho(t *testing.T) {
 
 func waitQuiet(t *testing.T, o *Orchestrator, id string) {
 	t.Helper()
-	if _, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitQuiet, QuietMS: 200, TimeoutMS: 10000}); err != nil {
+	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 200, TimeoutMS: 10000}); err != nil {
 		t.Fatal(err)
 	}
 }

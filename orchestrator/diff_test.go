@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // tmuxView is tmux's own view of a node's pane: rows and cursor.
@@ -27,7 +28,7 @@ func tmuxView(t *testing.T, srv *tmuxtest.Server, id string) ([]string, string) 
 // mirror's rows and cursor to equal tmux's.
 func requireSameAsTmux(t *testing.T, o *Orchestrator, srv *tmuxtest.Server, id, what string) {
 	t.Helper()
-	if _, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitQuiet, QuietMS: 400, TimeoutMS: 20000}); err != nil {
+	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 400, TimeoutMS: 20000}); err != nil {
 		t.Fatalf("%s: quiet: %v", what, err)
 	}
 	snap, err := o.Snapshot(id)
@@ -118,7 +119,7 @@ func TestDifferentialVim(t *testing.T) {
 	press(t, o, id, "Escape")
 	requireSameAsTmux(t, o, srv, id, "vim insert")
 	press(t, o, id, ": q ! Enter")
-	if _, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitExit, TimeoutMS: 10000}); err != nil {
+	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000}); err != nil {
 		snap, _ := o.Snapshot(id)
 		ps, _ := exec.Command("ps", "-eo", "pid,ppid,stat,cmd").Output()
 		t.Fatalf("%v\n%s\n%s\n%s", err, strings.Join(snap.Lines, "\n"), srv.Must("list-panes", "-a", "-F", "#{session_name} #{pane_dead}:#{pane_dead_status}:#{pane_dead_signal} #{pane_pid}"), ps)
@@ -168,7 +169,7 @@ func TestDifferentialFloodAndResize(t *testing.T) {
 	// 40 MB of text; the mirror may fall behind and reseed, but once the
 	// flood is over it must equal tmux.
 	submit(t, o, id, "head -c 30000000 /dev/urandom | base64 | head -c 40000000; echo; echo FLOOD-DONE")
-	r, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitRegex, Pattern: `(?m)^FLOOD-DONE`, After: new(uint64), TimeoutMS: 40000})
+	r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitRegex, Pattern: `(?m)^FLOOD-DONE`, After: new(uint64), TimeoutMS: 40000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -56,7 +56,7 @@ func TestUnknownTerminal(t *testing.T) {
 	wantKind(t, err, tools.KindNotFound, `"nope"`)
 	_, err = o.Type(ctx, "nope", "x", nil)
 	wantKind(t, err, tools.KindNotFound, `"nope"`)
-	_, err = o.WaitFor(ctx, "nope", WaitSpec{Wait: WaitRender})
+	_, err = o.WaitFor(ctx, "nope", tools.WaitSpec{Wait: tools.WaitRender})
 	wantKind(t, err, tools.KindNotFound, `"nope"`)
 	wantKind(t, o.CloseNode(ctx, "nope"), tools.KindNotFound, `"nope"`)
 }
@@ -64,18 +64,18 @@ func TestUnknownTerminal(t *testing.T) {
 func TestProgramExitsAtOnce(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "echo bye; exit 7")
-	r, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitExit, TimeoutMS: 10000})
+	r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ExitCode == nil || *r.ExitCode != 7 || r.Status != StatusExited {
+	if r.ExitCode == nil || *r.ExitCode != 7 || r.Status != tools.StatusExited {
 		t.Fatalf("exit wait = %+v (code %v)", r, derefInt(r.ExitCode))
 	}
 	waitText(t, o, id, "bye")
 	_, err = o.Type(tctx(t), id, "x", nil)
 	wantKind(t, err, tools.KindNotRun, "exited")
 	list := o.List(tctx(t))
-	if len(list) != 1 || list[0].Status != StatusExited || *list[0].ExitCode != 7 {
+	if len(list) != 1 || list[0].Status != tools.StatusExited || *list[0].ExitCode != 7 {
 		t.Fatalf("list = %+v", list)
 	}
 }
@@ -89,7 +89,7 @@ func TestArgvVerbatim(t *testing.T) {
 	args := []string{`it's "quoted"`, "a;b", "$HOME", "line1\nline2", "héllo ✓", "", "~", "#{pane_id}"}
 	script := writeScript(t, "dump.py", "import sys, json\nopen(sys.argv[1], 'w').write(json.dumps(sys.argv[2:]))\n")
 	id := launch(t, o, append([]string{"python3", script, out}, args...)...)
-	if _, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitExit, TimeoutMS: 10000}); err != nil {
+	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000}); err != nil {
 		snap, _ := o.Snapshot(id)
 		t.Fatalf("%v\n%s", err, strings.Join(snap.Lines, "\n"))
 	}
@@ -103,7 +103,7 @@ func TestArgvVerbatim(t *testing.T) {
 	}
 	// A single argument is not handed to a shell either.
 	id2 := launch(t, o, "/bin/echo;true")
-	r, err := o.WaitFor(tctx(t), id2, WaitSpec{Wait: WaitExit, TimeoutMS: 10000})
+	r, err := o.WaitFor(tctx(t), id2, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestEnvModes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := o.WaitFor(tctx(t), info.Terminal, WaitSpec{Wait: WaitExit, TimeoutMS: 10000}); err != nil {
+		if _, err := o.WaitFor(tctx(t), info.Terminal, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000}); err != nil {
 			t.Fatal(err)
 		}
 		b, _ := os.ReadFile(out)
@@ -156,16 +156,16 @@ func TestBadWaitsAndKeys(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "cat")
 	ctx := tctx(t)
-	_, err := o.WaitFor(ctx, id, WaitSpec{Wait: WaitRegex, Pattern: "(unclosed"})
+	_, err := o.WaitFor(ctx, id, tools.WaitSpec{Wait: tools.WaitRegex, Pattern: "(unclosed"})
 	wantKind(t, err, tools.KindUsage, "does not compile")
-	_, err = o.WaitFor(ctx, id, WaitSpec{Wait: WaitText})
+	_, err = o.WaitFor(ctx, id, tools.WaitSpec{Wait: tools.WaitText})
 	wantKind(t, err, tools.KindUsage, "text")
 	_, err = o.Press(ctx, id, "Enter Bogus", nil)
 	wantKind(t, err, tools.KindUsage, `"Bogus"`)
 	future := uint64(1 << 40)
-	_, err = o.WaitFor(ctx, id, WaitSpec{Wait: WaitRender, After: &future})
+	_, err = o.WaitFor(ctx, id, tools.WaitSpec{Wait: tools.WaitRender, After: &future})
 	wantKind(t, err, tools.KindUsage, "newer")
-	r, err := o.WaitFor(ctx, id, WaitSpec{Wait: WaitText, Text: "never", TimeoutMS: 300})
+	r, err := o.WaitFor(ctx, id, tools.WaitSpec{Wait: tools.WaitText, Text: "never", TimeoutMS: 300})
 	wantKind(t, err, tools.KindTimeout, "timed out")
 	if !r.TimedOut {
 		t.Fatalf("timeout result = %+v", r)
@@ -183,11 +183,11 @@ func TestHostilePrograms(t *testing.T) {
 	requireSameAsTmux(t, o, srv, id, "after queries and a bad scroll region")
 	// A flooding program (yes) does not wedge anything.
 	yes := launch(t, o, "yes", "flood")
-	r, err := o.WaitFor(tctx(t), yes, WaitSpec{Wait: WaitRender, TimeoutMS: 10000})
+	r, err := o.WaitFor(tctx(t), yes, tools.WaitSpec{Wait: tools.WaitRender, TimeoutMS: 10000})
 	if err != nil || !r.Matched {
 		t.Fatalf("render wait on a flood: %+v %v", r, err)
 	}
-	if _, err := o.Interrupt(tctx(t), yes, &WaitSpec{Wait: WaitExit, TimeoutMS: 10000}); err != nil {
+	if _, err := o.Interrupt(tctx(t), yes, &tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := o.Snapshot(yes); err != nil {
@@ -199,16 +199,16 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "sleep", "60")
 	pid, _ := strconv.Atoi(strings.TrimSpace(srv.Must("display-message", "-p", "#{pid}")))
-	done := make(chan WaitResult, 1)
+	done := make(chan tools.WaitResult, 1)
 	go func() {
-		r, _ := o.WaitFor(context.Background(), id, WaitSpec{Wait: WaitExit, TimeoutMS: 20000})
+		r, _ := o.WaitFor(context.Background(), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000})
 		done <- r
 	}()
 	time.Sleep(100 * time.Millisecond)
 	syscall.Kill(pid, syscall.SIGKILL)
 	select {
 	case r := <-done:
-		if r.Status != StatusExited || !r.Matched {
+		if r.Status != tools.StatusExited || !r.Matched {
 			t.Fatalf("exit wait after server death = %+v", r)
 		}
 	case <-time.After(25 * time.Second):
@@ -250,7 +250,7 @@ func TestRestartAdoptsAndReseeds(t *testing.T) {
 	if err != nil || sess2.Token != sess.Token {
 		t.Fatalf("token did not survive the restart: %v", err)
 	}
-	if _, err := o2.Submit(tctx(t), id, "after-restart", &WaitSpec{Wait: WaitText, Text: "after-restart", TimeoutMS: 10000}); err != nil {
+	if _, err := o2.Submit(tctx(t), id, "after-restart", &tools.WaitSpec{Wait: tools.WaitText, Text: "after-restart", TimeoutMS: 10000}); err != nil {
 		t.Fatal(err)
 	}
 	requireSameAsTmux(t, o2, srv, id, "adopted node")

@@ -70,9 +70,14 @@ func launch(t *testing.T, o *Orchestrator, argv ...string) string {
 }
 
 // waitText waits for text on a node or fails the test with the screen.
-func waitText(t *testing.T, o *Orchestrator, id, text string) WaitResult {
+func waitText(t *testing.T, o *Orchestrator, id, text string) tools.WaitResult {
 	t.Helper()
-	r, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitText, Text: text, After: new(uint64), TimeoutMS: 20000})
+	// From the start of this life of the node's mirror.
+	after := uint64(0)
+	if n := o.node(id); n != nil {
+		after = revisionBase(n.meta.Epoch)
+	}
+	r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: text, After: &after, TimeoutMS: 20000})
 	if err != nil {
 		snap, _ := o.Snapshot(id)
 		t.Fatalf("wait for %q: %v\nscreen:\n%s", text, err, strings.Join(snap.Lines, "\n"))

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // glyphs is termsprawl's own 3×5 pixel font for printable ASCII from ' '
@@ -107,9 +107,9 @@ var shotPalette = color.Palette{
 	color.RGBA{0x80, 0x80, 0x80, 0xff}, // non-ASCII placeholder
 }
 
-// renderPNG draws a snapshot's lines (and its cursor, as an inverted
+// RenderPNG draws a snapshot's lines (and its cursor, as an inverted
 // cell) in the built-in font and returns the PNG.
-func renderPNG(s screen.Snapshot) ([]byte, error) {
+func RenderPNG(s tools.Screen) ([]byte, error) {
 	if s.Columns*s.Rows > MaxShotCells {
 		return nil, fmt.Errorf("a %dx%d screen is too large for a screenshot (at most %d cells): use the snapshot's lines", s.Columns, s.Rows, MaxShotCells)
 	}

@@ -48,11 +48,11 @@ func TestUnobservedNodeSleeps(t *testing.T) {
 		t.Fatalf("snapshot after waking: %+v", snap)
 	}
 	// And it follows output again: a wait for a fresh tick succeeds.
-	if _, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitRegex, Pattern: `tick-\d+`, TimeoutMS: 10000}); err != nil {
+	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitRegex, Pattern: `tick-\d+`, TimeoutMS: 10000}); err != nil {
 		t.Fatal(err)
 	}
 	// A wait keeps it awake for as long as it lasts.
-	r, err := o.WaitFor(tctx(t), id, WaitSpec{Wait: WaitText, Text: "never-printed", TimeoutMS: 900})
+	r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: "never-printed", TimeoutMS: 900})
 	if err == nil || !r.TimedOut {
 		t.Fatalf("wait = %+v, %v", r, err)
 	}

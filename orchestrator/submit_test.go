@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // swallowTUI is a small program that behaves like Claude Code and Codex:
@@ -47,7 +49,7 @@ func TestSubmitOnEnterSwallowingTUI(t *testing.T) {
 	if _, err := o.Type(ctx, id, "naive", nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Press(ctx, id, "Enter", &WaitSpec{Wait: WaitText, Text: "[swallowed]", TimeoutMS: 5000}); err != nil {
+	if _, err := o.Press(ctx, id, "Enter", &tools.WaitSpec{Wait: tools.WaitText, Text: "[swallowed]", TimeoutMS: 5000}); err != nil {
 		t.Fatal(err)
 	}
 	snap, _ := o.Snapshot(id)
@@ -65,7 +67,7 @@ func TestSubmitOnEnterSwallowingTUI(t *testing.T) {
 
 	// terminal_submit waits for the program to take the text.
 	for _, text := range []string{"hello world", "multi\nline paste"} {
-		r, err := o.Submit(ctx, id, text, &WaitSpec{Wait: WaitText, Text: "SUBMITTED: " + strings.Split(text, "\n")[0], TimeoutMS: 10000})
+		r, err := o.Submit(ctx, id, text, &tools.WaitSpec{Wait: tools.WaitText, Text: "SUBMITTED: " + strings.Split(text, "\n")[0], TimeoutMS: 10000})
 		if err != nil || r.Wait == nil || !r.Wait.Matched {
 			snap, _ := o.Snapshot(id)
 			t.Fatalf("submit %q: %+v %v\n%s", text, r.Wait, err, strings.Join(snap.Lines, "\n"))

@@ -2,67 +2,33 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
-	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"regexp"
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tools"
 )
-
-// Wait kinds (terminal_wait_for "wait").
-const (
-	WaitText   = "text"
-	WaitRegex  = "regex"
-	WaitQuiet  = "quiet"
-	WaitExit   = "exit"
-	WaitRender = "render"
-)
-
-// WaitSpec is what to wait for.
-type WaitSpec struct {
-	Wait      string  `json:"wait"`
-	Text      string  `json:"text,omitempty"`
-	Pattern   string  `json:"pattern,omitempty"`
-	QuietMS   int     `json:"quiet_ms,omitempty"`
-	After     *uint64 `json:"after,omitempty"`
-	TimeoutMS int     `json:"timeout_ms,omitempty"`
-}
-
-// WaitResult is how a wait ended.
-type WaitResult struct {
-	Matched   bool     `json:"matched"`
-	TimedOut  bool     `json:"timed_out,omitempty"`
-	Wait      string   `json:"wait"`
-	Revision  uint64   `json:"revision"`
-	After     uint64   `json:"after"`
-	Match     string   `json:"match,omitempty"`
-	ElapsedMS int64    `json:"elapsed_ms"`
-	Status    string   `json:"status"`
-	ExitCode  *int     `json:"exit_code,omitempty"`
-	Excerpt   []string `json:"excerpt,omitempty"` // the screen's last rows, on a timeout
-}
 
 // defaultQuietMS is the quiet period when a quiet wait names none.
 const defaultQuietMS = tools.DefaultQuietMs
 
-// compiled is a checked WaitSpec.
+// compiled is a checked tools.WaitSpec.
 type compiled struct {
-	WaitSpec
+	tools.WaitSpec
 	re      *regexp.Regexp
 	timeout time.Duration
 	quiet   time.Duration
 }
 
-func compileWait(spec WaitSpec) (compiled, error) {
+func compileWait(spec tools.WaitSpec) (compiled, error) {
 	c := compiled{WaitSpec: spec}
 	switch spec.Wait {
-	case WaitText:
+	case tools.WaitText:
 		if spec.Text == "" {
 			return c, tools.Errorf(tools.KindUsage, `wait "text" needs a non-empty "text"`)
 		}
-	case WaitRegex:
+	case tools.WaitRegex:
 		if spec.Pattern == "" {
 			return c, tools.Errorf(tools.KindUsage, `wait "regex" needs a "pattern"`)
 		}
@@ -71,7 +37,7 @@ func compileWait(spec WaitSpec) (compiled, error) {
 			return c, tools.Errorf(tools.KindUsage, "pattern %q does not compile: %v (Go RE2 syntax)", spec.Pattern, err)
 		}
 		c.re = re
-	case WaitQuiet, WaitExit, WaitRender:
+	case tools.WaitQuiet, tools.WaitExit, tools.WaitRender:
 	default:
 		return c, tools.Errorf(tools.KindUsage, "unknown wait %q: use text, regex, quiet, exit or render", spec.Wait)
 	}
@@ -185,16 +151,20 @@ func (n *node) match(c *compiled, baseline uint64) (bool, string) {
 
 // waitFor blocks until spec holds, the timeout passes or ctx ends. It
 // sleeps on the mirror's change channel and the node's status channel.
-// A timeout is a WaitResult with TimedOut set, not an error.
-func (n *node) waitFor(ctx context.Context, spec WaitSpec) (WaitResult, error) {
+// A timeout is a tools.WaitResult with TimedOut set, not an error.
+func (n *node) waitFor(ctx context.Context, spec tools.WaitSpec) (tools.WaitResult, error) {
 	c, err := compileWait(spec)
 	if err != nil {
-		return WaitResult{}, err
+		return tools.WaitResult{}, err
 	}
 	return n.waitCompiled(ctx, c)
 }
 
-func (n *node) waitCompiled(ctx context.Context, c compiled) (WaitResult, error) {
+// testHookWaitLoop, if set, runs once per turn of a wait's loop (tests
+// count the turns).
+var testHookWaitLoop func(n *node)
+
+func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, error) {
 	n.observers.Add(1)
 	defer func() {
 		n.observers.Add(-1)
@@ -206,7 +176,12 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (WaitResult, error)
 	if c.After != nil {
 		baseline = *c.After
 		if cur := n.scr.Revision(); baseline > cur {
-			return WaitResult{}, tools.Errorf(tools.KindUsage, "after %d is newer than the terminal's revision %d: pass a revision this terminal returned", baseline, cur)
+			return tools.WaitResult{}, tools.Errorf(tools.KindUsage, "after %d is newer than the terminal's revision %d: pass a revision this terminal returned", baseline, cur)
+		}
+		if base := revisionBase(n.meta.Epoch); baseline < base {
+			// From an earlier life of the orchestrator: that screen's
+			// output is not kept, so nothing can be judged against it.
+			return tools.WaitResult{}, revisionErr(n.meta.ID, "after", baseline, screen.ErrHistoryTruncated)
 		}
 	}
 	deadline := time.NewTimer(c.timeout)
@@ -214,41 +189,48 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (WaitResult, error)
 	var quietTimer *time.Timer
 	var quietC <-chan time.Time
 	lastTotal := n.stream.Total()
-	if c.Wait == WaitQuiet {
+	if c.Wait == tools.WaitQuiet {
 		quietTimer = time.NewTimer(c.quiet)
 		defer quietTimer.Stop()
 		quietC = quietTimer.C
 	}
-	result := func(matched bool, m string) WaitResult {
+	result := func(matched bool, m string) tools.WaitResult {
 		status, code, _ := n.state()
-		return WaitResult{Matched: matched, Wait: c.Wait, Revision: n.scr.Revision(), After: baseline, Match: m,
+		return tools.WaitResult{Matched: matched, Wait: c.Wait, Revision: n.scr.Revision(), After: baseline, Match: m,
 			ElapsedMS: time.Since(start).Milliseconds(), Status: status, ExitCode: code}
 	}
 	for {
+		if n.isClosing() {
+			// A gone node stays quiet, and its program has ended.
+			if c.Wait == tools.WaitQuiet || c.Wait == tools.WaitExit {
+				return result(true, ""), nil
+			}
+			return result(false, ""), tools.Errorf(tools.KindNotFound, "terminal %q was closed while the %s wait was in progress", n.meta.ID, c.Wait)
+		}
+		if testHookWaitLoop != nil {
+			testHookWaitLoop(n)
+		}
 		rev, changed := n.scr.WaitState()
 		status, statusCh := n.statusWait()
-		if _, _, gone := n.state(); gone && c.Wait == WaitQuiet {
-			return result(true, ""), nil // a gone node stays quiet
-		}
 		switch c.Wait {
-		case WaitRender:
+		case tools.WaitRender:
 			if rev > baseline {
 				return result(true, ""), nil
 			}
-		case WaitExit:
-			if status == StatusExited {
+		case tools.WaitExit:
+			if status == tools.StatusExited {
 				return result(true, ""), nil
 			}
-		case WaitText, WaitRegex:
+		case tools.WaitText, tools.WaitRegex:
 			if ok, m := n.match(&c, baseline); ok {
 				return result(true, m), nil
 			}
 		}
-		if status == StatusExited && c.Wait != WaitExit && c.Wait != WaitQuiet {
+		if status == tools.StatusExited && c.Wait != tools.WaitExit && c.Wait != tools.WaitQuiet {
 			_, _, gone := n.state()
 			// Output read before the death is already applied: nothing
 			// more can come.
-			if gone || c.Wait == WaitRender || !n.outputPending() {
+			if gone || c.Wait == tools.WaitRender || !n.outputPending() {
 				r := result(false, "")
 				return r, tools.Errorf(tools.KindConflict, "terminal %q exited before the %s wait was satisfied", n.meta.ID, c.Wait).
 					WithDetails("status", r.Status).WithDetails("exit_code", r.ExitCode).
@@ -264,6 +246,7 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (WaitResult, error)
 				quietTimer.Reset(c.quiet)
 			}
 		case <-statusCh:
+		case <-n.closing:
 		case <-quietC:
 			// The mirror did not change, but tmux may still be sending
 			// (the pump can be busy reseeding): quiet means no output.
@@ -279,7 +262,7 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (WaitResult, error)
 			r.Excerpt = n.excerpt(10)
 			return r, nil
 		case <-ctx.Done():
-			return WaitResult{}, tools.Errorf(tools.KindTimeout, "wait on %q cancelled: %v", n.meta.ID, ctx.Err())
+			return tools.WaitResult{}, tools.Errorf(tools.KindTimeout, "wait on %q cancelled: %w", n.meta.ID, ctx.Err())
 		}
 	}
 }
@@ -299,12 +282,10 @@ func (n *node) excerpt(k int) []string {
 	return append([]string(nil), rows[start:end]...)
 }
 
-// timeoutError turns a timed-out WaitResult into the contract's timeout
+// timeoutError turns a timed-out tools.WaitResult into the contract's timeout
 // error with a screen excerpt.
-func timeoutError(id string, r WaitResult) error {
+func timeoutError(id string, r tools.WaitResult) error {
 	return tools.Errorf(tools.KindTimeout, "terminal %q: %s wait timed out after %d ms", id, r.Wait, r.ElapsedMS).
 		WithDetails("revision", r.Revision).WithDetails("after", r.After).
 		WithDetails("excerpt", r.Excerpt).WithDetails("status", r.Status)
 }
-
-func isTruncated(err error) bool { return errors.Is(err, screen.ErrHistoryTruncated) }

@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"strings"
 	"testing"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 func TestMaskEcho(t *testing.T) {
@@ -35,17 +37,17 @@ func TestMaskEcho(t *testing.T) {
 
 func TestCompileWait(t *testing.T) {
 	for _, tt := range []struct {
-		spec WaitSpec
+		spec tools.WaitSpec
 		ok   bool
 	}{
-		{WaitSpec{Wait: WaitText, Text: "x"}, true},
-		{WaitSpec{Wait: WaitText}, false},
-		{WaitSpec{Wait: WaitRegex, Pattern: "a+"}, true},
-		{WaitSpec{Wait: WaitRegex, Pattern: "("}, false},
-		{WaitSpec{Wait: WaitQuiet}, true},
-		{WaitSpec{Wait: "sometime"}, false},
-		{WaitSpec{Wait: WaitExit, TimeoutMS: 40001}, false},
-		{WaitSpec{Wait: WaitExit, TimeoutMS: 40000}, true},
+		{tools.WaitSpec{Wait: tools.WaitText, Text: "x"}, true},
+		{tools.WaitSpec{Wait: tools.WaitText}, false},
+		{tools.WaitSpec{Wait: tools.WaitRegex, Pattern: "a+"}, true},
+		{tools.WaitSpec{Wait: tools.WaitRegex, Pattern: "("}, false},
+		{tools.WaitSpec{Wait: tools.WaitQuiet}, true},
+		{tools.WaitSpec{Wait: "sometime"}, false},
+		{tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 40001}, false},
+		{tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 40000}, true},
 	} {
 		if _, err := compileWait(tt.spec); (err == nil) != tt.ok {
 			t.Errorf("compileWait(%+v) = %v, want ok=%v", tt.spec, err, tt.ok)

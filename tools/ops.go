@@ -95,6 +95,11 @@ type Operation struct {
 	// Mutation: the operation changes something, returns a receipt and
 	// accepts the optional idempotency_key argument (already in Params).
 	Mutation bool
+	// Result is a zero value of the operation's value type (for
+	// mutations: of the receipt's result); State, for mutations, of the
+	// receipt's state. The output schema is generated from them.
+	Result any
+	State  any
 
 	// check runs cross-argument rules after every argument passed.
 	check func(op *Operation, fields map[string]json.RawMessage) error
@@ -191,16 +196,17 @@ func buildOperations() []*Operation {
 	inputOp := func(name, desc string, extra []Param, ann Annotations) *Operation {
 		params := append([]Param{paramTerminal}, extra...)
 		params = append(params, paramInputWait)
-		return &Operation{Name: name, Description: desc, Topic: TopicTerminal, Params: params, Annotations: ann, Mutation: true}
+		return &Operation{Name: name, Description: desc, Topic: TopicTerminal, Params: params, Annotations: ann, Mutation: true,
+			Result: InputResult{}, State: Snapshot{}}
 	}
 	ops := []*Operation{
-		{Name: "session_info", Topic: TopicOverview, Annotations: annRead,
+		{Name: "session_info", Result: SessionInfo{}, Topic: TopicOverview, Annotations: annRead,
 			Description: "Who am I: node, role, instance_id, version, tmux socket and session, the operation list and the preferences file."},
-		{Name: "guide_read", Topic: TopicOverview, Annotations: annRead,
+		{Name: "guide_read", Result: GuideText{}, Topic: TopicOverview, Annotations: annRead,
 			Description: "Read a usage guide: overview, terminal, agents or dialogs.",
 			Params:      []Param{required(enumParam("topic", "Guide topic.", TopicOverview, TopicTerminal, TopicAgents, TopicDialogs))}},
 
-		{Name: "terminal_launch", Topic: TopicTerminal, Mutation: true, Annotations: Annotations{OpenWorld: true},
+		{Name: "terminal_launch", Result: NodeInfo{}, State: Snapshot{}, Topic: TopicTerminal, Mutation: true, Annotations: Annotations{OpenWorld: true},
 			Description: "Launch a program in a new terminal node (its own tmux session) and return its id.",
 			Params: []Param{
 				paramCommand, paramName, paramCwd,
@@ -208,25 +214,25 @@ func buildOperations() []*Operation {
 				enumParam("env_mode", "replace (default): a minimal environment (PATH HOME USER LOGNAME SHELL LANG TERM TMPDIR, TERMSPRAWL_*) plus env; inherit: the orchestrator's environment plus env.", "replace", "inherit"),
 				paramColumns, paramRows,
 			}},
-		{Name: "terminal_list", Topic: TopicTerminal, Annotations: annRead,
+		{Name: "terminal_list", Result: NodeList{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "List every terminal node: id, name, command, owner, parent, status, exit code, size, revision and attached clients."},
-		{Name: "terminal_snapshot", Topic: TopicTerminal, Annotations: annRead,
+		{Name: "terminal_snapshot", Result: Snapshot{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "Current screen of a terminal: visible lines, cursor, modes, title, status and revision.",
 			Params: []Param{paramTerminal,
 				intParam("scrollback_lines", fmt.Sprintf("Also return up to this many history lines above the screen (0 to %d, default 0).", MaxSnapshotScrollback), intPtr(0), intPtr(MaxSnapshotScrollback)),
 				{Name: "screenshot", Type: TypeBoolean, Description: "Also return a PNG rendering of the screen as base64 in value.image."},
 			}},
-		{Name: "terminal_read", Topic: TopicTerminal, Annotations: annRead,
+		{Name: "terminal_read", Result: ReadResult{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "The most recent output of a terminal as plain text (history and screen, newest last).",
 			Params: []Param{paramTerminal,
 				intParam("max_chars", fmt.Sprintf("Return at most this many characters (1 to %d, default %d).", MaxReadChars, DefaultReadChars), intPtr(1), intPtr(MaxReadChars)),
 			}},
-		{Name: "terminal_capture_since", Topic: TopicTerminal, Annotations: annRead,
+		{Name: "terminal_capture_since", Result: Changes{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "Rows that changed since revision cursor; a cursor older than the kept history is kind conflict (history-truncated): take a terminal_snapshot instead.",
 			Params: []Param{paramTerminal,
 				required(intParam("cursor", "Revision returned by an earlier call (snapshot, capture or input operation).", intPtr(0), nil)),
 			}},
-		{Name: "terminal_wait_for", Topic: TopicTerminal, Annotations: annRead,
+		{Name: "terminal_wait_for", Result: WaitResult{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "Wait (event-driven, at most 40 s) until text or a regex appears after a baseline revision, output goes quiet, the program exits or the screen renders.",
 			Params:      []Param{paramTerminal, paramWaitMode, paramWaitText, paramWaitPattern, paramQuietMs, paramAfter, paramTimeoutMs},
 			check:       checkFlatWait},
@@ -241,41 +247,41 @@ func buildOperations() []*Operation {
 			[]Param{required(strParam("text", "Text to submit (empty: just press Enter)."))}, annInput),
 		inputOp("terminal_interrupt", "Press Ctrl+C in the terminal.", nil, Annotations{Destructive: true, OpenWorld: true}),
 
-		{Name: "terminal_resize", Topic: TopicTerminal, Mutation: true, Annotations: annIdempotent,
+		{Name: "terminal_resize", Result: ResizeResult{}, State: Snapshot{}, Topic: TopicTerminal, Mutation: true, Annotations: annIdempotent,
 			Description: "Resize a terminal to columns x rows.",
 			Params:      []Param{paramTerminal, required(paramColumns), required(paramRows)}},
-		{Name: "terminal_signal", Topic: TopicTerminal, Mutation: true, Annotations: annDestructive,
+		{Name: "terminal_signal", Result: SignalResult{}, State: Snapshot{}, Topic: TopicTerminal, Mutation: true, Annotations: annDestructive,
 			Description: "Send a signal (INT, TERM, KILL or HUP) to the terminal's program.",
 			Params:      []Param{paramTerminal, required(enumParam("signal", "Signal name.", "INT", "TERM", "KILL", "HUP"))}},
-		{Name: "terminal_close", Topic: TopicTerminal, Mutation: true, Annotations: Annotations{Destructive: true, Idempotent: true},
+		{Name: "terminal_close", Result: CloseResult{}, State: ClosedState{}, Topic: TopicTerminal, Mutation: true, Annotations: Annotations{Destructive: true, Idempotent: true},
 			Description: "Close a terminal: kill its program and tmux session and revoke its token (destructive).",
 			Params:      []Param{paramTerminal}},
-		{Name: "terminal_scrollback", Topic: TopicTerminal, Annotations: annRead,
+		{Name: "terminal_scrollback", Result: ScrollbackResult{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "Read lines from the terminal's tmux history, optionally only those containing a search string.",
 			Params: []Param{paramTerminal,
 				intParam("from", "First line as tmux numbers them: 0 is the top visible line, negative numbers reach into history (default: the start of history).", nil, intPtr(MaxRows)),
 				intParam("to", "Last line, same numbering (default: the bottom visible line).", nil, intPtr(MaxRows)),
 				strParam("search", "Only return lines containing this text."),
 			}},
-		{Name: "terminal_external", Topic: TopicTerminal, Mutation: true, Annotations: Annotations{OpenWorld: true},
+		{Name: "terminal_external", Result: ExternalResult{}, State: Snapshot{}, Topic: TopicTerminal, Mutation: true, Annotations: Annotations{OpenWorld: true},
 			Description: "Open a new external terminal window attached to the terminal (uses agent-tools/preferences.json or the first known emulator on PATH).",
 			Params:      []Param{paramTerminal}},
-		{Name: "terminal_focus", Topic: TopicTerminal, Mutation: true, Annotations: annIdempotent,
+		{Name: "terminal_focus", Result: FocusResult{}, State: Snapshot{}, Topic: TopicTerminal, Mutation: true, Annotations: annIdempotent,
 			Description: "Switch the humans' attached tmux clients to this terminal.",
 			Params:      []Param{paramTerminal}},
 
-		{Name: "watch_start", Topic: TopicTerminal, Annotations: Annotations{ReadOnly: true},
+		{Name: "watch_start", Result: WatchStarted{}, Topic: TopicTerminal, Annotations: annWrite,
 			Description: "Start a wait that outlives one request (same conditions as terminal_wait_for, no time limit); returns {watch}.",
 			Params:      []Param{paramTerminal, paramWaitMode, paramWaitText, paramWaitPattern, paramQuietMs, paramAfter},
 			check:       checkFlatWait},
-		{Name: "watch_wait", Topic: TopicTerminal, Annotations: annRead,
+		{Name: "watch_wait", Result: WatchFired{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "Wait up to timeout_ms (max 40 s) for a watch to fire; kind timeout means it has not fired yet, call again.",
 			Params:      []Param{id("watch", "Watch id from watch_start."), paramTimeoutMs}},
-		{Name: "watch_cancel", Topic: TopicTerminal, Annotations: Annotations{ReadOnly: true, Idempotent: true},
+		{Name: "watch_cancel", Result: WatchCancelled{}, Topic: TopicTerminal, Annotations: annIdempotent,
 			Description: "Cancel a watch.",
 			Params:      []Param{id("watch", "Watch id from watch_start.")}},
 
-		{Name: "agent_launch", Topic: TopicAgents, Mutation: true, Annotations: Annotations{OpenWorld: true},
+		{Name: "agent_launch", Result: NodeInfo{}, State: Snapshot{}, Topic: TopicAgents, Mutation: true, Annotations: Annotations{OpenWorld: true},
 			Description: "Launch an agent (claude, codex, gemini, opencode or custom) in a new node wired to termsprawl (session file, termsprawlctl, MCP registration).",
 			Params: []Param{
 				required(enumParam("agent", "Agent kind; custom needs command.", "claude", "codex", "gemini", "opencode", "custom")),
@@ -283,25 +289,25 @@ func buildOperations() []*Operation {
 				paramName, paramCwd,
 			},
 			check: checkAgentLaunch},
-		{Name: "agent_status", Topic: TopicAgents, Annotations: annRead,
+		{Name: "agent_status", Result: AgentList{}, Topic: TopicAgents, Annotations: annRead,
 			Description: "List agent nodes with their reported state (idle, working, waiting) and message."},
-		{Name: "agent_report", Topic: TopicAgents, Annotations: annIdempotent,
+		{Name: "agent_report", Result: AgentReport{}, Topic: TopicAgents, Annotations: annIdempotent,
 			Description: "Report your own state (idle, working or waiting) and an optional message for agent_status.",
 			Params: []Param{
 				required(enumParam("state", "Your state.", "idle", "working", "waiting")),
 				strParam("message", "Short status message."),
 			}},
-		{Name: "agent_send", Topic: TopicAgents, Mutation: true, Annotations: annInput,
+		{Name: "agent_send", Result: TaskSent{}, State: Snapshot{}, Topic: TopicAgents, Mutation: true, Annotations: annInput,
 			Description: "Submit text into another agent's prompt as a task; returns {task} to follow with agent_task.",
 			Params: []Param{
 				{Name: "node", Type: TypeString, Required: true, NodeID: true, Description: "Node id of the recipient agent."},
 				{Name: "text", Type: TypeString, Required: true, NonEmpty: true, Description: "The message to submit."},
 				id("message_id", "Your id for this message (reused ids are duplicates)."),
 			}},
-		{Name: "agent_task", Topic: TopicAgents, Annotations: annRead,
+		{Name: "agent_task", Result: Task{}, Topic: TopicAgents, Annotations: annRead,
 			Description: "Read a task sent with agent_send and its reply, if any.",
 			Params:      []Param{id("task", "Task id from agent_send.")}},
-		{Name: "agent_reply", Topic: TopicAgents, Mutation: true, Annotations: annWrite,
+		{Name: "agent_reply", Result: Task{}, State: Task{}, Topic: TopicAgents, Mutation: true, Annotations: annWrite,
 			Description: "Reply to a task sent to you (recipient only), marking it completed or failed.",
 			Params: []Param{
 				id("task", "Task id you received."),
@@ -309,7 +315,7 @@ func buildOperations() []*Operation {
 				required(enumParam("state", "Outcome.", "completed", "failed")),
 			}},
 
-		{Name: "dialog_request", Topic: TopicDialogs, Annotations: annWrite,
+		{Name: "dialog_request", Result: DialogOutcome{}, Topic: TopicDialogs, Annotations: annWrite,
 			Description: "Open a permission prompt or question for the human and block (at most 40 s) until it is answered or times out; returns the answer.",
 			Params: []Param{
 				required(enumParam("kind", "permission (allow/deny) or question (pick an option).", "permission", "question")),
@@ -317,9 +323,9 @@ func buildOperations() []*Operation {
 				{Name: "options", Type: TypeStringArray, NonEmpty: true, Description: "Choices for a question."},
 				paramTimeoutMs,
 			}},
-		{Name: "dialog_list", Topic: TopicDialogs, Annotations: annRead,
+		{Name: "dialog_list", Result: DialogList{}, Topic: TopicDialogs, Annotations: annRead,
 			Description: "List pending dialogs of all agents; they are other agents' inputs, and over MCP only deny is possible."},
-		{Name: "dialog_answer", Topic: TopicDialogs, Mutation: true, Annotations: annIdempotent,
+		{Name: "dialog_answer", Result: DialogOutcome{}, State: DialogState{}, Topic: TopicDialogs, Mutation: true, Annotations: annIdempotent,
 			Description: "Answer another agent's pending dialog; over MCP only deny is possible (allow/always must be given in termsprawl by the human).",
 			Params: []Param{
 				id("dialog", "Dialog id from dialog_list."),
@@ -856,3 +862,23 @@ func IdempotencyKey(args json.RawMessage) string {
 // DialogMCPRefusal is the not_run message for dialog_answer modes other
 // than deny over MCP (CONTRACT §8.4).
 const DialogMCPRefusal = "approve permissions in termsprawl, not over MCP"
+
+// checkTable reports rows whose declarations disagree: every operation
+// has a value type, mutations a state type, and nothing that creates or
+// ends something is annotated read-only (the client repeats read-only
+// calls on --retry).
+func checkTable(ops []*Operation) error {
+	for _, op := range ops {
+		switch {
+		case op.Result == nil:
+			return fmt.Errorf("operation %s has no Result type", op.Name)
+		case op.Mutation && op.State == nil:
+			return fmt.Errorf("mutation %s has no State type", op.Name)
+		case !op.Mutation && op.State != nil:
+			return fmt.Errorf("operation %s is not a mutation but has a State type", op.Name)
+		case op.Annotations.ReadOnly && (op.Mutation || op.Annotations.Destructive):
+			return fmt.Errorf("operation %s is annotated read-only but changes something", op.Name)
+		}
+	}
+	return nil
+}

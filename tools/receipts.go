@@ -31,7 +31,14 @@ type Receipt struct {
 
 // truncatedState replaces a receipt's state when the receipt would pass
 // MaxReceiptBytes.
-var truncatedState = map[string]any{"truncated": true, "hint": "call terminal_snapshot"}
+var truncatedState = TruncatedState{Truncated: true, Hint: "call terminal_snapshot"}
+
+// TruncatedState is the state of a receipt that would have passed
+// MaxReceiptBytes.
+type TruncatedState struct {
+	Truncated bool   `json:"truncated"`
+	Hint      string `json:"hint"`
+}
 
 // Encode marshals the receipt. If it would pass MaxReceiptBytes, only State
 // is replaced with {"truncated":true,"hint":"call terminal_snapshot"};
@@ -338,4 +345,28 @@ func (s *ReceiptStore) Do(ctx context.Context, caller, key, op string, args json
 		return receipt, false, err
 	}
 	return receipt, false, nil
+}
+
+// ForgetCaller removes every receipt of caller (a node incarnation whose
+// life ended): a later node that reuses the id replays nothing.
+func (s *ReceiptStore) ForgetCaller(caller string) error {
+	entries, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("forget receipts: %w", err)
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
+			continue
+		}
+		p := filepath.Join(s.dir, e.Name())
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue // removed meanwhile
+		}
+		var st storedReceipt
+		if json.Unmarshal(b, &st) == nil && st.Caller == caller {
+			_ = os.Remove(p)
+		}
+	}
+	return nil
 }

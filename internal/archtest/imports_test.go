@@ -2,8 +2,12 @@ package archtest
 
 import (
 	"encoding/json"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -13,14 +17,22 @@ const module = "github.com/termsprawl/termsprawl"
 // allowed maps a package (or a prefix ending in "/...") to the import
 // prefixes it may use besides the standard library.
 var allowed = map[string][]string{
-	"tmuxctl":           {},
-	"tools":             {"github.com/fsnotify/fsnotify"},
-	"orchestrator/...":  {module + "/tmuxctl", module + "/tools", module + "/orchestrator/", "github.com/charmbracelet/"},
-	"cli":               {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong", "github.com/mark3labs/mcp-go/"},
-	"cmd/...":           {module + "/cli"},
-	"internal/tmuxtest": {},
-	"internal/archtest": {},
+	"tmuxctl": {},
+	"tools":   {"github.com/fsnotify/fsnotify"},
+	// The engine: nodes on tmux servers. It never imports the tool server.
+	"orchestrator":        {module + "/tmuxctl", module + "/tools", module + "/orchestrator/screen", "github.com/charmbracelet/"},
+	"orchestrator/screen": {module + "/tools", "github.com/charmbracelet/"},
+	// The tool server drives the engine; tmux is the engine's business.
+	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator"},
+	"cli":                     {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong", "github.com/mark3labs/mcp-go/"},
+	"cmd/...":                 {module + "/cli"},
+	"internal/...":            {},
 }
+
+// cliEngineFiles are the only files of cli that may import the engine or
+// the tool server: `termsprawl up` runs them in-process; every other
+// command goes through the client.
+var cliEngineFiles = map[string]bool{"up.go": true}
 
 type pkg struct {
 	ImportPath string
@@ -95,6 +107,30 @@ func TestImportRules(t *testing.T) {
 			}
 			if !okImp {
 				t.Errorf("%s imports %s, which the design does not allow", p.ImportPath, imp)
+			}
+		}
+	}
+}
+
+// Only cliEngineFiles of cli import the engine or the tool server.
+func TestCLIUsesTheEngineOnlyInUp(t *testing.T) {
+	files, err := filepath.Glob("../../cli/*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no cli files found: %v", err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") || cliEngineFiles[filepath.Base(f)] {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range af.Imports {
+			path, _ := strconv.Unquote(imp.Path.Value)
+			if strings.HasPrefix(path, module+"/orchestrator") {
+				t.Errorf("%s imports %s: only %v may (everything else goes through the client)", f, path, cliEngineFiles)
 			}
 		}
 	}

@@ -19,6 +19,11 @@ type Options struct {
 	// TextLog is how many bytes of plain output text are kept at least (up
 	// to a quarter more is kept between trims).
 	TextLog int
+	// BaseRevision is the revision of the blank screen; the first change
+	// is BaseRevision+1 and nothing older is in the history. A node
+	// mirrored again after an orchestrator restart starts above every
+	// revision handed out before, so revisions never repeat.
+	BaseRevision uint64
 }
 
 // Cursor is the cursor of a snapshot.
@@ -144,6 +149,7 @@ func NewWithOptions(cols, rows int, o Options) *Screen {
 		rows:    rows,
 		lines:   make([]string, rows),
 		cursor:  Cursor{Visible: true},
+		rev:     o.BaseRevision,
 		hist:    newHistory(o.History),
 		text:    textLog{max: o.TextLog},
 		changed: make(chan struct{}),

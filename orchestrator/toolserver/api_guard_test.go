@@ -1,6 +1,7 @@
-package orchestrator
+package toolserver
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -14,8 +15,8 @@ func TestAPIAgentSendAndWatchGuards(t *testing.T) {
 	s := apiStart(t, tmux, dir)
 	op := s.op()
 	r, _ := apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": []string{"cat"}, "name": "alpha"})
-	var info NodeInfo
-	if err := jsonUnmarshal(r.Result, &info); err != nil {
+	var info tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &info); err != nil {
 		t.Fatal(err)
 	}
 	alpha := info.Terminal

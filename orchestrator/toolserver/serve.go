@@ -1,4 +1,4 @@
-package orchestrator
+package toolserver
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -35,12 +36,6 @@ func (e *LockError) Error() string {
 	return fmt.Sprintf("another termsprawl (pid %d) is running on this state dir (%s): stop it with `termsprawl down`", e.PID, e.Path)
 }
 
-// lockInfo is server.lock's content.
-type lockInfo struct {
-	PID        int    `json:"pid"`
-	InstanceID string `json:"instance_id"`
-}
-
 // stateLock is the one-orchestrator-per-state-dir lock: an flock on a
 // companion file (released by the kernel if the process dies, so a stale
 // lock is taken over) plus server.lock, written atomically, that says who
@@ -59,13 +54,10 @@ func acquireLock(stateDir, instanceID string) (*stateLock, error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
-		var li lockInfo
-		if b, rerr := os.ReadFile(path); rerr == nil {
-			_ = jsonUnmarshal(b, &li)
-		}
+		li, _ := tools.ReadLock(stateDir)
 		return nil, &LockError{PID: li.PID, Path: path}
 	}
-	if err := tools.WriteJSONAtomic(path, lockInfo{PID: os.Getpid(), InstanceID: instanceID}); err != nil {
+	if err := tools.WriteJSONAtomic(path, tools.LockInfo{PID: os.Getpid(), InstanceID: instanceID}); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("write %s: %w", path, err)
 	}
@@ -73,8 +65,7 @@ func acquireLock(stateDir, instanceID string) (*stateLock, error) {
 }
 
 func (l *stateLock) release() {
-	var li lockInfo
-	if b, err := os.ReadFile(l.path); err == nil && jsonUnmarshal(b, &li) == nil && li.InstanceID == l.id {
+	if li, err := tools.ReadLock(filepath.Dir(l.path)); err == nil && li.InstanceID == l.id {
 		os.Remove(l.path)
 	}
 	l.f.Close()
@@ -115,7 +106,7 @@ func ensureOperatorSession(stateDir, socket string) (tools.Session, error) {
 // endpoint.json, calls ready once listening and serves POST /call until
 // ctx ends. Then it stops serving, removes endpoint.json if it is still
 // its own and releases the lock. tmux sessions keep running.
-func Serve(ctx context.Context, cfg Config, ready func(ServeInfo)) error {
+func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) error {
 	if err := tools.EnsureStateDir(cfg.StateDir); err != nil {
 		return err
 	}
@@ -126,29 +117,29 @@ func Serve(ctx context.Context, cfg Config, ready func(ServeInfo)) error {
 	}
 	defer lock.release()
 	if cfg.Socket == "" {
-		cfg.Socket = DefaultSocket
+		cfg.Socket = orchestrator.DefaultSocket
 	}
 	op, err := ensureOperatorSession(cfg.StateDir, cfg.Socket)
 	if err != nil {
 		return err
 	}
-	o, err := New(ctx, cfg)
+	o, err := orchestrator.New(ctx, cfg)
 	if err != nil {
 		return err
 	}
 	defer o.Close()
-	api, err := newAPI(o, instance, op)
+	api, err := New(o, cfg, instance, op)
 	if err != nil {
 		return err
 	}
-	defer api.close()
+	defer api.Close()
 	ln, err := tools.ListenLoopback()
 	if err != nil {
 		return err
 	}
 	hostPort := ln.Addr().(*net.TCPAddr).AddrPort().String()
 	srv := tools.NewHTTPServer(tools.NewHandler(api, func() string { return hostPort }))
-	srv.BaseContext = func(net.Listener) context.Context { return api.ctx }
+	srv.BaseContext = func(net.Listener) context.Context { return api.Context() }
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
 
@@ -159,10 +150,11 @@ func Serve(ctx context.Context, cfg Config, ready func(ServeInfo)) error {
 		return fmt.Errorf("write endpoint: %w", err)
 	}
 	defer tools.RemoveEndpointIfOwned(epPath, instance)
-	o.log.Info("serving", "url", ep.URL, "state_dir", cfg.StateDir, "socket", o.cfg.Socket, "nodes", len(o.List(ctx)))
+	nodes := len(o.Nodes())
+	api.log.Info("serving", "url", ep.URL, "state_dir", cfg.StateDir, "socket", o.Socket(), "nodes", nodes)
 	if ready != nil {
-		ready(ServeInfo{Endpoint: ep, StateDir: cfg.StateDir, Socket: o.cfg.Socket,
-			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: len(o.sortedNodes())})
+		ready(ServeInfo{Endpoint: ep, StateDir: cfg.StateDir, Socket: o.Socket(),
+			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: nodes})
 	}
 	select {
 	case <-ctx.Done():
@@ -172,12 +164,12 @@ func Serve(ctx context.Context, cfg Config, ready func(ServeInfo)) error {
 		}
 	}
 	// Cancel waits in flight so shutdown is not held up by them.
-	api.close()
+	api.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 	}
-	o.log.Info("stopped; tmux sessions keep running")
+	api.log.Info("stopped; tmux sessions keep running")
 	return nil
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package toolserver
 
 import (
 	"bufio"
@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -49,7 +50,7 @@ func apiStart(t testing.TB, tmux *tmuxtest.Server, dir string) *apiServe {
 	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan ServeInfo, 1)
 	go func() {
-		s.done <- Serve(ctx, Config{StateDir: dir, Socket: tmux.Socket, Version: "test"}, func(i ServeInfo) { ready <- i })
+		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test"}, func(i ServeInfo) { ready <- i })
 	}()
 	select {
 	case s.info = <-ready:
@@ -164,16 +165,16 @@ func apiMutate(t testing.TB, sess, op string, args any) (apiReceipt, json.RawMes
 func apiLaunch(t testing.TB, sess string, argv ...string) string {
 	t.Helper()
 	r, _ := apiMutate(t, sess, "terminal_launch", apiM{"command": argv, "columns": 80, "rows": 24, "cwd": t.TempDir()})
-	var info NodeInfo
+	var info tools.NodeInfo
 	if err := json.Unmarshal(r.Result, &info); err != nil || info.Terminal == "" {
 		t.Fatalf("launch result %s: %v", r.Result, err)
 	}
 	return info.Terminal
 }
 
-func apiSnapshot(t testing.TB, sess, term string) Snapshot {
+func apiSnapshot(t testing.TB, sess, term string) tools.Snapshot {
 	t.Helper()
-	var snap Snapshot
+	var snap tools.Snapshot
 	apiOK(t, sess, "terminal_snapshot", apiM{"terminal": term}, &snap)
 	return snap
 }
@@ -386,7 +387,7 @@ func TestServeFilesLockAndRestart(t *testing.T) {
 	if m := apiMode(t, tools.LockPath(dir)); m != 0o600 {
 		t.Fatalf("server.lock mode %04o", m)
 	}
-	var li lockInfo
+	var li tools.LockInfo
 	b, err := os.ReadFile(tools.LockPath(dir))
 	if err != nil || json.Unmarshal(b, &li) != nil || li.PID != os.Getpid() || li.InstanceID != ep.InstanceID {
 		t.Fatalf("server.lock %q %v", b, err)
@@ -395,7 +396,7 @@ func TestServeFilesLockAndRestart(t *testing.T) {
 	// A second Serve on the same state dir is refused while the first runs.
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = Serve(ctx, Config{StateDir: dir, Socket: tmux.Socket}, func(ServeInfo) { t.Error("second Serve became ready") })
+	err = Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket}, func(ServeInfo) { t.Error("second Serve became ready") })
 	var le *LockError
 	if !errors.As(err, &le) || le.PID != os.Getpid() {
 		t.Fatalf("second Serve: %v (%T), want *LockError with pid %d", err, err, os.Getpid())
@@ -428,7 +429,7 @@ func TestServeFilesLockAndRestart(t *testing.T) {
 
 	// A stale server.lock (and endpoint.json) of a dead pid is taken over.
 	dead := apiDeadPID(t)
-	if err := tools.WriteJSONAtomic(tools.LockPath(dir), lockInfo{PID: dead, InstanceID: "stale"}); err != nil {
+	if err := tools.WriteJSONAtomic(tools.LockPath(dir), tools.LockInfo{PID: dead, InstanceID: "stale"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := tools.WriteEndpoint(epPath, tools.Endpoint{URL: "http://127.0.0.1:1/call", InstanceID: "stale", PID: dead}); err != nil {
@@ -502,13 +503,13 @@ func TestAPITokensAndOwnership(t *testing.T) {
 	// An agent may read any node but not type into the operator's.
 	apiOK(t, sa, "terminal_snapshot", apiM{"terminal": x}, nil)
 	apiOK(t, sa, "terminal_read", apiM{"terminal": x}, nil)
-	var list struct{ Terminals []NodeInfo }
+	var list struct{ Terminals []tools.NodeInfo }
 	apiOK(t, sa, "terminal_list", nil, &list)
 	if len(list.Terminals) != 3 {
 		t.Fatalf("terminal_list as agent: %+v", list)
 	}
 	apiFail(t, sa, "terminal_type", apiM{"terminal": x, "text": "FROM-A"}, tools.KindForbidden)
-	if snap := apiSnapshot(t, op, x); snap.Columns != 80 || snap.Status != StatusRunning || strings.Contains(strings.Join(snap.Lines, "\n"), "FROM-") {
+	if snap := apiSnapshot(t, op, x); snap.Columns != 80 || snap.Status != tools.StatusRunning || strings.Contains(strings.Join(snap.Lines, "\n"), "FROM-") {
 		t.Fatalf("forbidden calls changed %s: %+v", x, snap)
 	}
 
@@ -518,7 +519,7 @@ func TestAPITokensAndOwnership(t *testing.T) {
 	sc := s.session(c)
 	d := apiLaunch(t, sc, "cat")
 	apiOK(t, sa, "terminal_list", nil, &list)
-	owners := map[string]NodeInfo{}
+	owners := map[string]tools.NodeInfo{}
 	for _, n := range list.Terminals {
 		owners[n.Terminal] = n
 	}
@@ -566,8 +567,8 @@ func TestAPIReceipts(t *testing.T) {
 
 	// A launch receipt without a key.
 	r, raw := apiMutate(t, op, "terminal_launch", apiM{"command": []string{"cat"}, "columns": 80, "rows": 24})
-	var info NodeInfo
-	var state Snapshot
+	var info tools.NodeInfo
+	var state tools.Snapshot
 	if json.Unmarshal(r.Result, &info) != nil || json.Unmarshal(r.State, &state) != nil ||
 		info.Terminal == "" || state.Terminal != info.Terminal || len(state.Lines) != 24 || r.IdempotencyKey != "" {
 		t.Fatalf("launch receipt %s", raw)
@@ -580,7 +581,7 @@ func TestAPIReceipts(t *testing.T) {
 	// The same key types once and returns the same receipt.
 	args := apiM{"terminal": n, "text": "ONCE-ONLY", "idempotency_key": "type-1"}
 	r1, raw1 := apiMutate(t, op, "terminal_type", args)
-	var in InputResult
+	var in tools.InputResult
 	if r1.IdempotencyKey != "type-1" || json.Unmarshal(r1.Result, &in) != nil || in.Terminal != n || json.Unmarshal(r1.State, &state) != nil || state.Terminal != n {
 		t.Fatalf("type receipt %s", raw1)
 	}
@@ -640,7 +641,7 @@ func TestAPIReceiptTruncated(t *testing.T) {
 	op := s.op()
 	fill := `awk 'BEGIN { s = sprintf("%998s", ""); gsub(/ /, "x", s); for (i = 0; i < 999; i++) print s; printf "FILLED" }'; exec cat`
 	r, _ := apiMutate(t, op, "terminal_launch", apiM{"command": []string{"sh", "-c", fill}, "columns": 1000, "rows": 1000})
-	var info NodeInfo
+	var info tools.NodeInfo
 	if err := json.Unmarshal(r.Result, &info); err != nil {
 		t.Fatal(err)
 	}
@@ -654,7 +655,7 @@ func TestAPIReceiptTruncated(t *testing.T) {
 	if err := json.Unmarshal(rt.State, &st); err != nil || st["truncated"] != true || st["hint"] == nil || len(st) != 2 {
 		t.Fatalf("state not truncated: %.300s", rt.State)
 	}
-	var in InputResult
+	var in tools.InputResult
 	if json.Unmarshal(rt.Result, &in) != nil || in.Terminal != n || rt.IdempotencyKey != "big" {
 		t.Fatalf("result or key lost: %s", raw)
 	}
@@ -792,7 +793,7 @@ func TestAPIConcurrentCallsNoLeak(t *testing.T) {
 				res := tools.Call(ctx, s.op(), req, opts)
 				ok := res.OK
 				if ok && req.Operation == "terminal_snapshot" {
-					var snap Snapshot
+					var snap tools.Snapshot
 					ok = json.Unmarshal(res.Value, &snap) == nil && snap.Terminal == n && strings.Contains(strings.Join(snap.Lines, "\n"), "LIVE")
 				}
 				if !ok {
@@ -883,7 +884,7 @@ func TestAPIDialogs(t *testing.T) {
 		select {
 		case res := <-ch:
 			var v struct {
-				Answer dialogAnswer `json:"answer"`
+				Answer tools.DialogAnswer `json:"answer"`
 			}
 			if !res.OK || json.Unmarshal(res.Value, &v) != nil {
 				t.Fatalf("dialog_request: %s", apiRes(res))
@@ -962,8 +963,8 @@ func TestAPIWatch(t *testing.T) {
 	// The echo of the command does not contain the text; its output does.
 	apiOK(t, op, "terminal_submit", apiM{"terminal": n, "text": "printf 'WATCH-%s\\n' FIRED"}, nil)
 	var fired struct {
-		Fired  bool       `json:"fired"`
-		Result WaitResult `json:"result"`
+		Fired  bool             `json:"fired"`
+		Result tools.WaitResult `json:"result"`
 	}
 	apiOK(t, op, "watch_wait", apiM{"watch": w.Watch, "timeout_ms": 20000}, &fired)
 	if !fired.Fired {
@@ -1010,7 +1011,7 @@ func TestAPIAgents(t *testing.T) {
 	op := s.op()
 	launchAgent := func(name string) string {
 		r, raw := apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": []string{"cat"}, "name": name})
-		var info NodeInfo
+		var info tools.NodeInfo
 		if json.Unmarshal(r.Result, &info) != nil || info.Terminal == "" || info.Agent != "custom" {
 			t.Fatalf("agent_launch receipt %s", raw)
 		}
@@ -1079,4 +1080,8 @@ func TestAPIAgents(t *testing.T) {
 	if scr := apiScreen(t, op, beta); strings.Count(scr, "please-review-42") != 2 { // tty echo + cat's copy
 		t.Fatalf("task text shown %d times, want 2 (echo and cat):\n%s", strings.Count(scr, "please-review-42"), scr)
 	}
+}
+
+func bashArgv() []string {
+	return []string{"bash", "--norc", "--noprofile", "-i"}
 }

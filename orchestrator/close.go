@@ -1,0 +1,168 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// CloseNode ends the node's program and tmux session and removes its
+// files (its token dies with it).
+//
+// tmux 3.3a crashes (a segfault in its control-mode output path) when
+// kill-session destroys a live pane while other panes are busy sending
+// output to control clients; measured in TestConcurrentNodes. So a live
+// node is closed the way tmux closes sessions every day: remain-on-exit is
+// turned off for its pane, its program's process group is signalled, and
+// tmux destroys the pane and the session itself. Our own control client detaches first. The program
+// gets SIGHUP first (as when a terminal closes) and SIGKILL after
+// closeGrace. kill-session is used only for a pane that is already
+// dead, or if the session outlives closeTimeout.
+func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
+	// One lifecycle change at a time: tmux 3.3a crashed when a session
+	// was destroyed while another was being created or attached.
+	o.lifecycleMu.Lock()
+	defer o.lifecycleMu.Unlock()
+	n, err := o.lookup(id)
+	if err != nil {
+		return err
+	}
+	// Published before the screen is detached: waits end now, and new
+	// operations on the node answer not_found.
+	n.beginClose()
+	n.mu.Lock()
+	pid := n.pid
+	n.mu.Unlock()
+	status, _, gone := n.state()
+	live := !gone && status != tools.StatusExited && pid > 0
+	if live {
+		if _, err := n.client.Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off")); err != nil {
+			live = false
+		}
+	}
+	// Our client leaves first: tmux 3.3a also crashed when the pane died
+	// with our control client still attached.
+	clientPid := n.client.PID()
+	n.client.SetPaneOutput(ctx, n.pane, false)
+	n.detach()
+	if testHookClosed != nil {
+		testHookClosed(n)
+	}
+	o.waitClientGone(ctx, clientPid)
+	ended := !live
+	// Hang up like a closing terminal; kill what ignores that.
+	for _, step := range []struct {
+		sig  syscall.Signal
+		wait time.Duration
+	}{{syscall.SIGHUP, closeGrace}, {syscall.SIGKILL, closeTimeout}} {
+		if ended {
+			break
+		}
+		syscall.Kill(-pid, step.sig)
+		syscall.Kill(pid, step.sig)
+		ended = o.waitSessionGone(ctx, n.session(), step.wait)
+	}
+	if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session())); err != nil && !ended {
+		o.log.Debug("kill-session", "node", id, "err", err)
+	}
+	n.markGone()
+	o.mu.Lock()
+	delete(o.nodes, id)
+	o.mu.Unlock()
+	o.removeFiles(id)
+	o.gone(n)
+	o.log.Info("closed node", "node", id)
+	return nil
+}
+
+// testHookClosed, if set, runs in CloseNode after the node's screen was
+// detached (tests widen the window between detach and the end of the
+// close with it).
+var testHookClosed func(n *node)
+
+// waitClientGone waits (checking every closePoll, for at most closeGrace)
+// until the tmux server no longer lists the control client with process
+// id pid: the client process can exit before the server has let go of
+// its state, and a pane destroyed in between crashes tmux 3.3a.
+func (o *Orchestrator) waitClientGone(ctx context.Context, pid int) {
+	want := strconv.Itoa(pid)
+	deadline := time.Now().Add(closeGrace)
+	for {
+		out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{client_pid}"))
+		if err != nil || !slices.Contains(out, want) || time.Now().After(deadline) || ctx.Err() != nil {
+			return
+		}
+		time.Sleep(closePoll)
+	}
+}
+
+// waitSessionGone checks every closePoll, for at most d, whether tmux has
+// ended the session. (Nothing of ours is attached to it any more to be
+// told, and this runs only while a terminal is being closed.)
+func (o *Orchestrator) waitSessionGone(ctx context.Context, session string, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for {
+		if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session)); err != nil {
+			var ce *tmuxctl.CommandError
+			return errors.As(err, &ce) // "can't find session": gone
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false
+		}
+		time.Sleep(closePoll)
+	}
+}
+
+// CloseNode's waits: how long a program may take to exit after SIGHUP
+// before it gets SIGKILL, and how long tmux may then take to end the
+// session before CloseNode kills the session itself.
+const (
+	closeGrace   = time.Second
+	closeTimeout = 5 * time.Second
+	closePoll    = 20 * time.Millisecond
+)
+
+// detach ends the node's client and pump, leaving the session running.
+func (n *node) detach() {
+	n.quitOnce.Do(func() { close(n.quit) })
+	n.client.Close()
+	<-n.done
+	n.scr.Close()
+}
+
+// clientEnded is called by a node's pump when its control client ended.
+func (o *Orchestrator) clientEnded(n *node) {
+	o.mu.Lock()
+	closing := o.closing
+	o.mu.Unlock()
+	if closing {
+		return
+	}
+	select {
+	case <-n.quit:
+		return // closed on purpose
+	default:
+	}
+	n.log.Info("tmux session ended", "reason", n.client.Err())
+	n.markGone()
+	o.forget(n.meta.ID)
+}
+
+// forget drops a node whose session no longer exists, with its files.
+func (o *Orchestrator) forget(id string) {
+	o.mu.Lock()
+	n := o.nodes[id]
+	delete(o.nodes, id)
+	o.mu.Unlock()
+	o.removeFiles(id)
+	if n != nil {
+		go n.scr.Close()
+		o.gone(n)
+	}
+}

@@ -1,0 +1,148 @@
+package orchestrator
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Resize sets the node's window size; the mirror follows tmux's layout
+// change and reseeds. It returns once the mirror has the new size (or
+// after a short bound).
+func (o *Orchestrator) Resize(ctx context.Context, id string, columns, rows int) (tools.Snapshot, error) {
+	if err := checkSize(columns, rows); err != nil {
+		return tools.Snapshot{}, err
+	}
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.Snapshot{}, err
+	}
+	if _, err := n.client.Run(ctx, tmuxctl.Command("resize-window", "-t", "="+n.session()+":", "-x", strconv.Itoa(columns), "-y", strconv.Itoa(rows))); err != nil {
+		return tools.Snapshot{}, n.tmuxErr("resize", err)
+	}
+	deadline := time.NewTimer(2 * time.Second)
+	defer deadline.Stop()
+	for !n.isClosing() {
+		_, changed := n.scr.WaitState()
+		if s := n.snapshot(); s.Columns == columns && s.Rows == rows {
+			break
+		}
+		select {
+		case <-changed:
+			continue
+		case <-n.closing:
+		case <-deadline.C:
+		case <-ctx.Done():
+		}
+		break
+	}
+	return o.Snapshot(id)
+}
+
+var signals = map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL, "HUP": syscall.SIGHUP}
+
+// Signal sends a signal to the node's program (its process group).
+func (o *Orchestrator) Signal(id, sig string) (tools.SignalResult, error) {
+	s, ok := signals[strings.ToUpper(strings.TrimPrefix(strings.ToUpper(sig), "SIG"))]
+	if !ok {
+		return tools.SignalResult{}, usage("unknown signal %q: use INT, TERM, KILL or HUP", sig)
+	}
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.SignalResult{}, err
+	}
+	n.mu.Lock()
+	pid := n.pid
+	n.mu.Unlock()
+	if status, _, _ := n.state(); status == tools.StatusExited || pid <= 0 {
+		return tools.SignalResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has no running program to signal", id)
+	}
+	// The pane's program leads its own process group (tmux made it a
+	// session leader): signal the group, falling back to the process.
+	if err := syscall.Kill(-pid, s); err != nil {
+		if err := syscall.Kill(pid, s); err != nil {
+			return tools.SignalResult{}, tools.Errorf(tools.KindRejected, "signal %s to pid %d: %v", sig, pid, err)
+		}
+	}
+	return tools.SignalResult{Terminal: id, Signal: strings.ToUpper(sig), PID: pid}, nil
+}
+
+// Focus switches every human client attached to this server to the node.
+func (o *Orchestrator) Focus(ctx context.Context, id string) (tools.FocusResult, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.FocusResult{}, err
+	}
+	var switched []string
+	for _, names := range o.humanClients(ctx) {
+		for _, c := range names {
+			if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.session())); err == nil {
+				switched = append(switched, c)
+			}
+		}
+	}
+	res := tools.FocusResult{Terminal: id, Clients: len(switched)}
+	if len(switched) == 0 {
+		res.Hint = "no human is attached to this server: use terminal_external or `termsprawl attach " + id + "`"
+	}
+	return res, nil
+}
+
+// AttachArgv is the command that attaches a terminal to the node.
+func (o *Orchestrator) AttachArgv(id string) []string {
+	return []string{o.cfg.Tmux, "-L", o.cfg.Socket, "attach-session", "-t", "ts-" + id}
+}
+
+// knownEmulators is tried in order when no preference is set.
+var knownEmulators = [][]string{
+	{"x-terminal-emulator", "-e"}, {"kitty", "--"}, {"alacritty", "-e"},
+	{"gnome-terminal", "--"}, {"konsole", "-e"}, {"xterm", "-e"},
+}
+
+// ExternalArgv returns the emulator argv that attaches to the node, from
+// the preferences file or the first known emulator on PATH.
+func (o *Orchestrator) ExternalArgv(id string) ([]string, error) {
+	attach := o.AttachArgv(id)
+	prefPath := tools.PreferencesPath(o.cfg.StateDir)
+	prefs, err := tools.ReadPreferences(prefPath)
+	if err == nil {
+		return prefs.Argv(attach), nil
+	}
+	if !os.IsNotExist(err) && !strings.Contains(err.Error(), "no such file") {
+		return nil, usage("%s: %v", prefPath, err)
+	}
+	for _, e := range knownEmulators {
+		if p, err := exec.LookPath(e[0]); err == nil {
+			return append(append([]string{p}, e[1:]...), attach...), nil
+		}
+	}
+	return nil, tools.Errorf(tools.KindNotRun,
+		"no terminal emulator found (tried x-terminal-emulator, kitty, alacritty, gnome-terminal, konsole, xterm; none set in %s): run `termsprawl attach %s` in a terminal instead", prefPath, id)
+}
+
+// External opens a new terminal window attached to the node: spawned
+// detached, stdio ignored, TMUX and TMUX_PANE removed.
+func (o *Orchestrator) External(id string) (tools.ExternalResult, error) {
+	if _, err := o.lookup(id); err != nil {
+		return tools.ExternalResult{}, err
+	}
+	argv, err := o.ExternalArgv(id)
+	if err != nil {
+		return tools.ExternalResult{}, err
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = tools.EnvWithoutTmux(os.Environ())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return tools.ExternalResult{}, tools.Errorf(tools.KindRejected, "start %s: %v: run `termsprawl attach %s` in a terminal instead", argv[0], err, id)
+	}
+	go cmd.Wait() // reap it whenever it ends
+	return tools.ExternalResult{Terminal: id, Argv: argv, PID: cmd.Process.Pid}, nil
+}

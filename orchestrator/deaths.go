@@ -1,0 +1,171 @@
+package orchestrator
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// watchProcess asks the orchestrator's process watcher to tell when the
+// pane's program ends; its status is then read from /proc if tmux has not
+// reaped it, or tmux's pane-died hook follows.
+func (n *node) watchProcess(pid int) {
+	if n.o.procs == nil {
+		return
+	}
+	err := n.o.procs.watch(pid, func() {
+		if code, ok := zombieStatus(pid); ok {
+			n.requestExit(code)
+			return
+		}
+		select {
+		case n.o.srv.deaths <- struct{}{}:
+		default:
+		}
+	})
+	if err != nil {
+		n.log.Debug("cannot watch the pane's process", "pid", pid, "err", err)
+	}
+}
+
+// requestExit records that tmux reported the pane dead. The pump reseeds
+// first and then publishes the status, so whoever wakes on the exit sees
+// the program's final screen: tmux 3.3a can drop a dying pane's last
+// output for control clients, so that screen is taken from tmux itself.
+func (n *node) requestExit(code int) {
+	n.mu.Lock()
+	n.pendingExit = &code
+	n.mu.Unlock()
+	n.requestReseed()
+}
+
+// deadFormat reads a pane's death as one word: dead flag, exit status and
+// signal, e.g. "1:7:" or "1::9" or "0::".
+const deadFormat = "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"
+
+// parseDead interprets deadFormat. A pane whose pty closed before tmux
+// collected the child's status is dead but not ready: its status will
+// follow (the pane-died hook fires again), so it is not reported yet.
+func parseDead(word string) (exited bool, code int) {
+	f := strings.Split(word, ":")
+	if len(f) != 3 || f[0] != "1" {
+		return false, 0
+	}
+	if v, err := strconv.Atoi(f[1]); err == nil {
+		return true, v
+	}
+	if v, err := strconv.Atoi(f[2]); err == nil {
+		return true, 128 + v
+	}
+	return false, 0
+}
+
+// checkDead interprets tmux's dead word for a pane. tmux 3.3a sometimes
+// leaves the child unreaped after the pty closed: it then has no status
+// and fires no pane-died hook, so the status is read from /proc instead.
+// The quiet-time check (heal) and every seed call this, so a program that
+// printed anything before it exited is noticed even then.
+func checkDead(word string, pid int) (bool, int) {
+	if exited, code := parseDead(word); exited {
+		return true, code
+	}
+	if strings.HasPrefix(word, "1:") && pid > 0 {
+		if code, ok := zombieStatus(pid); ok {
+			return true, code
+		}
+	}
+	return false, 0
+}
+
+// watchDeaths reacts to the pane-died hook: it reads every pane's dead
+// flag in one command and updates the nodes.
+func (o *Orchestrator) watchDeaths() {
+	defer o.wg.Done()
+	retry := 0
+	for {
+		select {
+		case <-o.stop:
+			return
+		case <-o.srv.deaths:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
+		cancel()
+		if err != nil {
+			o.log.Warn("list panes after a pane died", "err", err)
+			continue
+		}
+		notReady := false
+		for _, line := range out {
+			o.log.Debug("pane state after a death", "line", line)
+			f := strings.Fields(line)
+			if len(f) != 3 || !strings.HasPrefix(f[0], "ts-") || !strings.HasPrefix(f[1], "1:") {
+				continue
+			}
+			n := o.node(strings.TrimPrefix(f[0], "ts-"))
+			if n == nil {
+				continue
+			}
+			pid, _ := strconv.Atoi(f[2])
+			if exited, code := checkDead(f[1], pid); exited {
+				if status, _, _ := n.state(); status != tools.StatusExited {
+					n.requestExit(code)
+				}
+				continue
+			}
+			notReady = true
+		}
+		if notReady && retry < 8 {
+			// The status follows the pty's end shortly: look again.
+			retry++
+			time.AfterFunc(time.Duration(10<<retry)*time.Millisecond, func() {
+				select {
+				case o.srv.deaths <- struct{}{}:
+				default:
+				}
+			})
+		} else if !notReady {
+			retry = 0
+		}
+	}
+}
+
+// zombieStatus reads the exit status of a dead, unreaped process from
+// /proc/PID/stat (field 52, in waitpid's encoding). It reports false if
+// the process is not a zombie.
+func zombieStatus(pid int) (int, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	// The command name (field 2) is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, false
+	}
+	f := strings.Fields(string(b[i+1:]))
+	// f[0] is field 3 (state); field 52 is f[49].
+	if len(f) < 50 || f[0] != "Z" {
+		return 0, false
+	}
+	ws, err := strconv.Atoi(f[49])
+	if err != nil {
+		return 0, false
+	}
+	status := syscall.WaitStatus(ws)
+	switch {
+	case status.Exited():
+		return status.ExitStatus(), true
+	case status.Signaled():
+		return 128 + int(status.Signal()), true
+	}
+	return 0, false
+}

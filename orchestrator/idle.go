@@ -1,0 +1,71 @@
+package orchestrator
+
+import (
+	"context"
+	"time"
+)
+
+// decideSleep decides, under idleMu, whether the node goes to sleep: no
+// wait in progress and nothing observed it for idle. If so it is marked
+// asleep at once, so an observer arriving during the switch-off sees it
+// asleep and wakes it (the pump serves that wake after sleep). It returns
+// how long ago the node was last observed.
+func (n *node) decideSleep(idle time.Duration) (bool, time.Duration) {
+	n.idleMu.Lock()
+	defer n.idleMu.Unlock()
+	since := time.Since(time.Unix(0, n.lastObserved.Load()))
+	if n.asleep.Load() || n.observers.Load() != 0 || since < idle {
+		return false, since
+	}
+	n.asleep.Store(true)
+	return true, since
+}
+
+// testHookSleeping, if set, runs in sleep between the decision and the
+// switch-off (tests widen that window with it).
+var testHookSleeping func(n *node)
+
+// sleep stops tmux sending the pane's output to us and releases the
+// emulator, after decideSleep marked the node asleep; the published screen
+// stays readable. The next observation or reseed wakes the node (output
+// back on, then a race-free seed). Only the pump calls it.
+func (n *node) sleep() {
+	if testHookSleeping != nil {
+		testHookSleeping(n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := n.client.SetPaneOutput(ctx, n.pane, false); err != nil {
+		n.log.Debug("cannot turn pane output off", "err", err)
+		n.asleep.Store(false)
+		return
+	}
+	n.scr.Sleep()
+	n.stale = false
+	n.log.Debug("node asleep: nobody observes it")
+}
+
+// observe marks the node observed now and, if it sleeps, wakes it and
+// waits until its mirror is fresh again.
+func (n *node) observe(ctx context.Context) {
+	n.idleMu.Lock()
+	n.lastObserved.Store(time.Now().UnixNano())
+	asleep := n.asleep.Load()
+	n.idleMu.Unlock()
+	if !asleep {
+		return
+	}
+	done := make(chan struct{})
+	select {
+	case n.wakeReq <- done:
+	case <-n.done:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-n.done:
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,179 @@
+package orchestrator
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// sendInput runs the tmux commands of an input operation, then the
+// optional wait with the revision before the input as its baseline.
+func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wait *tools.WaitSpec, send func(n *node) error) (tools.InputResult, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.InputResult{}, err
+	}
+	var c compiled
+	if wait != nil {
+		if wait.After != nil {
+			return tools.InputResult{}, usage("an input operation's wait takes no \"after\": its baseline is the revision before the input")
+		}
+		if c, err = compileWait(*wait); err != nil {
+			return tools.InputResult{}, err
+		}
+	}
+	if status, _, gone := n.state(); gone || status == tools.StatusExited {
+		return tools.InputResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id)
+	}
+	n.observe(ctx)
+	rev := n.scr.Revision()
+	n.recordInput(rev, text)
+	if err := send(n); err != nil {
+		return tools.InputResult{Terminal: id, Revision: rev}, err
+	}
+	res := tools.InputResult{Terminal: id, Revision: rev}
+	if wait != nil {
+		c.After = &rev
+		w, err := n.waitCompiled(ctx, c)
+		if err != nil && w.Wait == "" {
+			return res, err
+		}
+		res.Wait = &w
+	}
+	return res, nil
+}
+
+// Type sends literal text as keystrokes.
+func (o *Orchestrator) Type(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
+	if text == "" {
+		return tools.InputResult{}, usage("text is empty: nothing to type")
+	}
+	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error { return n.typeText(ctx, text) })
+	r.Bytes = len(text)
+	return r, err
+}
+
+func (n *node) typeText(ctx context.Context, text string) error {
+	if _, err := n.client.Run(ctx, tmuxctl.Command("send-keys", "-t", n.pane, "-l", "--", text)); err != nil {
+		return n.tmuxErr("type", err)
+	}
+	return nil
+}
+
+// Press sends key chords.
+func (o *Orchestrator) Press(ctx context.Context, id, keys string, wait *tools.WaitSpec) (tools.InputResult, error) {
+	parsed, err := ParseKeys(keys)
+	if err != nil {
+		return tools.InputResult{}, usage("%v", err)
+	}
+	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error { return n.pressKeys(ctx, parsed) })
+	r.Keys = parsed
+	return r, err
+}
+
+func (n *node) pressKeys(ctx context.Context, keys []string) error {
+	args := append([]string{"-t", n.pane}, keys...)
+	if _, err := n.client.Run(ctx, tmuxctl.Command("send-keys", args...)); err != nil {
+		return n.tmuxErr("press", err)
+	}
+	return nil
+}
+
+// Paste pastes text, bracketed when the program enabled bracketed paste.
+func (o *Orchestrator) Paste(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
+	if text == "" {
+		return tools.InputResult{}, usage("text is empty: nothing to paste")
+	}
+	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error { return n.pasteText(ctx, text) })
+	r.Bytes = len(text)
+	return r, err
+}
+
+func (n *node) pasteText(ctx context.Context, text string) error {
+	buf := "termsprawl-paste-" + n.meta.ID
+	// -p brackets only if the program asked for it; -d deletes the buffer.
+	_, err := n.client.RunMany(ctx,
+		tmuxctl.Command("set-buffer", "-b", buf, "--", text),
+		tmuxctl.Command("paste-buffer", "-p", "-d", "-b", buf, "-t", n.pane))
+	if err != nil {
+		return n.tmuxErr("paste", err)
+	}
+	return nil
+}
+
+// Submit settle times: Enter is pressed only after the program took the
+// text (its screen stayed unchanged for submitQuiet) and at least
+// submitMinDelay after the text was sent (TUIs such as Claude Code and
+// Codex swallow an Enter that arrives within ~100 ms of a paste), and at
+// most submitMaxDelay after it.
+const (
+	submitMinDelay = 150 * time.Millisecond
+	submitQuiet    = 50 * time.Millisecond
+	submitMaxDelay = 2 * time.Second
+)
+
+// Submit types (or, for multi-line text, pastes) the text, lets the
+// program take it, then presses Enter exactly once.
+func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
+	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error {
+		if text != "" {
+			var err error
+			if strings.ContainsAny(text, "\n\r") {
+				err = n.pasteText(ctx, text)
+			} else {
+				err = n.typeText(ctx, text)
+			}
+			if err != nil {
+				return err
+			}
+			n.settle(ctx)
+		}
+		return n.pressKeys(ctx, []string{"Enter"})
+	})
+	r.Bytes = len(text)
+	return r, err
+}
+
+// settle waits until the screen has been quiet for submitQuiet, and at
+// least submitMinDelay has passed, bounded by submitMaxDelay.
+func (n *node) settle(ctx context.Context) {
+	start := time.Now()
+	hard := time.NewTimer(submitMaxDelay)
+	defer hard.Stop()
+	for !n.isClosing() {
+		_, changed := n.scr.WaitState()
+		wait := submitQuiet
+		if rest := submitMinDelay - time.Since(start); rest > wait {
+			wait = rest
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-changed:
+			t.Stop()
+			continue
+		case <-t.C:
+			if time.Since(start) >= submitMinDelay {
+				return
+			}
+		case <-hard.C:
+			t.Stop()
+			return
+		case <-n.closing:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
+
+// Interrupt presses Ctrl+C.
+func (o *Orchestrator) Interrupt(ctx context.Context, id string, wait *tools.WaitSpec) (tools.InputResult, error) {
+	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error { return n.pressKeys(ctx, []string{"C-c"}) })
+	r.Keys = []string{"C-c"}
+	return r, err
+}

@@ -1,0 +1,313 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Size limits a launch or resize accepts: the operation table's.
+const (
+	MinColumns, MaxColumns = tools.MinColumns, tools.MaxColumns
+	MinRows, MaxRows       = tools.MinRows, tools.MaxRows
+)
+
+// LaunchSpec is a terminal_launch (or agent_launch) request.
+type LaunchSpec struct {
+	Command []string          `json:"command,omitempty"`
+	Name    string            `json:"name,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	EnvMode string            `json:"env_mode,omitempty"`
+	Columns int               `json:"columns,omitempty"`
+	Rows    int               `json:"rows,omitempty"`
+
+	Owner  string `json:"-"` // launching node id, or "operator"
+	// Ancestors are the incarnations that may drive the node besides the
+	// operator (the launching node's and its own ancestors).
+	Ancestors []string `json:"-"`
+	Parent string `json:"-"` // launching node id (agents)
+	Agent  string `json:"-"` // agent kind
+	// ExtraEnv is added after Env (TERMSPRAWL_* for agents).
+	ExtraEnv map[string]string `json:"-"`
+}
+
+func usage(format string, a ...any) error { return tools.Errorf(tools.KindUsage, format, a...) }
+
+// checkSize refuses a terminal size outside the accepted range.
+func checkSize(columns, rows int) error {
+	if columns < MinColumns || columns > MaxColumns || rows < MinRows || rows > MaxRows {
+		return usage("size %dx%d is out of range: columns %d..%d, rows %d..%d", columns, rows, MinColumns, MaxColumns, MinRows, MaxRows)
+	}
+	return nil
+}
+
+func defaultShell() string {
+	if u, err := user.Current(); err == nil {
+		if b, err := os.ReadFile("/etc/passwd"); err == nil {
+			for _, line := range strings.Split(string(b), "\n") {
+				f := strings.Split(line, ":")
+				if len(f) >= 7 && f[0] == u.Username && f[6] != "" {
+					return f[6]
+				}
+			}
+		}
+	}
+	if s := os.Getenv("SHELL"); s != "" {
+		return s
+	}
+	return "/bin/sh"
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// Launch creates a node: its files first (so TERMSPRAWL_SESSION_FILE is
+// valid before the program starts), then the tmux session, then the
+// control client and the seeded mirror.
+func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeInfo, error) {
+	if len(spec.Command) == 0 {
+		spec.Command = []string{defaultShell()}
+	}
+	if spec.Command[0] == "" {
+		return tools.NodeInfo{}, usage("command[0] is empty: give the program to run, e.g. [\"bash\"]")
+	}
+	if spec.Columns == 0 {
+		spec.Columns = DefaultColumns
+	}
+	if spec.Rows == 0 {
+		spec.Rows = DefaultRows
+	}
+	if err := checkSize(spec.Columns, spec.Rows); err != nil {
+		return tools.NodeInfo{}, err
+	}
+	if spec.Cwd == "" {
+		if h, err := os.UserHomeDir(); err == nil {
+			spec.Cwd = h
+		} else {
+			spec.Cwd = "/"
+		}
+	}
+	if !filepath.IsAbs(spec.Cwd) {
+		return tools.NodeInfo{}, usage("cwd %q is not an absolute path", spec.Cwd)
+	}
+	if fi, err := os.Stat(spec.Cwd); err != nil || !fi.IsDir() {
+		return tools.NodeInfo{}, usage("cwd %q does not exist or is not a directory", spec.Cwd)
+	}
+	switch spec.EnvMode {
+	case "", "replace", "inherit":
+	default:
+		return tools.NodeInfo{}, usage("env_mode %q: use replace or inherit", spec.EnvMode)
+	}
+	for k := range spec.Env {
+		if !envNameRE.MatchString(k) {
+			return tools.NodeInfo{}, usage("env name %q is not a valid variable name", k)
+		}
+	}
+	if spec.Owner == "" {
+		spec.Owner = tools.OperatorNode
+	}
+
+	o.lifecycleMu.Lock()
+	defer o.lifecycleMu.Unlock()
+	if err := o.srv.ensure(ctx); err != nil {
+		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the private tmux server is not reachable: %v", err)
+	}
+	o.mu.Lock()
+	count, closing := len(o.nodes), o.closing
+	o.mu.Unlock()
+	if closing {
+		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the orchestrator is shutting down")
+	}
+	if count >= o.cfg.MaxNodes {
+		return tools.NodeInfo{}, tools.Errorf(tools.KindRejected, "node limit reached (%d): close terminals with terminal_close first", o.cfg.MaxNodes)
+	}
+	id := o.allocateID(spec.Name)
+	name := spec.Name
+	if name == "" {
+		name = id
+	}
+	meta := NodeMeta{ID: id, Name: name, Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
+		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors}
+	if err := tools.WriteJSONAtomic(o.metaPath(id), meta); err != nil {
+		return tools.NodeInfo{}, fmt.Errorf("write node metadata: %w", err)
+	}
+	if err := o.writeSessionFile(meta); err != nil {
+		o.removeFiles(id)
+		return tools.NodeInfo{}, err
+	}
+
+	env := o.launchEnv(spec, id)
+	args := []string{"new-session", "-d", "-s", "ts-" + id, "-x", strconv.Itoa(spec.Columns), "-y", strconv.Itoa(spec.Rows), "-c", spec.Cwd}
+	for _, kv := range env {
+		args = append(args, "-e", kv)
+	}
+	args = append(args, "--")
+	argv := spec.Command
+	if len(argv) == 1 {
+		// One argument would go through the shell: exec it via env so it
+		// runs verbatim, with no shell interpretation.
+		argv = []string{"env", "--", argv[0]}
+	}
+	args = append(args, argv...)
+	create := func() error {
+		_, err := o.srv.adminClient().RunMany(ctx,
+			tmuxctl.Command(args[0], args[1:]...),
+			tmuxctl.Command("set-option", "-t", "=ts-"+id+":", "@termsprawl_node", id))
+		return err
+	}
+	err := create()
+	if errors.Is(err, tmuxctl.ErrClosed) {
+		// The server died under us (its death may not have been seen
+		// yet when ensure ran): start a new one and try once more.
+		if err = o.srv.ensure(ctx); err == nil {
+			err = create()
+		}
+	}
+	if err != nil {
+		o.removeFiles(id)
+		o.srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
+		return tools.NodeInfo{}, fmt.Errorf("create tmux session for %s: %w", id, err)
+	}
+	n := o.newNode(meta)
+	if err := n.attach(ctx); err != nil {
+		o.removeFiles(id)
+		o.srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
+		return tools.NodeInfo{}, err
+	}
+	o.mu.Lock()
+	o.nodes[id] = n
+	o.mu.Unlock()
+	o.log.Info("launched node", "node", id, "command", spec.Command[0], "owner", spec.Owner)
+	return n.info(0), nil
+}
+
+// launchEnv builds the -e list: the minimal or inherited environment, the
+// launch's env, then TERMSPRAWL_*.
+func (o *Orchestrator) launchEnv(spec LaunchSpec, id string) []string {
+	vars := map[string]string{}
+	var order []string
+	set := func(k, v string) {
+		if _, ok := vars[k]; !ok {
+			order = append(order, k)
+		}
+		vars[k] = v
+	}
+	if spec.EnvMode == "inherit" {
+		for _, kv := range os.Environ() {
+			k, v, _ := strings.Cut(kv, "=")
+			if k == "TMUX" || k == "TMUX_PANE" || k == "TERM" || strings.HasPrefix(k, "TERMSPRAWL_") || !envNameRE.MatchString(k) {
+				continue
+			}
+			set(k, v)
+		}
+	} else {
+		for _, kv := range minimalEnv() {
+			k, v, _ := strings.Cut(kv, "=")
+			if k == "TERM" {
+				continue // tmux sets TERM to its default-terminal
+			}
+			set(k, v)
+		}
+	}
+	keys := make([]string, 0, len(spec.Env))
+	for k := range spec.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		set(k, spec.Env[k])
+	}
+	set("TERMSPRAWL_SESSION_FILE", tools.SessionPath(o.cfg.StateDir, id))
+	set("TERMSPRAWL_NODE", id)
+	set("TERMSPRAWL_HOME", o.cfg.StateDir)
+	set("TERMSPRAWL_TMUX_SOCKET", o.cfg.Socket)
+	if o.cfg.CtlPath != "" {
+		set("TERMSPRAWL_CTL", o.cfg.CtlPath)
+	}
+	for k, v := range spec.ExtraEnv {
+		set(k, v)
+	}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, k+"="+vars[k])
+	}
+	return out
+}
+
+func (o *Orchestrator) metaPath(id string) string {
+	return filepath.Join(o.cfg.StateDir, nodesDir, id+".json")
+}
+
+func (o *Orchestrator) removeFiles(id string) {
+	os.Remove(o.metaPath(id))
+	os.Remove(tools.SessionPath(o.cfg.StateDir, id))
+}
+
+func (o *Orchestrator) newNode(meta NodeMeta) *node {
+	return &node{
+		meta:      meta,
+		o:         o,
+		log:       o.log.With("node", meta.ID),
+		reseedReq: make(chan struct{}, 1),
+		wakeReq:   make(chan chan struct{}),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
+		closing:   make(chan struct{}),
+		status:    tools.StatusRunning,
+		statusCh:  make(chan struct{}),
+	}
+}
+
+func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {
+	tok, err := tools.NewToken()
+	if err != nil {
+		return err
+	}
+	s := tools.Session{Node: meta.ID, Token: tok, Role: tools.RoleAgent, Name: meta.Name,
+		Socket: o.cfg.Socket, TmuxSession: "ts-" + meta.ID, Parent: meta.Parent}
+	if err := tools.WriteSession(tools.SessionPath(o.cfg.StateDir, meta.ID), s); err != nil {
+		return fmt.Errorf("write session file of %s: %w", meta.ID, err)
+	}
+	return nil
+}
+
+var slugRE = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// allocateID picks a free node id from the name (or "term"). Call with
+// lifecycleMu held.
+func (o *Orchestrator) allocateID(name string) string {
+	base := strings.Trim(slugRE.ReplaceAllString(name, "-"), "-_")
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	taken := func(id string) bool {
+		if id == tools.OperatorNode || o.node(id) != nil {
+			return true
+		}
+		_, err := os.Stat(o.metaPath(id))
+		return err == nil
+	}
+	if base != "" && tools.ValidNodeID(base) && !taken(base) {
+		return base
+	}
+	if base == "" || !tools.ValidNodeID(base) {
+		base = "term"
+	}
+	for i := 1; ; i++ {
+		id := base + "-" + strconv.Itoa(i)
+		if !taken(id) {
+			return id
+		}
+	}
+}

@@ -1,0 +1,217 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/tmuxctl"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// humanClients counts attached clients per session, control clients
+// (ours) excluded, and returns their tty names per session.
+func (o *Orchestrator) humanClients(ctx context.Context) map[string][]string {
+	out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
+	res := map[string][]string{}
+	if err != nil {
+		return res
+	}
+	for _, line := range out {
+		f := strings.SplitN(line, " ", 3)
+		if len(f) == 3 && f[1] != "1" {
+			res[f[0]] = append(res[f[0]], f[2])
+		}
+	}
+	return res
+}
+
+// List returns every node.
+func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
+	clients := o.humanClients(ctx)
+	nodes := o.sortedNodes()
+	out := make([]tools.NodeInfo, 0, len(nodes))
+	for _, n := range nodes {
+		if n.isClosing() {
+			continue // being closed: gone for every new operation
+		}
+		out = append(out, n.info(len(clients[n.session()])))
+	}
+	return out
+}
+
+// Info returns one node's row.
+func (o *Orchestrator) Info(ctx context.Context, id string) (tools.NodeInfo, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.NodeInfo{}, err
+	}
+	return n.info(len(o.humanClients(ctx)[n.session()])), nil
+}
+
+// Owner returns the node's owner and parent, for permission checks.
+func (o *Orchestrator) Owner(id string) (owner string, ok bool) {
+	n := o.node(id)
+	if n == nil {
+		return "", false
+	}
+	return n.meta.Owner, true
+}
+
+// Snapshot returns the node's screen.
+func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.Snapshot{}, err
+	}
+	n.observe(context.Background())
+	status, code, _ := n.state()
+	return tools.Snapshot{Terminal: id, Screen: screenValue(n.snapshot()), Status: status, ExitCode: code}, nil
+}
+
+// CaptureSince returns the rows changed after revision cursor.
+func (o *Orchestrator) CaptureSince(id string, cursor uint64) (tools.Changes, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.Changes{}, err
+	}
+	n.observe(context.Background())
+	ch, err := n.scr.ChangesSince(cursor)
+	if err != nil {
+		return tools.Changes{}, revisionErr(id, "cursor", cursor, err)
+	}
+	return changesValue(ch), nil
+}
+
+// revisionErr turns the mirror's revision error into the contract's: a
+// revision older than the kept history (or from an earlier life of the
+// orchestrator: revisions never repeat) is conflict/history-truncated, one
+// newer than any handed out a usage error.
+func revisionErr(id, arg string, rev uint64, err error) error {
+	if errors.Is(err, screen.ErrHistoryTruncated) {
+		return tools.Errorf(tools.KindConflict, "history-truncated: revision %d of %q is older than the kept history; call terminal_snapshot and continue from its revision: %w", rev, id, err).
+			WithDetails("reason", "history-truncated")
+	}
+	return tools.Errorf(tools.KindUsage, "%s %d of %q: %w; pass a revision this terminal returned", arg, rev, id, err)
+}
+
+// DefaultReadChars is terminal_read's default max_chars.
+const DefaultReadChars = tools.DefaultReadChars
+
+// Read returns the most recent output (history and screen, from tmux).
+func (o *Orchestrator) Read(ctx context.Context, id string, maxChars int) (tools.ReadResult, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.ReadResult{}, err
+	}
+	if maxChars <= 0 {
+		maxChars = DefaultReadChars
+	}
+	rev := n.scr.Revision()
+	lines, err := n.client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-2000", "-t", n.pane))
+	if err != nil {
+		return tools.ReadResult{}, n.tmuxErr("read", err)
+	}
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	text := strings.Join(lines, "\n")
+	r := []rune(text)
+	res := tools.ReadResult{Terminal: id, Revision: rev}
+	if len(r) > maxChars {
+		r = r[len(r)-maxChars:]
+		res.Truncated = true
+	}
+	res.Text = string(r)
+	return res, nil
+}
+
+// MaxScrollbackLines bounds terminal_scrollback's answer (the newest lines
+// are kept).
+const MaxScrollbackLines = 2000
+
+// Scrollback reads lines from tmux's history and screen. from and to use
+// tmux's numbering (0 = first visible row, negative = history); nil means
+// the start of history and the last visible row.
+func (o *Orchestrator) Scrollback(ctx context.Context, id string, from, to *int, search string) (tools.ScrollbackResult, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.ScrollbackResult{}, err
+	}
+	out, err := n.client.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{history_size} #{pane_height}"))
+	if err != nil || len(out) != 1 {
+		return tools.ScrollbackResult{}, n.tmuxErr("scrollback", err)
+	}
+	var hist, height int
+	fmt.Sscanf(out[0], "%d %d", &hist, &height)
+	start, end := -hist, height-1
+	if from != nil {
+		start = max(*from, -hist)
+	}
+	if to != nil {
+		end = min(*to, height-1)
+	}
+	if from != nil && to != nil && *from > *to {
+		return tools.ScrollbackResult{}, usage("from %d is after to %d (history has %d lines, the screen %d rows)", *from, *to, hist, height)
+	}
+	res := tools.ScrollbackResult{Terminal: id, HistorySize: hist, Lines: []tools.ScrollbackLine{}}
+	if start > end {
+		return res, nil // the range holds no line (e.g. no history yet)
+	}
+	lines, err := n.client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-S", strconv.Itoa(start), "-E", strconv.Itoa(end), "-t", n.pane))
+	if err != nil {
+		return tools.ScrollbackResult{}, n.tmuxErr("scrollback", err)
+	}
+	for i, l := range lines {
+		l = strings.TrimRight(l, " ")
+		if search != "" && !strings.Contains(l, search) {
+			continue
+		}
+		res.Lines = append(res.Lines, tools.ScrollbackLine{Line: start + i, Text: l})
+	}
+	if len(res.Lines) > MaxScrollbackLines {
+		res.Lines = res.Lines[len(res.Lines)-MaxScrollbackLines:]
+		res.Truncated = true
+	}
+	return res, nil
+}
+
+// WaitFor waits on a node.
+func (o *Orchestrator) WaitFor(ctx context.Context, id string, spec tools.WaitSpec) (tools.WaitResult, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.WaitResult{}, err
+	}
+	r, err := n.waitFor(ctx, spec)
+	if err != nil {
+		return r, err
+	}
+	if r.TimedOut {
+		return r, timeoutError(id, r)
+	}
+	return r, nil
+}
+
+// screenValue converts the mirror's snapshot to the contract's value.
+func screenValue(s screen.Snapshot) tools.Screen {
+	return tools.Screen{Revision: s.Revision, Columns: s.Columns, Rows: s.Rows,
+		Cursor: tools.Cursor{X: s.Cursor.X, Y: s.Cursor.Y, Visible: s.Cursor.Visible},
+		Modes: tools.Modes{AltScreen: s.Modes.AltScreen, AppCursor: s.Modes.AppCursor,
+			BracketedPaste: s.Modes.BracketedPaste, Mouse: s.Modes.Mouse},
+		Title: s.Title, Lines: s.Lines}
+}
+
+// changesValue converts the mirror's changed rows to the contract's value.
+func changesValue(c screen.Changes) tools.Changes {
+	rows := make([]tools.Row, len(c.Rows))
+	for i, r := range c.Rows {
+		rows[i] = tools.Row{Row: r.Row, Text: r.Text}
+	}
+	return tools.Changes{Revision: c.Revision, Rows: rows, Cursor: tools.Position{X: c.CursorX, Y: c.CursorY}}
+}

@@ -1,0 +1,96 @@
+package orchestrator
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// The registry's view for the tool server: node metadata, not nodes.
+
+// Logger returns the orchestrator's logger.
+func (o *Orchestrator) Logger() *slog.Logger { return o.log }
+
+// OnGone registers f, called once for each node whose life ends (closed,
+// or its tmux session ended), after it left the registry. f must not
+// block for long.
+func (o *Orchestrator) OnGone(f func(NodeMeta)) {
+	o.mu.Lock()
+	o.onGone = f
+	o.mu.Unlock()
+}
+
+// gone tells the OnGone hook that n's life ended.
+func (o *Orchestrator) gone(n *node) {
+	o.mu.Lock()
+	f := o.onGone
+	o.mu.Unlock()
+	if f != nil {
+		f(n.meta)
+	}
+}
+
+// Meta returns a live node's metadata.
+func (o *Orchestrator) Meta(id string) (NodeMeta, bool) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return NodeMeta{}, false
+	}
+	return n.meta, true
+}
+
+// Nodes returns the metadata of every live node, ordered by creation.
+func (o *Orchestrator) Nodes() []NodeMeta {
+	nodes := o.sortedNodes()
+	out := make([]NodeMeta, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.meta
+	}
+	return out
+}
+
+// MirrorCounts sums, over the live nodes, how often a mirror was rebuilt
+// from tmux and how often a quiet mirror differed from tmux and was healed.
+func (o *Orchestrator) MirrorCounts() (reseeds, heals int) {
+	for _, n := range o.sortedNodes() {
+		n.mu.Lock()
+		reseeds += n.reseeds
+		heals += n.healed
+		n.mu.Unlock()
+	}
+	return reseeds, heals
+}
+
+// PendingWait is a checked wait whose baseline is fixed: Run waits.
+type PendingWait struct {
+	After uint64
+	n     *node
+	c     compiled
+}
+
+// PrepareWait checks spec and fixes its baseline (spec.After, or the
+// node's revision now) for a wait that may last up to lifetime (a watch).
+func (o *Orchestrator) PrepareWait(id string, spec tools.WaitSpec, lifetime time.Duration) (*PendingWait, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	c, err := compileWait(spec)
+	if err != nil {
+		return nil, err
+	}
+	c.timeout = lifetime
+	if c.After == nil {
+		rev := n.scr.Revision()
+		c.After = &rev
+	}
+	return &PendingWait{After: *c.After, n: n, c: c}, nil
+}
+
+// Run waits until the condition holds, the lifetime passes, the node goes
+// or ctx ends.
+func (p *PendingWait) Run(ctx context.Context) (tools.WaitResult, error) {
+	return p.n.waitCompiled(ctx, p.c)
+}

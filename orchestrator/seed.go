@@ -1,0 +1,167 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/tmuxctl"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// attach starts the node's control client and its pump, and seeds the
+// mirror before returning.
+func (n *node) attach(ctx context.Context) error {
+	o := n.o
+	c, err := tmuxctl.Start(ctx, tmuxctl.Config{
+		Tmux: o.cfg.Tmux, Socket: o.cfg.Socket, ConfigFile: o.srv.conf,
+		Args: []string{"attach-session", "-t", "=" + n.session()},
+	})
+	if err != nil {
+		return fmt.Errorf("attach control client to %s: %w", n.session(), err)
+	}
+	out, err := c.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+n.session()+":", "#{pane_id} #{pane_width} #{pane_height}"))
+	if err != nil || len(out) != 1 {
+		c.Close()
+		return fmt.Errorf("find pane of %s: %v", n.session(), err)
+	}
+	f := strings.Fields(out[0])
+	if len(f) != 3 {
+		c.Close()
+		return fmt.Errorf("find pane of %s: unexpected %q", n.session(), out[0])
+	}
+	cols, _ := strconv.Atoi(f[1])
+	rows, _ := strconv.Atoi(f[2])
+	n.client = c
+	n.pane = f[0]
+	n.stream = c.Pane(n.pane)
+	n.scr = screen.NewWithOptions(max(cols, 1), max(rows, 1), screen.Options{BaseRevision: revisionBase(n.meta.Epoch)})
+	// Fall behind for more than a few seconds and tmux pauses the pane
+	// rather than stalling the program; the pump then reseeds.
+	if err := c.SetPauseAfter(ctx, 5*time.Second); err != nil {
+		n.log.Debug("pause-after not set", "err", err)
+	}
+	if err := n.reseed(ctx); err != nil {
+		c.Close()
+		n.scr.Close()
+		return err
+	}
+	go n.pump()
+	return nil
+}
+
+// seedFormat is read in the same command line as capture-pane.
+const seedFormat = "#{pane_width} #{pane_height} #{cursor_x} #{cursor_y} #{cursor_flag} #{alternate_on} " +
+	"#{keypad_cursor_flag} #{mouse_standard_flag}#{mouse_button_flag}#{mouse_any_flag} #{mouse_sgr_flag} " +
+	"#{scroll_region_upper} #{scroll_region_lower} #{alternate_saved_x} #{alternate_saved_y} " +
+	deadFormat + " #{pane_pid} #{pane_title}"
+
+// parseSeed turns the display-message line into a SeedState plus the
+// pane's dead flag and exit status (see checkDead) and pid.
+func parseSeed(line string) (st screen.SeedState, dead bool, status, pid int, err error) {
+	f := strings.SplitN(line, " ", 16) // the title, last, may hold spaces
+	if len(f) != 16 {
+		return st, false, 0, 0, fmt.Errorf("parse pane state %q: %d fields", line, len(f))
+	}
+	num := func(i int) int {
+		v, e := strconv.Atoi(f[i])
+		if e != nil && err == nil && f[i] != "" {
+			err = fmt.Errorf("parse pane state field %d %q: %w", i, f[i], e)
+		}
+		return v
+	}
+	st.Columns, st.Rows = num(0), num(1)
+	st.CursorX, st.CursorY = num(2), num(3)
+	st.CursorVisible = f[4] == "1"
+	st.AltScreen = f[5] == "1"
+	st.AppCursor = f[6] == "1"
+	st.Mouse = strings.Contains(f[7], "1")
+	st.MouseSGR = f[8] == "1"
+	st.ScrollTop, st.ScrollBottom = num(9), num(10)
+	st.PrimaryCursorX, st.PrimaryCursorY = num(11), num(12)
+	if st.PrimaryCursorX > 1<<20 || st.PrimaryCursorX < 0 {
+		st.PrimaryCursorX = 0
+	}
+	if st.PrimaryCursorY > 1<<20 || st.PrimaryCursorY < 0 {
+		st.PrimaryCursorY = 0
+	}
+	pid = num(14)
+	dead, status = checkDead(f[13], pid)
+	st.Title = f[15]
+	return st, dead, status, pid, err
+}
+
+// reseed reads tmux's view of the pane in one command line and replaces
+// the mirror with it; output up to the reply is dropped from the stream.
+// Only the pump goroutine (or attach, before the pump starts) calls it.
+func (n *node) reseed(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	cmds := []string{
+		tmuxctl.Command("display-message", "-p", "-t", n.pane, seedFormat),
+		tmuxctl.Command("capture-pane", "-p", "-e", "-N", "-t", n.pane),
+		tmuxctl.Command("capture-pane", "-p", "-e", "-N", "-a", "-t", n.pane),
+	}
+	if n.asleep.Load() {
+		// Output back on first: what follows the seed's mark is applied.
+		if err := n.client.SetPaneOutput(ctx, n.pane, true); err != nil {
+			return fmt.Errorf("wake pane %s: %w", n.pane, err)
+		}
+	}
+	outs, marks, err := n.client.RunManyMarked(ctx, cmds...)
+	// The last command fails when there is no alternate screen: expected.
+	var ce *tmuxctl.CommandError
+	if err != nil && !(errors.As(err, &ce) && ce.Index == 2 && len(outs) == 2) {
+		return fmt.Errorf("read pane %s for seeding: %w", n.pane, err)
+	}
+	if len(outs[0]) != 1 {
+		return fmt.Errorf("read pane %s for seeding: unexpected %q", n.pane, outs[0])
+	}
+	st, dead, code, pid, perr := parseSeed(outs[0][0])
+	if perr != nil {
+		return perr
+	}
+	st.Lines = outs[1]
+	if st.AltScreen && len(outs) == 3 {
+		st.PrimaryLines = outs[2]
+	}
+	// tmux 3.3a has no format for bracketed paste: keep what the stream
+	// told the mirror.
+	st.BracketedPaste = n.scr.Modes().BracketedPaste
+	if err := n.scr.Seed(st); err != nil {
+		return fmt.Errorf("seed mirror of %s: %w", n.meta.ID, err)
+	}
+	n.dropUntil = marks[n.pane]
+	n.applied = max(n.applied, n.dropUntil)
+	n.stale = false
+	n.lastSeed = time.Now()
+	n.asleep.Store(false)
+	n.mu.Lock()
+	n.reseeds++
+	n.seedRev = n.scr.Revision()
+	newPid := pid > 0 && pid != n.pid
+	n.pid = pid
+	pending := n.pendingExit
+	n.pendingExit = nil
+	n.mu.Unlock()
+	if newPid && !dead {
+		n.watchProcess(pid)
+	}
+	if !dead && pending != nil {
+		dead, code = true, *pending
+	}
+	if dead {
+		n.setStatus(tools.StatusExited, &code)
+	}
+	return nil
+}
+
+func (n *node) reseedLogged(why string) {
+	if err := n.reseed(context.Background()); err != nil {
+		n.log.Warn("reseed failed", "why", why, "err", err)
+	}
+}

@@ -1,0 +1,243 @@
+package toolserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+type agentState struct {
+	State   string
+	Message string
+	Updated time.Time
+}
+
+// task is a tools.Task with the incarnations of its two ends, so a reply
+// comes only from the node it was sent to, not from a later node that
+// reuses its id.
+type task struct {
+	tools.Task
+	fromInc, toInc string
+}
+
+type agentTable struct {
+	mu     sync.Mutex            // guards all fields
+	states map[string]agentState // node id → reported state
+	tasks  map[string]*task
+	byMsg  map[string]string // sender incarnation + "\x00" + message_id → task id
+	next   int
+}
+
+func newAgentTable() *agentTable {
+	return &agentTable{states: map[string]agentState{}, tasks: map[string]*task{}, byMsg: map[string]string{}}
+}
+
+// forget drops a gone node's state and every task it sent or received.
+func (t *agentTable) forget(id, incarnation string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.states, id)
+	for tid, tk := range t.tasks {
+		if tk.fromInc == incarnation || tk.toInc == incarnation {
+			delete(t.tasks, tid)
+			delete(t.byMsg, tk.fromInc+"\x00"+tk.MessageID)
+		}
+	}
+}
+
+func agentHandlers() map[string]handler {
+	return map[string]handler{
+		"agent_launch": mutator(agentLaunch),
+		"agent_status": reader(agentStatus),
+		"agent_report": reader(agentReport),
+		"agent_send":   mutator(agentSend),
+		"agent_task":   reader(agentTask),
+		"agent_reply":  mutator(agentReply),
+	}
+}
+
+// agentCommands are the default commands of known agents.
+var agentCommands = map[string][]string{
+	"claude": {"claude"}, "codex": {"codex"}, "gemini": {"gemini"}, "opencode": {"opencode"},
+}
+
+// mcpConfigPath is the MCP registration file agents are pointed at.
+func (s *Server) mcpConfigPath() string {
+	return filepath.Join(s.stateDir, tools.AgentToolsDir, "mcp.json")
+}
+
+type agentLaunchArgs struct {
+	Agent   string   `json:"agent"`
+	Command []string `json:"command"`
+	Name    string   `json:"name"`
+	Cwd     string   `json:"cwd"`
+}
+
+func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
+	s := c.s
+	cmd := a.Command
+	if len(cmd) == 0 {
+		cmd = agentCommands[a.Agent]
+		if len(cmd) == 0 {
+			return tools.NodeInfo{}, nil, tools.Errorf(tools.KindUsage, "agent %q needs a command", a.Agent)
+		}
+	}
+	extra := map[string]string{"TERMSPRAWL_AGENT": a.Agent}
+	if s.ctlPath != "" {
+		reg := map[string]any{"mcpServers": map[string]any{"termsprawl": map[string]any{"command": s.ctlPath, "args": []string{"mcp"}}}}
+		b, err := json.MarshalIndent(reg, "", "  ")
+		if err != nil {
+			return tools.NodeInfo{}, nil, fmt.Errorf("encode MCP registration: %w", err)
+		}
+		if err := tools.WriteFileAtomic(s.mcpConfigPath(), b); err != nil {
+			return tools.NodeInfo{}, nil, err
+		}
+		extra["TERMSPRAWL_MCP_CONFIG"] = s.mcpConfigPath()
+		if len(a.Command) == 0 {
+			switch a.Agent {
+			case "claude":
+				cmd = append(cmd, "--mcp-config", s.mcpConfigPath())
+			case "codex":
+				cmd = append(cmd, "-c", fmt.Sprintf("mcp_servers.termsprawl.command=%q", s.ctlPath), "-c", `mcp_servers.termsprawl.args=["mcp"]`)
+			}
+		}
+	}
+	name := a.Name
+	if name == "" {
+		name = a.Agent
+	}
+	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra}
+	if spec.Cwd == "" {
+		spec.Cwd, _ = os.Getwd()
+	}
+	info, err := c.launchFor(spec)
+	if err != nil {
+		return tools.NodeInfo{}, nil, err
+	}
+	s.agents.mu.Lock()
+	s.agents.states[info.Terminal] = agentState{State: tools.AgentWorking, Message: "launched", Updated: time.Now().UTC()}
+	s.agents.mu.Unlock()
+	return info, c.stateOf(info.Terminal), nil
+}
+
+func agentStatus(c *call, _ noArgs) (tools.AgentList, error) {
+	t := c.s.agents
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := []tools.AgentInfo{}
+	for _, n := range c.s.o.List(c.ctx) {
+		st, reported := t.states[n.Terminal]
+		if n.Agent == "" && !reported {
+			continue
+		}
+		if !reported {
+			st.State = tools.AgentUnknown
+		}
+		out = append(out, tools.AgentInfo{Node: n.Terminal, Name: n.Name, Agent: n.Agent,
+			State: st.State, Message: st.Message, Updated: st.Updated, Status: n.Status})
+	}
+	return tools.AgentList{Agents: out}, nil
+}
+
+type agentReportArgs struct {
+	State   string `json:"state"`
+	Message string `json:"message"`
+}
+
+func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
+	if c.caller.Role == tools.RoleOperator {
+		return tools.AgentReport{}, tools.Errorf(tools.KindUsage, "agent_report is for agent nodes: the operator has no agent state")
+	}
+	st := agentState{State: a.State, Message: a.Message, Updated: time.Now().UTC()}
+	t := c.s.agents
+	t.mu.Lock()
+	t.states[c.caller.Node] = st
+	t.mu.Unlock()
+	return tools.AgentReport{Node: c.caller.Node, State: st.State, Message: st.Message}, nil
+}
+
+type agentSendArgs struct {
+	Node      string `json:"node"`
+	Text      string `json:"text"`
+	MessageID string `json:"message_id"`
+}
+
+func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
+	s := c.s
+	target, ok := s.o.Meta(a.Node)
+	if !ok {
+		return tools.TaskSent{}, nil, tools.Errorf(tools.KindNotFound, "no terminal %q: call agent_status to see the agents", a.Node)
+	}
+	// agent_send submits into an agent's prompt; any other terminal takes
+	// typed input only from those who may drive it.
+	if target.Agent == "" && !canDrive(c.caller, target) {
+		return tools.TaskSent{}, nil, tools.Errorf(tools.KindForbidden, "node %q is not an agent: agent_send delivers only to agent nodes (use terminal_submit on terminals you may drive)", a.Node)
+	}
+	t := s.agents
+	msgKey := c.caller.Incarnation + "\x00" + a.MessageID
+	t.mu.Lock()
+	if id, ok := t.byMsg[msgKey]; ok {
+		t.mu.Unlock()
+		return tools.TaskSent{Task: id, Duplicate: true}, c.stateOf(a.Node), nil
+	}
+	t.next++
+	tk := &task{Task: tools.Task{ID: fmt.Sprintf("task-%d", t.next), From: c.caller.Node, To: a.Node, Text: a.Text,
+		MessageID: a.MessageID, State: tools.TaskPending, Created: time.Now().UTC()},
+		fromInc: c.caller.Incarnation, toInc: target.Incarnation()}
+	t.tasks[tk.ID] = tk
+	t.byMsg[msgKey] = tk.ID
+	t.mu.Unlock()
+	if _, err := s.o.Submit(c.ctx, a.Node, a.Text, nil); err != nil {
+		t.mu.Lock()
+		delete(t.tasks, tk.ID)
+		delete(t.byMsg, msgKey)
+		t.mu.Unlock()
+		return tools.TaskSent{}, nil, err
+	}
+	return tools.TaskSent{Task: tk.ID}, c.stateOf(a.Node), nil
+}
+
+type taskArg struct {
+	Task string `json:"task"`
+}
+
+func agentTask(c *call, a taskArg) (tools.Task, error) {
+	t := c.s.agents
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tk, ok := t.tasks[a.Task]
+	if !ok {
+		return tools.Task{}, tools.Errorf(tools.KindNotFound, "no task %q", a.Task)
+	}
+	return tk.Task, nil
+}
+
+type agentReplyArgs struct {
+	Task  string `json:"task"`
+	Text  string `json:"text"`
+	State string `json:"state"`
+}
+
+func agentReply(c *call, a agentReplyArgs) (tools.Task, any, error) {
+	t := c.s.agents
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	tk, ok := t.tasks[a.Task]
+	if !ok {
+		return tools.Task{}, nil, tools.Errorf(tools.KindNotFound, "no task %q", a.Task)
+	}
+	if tk.toInc != c.caller.Incarnation {
+		return tools.Task{}, nil, tools.Errorf(tools.KindForbidden, "task %q was sent to %q: only its recipient may reply", a.Task, tk.To)
+	}
+	if tk.State != tools.TaskPending {
+		return tools.Task{}, nil, tools.Errorf(tools.KindConflict, "task %q already has a reply (%s)", a.Task, tk.State)
+	}
+	tk.State, tk.Reply, tk.Replied = a.State, a.Text, time.Now().UTC()
+	return tk.Task, tk.Task, nil
+}

@@ -1,0 +1,83 @@
+package toolserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// call is one request on its way to its handler: the caller's identity
+// comes from the token alone.
+type call struct {
+	ctx    context.Context
+	caller tools.Identity
+	op     *tools.Operation
+	s      *Server
+}
+
+// handler runs one operation. Exactly one of read and mutate is set,
+// matching the table's Mutation flag; result is the Go type the handler
+// returns as its value (reads) or receipt result (mutations), checked
+// against the table's Result type by a test.
+type handler struct {
+	read   func(c *call, args json.RawMessage) (any, error)
+	mutate func(c *call, args json.RawMessage) (result, state any, err error)
+	result reflect.Type
+}
+
+// decodeArgs decodes validated args into a typed struct: once per request.
+func decodeArgs[A any](args json.RawMessage) (A, error) {
+	var a A
+	err := tools.DecodeArgs(args, &a)
+	return a, err
+}
+
+// reader makes a read handler from a typed function.
+func reader[A, R any](f func(c *call, a A) (R, error)) handler {
+	return handler{
+		result: reflect.TypeFor[R](),
+		read: func(c *call, args json.RawMessage) (any, error) {
+			a, err := decodeArgs[A](args)
+			if err != nil {
+				return nil, err
+			}
+			return f(c, a)
+		},
+	}
+}
+
+// mutator makes a mutation handler from a typed function that returns the
+// receipt's result and state.
+func mutator[A, R any](f func(c *call, a A) (R, any, error)) handler {
+	return handler{
+		result: reflect.TypeFor[R](),
+		mutate: func(c *call, args json.RawMessage) (any, any, error) {
+			a, err := decodeArgs[A](args)
+			if err != nil {
+				return nil, nil, err
+			}
+			return f(c, a)
+		},
+	}
+}
+
+// noArgs is the args of operations that take none.
+type noArgs struct{}
+
+// buildHandlers composes the per-domain handler sets. A name registered
+// twice is a programming error.
+func (s *Server) buildHandlers() map[string]handler {
+	all := map[string]handler{}
+	for _, set := range []map[string]handler{identityHandlers(), terminalHandlers(), watchHandlers(), agentHandlers(), dialogHandlers()} {
+		for name, h := range set {
+			if _, dup := all[name]; dup {
+				panic(fmt.Sprintf("toolserver: operation %s has two handlers", name))
+			}
+			all[name] = h
+		}
+	}
+	return all
+}

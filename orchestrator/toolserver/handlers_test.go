@@ -1,0 +1,34 @@
+package toolserver
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Every row of the operation table has exactly one handler of the right
+// kind returning the row's value type, and every handler has a row.
+func TestHandlersMatchTable(t *testing.T) {
+	hs := (&Server{}).buildHandlers()
+	rows := map[string]bool{}
+	for _, op := range tools.Operations() {
+		rows[op.Name] = true
+		h, ok := hs[op.Name]
+		if !ok {
+			t.Errorf("operation %s has no handler", op.Name)
+			continue
+		}
+		if op.Mutation != (h.mutate != nil) || (h.read != nil) == (h.mutate != nil) {
+			t.Errorf("operation %s: Mutation=%v but the handler is a %s", op.Name, op.Mutation, map[bool]string{true: "mutator", false: "reader"}[h.mutate != nil])
+		}
+		if want := reflect.TypeOf(op.Result); h.result != want {
+			t.Errorf("operation %s: the table says its value is %v, the handler returns %v", op.Name, want, h.result)
+		}
+	}
+	for name := range hs {
+		if !rows[name] {
+			t.Errorf("handler %s has no row in the operation table", name)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package toolserver
+
+import (
+	"encoding/json"
+
+	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// operatorIdentity is the human CLI's identity (sessions/operator.json).
+var operatorIdentity = tools.Identity{Node: tools.OperatorNode, Role: tools.RoleOperator, Incarnation: tools.OperatorNode}
+
+// loadToken reads a node's session file into the token table, bound to
+// that node's incarnation.
+func (s *Server) loadToken(m orchestrator.NodeMeta) {
+	sess, err := tools.ReadSession(tools.SessionPath(s.stateDir, m.ID))
+	if err != nil {
+		s.log.Warn("node session file unreadable", "node", m.ID, "err", err)
+		return
+	}
+	s.mu.Lock()
+	s.tokens[sess.Token] = tools.Identity{Node: m.ID, Role: tools.RoleAgent, Incarnation: m.Incarnation()}
+	s.mu.Unlock()
+}
+
+// dropToken forgets the token of one node incarnation.
+func (s *Server) dropToken(incarnation string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for tok, ident := range s.tokens {
+		if ident.Incarnation == incarnation && ident.Role != tools.RoleOperator {
+			delete(s.tokens, tok)
+		}
+	}
+}
+
+// Authenticate compares the token with every known one in constant time.
+// A node's token is valid only while that same incarnation lives.
+func (s *Server) Authenticate(token string) (tools.Identity, bool) {
+	s.mu.Lock()
+	var found tools.Identity
+	ok := false
+	for tok, ident := range s.tokens {
+		if tools.TokenEqual(tok, token) {
+			found, ok = ident, true
+		}
+	}
+	s.mu.Unlock()
+	if ok && found.Role != tools.RoleOperator {
+		if m, live := s.o.Meta(found.Node); !live || m.Incarnation() != found.Incarnation {
+			return tools.Identity{}, false // the node is gone: its token died with it
+		}
+	}
+	return found, ok
+}
+
+// canDrive reports whether caller may drive (send input to, resize,
+// signal, close) the node whose metadata is m: the operator always; an
+// agent its own node and every node it launched, directly or through the
+// nodes it launched. The chain is kept as incarnations at launch, so
+// closing a middle node leaves it intact and a later node that reuses an
+// id gains nothing.
+func canDrive(caller tools.Identity, m orchestrator.NodeMeta) bool {
+	if caller.Role == tools.RoleOperator || caller.Incarnation == m.Incarnation() {
+		return true
+	}
+	for _, a := range m.Ancestors {
+		if a == caller.Incarnation {
+			return true
+		}
+	}
+	return false
+}
+
+// mustDrive is canDrive as an error.
+func (c *call) mustDrive(id string) error {
+	m, ok := c.s.o.Meta(id)
+	if !ok {
+		return tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)
+	}
+	if !canDrive(c.caller, m) {
+		return tools.Errorf(tools.KindForbidden, "node %q may not drive terminal %q: agents drive only themselves and the terminals they launched (reading is allowed)", c.caller.Node, id)
+	}
+	return nil
+}
+
+// checkDrive applies the drive rule to every mutation that names a
+// terminal, before its handler runs.
+func (c *call) checkDrive(args json.RawMessage) error {
+	if c.op.Param("terminal") == nil {
+		return nil
+	}
+	a, err := decodeArgs[terminalArg](args)
+	if err != nil {
+		return err
+	}
+	return c.mustDrive(a.Terminal)
+}
+
+// terminalArg is the argument every terminal operation has.
+type terminalArg struct {
+	Terminal string `json:"terminal"`
+}
+
+func identityHandlers() map[string]handler {
+	return map[string]handler{
+		"session_info": reader(sessionInfo),
+		"guide_read":   reader(guideRead),
+	}
+}
+
+func sessionInfo(c *call, _ noArgs) (tools.SessionInfo, error) {
+	s := c.s
+	info := tools.SessionInfo{Node: c.caller.Node, Role: c.caller.Role, InstanceID: s.instance, Version: s.version,
+		TmuxSocket: s.o.Socket(), Operations: tools.OperationNames(),
+		PreferencesFile: tools.PreferencesPath(s.stateDir), StateDir: s.stateDir,
+		Attach: "tmux -L " + s.o.Socket() + " attach-session -t ts-<node>"}
+	if c.caller.Role != tools.RoleOperator {
+		info.TmuxSession = "ts-" + c.caller.Node
+	}
+	info.MirrorReseeds, info.MirrorHeals = s.o.MirrorCounts()
+	return info, nil
+}
+
+type guideArgs struct {
+	Topic string `json:"topic"`
+}
+
+func guideRead(_ *call, a guideArgs) (tools.GuideText, error) {
+	text, ok := tools.Guide(a.Topic)
+	if !ok {
+		return tools.GuideText{}, tools.Errorf(tools.KindNotFound, "no guide %q: topics are %v", a.Topic, tools.GuideTopics())
+	}
+	return tools.GuideText{Topic: a.Topic, Text: text}, nil
+}

@@ -1,0 +1,123 @@
+// Package toolserver serves the operation table over POST /call: it owns
+// identity (tokens → node incarnations), authorisation (who may drive
+// whom), receipts and idempotency, and one handler per operation in
+// per-domain files (identity.go, terminal.go, watches.go, agents.go,
+// dialogs.go), dispatched from a map built from those files and checked
+// against the table. The engine it drives is package orchestrator.
+package toolserver
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+
+	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Server implements tools.Backend over one orchestrator.
+type Server struct {
+	o        *orchestrator.Orchestrator
+	log      *slog.Logger
+	stateDir string
+	version  string
+	ctlPath  string
+	instance string
+	receipts *tools.ReceiptStore
+	handlers map[string]handler
+
+	// ctx is cancelled at shutdown: it ends waits and watches in flight.
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu     sync.Mutex // guards tokens
+	tokens map[string]tools.Identity
+
+	watches *watchTable
+	agents  *agentTable
+	dialogs *dialogTable
+}
+
+// New builds the tool server of o. op is the operator's session.
+func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string, op tools.Session) (*Server, error) {
+	rs, err := tools.OpenReceiptStore(tools.ReceiptsPath(cfg.StateDir))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Server{o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
+		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
+		tokens:  map[string]tools.Identity{op.Token: operatorIdentity},
+		watches: newWatchTable(), agents: newAgentTable(), dialogs: newDialogTable()}
+	s.handlers = s.buildHandlers()
+	o.OnGone(s.nodeGone)
+	for _, m := range o.Nodes() {
+		s.loadToken(m)
+	}
+	return s, nil
+}
+
+// Close cancels waits and watches in flight.
+func (s *Server) Close() { s.cancel() }
+
+// Context ends when the server closes (the HTTP server's base context).
+func (s *Server) Context() context.Context { return s.ctx }
+
+// nodeGone drops every piece of state tied to one life of a node: its
+// token, its receipts, its "always" answers, its watches and tasks. A new
+// node that reuses the id inherits nothing.
+func (s *Server) nodeGone(m orchestrator.NodeMeta) {
+	inc := m.Incarnation()
+	s.dropToken(inc)
+	s.watches.forget(inc)
+	s.agents.forget(m.ID, inc)
+	s.dialogs.forget(inc)
+	if err := s.receipts.ForgetCaller(inc); err != nil {
+		s.log.Warn("forget receipts of a closed node", "node", m.ID, "err", err)
+	}
+}
+
+// Handle runs one validated operation.
+func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Operation, args json.RawMessage) tools.Result {
+	ctx, cancel := mergeCtx(ctx, s.ctx)
+	defer cancel()
+	h, ok := s.handlers[op.Name]
+	if !ok {
+		return tools.ErrResult(tools.Errorf(tools.KindInternal, "operation %s has no handler", op.Name))
+	}
+	c := &call{ctx: ctx, caller: caller, op: op, s: s}
+	if !op.Mutation {
+		v, err := h.read(c, args)
+		if err != nil {
+			return tools.ErrResult(err)
+		}
+		return tools.OKResult(v)
+	}
+	if err := c.checkDrive(args); err != nil {
+		return tools.ErrResult(err)
+	}
+	key := tools.IdempotencyKey(args)
+	receipt, _, err := s.receipts.Do(ctx, caller.Incarnation, key, op.Name, args, func() (json.RawMessage, error) {
+		result, state, err := h.mutate(c, args)
+		if err != nil {
+			return nil, err
+		}
+		return tools.Receipt{Action: op.Name, Result: result, IdempotencyKey: key, State: state}.Encode()
+	})
+	if err != nil {
+		if receipt != nil {
+			// The mutation happened but its receipt could not be stored.
+			s.log.Warn("store receipt", "op", op.Name, "err", err)
+			return tools.Result{OK: true, Value: receipt}
+		}
+		return tools.ErrResult(err)
+	}
+	return tools.Result{OK: true, Value: receipt}
+}
+
+func mergeCtx(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
+}

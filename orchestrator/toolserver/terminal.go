@@ -1,0 +1,226 @@
+package toolserver
+
+import (
+	"encoding/base64"
+
+	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+func terminalHandlers() map[string]handler {
+	return map[string]handler{
+		"terminal_launch":        mutator(terminalLaunch),
+		"terminal_list":          reader(terminalList),
+		"terminal_snapshot":      reader(terminalSnapshot),
+		"terminal_read":          reader(terminalRead),
+		"terminal_capture_since": reader(terminalCaptureSince),
+		"terminal_wait_for":      reader(terminalWaitFor),
+		"terminal_scrollback":    reader(terminalScrollback),
+		"terminal_type": mutator(inputOp(func(c *call, a inputArgs) (tools.InputResult, error) {
+			return c.s.o.Type(c.ctx, a.Terminal, a.Text, a.Wait)
+		})),
+		"terminal_press": mutator(inputOp(func(c *call, a inputArgs) (tools.InputResult, error) {
+			return c.s.o.Press(c.ctx, a.Terminal, a.Keys, a.Wait)
+		})),
+		"terminal_paste": mutator(inputOp(func(c *call, a inputArgs) (tools.InputResult, error) {
+			return c.s.o.Paste(c.ctx, a.Terminal, a.Text, a.Wait)
+		})),
+		"terminal_submit": mutator(inputOp(func(c *call, a inputArgs) (tools.InputResult, error) {
+			return c.s.o.Submit(c.ctx, a.Terminal, a.Text, a.Wait)
+		})),
+		"terminal_interrupt": mutator(inputOp(func(c *call, a inputArgs) (tools.InputResult, error) {
+			return c.s.o.Interrupt(c.ctx, a.Terminal, a.Wait)
+		})),
+		"terminal_resize":   mutator(terminalResize),
+		"terminal_signal":   mutator(terminalSignal),
+		"terminal_close":    mutator(terminalClose),
+		"terminal_external": mutator(terminalExternal),
+		"terminal_focus":    mutator(terminalFocus),
+	}
+}
+
+// stateOf is the fresh snapshot every receipt carries, or ClosedState
+// when the terminal is gone.
+func (c *call) stateOf(id string) any {
+	snap, err := c.s.o.Snapshot(id)
+	if err != nil {
+		return tools.ClosedState{Terminal: id, Status: "closed"}
+	}
+	return snap
+}
+
+// launchFor launches a node owned by the caller (and, for an agent, with
+// the caller as its parent), records the caller's chain of incarnations
+// as the new node's ancestors, and registers the new node's token.
+func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
+	spec.Owner = c.caller.Node
+	if c.caller.Role != tools.RoleOperator {
+		spec.Parent = c.caller.Node
+		spec.Ancestors = []string{c.caller.Incarnation}
+		if m, ok := c.s.o.Meta(c.caller.Node); ok {
+			spec.Ancestors = append(spec.Ancestors, m.Ancestors...)
+		}
+	}
+	info, err := c.s.o.Launch(c.ctx, spec)
+	if err != nil {
+		return tools.NodeInfo{}, err
+	}
+	if m, ok := c.s.o.Meta(info.Terminal); ok {
+		c.s.loadToken(m)
+	}
+	return info, nil
+}
+
+func terminalLaunch(c *call, spec orchestrator.LaunchSpec) (tools.NodeInfo, any, error) {
+	info, err := c.launchFor(spec)
+	if err != nil {
+		return info, nil, err
+	}
+	return info, c.stateOf(info.Terminal), nil
+}
+
+func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
+	return tools.NodeList{Terminals: c.s.o.List(c.ctx)}, nil
+}
+
+type snapshotArgs struct {
+	Terminal        string `json:"terminal"`
+	ScrollbackLines int    `json:"scrollback_lines"`
+	Screenshot      bool   `json:"screenshot"`
+}
+
+func terminalSnapshot(c *call, a snapshotArgs) (tools.Snapshot, error) {
+	o := c.s.o
+	snap, err := o.Snapshot(a.Terminal)
+	if err != nil {
+		return snap, err
+	}
+	if a.ScrollbackLines > 0 {
+		from, to := -a.ScrollbackLines, -1
+		sb, err := o.Scrollback(c.ctx, a.Terminal, &from, &to, "")
+		if err != nil {
+			return tools.Snapshot{}, err
+		}
+		lines := make([]string, 0, len(sb.Lines))
+		for _, l := range sb.Lines {
+			lines = append(lines, l.Text)
+		}
+		snap.Scrollback = &lines
+	}
+	if a.Screenshot {
+		img, err := orchestrator.RenderPNG(snap.Screen)
+		if err != nil {
+			return tools.Snapshot{}, tools.Errorf(tools.KindNotRun, "screenshot of %q: %w", a.Terminal, err)
+		}
+		snap.Image = base64.StdEncoding.EncodeToString(img)
+	}
+	return snap, nil
+}
+
+type readArgs struct {
+	Terminal string `json:"terminal"`
+	MaxChars int    `json:"max_chars"`
+}
+
+func terminalRead(c *call, a readArgs) (tools.ReadResult, error) {
+	return c.s.o.Read(c.ctx, a.Terminal, a.MaxChars)
+}
+
+type captureArgs struct {
+	Terminal string `json:"terminal"`
+	Cursor   uint64 `json:"cursor"`
+}
+
+func terminalCaptureSince(c *call, a captureArgs) (tools.Changes, error) {
+	return c.s.o.CaptureSince(a.Terminal, a.Cursor)
+}
+
+type waitArgs struct {
+	Terminal string `json:"terminal"`
+	tools.WaitSpec
+}
+
+func terminalWaitFor(c *call, a waitArgs) (tools.WaitResult, error) {
+	return c.s.o.WaitFor(c.ctx, a.Terminal, a.WaitSpec)
+}
+
+type scrollbackArgs struct {
+	Terminal string `json:"terminal"`
+	From     *int   `json:"from"`
+	To       *int   `json:"to"`
+	Search   string `json:"search"`
+}
+
+func terminalScrollback(c *call, a scrollbackArgs) (tools.ScrollbackResult, error) {
+	return c.s.o.Scrollback(c.ctx, a.Terminal, a.From, a.To, a.Search)
+}
+
+// inputArgs are the arguments of the input operations.
+type inputArgs struct {
+	Terminal string          `json:"terminal"`
+	Text     string          `json:"text"`
+	Keys     string          `json:"keys"`
+	Wait     *tools.WaitSpec `json:"wait"`
+}
+
+// inputOp wraps an input operation: its receipt's state is the terminal's
+// snapshot after the input (and the wait, if any).
+func inputOp(send func(c *call, a inputArgs) (tools.InputResult, error)) func(c *call, a inputArgs) (tools.InputResult, any, error) {
+	return func(c *call, a inputArgs) (tools.InputResult, any, error) {
+		r, err := send(c, a)
+		if err != nil {
+			return r, nil, err
+		}
+		return r, c.stateOf(a.Terminal), nil
+	}
+}
+
+type resizeArgs struct {
+	Terminal string `json:"terminal"`
+	Columns  int    `json:"columns"`
+	Rows     int    `json:"rows"`
+}
+
+func terminalResize(c *call, a resizeArgs) (tools.ResizeResult, any, error) {
+	snap, err := c.s.o.Resize(c.ctx, a.Terminal, a.Columns, a.Rows)
+	if err != nil {
+		return tools.ResizeResult{}, nil, err
+	}
+	return tools.ResizeResult{Terminal: a.Terminal, Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision}, snap, nil
+}
+
+type signalArgs struct {
+	Terminal string `json:"terminal"`
+	Signal   string `json:"signal"`
+}
+
+func terminalSignal(c *call, a signalArgs) (tools.SignalResult, any, error) {
+	r, err := c.s.o.Signal(a.Terminal, a.Signal)
+	if err != nil {
+		return r, nil, err
+	}
+	return r, c.stateOf(a.Terminal), nil
+}
+
+func terminalClose(c *call, a terminalArg) (tools.CloseResult, any, error) {
+	if err := c.s.o.CloseNode(c.ctx, a.Terminal); err != nil {
+		return tools.CloseResult{}, nil, err
+	}
+	return tools.CloseResult{Terminal: a.Terminal, Closed: true}, tools.ClosedState{Terminal: a.Terminal, Status: "closed"}, nil
+}
+
+func terminalExternal(c *call, a terminalArg) (tools.ExternalResult, any, error) {
+	r, err := c.s.o.External(a.Terminal)
+	if err != nil {
+		return r, nil, err
+	}
+	return r, c.stateOf(a.Terminal), nil
+}
+
+func terminalFocus(c *call, a terminalArg) (tools.FocusResult, any, error) {
+	r, err := c.s.o.Focus(c.ctx, a.Terminal)
+	if err != nil {
+		return r, nil, err
+	}
+	return r, c.stateOf(a.Terminal), nil
+}

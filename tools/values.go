@@ -1,0 +1,345 @@
+package tools
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The value types of the operations: what the engine returns, what the
+// tool server encodes, what the CLI and MCP decode, and what the output
+// schemas are generated from (see OutputSchema). One definition each, so
+// no side guesses a key name.
+
+// Node status values (terminal_list, terminal_snapshot, waits).
+const (
+	StatusRunning = "running"
+	StatusExited  = "exited"
+)
+
+// NodeInfo is one row of terminal_list.
+type NodeInfo struct {
+	Terminal string   `json:"terminal"`
+	Name     string   `json:"name"`
+	Command  []string `json:"command"`
+	Owner    string   `json:"owner"`
+	Parent   string   `json:"parent,omitempty"`
+	Agent    string   `json:"agent,omitempty"`
+	Status   string   `json:"status"`
+	ExitCode *int     `json:"exit_code,omitempty"`
+	Columns  int      `json:"columns"`
+	Rows     int      `json:"rows"`
+	Revision uint64   `json:"revision"`
+	Clients  int      `json:"clients"`
+}
+
+// NodeList is terminal_list's value.
+type NodeList struct {
+	Terminals []NodeInfo `json:"terminals"`
+}
+
+// Cursor is the cursor of a screen.
+type Cursor struct {
+	X       int  `json:"x"`
+	Y       int  `json:"y"`
+	Visible bool `json:"visible"`
+}
+
+// Modes are the terminal modes a client needs to talk to the program.
+type Modes struct {
+	AltScreen      bool `json:"alt_screen"`
+	AppCursor      bool `json:"app_cursor"`
+	BracketedPaste bool `json:"bracketed_paste"`
+	Mouse          bool `json:"mouse"`
+}
+
+// Screen is the visible state of a terminal.
+type Screen struct {
+	Revision uint64   `json:"revision"`
+	Columns  int      `json:"columns"`
+	Rows     int      `json:"rows"`
+	Cursor   Cursor   `json:"cursor"`
+	Modes    Modes    `json:"modes"`
+	Title    string   `json:"title"`
+	Lines    []string `json:"lines"` // visible rows, trailing spaces trimmed
+}
+
+// Snapshot is terminal_snapshot's value (and the state of most receipts).
+type Snapshot struct {
+	Terminal string `json:"terminal"`
+	Screen
+	Status   string `json:"status"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	// Scrollback holds history lines above the screen, only when asked for.
+	Scrollback *[]string `json:"scrollback,omitempty"`
+	// Image is a base64 PNG of the screen, only when asked for.
+	Image string `json:"image,omitempty"`
+}
+
+// Row is one changed row and its current text.
+type Row struct {
+	Row  int    `json:"row"`
+	Text string `json:"text"`
+}
+
+// Position is a cell position.
+type Position struct {
+	X int `json:"x"`
+	Y int `json:"y"`
+}
+
+// Changes is terminal_capture_since's value: the rows changed after the
+// cursor, with their current text.
+type Changes struct {
+	Revision uint64   `json:"revision"`
+	Rows     []Row    `json:"rows"`
+	Cursor   Position `json:"cursor"`
+}
+
+// ReadResult is terminal_read's value.
+type ReadResult struct {
+	Terminal  string `json:"terminal"`
+	Text      string `json:"text"`
+	Revision  uint64 `json:"revision"`
+	Truncated bool   `json:"truncated"`
+}
+
+// ScrollbackLine is one line of terminal_scrollback.
+type ScrollbackLine struct {
+	Line int    `json:"line"` // tmux's numbering: 0 is the top visible row, negative is history
+	Text string `json:"text"`
+}
+
+// ScrollbackResult is terminal_scrollback's value.
+type ScrollbackResult struct {
+	Terminal    string           `json:"terminal"`
+	HistorySize int              `json:"history_size"`
+	Lines       []ScrollbackLine `json:"lines"`
+	Truncated   bool             `json:"truncated"`
+}
+
+// WaitSpec is what to wait for (terminal_wait_for, watch_start and the
+// nested wait object of the input operations).
+type WaitSpec struct {
+	Wait      string  `json:"wait"`
+	Text      string  `json:"text,omitempty"`
+	Pattern   string  `json:"pattern,omitempty"`
+	QuietMS   int     `json:"quiet_ms,omitempty"`
+	After     *uint64 `json:"after,omitempty"`
+	TimeoutMS int     `json:"timeout_ms,omitempty"`
+}
+
+// WaitResult is how a wait ended. A wait inside an input operation that
+// ran out of time has TimedOut set (the input was sent).
+type WaitResult struct {
+	Matched   bool     `json:"matched"`
+	TimedOut  bool     `json:"timed_out,omitempty"`
+	Wait      string   `json:"wait"`
+	Revision  uint64   `json:"revision"`
+	After     uint64   `json:"after"`
+	Match     string   `json:"match,omitempty"`
+	ElapsedMS int64    `json:"elapsed_ms"`
+	Status    string   `json:"status"`
+	ExitCode  *int     `json:"exit_code,omitempty"`
+	Excerpt   []string `json:"excerpt,omitempty"` // the screen's last rows, on a timeout
+}
+
+// InputResult is the result of an input operation.
+type InputResult struct {
+	Terminal string      `json:"terminal"`
+	Revision uint64      `json:"revision"` // the revision just before the input was sent
+	Keys     []string    `json:"keys,omitempty"`
+	Bytes    int         `json:"bytes,omitempty"`
+	Wait     *WaitResult `json:"wait,omitempty"`
+}
+
+// ResizeResult is terminal_resize's result.
+type ResizeResult struct {
+	Terminal string `json:"terminal"`
+	Columns  int    `json:"columns"`
+	Rows     int    `json:"rows"`
+	Revision uint64 `json:"revision"`
+}
+
+// SignalResult is terminal_signal's result.
+type SignalResult struct {
+	Terminal string `json:"terminal"`
+	Signal   string `json:"signal"`
+	PID      int    `json:"pid"`
+}
+
+// CloseResult is terminal_close's result.
+type CloseResult struct {
+	Terminal string `json:"terminal"`
+	Closed   bool   `json:"closed"`
+}
+
+// ClosedState is the state of a receipt whose node no longer exists.
+type ClosedState struct {
+	Terminal string `json:"terminal"`
+	Status   string `json:"status"` // "closed"
+}
+
+// ExternalResult is terminal_external's result.
+type ExternalResult struct {
+	Terminal string   `json:"terminal"`
+	Argv     []string `json:"argv"`
+	PID      int      `json:"pid"`
+}
+
+// FocusResult is terminal_focus's result.
+type FocusResult struct {
+	Terminal string `json:"terminal"`
+	Clients  int    `json:"clients"`
+	Hint     string `json:"hint,omitempty"`
+}
+
+// SessionInfo is session_info's value.
+type SessionInfo struct {
+	Node            string   `json:"node"`
+	Role            string   `json:"role"`
+	InstanceID      string   `json:"instance_id"`
+	Version         string   `json:"version"`
+	TmuxSocket      string   `json:"tmux_socket"`
+	TmuxSession     string   `json:"tmux_session,omitempty"`
+	Operations      []string `json:"operations"`
+	PreferencesFile string   `json:"preferences_file"`
+	StateDir        string   `json:"state_dir"`
+	Attach          string   `json:"attach"`
+	// How often mirrors were rebuilt from tmux, and how often a quiet
+	// mirror differed from tmux and was healed: regressions show here.
+	MirrorReseeds int `json:"mirror_reseeds"`
+	MirrorHeals   int `json:"mirror_heals"`
+}
+
+// GuideText is guide_read's value.
+type GuideText struct {
+	Topic string `json:"topic"`
+	Text  string `json:"text"`
+}
+
+// WatchStarted is watch_start's value.
+type WatchStarted struct {
+	Watch    string `json:"watch"`
+	Terminal string `json:"terminal"`
+	After    uint64 `json:"after"`
+}
+
+// WatchFired is watch_wait's value once the watch fired.
+type WatchFired struct {
+	Watch  string     `json:"watch"`
+	Fired  bool       `json:"fired"`
+	Result WaitResult `json:"result"`
+}
+
+// WatchCancelled is watch_cancel's value.
+type WatchCancelled struct {
+	Watch     string `json:"watch"`
+	Cancelled bool   `json:"cancelled"`
+}
+
+// Agent states (agent_report, agent_status).
+const (
+	AgentIdle    = "idle"
+	AgentWorking = "working"
+	AgentWaiting = "waiting"
+	AgentUnknown = "unknown"
+)
+
+// AgentInfo is one row of agent_status.
+type AgentInfo struct {
+	Node    string    `json:"node"`
+	Name    string    `json:"name"`
+	Agent   string    `json:"agent"`
+	State   string    `json:"state"`
+	Message string    `json:"message"`
+	Updated time.Time `json:"updated"`
+	Status  string    `json:"status"`
+}
+
+// AgentList is agent_status's value.
+type AgentList struct {
+	Agents []AgentInfo `json:"agents"`
+}
+
+// AgentReport is agent_report's value.
+type AgentReport struct {
+	Node    string `json:"node"`
+	State   string `json:"state"`
+	Message string `json:"message"`
+}
+
+// Task states.
+const (
+	TaskPending   = "pending"
+	TaskCompleted = "completed"
+	TaskFailed    = "failed"
+)
+
+// Task is a message sent with agent_send and its reply.
+type Task struct {
+	ID        string    `json:"task"`
+	From      string    `json:"from"`
+	To        string    `json:"to"`
+	Text      string    `json:"text"`
+	MessageID string    `json:"message_id"`
+	State     string    `json:"state"` // pending, completed, failed
+	Reply     string    `json:"reply,omitempty"`
+	Created   time.Time `json:"created"`
+	Replied   time.Time `json:"replied,omitzero"`
+}
+
+// TaskSent is agent_send's result.
+type TaskSent struct {
+	Task      string `json:"task"`
+	Duplicate bool   `json:"duplicate,omitempty"`
+}
+
+// Dialog is a pending permission prompt or question.
+type Dialog struct {
+	ID      string    `json:"dialog"`
+	Node    string    `json:"node"`
+	Kind    string    `json:"kind"`
+	Title   string    `json:"title"`
+	Options []string  `json:"options,omitempty"`
+	Created time.Time `json:"created"`
+}
+
+// DialogList is dialog_list's value.
+type DialogList struct {
+	Dialogs []Dialog `json:"dialogs"`
+}
+
+// Dialog answer modes.
+const (
+	AnswerDeny   = "deny"
+	AnswerAllow  = "allow"
+	AnswerAlways = "always"
+)
+
+// DialogAnswer is how a dialog was answered.
+type DialogAnswer struct {
+	Mode      string `json:"mode"`
+	Selection string `json:"selection,omitempty"`
+}
+
+// DialogOutcome is dialog_request's value and dialog_answer's result.
+type DialogOutcome struct {
+	Dialog     string       `json:"dialog,omitempty"`
+	Answer     DialogAnswer `json:"answer"`
+	Remembered bool         `json:"remembered,omitempty"`
+}
+
+// DialogState is the state of dialog_answer's receipt.
+type DialogState struct {
+	Dialog   string `json:"dialog"`
+	Node     string `json:"node"`
+	Answered bool   `json:"answered"`
+}
+
+// DecodeValue decodes a result value into v.
+func DecodeValue(raw json.RawMessage, v any) error {
+	if err := json.Unmarshal(raw, v); err != nil {
+		return Errorf(KindInternal, "decode result value: %w", err)
+	}
+	return nil
+}
