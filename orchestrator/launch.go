@@ -33,12 +33,12 @@ type LaunchSpec struct {
 	Columns int               `json:"columns,omitempty"`
 	Rows    int               `json:"rows,omitempty"`
 
-	Owner  string `json:"-"` // launching node id, or "operator"
+	Owner string `json:"-"` // launching node id, or "operator"
 	// Ancestors are the incarnations that may drive the node besides the
 	// operator (the launching node's and its own ancestors).
 	Ancestors []string `json:"-"`
-	Parent string `json:"-"` // launching node id (agents)
-	Agent  string `json:"-"` // agent kind
+	Parent    string   `json:"-"` // launching node id (agents)
+	Agent     string   `json:"-"` // agent kind
 	// ExtraEnv is added after Env (TERMSPRAWL_* for agents).
 	ExtraEnv map[string]string `json:"-"`
 }
