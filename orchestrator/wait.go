@@ -170,9 +170,11 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 		n.observers.Add(-1)
 		n.lastObserved.Store(time.Now().UnixNano())
 	}()
-	n.observe(ctx)
+	// The baseline is the revision when the call starts, before a sleeping
+	// node is woken: output that arrived meanwhile shows in the wake's seed.
 	start := time.Now()
 	baseline := n.scr.Revision()
+	n.observe(ctx)
 	if c.After != nil {
 		baseline = *c.After
 		if cur := n.scr.Revision(); baseline > cur {

@@ -637,3 +637,26 @@ func TestJSONShapes(t *testing.T) {
 		t.Fatalf("empty rows JSON %s", b)
 	}
 }
+
+// A screen created at a base revision counts on from it and refuses
+// anything older as history-truncated (a restarted node's old cursors).
+func TestBaseRevision(t *testing.T) {
+	const base = 3 << 32
+	s := NewWithOptions(10, 3, Options{BaseRevision: base})
+	defer s.Close()
+	if got := s.Revision(); got != base {
+		t.Fatalf("revision of a blank screen = %d, want %d", got, base)
+	}
+	if err := s.Write([]byte("hi")); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Revision(); got != base+1 {
+		t.Fatalf("revision after a write = %d, want %d", got, base+1)
+	}
+	if _, err := s.ChangesSince(base); err != nil {
+		t.Fatalf("changes since the base: %v", err)
+	}
+	if _, err := s.ChangesSince(5); !errors.Is(err, ErrHistoryTruncated) {
+		t.Fatalf("changes since a revision below the base: %v, want ErrHistoryTruncated", err)
+	}
+}
