@@ -642,7 +642,7 @@ func TestJSONShapes(t *testing.T) {
 // anything older as history-truncated (a restarted node's old cursors).
 func TestBaseRevision(t *testing.T) {
 	const base = 3 << 32
-	s := NewWithOptions(10, 3, Options{BaseRevision: base})
+	s := screen.NewWithOptions(10, 3, screen.Options{BaseRevision: base})
 	defer s.Close()
 	if got := s.Revision(); got != base {
 		t.Fatalf("revision of a blank screen = %d, want %d", got, base)
@@ -656,7 +656,7 @@ func TestBaseRevision(t *testing.T) {
 	if _, err := s.ChangesSince(base); err != nil {
 		t.Fatalf("changes since the base: %v", err)
 	}
-	if _, err := s.ChangesSince(5); !errors.Is(err, ErrHistoryTruncated) {
-		t.Fatalf("changes since a revision below the base: %v, want ErrHistoryTruncated", err)
+	if _, err := s.ChangesSince(5); !errors.Is(err, screen.ErrHistoryTruncated) {
+		t.Fatalf("changes since a revision below the base: %v, want screen.ErrHistoryTruncated", err)
 	}
 }
