@@ -26,6 +26,7 @@ var allowed = map[string][]string{
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator"},
 	"cli":                     {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong", "github.com/mark3labs/mcp-go/"},
 	"cmd/...":                 {module + "/cli"},
+	"internal/schematest":     {module + "/tools", "github.com/santhosh-tekuri/jsonschema/"},
 	"internal/...":            {},
 }
 

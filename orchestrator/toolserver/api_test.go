@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/schematest"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -119,6 +120,10 @@ func apiOK(t testing.TB, sess, op string, args any, out any) json.RawMessage {
 	res := apiCall(t, sess, op, args)
 	if !res.OK {
 		t.Fatalf("%s %s as %s: %s: %s", op, apiArgs(t, args), filepath.Base(sess), res.Kind, res.Error)
+	}
+	// Every value the server sends matches the output schema of the table.
+	if err := schematest.ValidateValue(op, res.Value); err != nil {
+		t.Fatal(err)
 	}
 	if out != nil {
 		if err := json.Unmarshal(res.Value, out); err != nil {
