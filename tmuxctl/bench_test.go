@@ -77,7 +77,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 		// difference to "control" is what Client itself costs.
 		cmd := exec.Command("tmux", "-L", srv.Socket, "-f", os.DevNull, "-C", "attach-session", "-t", "=rt")
 		cmd.Env = tmuxtest.Env()
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		cmd.SysProcAttr = childSysProcAttr()
 		in, err := cmd.StdinPipe()
 		if err != nil {
 			b.Fatal(err)
@@ -200,6 +200,7 @@ func (s *benchSink) output(_, escaped []byte) {
 func (s *benchSink) event(Event)   {}
 func (s *benchSink) reply(reply)   {}
 func (s *benchSink) foreign(reply) {}
+func (s *benchSink) stray([]byte)  {}
 
 // BenchmarkDecode measures the client's read path without tmux: a recorded
 // %output stream is split into lines the way readLoop does it (64 KiB
@@ -322,7 +323,7 @@ func benchFlood(b *testing.B, mode, file string, size int64) {
 		case "bare":
 			bare = exec.Command("tmux", "-L", srv.Socket, "-f", os.DevNull, "-C", "attach-session", "-t", "="+sess)
 			bare.Env = tmuxtest.Env()
-			bare.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+			bare.SysProcAttr = childSysProcAttr()
 			var err error
 			bareIn, err = bare.StdinPipe() // stdin stays open: EOF would detach
 			if err != nil {

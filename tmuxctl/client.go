@@ -3,15 +3,17 @@ package tmuxctl
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -94,11 +96,32 @@ type Client struct {
 	closeMu  sync.Once
 	exitedCh chan struct{} // closed when cmd.Wait returned
 
-	mu       sync.Mutex // guards pending, the order of writes to stdin, err, panes
+	// mu guards the client's shared state: pending (requests awaiting
+	// replies, in the order their lines were queued), outbox (bytes for
+	// stdin not yet taken by the writer, in that same order), syncSeq,
+	// err, panes and unpaired. It is held only for short sections that
+	// never block: never during a write to tmux's stdin and never while
+	// waiting on a consumer, because the reader takes it for every %output
+	// line and must keep draining tmux (tmux 3.3a stops reading our stdin
+	// while its stdout is not drained).
+	mu       sync.Mutex
 	pending  []*request
+	outbox   []byte // queued lines, written by whoever holds wmu
 	err      *ExitError
 	panes    map[string]*PaneStream
 	unpaired int // replies that arrived with nothing pending (should stay 0)
+
+	// wmu is the writer lock: it guards writes to stdin (only its holder
+	// writes) and writeHook. Its holder takes the outbox under mu, lets go
+	// of mu, and writes; lines reach tmux in the order they were queued,
+	// which is the order of pending, so replies (tmux answers in order)
+	// pair up. It is only ever taken with TryLock (see writeQueued), and
+	// mu may be taken while holding it, never the other way round.
+	wmu       sync.Mutex
+	writeHook func([]byte) // tests only: called by the writer before each write
+
+	syncBase string // unique prefix of this client's sync markers
+	syncSeq  uint64
 
 	evMu    sync.Mutex // guards evQueue
 	evQueue []Event
@@ -107,12 +130,22 @@ type Client struct {
 }
 
 type request struct {
-	line    string
-	want    int
-	replies []reply
-	marks   map[string]uint64 // pane output totals when the last reply ended
-	done    chan struct{}
-	err     error
+	line string
+	want int // how many reply blocks the line's own commands produce
+	// sync is the marker printed by a command queued on its own line after
+	// a line that makes tmux insert commands (source-file, if-shell,
+	// run-shell -C). Those commands answer with blocks of their own, with
+	// the same flags as ours and between our line's blocks and the next
+	// line's, and nothing tells them apart: so every block after this
+	// line's own replies, up to the marker's, belongs to this request.
+	sync     string
+	ownDone  bool              // the line's own replies are complete
+	replies  []reply           // the line's own replies, in order
+	inserted []reply           // blocks of commands tmux inserted (with sync only)
+	stray    []string          // lines outside any block while inserted commands ran (config parse errors)
+	marks    map[string]uint64 // pane output totals when the line's own replies ended
+	done     chan struct{}
+	err      error
 }
 
 // Start runs tmux in control mode with cfg.Args and waits for tmux's
@@ -139,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	argv := append([]string{"-L", cfg.Socket, "-f", cfg.ConfigFile, "-C"}, cfg.Args...)
 	cmd := exec.Command(cfg.Tmux, argv...)
 	cmd.Env = append(EnvWithoutTmux(os.Environ()), cfg.Env...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	cmd.SysProcAttr = childSysProcAttr()
 	c := &Client{
 		cfg:      cfg,
 		cmd:      cmd,
@@ -149,6 +182,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 		closing:  make(chan struct{}),
 		exitedCh: make(chan struct{}),
 		panes:    map[string]*PaneStream{},
+		syncBase: newSyncBase(),
 		evReady:  make(chan struct{}, 1),
 		events:   make(chan Event),
 	}
@@ -234,32 +268,36 @@ func (c *Client) paneLocked(pane string) *PaneStream {
 // reply is a *CommandError. The line is checked with CheckCommand first;
 // nothing is sent if it fails. Cancelling ctx abandons the wait, not the
 // command: tmux still runs it.
+//
+// Run returns the command's own reply, also for a command that makes tmux
+// run more commands after it (source-file, if-shell, run-shell -C): their
+// blocks are consumed and dropped, so the next command still gets its own
+// reply. To apply a configuration file and learn about its errors, use
+// SourceFile.
 func (c *Client) Run(ctx context.Context, line string) ([]string, error) {
 	if err := CheckCommand(line); err != nil {
 		return nil, err
 	}
-	out, _, err := c.send(ctx, line, 1)
+	req, err := c.roundTrip(ctx, line, 1, insertsCommands(line))
 	if err != nil {
 		return nil, err
 	}
-	return out[0], nil
+	outs, err := req.outputs()
+	if err != nil {
+		return nil, err
+	}
+	return outs[0], nil
 }
 
 // RunMany sends several commands on one line (joined with " ; "), so tmux
 // runs them back to back with nothing in between, and returns each one's
 // output. tmux stops at the first failing command: the result then holds
 // the outputs of those that ran, and the error is a *CommandError naming
-// the index of the one that failed.
+// the index of the one that failed. A command that makes tmux run more
+// commands after it (source-file, if-shell, run-shell -C) may only be the
+// last one, since what it runs would come in between.
 func (c *Client) RunMany(ctx context.Context, cmds ...string) ([][]string, error) {
-	if len(cmds) == 0 {
-		return nil, fmt.Errorf("%w: no commands", ErrBadCommand)
-	}
-	for _, cmd := range cmds {
-		if err := CheckCommand(cmd); err != nil {
-			return nil, err
-		}
-	}
-	outs, _, err := c.send(ctx, strings.Join(cmds, " ; "), len(cmds))
+	outs, _, err := c.runMany(ctx, cmds)
 	return outs, err
 }
 
@@ -270,45 +308,224 @@ func (c *Client) RunMany(ctx context.Context, cmds ...string) ([][]string, error
 // it happened after: the race-free way to seed a screen from capture-pane
 // and then apply only newer output.
 func (c *Client) RunManyMarked(ctx context.Context, cmds ...string) ([][]string, map[string]uint64, error) {
+	return c.runMany(ctx, cmds)
+}
+
+func (c *Client) runMany(ctx context.Context, cmds []string) ([][]string, map[string]uint64, error) {
 	if len(cmds) == 0 {
 		return nil, nil, fmt.Errorf("%w: no commands", ErrBadCommand)
 	}
-	for _, cmd := range cmds {
+	for i, cmd := range cmds {
 		if err := CheckCommand(cmd); err != nil {
 			return nil, nil, err
 		}
+		if i < len(cmds)-1 && insertsCommands(cmd) {
+			return nil, nil, fmt.Errorf("%w: %q makes tmux run more commands right after it; it may only be the last of a RunMany", ErrBadCommand, cmd)
+		}
 	}
-	return c.send(ctx, strings.Join(cmds, " ; "), len(cmds))
+	req, err := c.roundTrip(ctx, strings.Join(cmds, " ; "), len(cmds), insertsCommands(cmds[len(cmds)-1]))
+	if err != nil {
+		return nil, nil, err
+	}
+	outs, err := req.outputs()
+	return outs, req.marks, err
 }
 
-func (c *Client) send(ctx context.Context, line string, want int) ([][]string, map[string]uint64, error) {
+// SourceFile applies a tmux configuration file (source-file) and returns
+// once tmux has run every command in it. Unlike Run it reports the file's
+// errors: the file cannot be read, a command of it failed (tmux goes on
+// with the next one) or a line did not parse (tmux then runs none of the
+// file). All of them come back in one *CommandError. A relative path is
+// made absolute against the caller's working directory first; tmux
+// expands glob patterns in it.
+//
+// tmux 3.3a answers source-file over control mode with its own empty block
+// and then one block per command of the file, flagged exactly like the
+// replies to our commands; parse errors come as bare lines between blocks.
+// SourceFile (and Run) consume all of that up to a marker command queued
+// right behind, so no block of the file is taken as the reply to the next
+// command.
+func (c *Client) SourceFile(ctx context.Context, path string) error {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return fmt.Errorf("source tmux config %q: %w", path, err)
+	}
+	line := Command("source-file", "--", abs)
+	req, err := c.roundTrip(ctx, line, 1, true)
+	if err != nil {
+		return err
+	}
+	if _, err := req.outputs(); err != nil {
+		return err
+	}
+	var problems []string
+	for _, r := range req.inserted {
+		if r.err {
+			problems = append(problems, strings.Join(r.lines, "\n"))
+		}
+	}
+	problems = append(problems, req.stray...)
+	if len(problems) > 0 {
+		return &CommandError{Command: line, Message: strings.Join(problems, "\n")}
+	}
+	return nil
+}
+
+// roundTrip queues line (and, with withSync, a marker command on a line of
+// its own after it), writes what is queued and waits for the request to
+// complete. On success the request's fields are final.
+func (c *Client) roundTrip(ctx context.Context, line string, want int, withSync bool) (*request, error) {
 	req := &request{line: line, want: want, done: make(chan struct{})}
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
 		c.mu.Unlock()
-		return nil, nil, fmt.Errorf("%w: %w", ErrClosed, err)
+		return nil, fmt.Errorf("%w: %w", ErrClosed, err)
 	}
 	c.pending = append(c.pending, req)
-	_, werr := io.WriteString(c.stdin, line+"\n")
+	c.outbox = append(c.outbox, line...)
+	c.outbox = append(c.outbox, '\n')
+	if withSync {
+		c.syncSeq++
+		req.sync = c.syncBase + strconv.FormatUint(c.syncSeq, 10)
+		c.outbox = append(c.outbox, "display-message -p "...)
+		c.outbox = append(c.outbox, req.sync...)
+		c.outbox = append(c.outbox, '\n')
+	}
 	c.mu.Unlock()
-	_ = werr // a failed write ends the stream; the reader then fails req
+	c.writeQueued()
 	select {
 	case <-req.done:
 	case <-ctx.Done():
-		return nil, nil, fmt.Errorf("wait for reply to %q: %w", line, ctx.Err())
+		return nil, fmt.Errorf("wait for reply to %q: %w", line, ctx.Err())
 	}
 	if req.err != nil {
-		return nil, nil, req.err
+		return nil, req.err
 	}
+	return req, nil
+}
+
+// writeQueued writes the outbox to tmux's stdin unless another goroutine
+// is already writing: that one writes what was queued meanwhile before it
+// lets go of the writer lock, so a caller never waits for someone else's
+// write (its context still ends its wait for the reply). mu is not held
+// during a write, so the reader keeps draining tmux however long it takes.
+func (c *Client) writeQueued() {
+	for c.wmu.TryLock() {
+		for {
+			c.mu.Lock()
+			buf := c.outbox
+			c.outbox = nil
+			c.mu.Unlock()
+			if len(buf) == 0 {
+				break
+			}
+			if c.writeHook != nil {
+				c.writeHook(buf)
+			}
+			if _, err := c.stdin.Write(buf); err != nil {
+				// tmux's stdin is gone (Close, or the child died): make
+				// sure the child sees end of input; the reader then fails
+				// every pending request when the stream ends.
+				c.stdin.Close()
+			}
+		}
+		c.wmu.Unlock()
+		// A line queued after the last look at the outbox, by a caller
+		// whose TryLock failed because we still held the lock, is ours
+		// to write: look again.
+		c.mu.Lock()
+		empty := len(c.outbox) == 0
+		c.mu.Unlock()
+		if empty {
+			return
+		}
+	}
+}
+
+// outputs returns the line's own outputs, or the outputs of the commands
+// that ran and a *CommandError for the one that failed.
+func (req *request) outputs() ([][]string, error) {
 	outs := make([][]string, 0, len(req.replies))
 	for i, r := range req.replies {
 		if r.err {
-			return outs, req.marks, &CommandError{Command: line, Index: i, Message: strings.Join(r.lines, "\n")}
+			return outs, &CommandError{Command: req.line, Index: i, Message: strings.Join(r.lines, "\n")}
 		}
 		outs = append(outs, r.lines)
 	}
-	return outs, req.marks, nil
+	return outs, nil
+}
+
+// insertsCommands reports whether cmd may make tmux queue more commands
+// right after it, each with a reply block indistinguishable from ours:
+// source-file (the commands of the file), if-shell and run-shell -C (the
+// command they run). tmux accepts a command's alias or any unambiguous
+// prefix of its name; a false positive costs only one marker command.
+func insertsCommands(cmd string) bool {
+	name := firstWord(cmd)
+	if name == "" {
+		return false
+	}
+	switch name {
+	case "source", "if", "run":
+		return true
+	}
+	for _, full := range []string{"source-file", "if-shell", "run-shell"} {
+		if strings.HasPrefix(full, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// firstWord returns the first word of a command line as tmux's parser
+// reads it (quotes removed, backslash escapes applied), enough to name
+// the command.
+func firstWord(line string) string {
+	var b strings.Builder
+	i := 0
+	for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+		i++
+	}
+	var inSingle, inDouble bool
+	for ; i < len(line); i++ {
+		ch := line[i]
+		switch {
+		case inSingle:
+			if ch == '\'' {
+				inSingle = false
+			} else {
+				b.WriteByte(ch)
+			}
+		case inDouble:
+			if ch == '"' {
+				inDouble = false
+			} else if ch == '\\' && i+1 < len(line) {
+				i++
+				b.WriteByte(line[i])
+			} else {
+				b.WriteByte(ch)
+			}
+		case ch == '\'':
+			inSingle = true
+		case ch == '"':
+			inDouble = true
+		case ch == '\\' && i+1 < len(line):
+			i++
+			b.WriteByte(line[i])
+		case ch == ' ' || ch == '\t' || ch == ';':
+			return b.String()
+		default:
+			b.WriteByte(ch)
+		}
+	}
+	return b.String()
+}
+
+func newSyncBase() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "tmuxctl-sync-" + hex.EncodeToString(b[:]) + "-"
 }
 
 // SetSize makes tmux count this client for sizing at columns×rows
@@ -498,19 +715,46 @@ func (s *clientSink) reply(r reply) {
 		return
 	}
 	req := c.pending[0]
-	req.replies = append(req.replies, r)
-	finished := r.err || len(req.replies) == req.want
+	var finished bool
+	switch {
+	case !req.ownDone:
+		req.replies = append(req.replies, r)
+		if r.err || len(req.replies) == req.want {
+			// tmux stops a line at its first error; the marker is on a
+			// line of its own and still runs.
+			req.ownDone = true
+			req.marks = make(map[string]uint64, len(c.panes))
+			for id, p := range c.panes {
+				req.marks[id] = p.Total()
+			}
+			finished = req.sync == ""
+		}
+	case !r.err && len(r.lines) == 1 && r.lines[0] == req.sync:
+		finished = true
+	default:
+		req.inserted = append(req.inserted, r)
+	}
 	if finished {
 		c.pending = c.pending[1:]
-		req.marks = make(map[string]uint64, len(c.panes))
-		for id, p := range c.panes {
-			req.marks[id] = p.Total()
-		}
 	}
 	c.mu.Unlock()
 	if finished {
 		close(req.done)
 	}
+}
+
+// stray is a line outside any block that is not protocol. tmux prints the
+// parse errors of a sourced file that way, after the blocks of its
+// commands: they belong to the request waiting for its marker.
+func (s *clientSink) stray(line []byte) {
+	c := s.c
+	c.mu.Lock()
+	if len(c.pending) > 0 {
+		if req := c.pending[0]; req.sync != "" && req.ownDone {
+			req.stray = append(req.stray, string(line))
+		}
+	}
+	c.mu.Unlock()
 }
 
 // foreign handles blocks that are not replies to Run: the first one is

@@ -6,7 +6,14 @@
 // pipelines commands from many goroutines, decodes %output and
 // %extended-output into exact per-pane byte streams, parses notifications
 // into typed events and reports the death of the client or the server with
-// the reason tmux gave.
+// the reason tmux gave. Every command gets exactly its own reply, also
+// after commands that make tmux run more commands (source-file, if-shell):
+// the blocks of those are consumed up to a marker command. Apply a
+// configuration file with Client.SourceFile, which also reports its
+// errors.
+//
+// Writing to tmux never holds the lock the reader needs: a huge command
+// line does not stop the reader from draining a flooding pane.
 //
 // The reader goroutine never waits on a consumer: pane output is buffered
 // per pane up to a bound, and a consumer that falls further behind is told

@@ -32,6 +32,10 @@ type sink interface {
 	event(ev Event)
 	reply(r reply)   // a block answering one of our commands
 	foreign(r reply) // any other block (the start command's, a hook's)
+	// stray receives a non-empty line outside any block that is not
+	// protocol (tmux prints a sourced file's parse errors that way); only
+	// valid during the call.
+	stray(line []byte)
 }
 
 // framer splits the control-mode line stream into replies, output and
@@ -41,9 +45,16 @@ type sink interface {
 // the %end/%error with the same time, number and flags, so pane text that
 // looks like protocol ("%end 1 2 1", "%exit") stays content. tmux writes a
 // synchronous command's block in one piece, and termsprawl sends no
-// commands that wait (run-shell, if-shell, wait-for, prompts). Inside a
-// foreign block (a hook's) output and notification lines are still
-// dispatched, since such blocks may stay open across the event loop.
+// commands that wait for a person (prompts, menus). Inside a foreign block
+// (a hook's) output and notification lines are still dispatched, since
+// such blocks may stay open across the event loop.
+//
+// The framer does not decide which command a block answers. Commands that
+// make tmux run more commands right after them (source-file, if-shell,
+// run-shell -C) get one block per inserted command, with flags 1 like
+// ours and numbers from tmux's global counter (shared by every client and
+// with gaps), so nothing in the guard tells them apart; the Client pairs
+// them with a marker command (see request.sync).
 type framer struct {
 	open   *reply
 	ignore int // lines outside any block that are not protocol (counted, dropped)
@@ -103,6 +114,9 @@ func (f *framer) line(l []byte, s sink) {
 	}
 	if len(l) == 0 || l[0] != '%' {
 		f.ignore++
+		if len(l) > 0 {
+			s.stray(l)
+		}
 		return
 	}
 	f.dispatch(l, s)

@@ -14,6 +14,7 @@ type recorder struct {
 	events   []Event
 	replies  []reply
 	foreigns []reply
+	strays   []string
 	order    []string
 }
 
@@ -36,6 +37,11 @@ func (r *recorder) reply(rp reply) {
 func (r *recorder) foreign(rp reply) {
 	r.foreigns = append(r.foreigns, rp)
 	r.order = append(r.order, "foreign "+rp.number)
+}
+
+func (r *recorder) stray(line []byte) {
+	r.strays = append(r.strays, string(line))
+	r.order = append(r.order, "stray")
 }
 
 func feed(stream string) *recorder {
@@ -96,7 +102,7 @@ func TestFramer(t *testing.T) {
 		{
 			name:   "garbage outside blocks is dropped",
 			stream: "hello\n%begin nope\n%end 1 2 3\n\n%output\n%output nopane x",
-			order:  nil,
+			order:  []string{"stray"},
 		},
 	}
 	for _, tt := range tests {
