@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"strconv"
@@ -68,7 +70,7 @@ func (o *Orchestrator) Signal(id, sig string) (tools.SignalResult, error) {
 	// session leader): signal the group, falling back to the process.
 	if err := syscall.Kill(-pid, s); err != nil {
 		if err := syscall.Kill(pid, s); err != nil {
-			return tools.SignalResult{}, tools.Errorf(tools.KindRejected, "signal %s to pid %d: %v", sig, pid, err)
+			return tools.SignalResult{}, tools.Errorf(tools.KindRejected, "signal %s to pid %d: %w", sig, pid, err)
 		}
 	}
 	return tools.SignalResult{Terminal: id, Signal: strings.ToUpper(sig), PID: pid}, nil
@@ -115,8 +117,8 @@ func (o *Orchestrator) ExternalArgv(id string) ([]string, error) {
 	if err == nil {
 		return prefs.Argv(attach), nil
 	}
-	if !os.IsNotExist(err) && !strings.Contains(err.Error(), "no such file") {
-		return nil, usage("%s: %v", prefPath, err)
+	if !errors.Is(err, fs.ErrNotExist) {
+		return nil, tools.Errorf(tools.KindUsage, "%s: %w: fix or remove it", prefPath, err)
 	}
 	for _, e := range knownEmulators {
 		if p, err := exec.LookPath(e[0]); err == nil {
@@ -141,7 +143,7 @@ func (o *Orchestrator) External(id string) (tools.ExternalResult, error) {
 	cmd.Env = tools.EnvWithoutTmux(os.Environ())
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
-		return tools.ExternalResult{}, tools.Errorf(tools.KindRejected, "start %s: %v: run `termsprawl attach %s` in a terminal instead", argv[0], err, id)
+		return tools.ExternalResult{}, tools.Errorf(tools.KindRejected, "start %s: %w: run `termsprawl attach %s` in a terminal instead", argv[0], err, id)
 	}
 	go cmd.Wait() // reap it whenever it ends
 	return tools.ExternalResult{Terminal: id, Argv: argv, PID: cmd.Process.Pid}, nil

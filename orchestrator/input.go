@@ -67,7 +67,7 @@ func (n *node) typeText(ctx context.Context, text string) error {
 func (o *Orchestrator) Press(ctx context.Context, id, keys string, wait *tools.WaitSpec) (tools.InputResult, error) {
 	parsed, err := ParseKeys(keys)
 	if err != nil {
-		return tools.InputResult{}, usage("%v", err)
+		return tools.InputResult{}, tools.Errorf(tools.KindUsage, "%w", err)
 	}
 	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error { return n.pressKeys(ctx, parsed) })
 	r.Keys = parsed

@@ -121,7 +121,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	o.lifecycleMu.Lock()
 	defer o.lifecycleMu.Unlock()
 	if err := o.srv.ensure(ctx); err != nil {
-		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the private tmux server is not reachable: %v", err)
+		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the private tmux server is not reachable: %w", err)
 	}
 	o.mu.Lock()
 	count, closing := len(o.nodes), o.closing

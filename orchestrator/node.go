@@ -1,7 +1,7 @@
 package orchestrator
 
 import (
-	"fmt"
+	"errors"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -218,12 +218,17 @@ func (n *node) info(clients int) tools.NodeInfo {
 		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients}
 }
 
+// errUnexpectedReply is the cause of a tmux reply of the wrong shape.
+var errUnexpectedReply = errors.New("unexpected reply from tmux")
+
+// tmuxErr is the error of an operation whose tmux command failed: not
+// found when the node is gone, else unavailable with the cause kept.
 func (n *node) tmuxErr(op string, err error) error {
 	if _, _, gone := n.state(); gone {
 		return tools.Errorf(tools.KindNotFound, "terminal %q is gone (its tmux session ended)", n.meta.ID)
 	}
 	if err == nil {
-		err = fmt.Errorf("unexpected reply")
+		err = errUnexpectedReply
 	}
-	return tools.Errorf(tools.KindUnavailable, "%s on %q: %v", op, n.meta.ID, err)
+	return tools.Errorf(tools.KindUnavailable, "%s on %q: %w", op, n.meta.ID, err)
 }

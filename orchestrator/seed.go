@@ -25,9 +25,13 @@ func (n *node) attach(ctx context.Context) error {
 		return fmt.Errorf("attach control client to %s: %w", n.session(), err)
 	}
 	out, err := c.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+n.session()+":", "#{pane_id} #{pane_width} #{pane_height}"))
-	if err != nil || len(out) != 1 {
+	if err != nil {
 		c.Close()
-		return fmt.Errorf("find pane of %s: %v", n.session(), err)
+		return fmt.Errorf("find pane of %s: %w", n.session(), err)
+	}
+	if len(out) != 1 {
+		c.Close()
+		return fmt.Errorf("find pane of %s: %d reply lines %q, want 1", n.session(), len(out), out)
 	}
 	f := strings.Fields(out[0])
 	if len(f) != 3 {

@@ -100,7 +100,10 @@ func (s *tmuxServer) connectLocked(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("attach admin client: %w", err)
 	}
-	if _, err := admin.Run(ctx, tmuxctl.Command("source-file", s.conf)); err != nil {
+	// SourceFile consumes the reply blocks tmux 3.3a sends for each of the
+	// file's commands, so the next command (adoption's list-sessions) gets
+	// its own reply, and it reports the file's errors.
+	if err := admin.SourceFile(ctx, s.conf); err != nil {
 		admin.Close()
 		return fmt.Errorf("apply tmux config: %w", err)
 	}

@@ -34,7 +34,7 @@ func compileWait(spec tools.WaitSpec) (compiled, error) {
 		}
 		re, err := regexp.Compile(spec.Pattern)
 		if err != nil {
-			return c, tools.Errorf(tools.KindUsage, "pattern %q does not compile: %v (Go RE2 syntax)", spec.Pattern, err)
+			return c, tools.Errorf(tools.KindUsage, "pattern %q does not compile: %w (Go RE2 syntax)", spec.Pattern, err)
 		}
 		c.re = re
 	case tools.WaitQuiet, tools.WaitExit, tools.WaitRender:

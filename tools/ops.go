@@ -492,7 +492,7 @@ func clip(s string, n int) string {
 func (op *Operation) Validate(args json.RawMessage) error {
 	fields, err := decodeObject(args)
 	if err != nil {
-		return op.usageErr("", "args must be a JSON object of named arguments (%v); %s", err, op.allowedText())
+		return op.usageErr("", "args must be a JSON object of named arguments (%w); %s", err, op.allowedText())
 	}
 	for _, k := range sortedKeys(fields) {
 		if op.Param(k) == nil {
@@ -530,7 +530,7 @@ func (op *Operation) checkValue(p *Param, path string, raw json.RawMessage) erro
 		}
 		var s string
 		if err := json.Unmarshal(t, &s); err != nil {
-			return op.usageErr(path, "argument %q is not a valid JSON string: %v", path, err)
+			return op.usageErr(path, "argument %q is not a valid JSON string: %w", path, err)
 		}
 		return op.checkString(p, path, s)
 	case TypeInteger:
@@ -553,7 +553,7 @@ func (op *Operation) checkValue(p *Param, path string, raw json.RawMessage) erro
 		}
 		var items []json.RawMessage
 		if err := json.Unmarshal(t, &items); err != nil {
-			return op.usageErr(path, "argument %q is not a valid JSON array: %v", path, err)
+			return op.usageErr(path, "argument %q is not a valid JSON array: %w", path, err)
 		}
 		if p.NonEmpty && len(items) == 0 {
 			return op.usageErr(path, "argument %q must not be an empty array; omit it to use the default", path)
@@ -576,7 +576,7 @@ func (op *Operation) checkValue(p *Param, path string, raw json.RawMessage) erro
 		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(t, &m); err != nil {
-			return op.usageErr(path, "argument %q is not a valid JSON object: %v", path, err)
+			return op.usageErr(path, "argument %q is not a valid JSON object: %w", path, err)
 		}
 		elem := Param{Name: p.Name, Type: TypeString, MaxLen: p.MaxLen}
 		for _, k := range sortedKeys(m) {
@@ -599,7 +599,7 @@ func (op *Operation) checkValue(p *Param, path string, raw json.RawMessage) erro
 		}
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(t, &m); err != nil {
-			return op.usageErr(path, "argument %q is not a valid JSON object: %v", path, err)
+			return op.usageErr(path, "argument %q is not a valid JSON object: %w", path, err)
 		}
 		return op.checkWaitFields(path+".", m)
 	}
@@ -739,7 +739,7 @@ func (op *Operation) checkWaitRules(prefix string, m map[string]json.RawMessage)
 		var pat string
 		if err := json.Unmarshal(m["pattern"], &pat); err == nil {
 			if _, err := regexp.Compile(pat); err != nil {
-				return op.usageErr(prefix+"pattern", "argument %q is not a valid Go RE2 regular expression: %v", prefix+"pattern", err)
+				return op.usageErr(prefix+"pattern", "argument %q is not a valid Go RE2 regular expression: %w", prefix+"pattern", err)
 			}
 		}
 	}
