@@ -16,6 +16,9 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 
+echo "== GOOS=darwin go build ./... (Linux-only code is behind build tags)"
+GOOS=darwin go build -o /dev/null ./... 2>&1 || { echo "the project does not build for darwin" >&2; exit 1; }
+
 echo "== go test ./... (the README's test command)"
 go test ./...
 
