@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -61,13 +60,8 @@ func (h *human) doctor() int {
 	if !res.OK {
 		report(false, "endpoint", "%s", res.Error)
 	} else {
-		var info struct {
-			InstanceID string `json:"instance_id"`
-			Version    string `json:"version"`
-			Reseeds    int    `json:"mirror_reseeds"`
-			Heals      int    `json:"mirror_heals"`
-		}
-		_ = json.Unmarshal(res.Value, &info)
+		var info tools.SessionInfo
+		_ = tools.DecodeValue(res.Value, &info)
 		url := ""
 		if ep, err := tools.ReadEndpoint(tools.EndpointPath(h.stateDir)); err == nil {
 			url = ep.URL
@@ -75,13 +69,15 @@ func (h *human) doctor() int {
 		report(true, "endpoint", "%s answers (instance %s, version %s)", url, info.InstanceID, info.Version)
 		// Informational: how often mirrors were rebuilt from tmux, and how
 		// often a quiet mirror was found to differ from tmux (healed).
-		report(true, "mirrors", "%d reseeds, %d healed after differing from tmux", info.Reseeds, info.Heals)
+		report(true, "mirrors", "%d reseeds, %d healed after differing from tmux", info.MirrorReseeds, info.MirrorHeals)
 	}
 
 	// Every node's tmux session.
 	if res.OK {
 		lres := tools.Call(h.ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
-		rows, err := listRows(lres.Value)
+		var list tools.NodeList
+		err := tools.DecodeValue(lres.Value, &list)
+		rows := list.Terminals
 		switch {
 		case !lres.OK:
 			report(false, "nodes", "terminal_list: %s", lres.Error)

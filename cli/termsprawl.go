@@ -3,14 +3,12 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -270,111 +268,41 @@ func (h *human) launch(op, kind, name, cwd string, command []string) int {
 		cwd = filepath.Join(wd, cwd)
 	}
 	args["cwd"] = cwd
-	v, code := h.call(op, args)
+	r, code := callAs[tools.ReceiptOf[tools.NodeInfo]](h, op, args)
 	if code != ExitOK {
 		return code
 	}
-	id := receiptTerminal(v)
-	if id == "" {
-		_ = prettyJSON(h.stdout, v)
-		return ExitOK
-	}
-	fmt.Fprintln(h.stdout, id)
+	fmt.Fprintln(h.stdout, r.Result.Terminal)
 	return ExitOK
 }
 
-// receiptTerminal finds the node id in a launch receipt.
-func receiptTerminal(v json.RawMessage) string {
-	var r struct {
-		Result map[string]json.RawMessage `json:"result"`
-		State  map[string]json.RawMessage `json:"state"`
-	}
-	if json.Unmarshal(v, &r) != nil {
-		return ""
-	}
-	for _, m := range []map[string]json.RawMessage{r.Result, r.State} {
-		for _, k := range []string{"terminal", "node", "id"} {
-			var s string
-			if json.Unmarshal(m[k], &s) == nil && s != "" {
-				return s
-			}
-		}
-	}
-	return ""
-}
-
-// nodeRow is one terminal_list entry, as far as the CLI shows it.
-type nodeRow struct {
-	Terminal string          `json:"terminal"`
-	Name     string          `json:"name"`
-	Command  []string        `json:"command"`
-	Owner    string          `json:"owner"`
-	Status   string          `json:"status"`
-	ExitCode *int            `json:"exit_code"`
-	Columns  int             `json:"columns"`
-	Rows     int             `json:"rows"`
-	Clients  json.RawMessage `json:"clients"`
-}
-
-// listRows decodes terminal_list's value: an array of nodes, or an object
-// holding one under "terminals" or "nodes".
-func listRows(v json.RawMessage) ([]nodeRow, error) {
-	var rows []nodeRow
-	if err := json.Unmarshal(v, &rows); err == nil {
-		return rows, nil
-	}
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(v, &obj); err != nil {
-		return nil, fmt.Errorf("unexpected terminal_list value: %w", err)
-	}
-	for _, k := range []string{"terminals", "nodes"} {
-		if raw, ok := obj[k]; ok {
-			if err := json.Unmarshal(raw, &rows); err != nil {
-				return nil, fmt.Errorf("unexpected terminal_list value: %w", err)
-			}
-			return rows, nil
-		}
-	}
-	return nil, errors.New("unexpected terminal_list value: no list of terminals")
-}
-
-func (r nodeRow) clientsText() string {
-	t := strings.TrimSpace(string(r.Clients))
-	if t == "" || t == "null" {
-		return "0"
-	}
-	var n int
-	if json.Unmarshal(r.Clients, &n) == nil {
-		return strconv.Itoa(n)
-	}
-	var list []any
-	if json.Unmarshal(r.Clients, &list) == nil {
-		return strconv.Itoa(len(list))
-	}
-	return t
-}
-
-func (h *human) listNodes() ([]nodeRow, json.RawMessage, int) {
-	v, code := h.call("terminal_list", map[string]any{})
+// callAs runs op and decodes its value as T, the operation's value type.
+func callAs[T any](h *human, op string, args map[string]any) (T, int) {
+	var out T
+	v, code := h.call(op, args)
 	if code != ExitOK {
-		return nil, nil, code
+		return out, code
 	}
-	rows, err := listRows(v)
-	if err != nil {
-		fmt.Fprintf(h.stderr, "%s: %v\n", humanName, err)
-		return nil, v, ExitNo
+	if err := tools.DecodeValue(v, &out); err != nil {
+		fmt.Fprintf(h.stderr, "%s: %s: %v\n", humanName, op, err)
+		return out, ExitNo
 	}
-	return rows, v, ExitOK
+	return out, ExitOK
+}
+
+func (h *human) listNodes() ([]tools.NodeInfo, int) {
+	l, code := callAs[tools.NodeList](h, "terminal_list", map[string]any{})
+	return l.Terminals, code
 }
 
 func (h *human) ls(asJSON bool) int {
-	rows, v, code := h.listNodes()
-	if asJSON && v != nil {
-		_ = prettyJSON(h.stdout, v)
-		return code
-	}
+	rows, code := h.listNodes()
 	if code != ExitOK {
 		return code
+	}
+	if asJSON {
+		_ = prettyJSON(h.stdout, tools.NodeList{Terminals: rows})
+		return ExitOK
 	}
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tCOMMAND\tOWNER\tSTATUS\tSIZE\tCLIENTS")
@@ -383,7 +311,7 @@ func (h *human) ls(asJSON bool) int {
 		if r.ExitCode != nil {
 			status += fmt.Sprintf(" (%d)", *r.ExitCode)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dx%d\t%s\n", r.Terminal, dash(r.Name), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), dash(status), r.Columns, r.Rows, r.clientsText())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), dash(status), r.Columns, r.Rows, r.Clients)
 	}
 	_ = tw.Flush()
 	return ExitOK
@@ -418,16 +346,9 @@ func shellJoin(argv []string) string {
 }
 
 func (h *human) snapshot(node string) int {
-	v, code := h.call("terminal_snapshot", map[string]any{"terminal": node})
+	snap, code := callAs[tools.Snapshot](h, "terminal_snapshot", map[string]any{"terminal": node})
 	if code != ExitOK {
 		return code
-	}
-	var snap struct {
-		Lines []string `json:"lines"`
-	}
-	if err := json.Unmarshal(v, &snap); err != nil {
-		fmt.Fprintf(h.stderr, "%s: unexpected terminal_snapshot value: %v\n", humanName, err)
-		return ExitNo
 	}
 	lines := snap.Lines
 	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
@@ -446,7 +367,7 @@ func (h *human) attach(node string) int {
 	if !tools.ValidNodeID(node) {
 		return usageError(h.stderr, humanName, fmt.Errorf("%q is not a node id", node), "see termsprawl ls")
 	}
-	rows, _, code := h.listNodes()
+	rows, code := h.listNodes()
 	if code != ExitOK {
 		return code
 	}
@@ -471,33 +392,14 @@ func (h *human) attach(node string) int {
 	return ExitNo
 }
 
-// dialogRow is one dialog_list entry, as far as the CLI shows it.
-type dialogRow struct {
-	Dialog  string   `json:"dialog"`
-	ID      string   `json:"id"`
-	Node    string   `json:"node"`
-	Kind    string   `json:"kind"`
-	Title   string   `json:"title"`
-	Options []string `json:"options"`
-}
-
 func (h *human) dialogs(asJSON bool) int {
-	v, code := h.call("dialog_list", map[string]any{})
+	list, code := callAs[tools.DialogList](h, "dialog_list", map[string]any{})
 	if code != ExitOK {
 		return code
 	}
-	var rows []dialogRow
-	if err := json.Unmarshal(v, &rows); err != nil {
-		var obj struct {
-			Dialogs []dialogRow `json:"dialogs"`
-		}
-		if err := json.Unmarshal(v, &obj); err != nil || obj.Dialogs == nil {
-			asJSON = true
-		}
-		rows = obj.Dialogs
-	}
+	rows := list.Dialogs
 	if asJSON {
-		_ = prettyJSON(h.stdout, v)
+		_ = prettyJSON(h.stdout, list)
 		return ExitOK
 	}
 	if len(rows) == 0 {
@@ -507,10 +409,7 @@ func (h *human) dialogs(asJSON bool) int {
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNODE\tKIND\tTITLE\tOPTIONS")
 	for _, r := range rows {
-		id := r.Dialog
-		if id == "" {
-			id = r.ID
-		}
+		id := r.ID
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")))
 	}
 	_ = tw.Flush()

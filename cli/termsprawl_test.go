@@ -39,9 +39,9 @@ func TestHumanCommandsMapToOperations(t *testing.T) {
 		case "terminal_snapshot":
 			return tools.OKResult(map[string]any{"terminal": "n7", "lines": []string{"$ echo hi", "hi", "$", "", ""}})
 		case "terminal_list":
-			return tools.OKResult([]map[string]any{{"terminal": "n7", "name": "build", "command": []string{"bash", "--norc"}, "owner": "operator", "status": "running", "columns": 120, "rows": 40, "clients": 1}})
+			return tools.OKResult(tools.NodeList{Terminals: []tools.NodeInfo{{Terminal: "n7", Name: "build", Command: []string{"bash", "--norc"}, Owner: "operator", Status: "running", Columns: 120, Rows: 40, Clients: 1}}})
 		case "dialog_list":
-			return tools.OKResult([]map[string]any{{"dialog": "d1", "node": "a1", "kind": "permission", "title": "Run rm?"}})
+			return tools.OKResult(tools.DialogList{Dialogs: []tools.Dialog{{ID: "d1", Node: "a1", Kind: "permission", Title: "Run rm?"}}})
 		}
 		return tools.OKResult(map[string]any{"action": op})
 	})
@@ -86,8 +86,8 @@ func TestHumanCommandsMapToOperations(t *testing.T) {
 		t.Errorf("ls table:\n%s", out)
 	}
 	code, out, _ = runHuman(t, sd, "ls", "--json")
-	var rows []map[string]any
-	if code != ExitOK || json.Unmarshal([]byte(out), &rows) != nil || len(rows) != 1 || rows[0]["terminal"] != "n7" {
+	var list tools.NodeList // terminal_list's value, as the table defines it
+	if code != ExitOK || json.Unmarshal([]byte(out), &list) != nil || len(list.Terminals) != 1 || list.Terminals[0].Terminal != "n7" {
 		t.Errorf("ls --json: %d %s", code, out)
 	}
 	code, out, _ = runHuman(t, sd, "dialogs")
@@ -180,7 +180,7 @@ func TestHumanAppSaysNo(t *testing.T) {
 func TestHumanAttach(t *testing.T) {
 	fs := newFakeState(t)
 	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
-		return tools.OKResult([]map[string]any{{"terminal": "n1", "status": "running"}})
+		return tools.OKResult(tools.NodeList{Terminals: []tools.NodeInfo{{Terminal: "n1", Status: "running"}}})
 	})
 	t.Setenv("TMUX", "/tmp/tmux-1/default,1,0")
 	t.Setenv("TMUX_PANE", "%1")

@@ -343,3 +343,11 @@ func DecodeValue(raw json.RawMessage, v any) error {
 	}
 	return nil
 }
+
+// ReceiptOf is a mutation's receipt with its result decoded as R.
+type ReceiptOf[R any] struct {
+	Action         string          `json:"action"`
+	Result         R               `json:"result"`
+	IdempotencyKey string          `json:"idempotency_key,omitempty"`
+	State          json.RawMessage `json:"state"`
+}
