@@ -21,8 +21,6 @@ import (
 
 const humanName = "termsprawl"
 
-// DefaultSocket is the private tmux server's default socket name (tmux -L).
-const DefaultSocket = "termsprawl"
 
 // humanGrammar is termsprawl's command line. Global flags are accepted
 // before or after the command.
@@ -115,7 +113,7 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	}
 	h := &human{stdout: stdout, stderr: stderr, socket: g.TmuxSocket}
 	if h.socket == "" {
-		h.socket = DefaultSocket
+		h.socket = tools.DefaultSocket
 	}
 	if g.StateDir != "" {
 		abs, err := filepath.Abs(g.StateDir)

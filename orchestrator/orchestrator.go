@@ -17,7 +17,6 @@ import (
 
 // Defaults for Config and launches.
 const (
-	DefaultSocket   = "termsprawl"
 	DefaultMaxNodes = 512
 	DefaultColumns  = 120
 	DefaultRows     = 40
@@ -27,7 +26,7 @@ const (
 // Config configures an Orchestrator.
 type Config struct {
 	StateDir string // required, already checked with tools.EnsureStateDir
-	Socket   string // private tmux server (tmux -L); DefaultSocket
+	Socket   string // private tmux server (tmux -L); tools.DefaultSocket
 	Tmux     string // tmux binary; "tmux"
 	MaxNodes int    // DefaultMaxNodes
 	Version  string
@@ -84,7 +83,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		return nil, errors.New("new orchestrator: no state dir")
 	}
 	if cfg.Socket == "" {
-		cfg.Socket = DefaultSocket
+		cfg.Socket = tools.DefaultSocket
 	}
 	if cfg.Tmux == "" {
 		cfg.Tmux = "tmux"

@@ -117,7 +117,7 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 	}
 	defer lock.release()
 	if cfg.Socket == "" {
-		cfg.Socket = orchestrator.DefaultSocket
+		cfg.Socket = tools.DefaultSocket
 	}
 	op, err := ensureOperatorSession(cfg.StateDir, cfg.Socket)
 	if err != nil {
