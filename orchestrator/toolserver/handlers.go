@@ -26,6 +26,8 @@ type handler struct {
 	read   func(c *call, args json.RawMessage) (any, error)
 	mutate func(c *call, args json.RawMessage) (result, state any, err error)
 	result reflect.Type
+	// drives: the args name a terminal the caller must be allowed to drive.
+	drives bool
 }
 
 // decodeArgs decodes validated args into a typed struct: once per request.
@@ -50,14 +52,23 @@ func reader[A, R any](f func(c *call, a A) (R, error)) handler {
 }
 
 // mutator makes a mutation handler from a typed function that returns the
-// receipt's result and state.
+// receipt's result and state. Args that name a terminal (they embed
+// terminalArg) are checked against the drive rule before f runs.
 func mutator[A, R any](f func(c *call, a A) (R, any, error)) handler {
+	var zero A
+	_, drives := any(zero).(drivenTerminal)
 	return handler{
 		result: reflect.TypeFor[R](),
+		drives: drives,
 		mutate: func(c *call, args json.RawMessage) (any, any, error) {
 			a, err := decodeArgs[A](args)
 			if err != nil {
 				return nil, nil, err
+			}
+			if d, ok := any(a).(drivenTerminal); ok {
+				if err := c.mustDrive(d.driven()); err != nil {
+					return nil, nil, err
+				}
 			}
 			return f(c, a)
 		},

@@ -32,3 +32,17 @@ func TestHandlersMatchTable(t *testing.T) {
 		}
 	}
 }
+
+// Every mutation whose table row names a terminal gets args that embed
+// terminalArg, so the drive rule applies to it.
+func TestTerminalMutationsCheckTheDriveRule(t *testing.T) {
+	hs := (&Server{}).buildHandlers()
+	for _, op := range tools.Operations() {
+		if !op.Mutation || op.Param("terminal") == nil {
+			continue
+		}
+		if !hs[op.Name].drives {
+			t.Errorf("mutation %s names a terminal but its args do not embed terminalArg: the drive rule would not apply", op.Name)
+		}
+	}
+}

@@ -1,8 +1,6 @@
 package toolserver
 
 import (
-	"encoding/json"
-
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -84,23 +82,17 @@ func (c *call) mustDrive(id string) error {
 	return nil
 }
 
-// checkDrive applies the drive rule to every mutation that names a
-// terminal, before its handler runs.
-func (c *call) checkDrive(args json.RawMessage) error {
-	if c.op.Param("terminal") == nil {
-		return nil
-	}
-	a, err := decodeArgs[terminalArg](args)
-	if err != nil {
-		return err
-	}
-	return c.mustDrive(a.Terminal)
-}
-
-// terminalArg is the argument every terminal operation has.
+// terminalArg is the argument every terminal operation has. Embedded in
+// a mutation's args it makes the drive rule apply (see mutator).
 type terminalArg struct {
 	Terminal string `json:"terminal"`
 }
+
+func (a terminalArg) driven() string { return a.Terminal }
+
+// drivenTerminal is implemented by the args of mutations that act on a
+// terminal: the caller must be allowed to drive it.
+type drivenTerminal interface{ driven() string }
 
 func identityHandlers() map[string]handler {
 	return map[string]handler{

@@ -94,9 +94,6 @@ func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Op
 		}
 		return tools.OKResult(v)
 	}
-	if err := c.checkDrive(args); err != nil {
-		return tools.ErrResult(err)
-	}
 	key := tools.IdempotencyKey(args)
 	receipt, _, err := s.receipts.Do(ctx, caller.Incarnation, key, op.Name, args, func() (json.RawMessage, error) {
 		result, state, err := h.mutate(c, args)

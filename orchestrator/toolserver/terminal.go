@@ -157,10 +157,10 @@ func terminalScrollback(c *call, a scrollbackArgs) (tools.ScrollbackResult, erro
 
 // inputArgs are the arguments of the input operations.
 type inputArgs struct {
-	Terminal string          `json:"terminal"`
-	Text     string          `json:"text"`
-	Keys     string          `json:"keys"`
-	Wait     *tools.WaitSpec `json:"wait"`
+	terminalArg
+	Text string          `json:"text"`
+	Keys string          `json:"keys"`
+	Wait *tools.WaitSpec `json:"wait"`
 }
 
 // inputOp wraps an input operation: its receipt's state is the terminal's
@@ -176,9 +176,9 @@ func inputOp(send func(c *call, a inputArgs) (tools.InputResult, error)) func(c 
 }
 
 type resizeArgs struct {
-	Terminal string `json:"terminal"`
-	Columns  int    `json:"columns"`
-	Rows     int    `json:"rows"`
+	terminalArg
+	Columns int `json:"columns"`
+	Rows    int `json:"rows"`
 }
 
 func terminalResize(c *call, a resizeArgs) (tools.ResizeResult, any, error) {
@@ -190,8 +190,8 @@ func terminalResize(c *call, a resizeArgs) (tools.ResizeResult, any, error) {
 }
 
 type signalArgs struct {
-	Terminal string `json:"terminal"`
-	Signal   string `json:"signal"`
+	terminalArg
+	Signal string `json:"signal"`
 }
 
 func terminalSignal(c *call, a signalArgs) (tools.SignalResult, any, error) {
