@@ -90,8 +90,17 @@ type keyLock struct {
 	refs int           // guarded by ReceiptStore.mu
 }
 
-// storedReceipt is the file format.
+// MaxReceiptsPerCaller is the per-node quota of stored receipts (one per
+// idempotency key used in the last 24 h).
+const MaxReceiptsPerCaller = 1000
+
+// storedReceipt is the file format. A pending one records the intent of a
+// call that has started: written before the mutation acts, replaced by the
+// receipt after, so a store that cannot record refuses the call instead of
+// running it unrecorded, and a call whose outcome was never recorded is
+// not run a second time.
 type storedReceipt struct {
+	Pending   bool            `json:"pending,omitempty"`
 	Caller    string          `json:"caller"`
 	Key       string          `json:"key"`
 	Operation string          `json:"operation"`
@@ -128,8 +137,15 @@ func receiptID(caller, key string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// callerDir holds one caller's receipts, so counting and forgetting them
+// reads no file.
+func (s *ReceiptStore) callerDir(caller string) string {
+	h := sha256.Sum256([]byte(caller))
+	return filepath.Join(s.dir, hex.EncodeToString(h[:16]))
+}
+
 func (s *ReceiptStore) path(caller, key string) string {
-	return filepath.Join(s.dir, receiptID(caller, key)+".json")
+	return filepath.Join(s.callerDir(caller), receiptID(caller, key)+".json")
 }
 
 // CanonicalArgs returns args as canonical JSON (object keys sorted, no
@@ -196,6 +212,10 @@ func (s *ReceiptStore) Lookup(caller, key, op string, args json.RawMessage) (jso
 	if st.Caller != caller || st.Key != key {
 		return nil, false, Errorf(KindInternal, "receipt %s belongs to another caller or key", p)
 	}
+	if st.Pending {
+		return nil, false, Errorf(KindInProgress, "a call with idempotency key %q started at %s and its outcome was never recorded (termsprawl stopped, or its disk was full): it is not run again; look at the terminal's state (terminal_snapshot) and use a new key to act again",
+			key, st.Created.Format(time.RFC3339)).WithDetails("idempotency_key", key)
+	}
 	if st.Operation != op {
 		return nil, false, Errorf(KindConflict, "idempotency key %q was already used for %s within the last 24 h; use a new key for %s", key, st.Operation, op).
 			WithDetails("idempotency_key", key)
@@ -209,22 +229,45 @@ func (s *ReceiptStore) Lookup(caller, key, op string, args json.RawMessage) (jso
 
 // Put stores the encoded receipt of (caller, key) for op and args.
 func (s *ReceiptStore) Put(caller, key, op string, args json.RawMessage, receipt json.RawMessage) error {
-	if err := checkReceiptKey(caller, key); err != nil {
+	if !json.Valid(receipt) {
+		return Errorf(KindInternal, "store receipt: receipt is not valid JSON")
+	}
+	return s.write(storedReceipt{Caller: caller, Key: key, Operation: op, Receipt: receipt}, args)
+}
+
+// putIntent records that a call with (caller, key) is about to act.
+func (s *ReceiptStore) putIntent(caller, key, op string, args json.RawMessage) error {
+	return s.write(storedReceipt{Pending: true, Caller: caller, Key: key, Operation: op}, args)
+}
+
+// testHookReceiptWrite, if set, replaces a receipt write's outcome (tests
+// make the store fail with it).
+var testHookReceiptWrite func(st storedReceipt) error
+
+// write stores st (with args canonicalised and the store's time).
+func (s *ReceiptStore) write(st storedReceipt, args json.RawMessage) error {
+	if err := checkReceiptKey(st.Caller, st.Key); err != nil {
 		return err
+	}
+	if testHookReceiptWrite != nil {
+		if err := testHookReceiptWrite(st); err != nil {
+			return Errorf(KindInternal, "store receipt: %w", err)
+		}
 	}
 	canon, err := CanonicalArgs(args)
 	if err != nil {
 		return Errorf(KindUsage, "store receipt: %w", err)
 	}
-	if !json.Valid(receipt) {
-		return Errorf(KindInternal, "store receipt: receipt is not valid JSON")
-	}
 	created := s.now()
-	data, err := json.Marshal(storedReceipt{Caller: caller, Key: key, Operation: op, Args: canon, Created: created, Receipt: receipt})
+	st.Args, st.Created = canon, created
+	data, err := json.Marshal(st)
 	if err != nil {
 		return Errorf(KindInternal, "store receipt: %w", err)
 	}
-	p := s.path(caller, key)
+	p := s.path(st.Caller, st.Key)
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return Errorf(KindInternal, "store receipt: %w", err)
+	}
 	if err := WriteFileAtomic(p, data); err != nil {
 		return Errorf(KindInternal, "store receipt: %w", err)
 	}
@@ -246,7 +289,29 @@ func (s *ReceiptStore) Prune() error {
 	s.mu.Lock()
 	s.lastPrune = now
 	s.mu.Unlock()
-	entries, err := os.ReadDir(s.dir)
+	if err := s.pruneDir(s.dir, now); err != nil {
+		return err
+	}
+	subdirs, err := os.ReadDir(s.dir)
+	if err != nil {
+		return fmt.Errorf("prune receipts: %w", err)
+	}
+	for _, d := range subdirs {
+		if d.IsDir() {
+			sub := filepath.Join(s.dir, d.Name())
+			if err := s.pruneDir(sub, now); err != nil {
+				return err
+			}
+			_ = os.Remove(sub) // only if empty
+		}
+	}
+	return nil
+}
+
+// pruneDir removes the expired receipts and stale temporary files of one
+// directory.
+func (s *ReceiptStore) pruneDir(dir string, now time.Time) error {
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("prune receipts: %w", err)
 	}
@@ -267,7 +332,7 @@ func (s *ReceiptStore) Prune() error {
 			continue
 		}
 		if stale {
-			_ = os.Remove(filepath.Join(s.dir, name))
+			_ = os.Remove(filepath.Join(dir, name))
 		}
 	}
 	return nil
@@ -337,8 +402,19 @@ func (s *ReceiptStore) Do(ctx context.Context, caller, key, op string, args json
 	if stored, ok, err := s.Lookup(caller, key, op, args); err != nil || ok {
 		return stored, ok, err
 	}
+	if n := s.count(caller); n >= MaxReceiptsPerCaller {
+		return nil, false, Errorf(KindRejected, "quota: this node holds %d receipts of the last 24 h (the limit is %d): repeat calls without an idempotency_key, or wait for old keys to expire", n, MaxReceiptsPerCaller).
+			WithDetails("quota", "receipts").WithDetails("limit", MaxReceiptsPerCaller)
+	}
+	// Record the intent first: if it cannot be stored, nothing is done.
+	if err := s.putIntent(caller, key, op, args); err != nil {
+		return nil, false, Errorf(KindNotRun, "the idempotency key could not be recorded, so nothing was done (is the state dir's disk full?): %w", err).
+			WithDetails("idempotency_key", key)
+	}
 	receipt, err = run()
 	if err != nil {
+		// It failed: drop the intent, so the same key may be used again.
+		_ = os.Remove(s.path(caller, key))
 		return nil, false, err
 	}
 	if err := s.Put(caller, key, op, args, receipt); err != nil {
@@ -347,26 +423,26 @@ func (s *ReceiptStore) Do(ctx context.Context, caller, key, op string, args json
 	return receipt, false, nil
 }
 
+// count returns how many receipts (and intents) caller holds.
+func (s *ReceiptStore) count(caller string) int {
+	entries, err := os.ReadDir(s.callerDir(caller))
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".json") && !strings.HasPrefix(e.Name(), ".") {
+			n++
+		}
+	}
+	return n
+}
+
 // ForgetCaller removes every receipt of caller (a node incarnation whose
 // life ended): a later node that reuses the id replays nothing.
 func (s *ReceiptStore) ForgetCaller(caller string) error {
-	entries, err := os.ReadDir(s.dir)
-	if err != nil {
+	if err := os.RemoveAll(s.callerDir(caller)); err != nil {
 		return fmt.Errorf("forget receipts: %w", err)
-	}
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".json") {
-			continue
-		}
-		p := filepath.Join(s.dir, e.Name())
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue // removed meanwhile
-		}
-		var st storedReceipt
-		if json.Unmarshal(b, &st) == nil && st.Caller == caller {
-			_ = os.Remove(p)
-		}
 	}
 	return nil
 }
