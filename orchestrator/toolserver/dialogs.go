@@ -84,6 +84,16 @@ func dialogRequest(c *call, a dialogRequestArgs) (tools.DialogOutcome, error) {
 		t.mu.Unlock()
 		return tools.DialogOutcome{Answer: tools.DialogAnswer{Mode: tools.AnswerAllow}, Remembered: true}, nil
 	}
+	open := 0
+	for _, p := range t.pending {
+		if p.incarnation == c.caller.Incarnation {
+			open++
+		}
+	}
+	if open >= maxDialogsPerNode {
+		t.mu.Unlock()
+		return tools.DialogOutcome{}, quotaErr("dialogs", maxDialogsPerNode, "node %q has %d dialogs waiting for an answer (the limit is %d): wait for them to be answered or time out", c.caller.Node, open, maxDialogsPerNode)
+	}
 	t.next++
 	d := &dialog{Dialog: tools.Dialog{ID: fmt.Sprintf("dialog-%d", t.next), Node: c.caller.Node, Kind: a.Kind, Title: a.Title,
 		Options: a.Options, Created: time.Now().UTC()}, incarnation: c.caller.Incarnation, answered: make(chan tools.DialogAnswer, 1)}

@@ -11,9 +11,6 @@ import (
 
 // Watches are waits that outlive one request.
 
-// maxWatches bounds the live watches of one orchestrator.
-const maxWatches = 256
-
 // watchLifetime bounds how long a watch waits before it gives up.
 const watchLifetime = 24 * time.Hour
 
@@ -86,10 +83,24 @@ func watchStart(c *call, a waitArgs) (tools.WatchStarted, error) {
 	if err != nil {
 		return tools.WatchStarted{}, err
 	}
+	limit := maxWatchesPerNode
+	if c.caller.Role == tools.RoleOperator {
+		limit = maxWatchesOperator
+	}
 	w.mu.Lock()
+	mine := 0
+	for _, wt := range w.m {
+		if wt.owner.Incarnation == c.caller.Incarnation {
+			mine++
+		}
+	}
+	if mine >= limit {
+		w.mu.Unlock()
+		return tools.WatchStarted{}, quotaErr("watches", limit, "node %q has %d watches (the limit is %d): cancel some with watch_cancel or read them with watch_wait", c.caller.Node, mine, limit)
+	}
 	if len(w.m) >= maxWatches {
 		w.mu.Unlock()
-		return tools.WatchStarted{}, tools.Errorf(tools.KindRejected, "too many watches (%d): cancel some with watch_cancel", maxWatches)
+		return tools.WatchStarted{}, quotaErr("watches", maxWatches, "%d watches are live, the most the orchestrator keeps: cancel some with watch_cancel", len(w.m))
 	}
 	w.next++
 	id := fmt.Sprintf("watch-%d", w.next)
