@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -292,13 +293,14 @@ func buildOperations() []*Operation {
 		{Name: "agent_status", Result: AgentList{}, Topic: TopicAgents, Annotations: annRead,
 			Description: "List agent nodes with their reported state (idle, working, waiting) and message."},
 		{Name: "agent_report", Result: AgentReport{}, Topic: TopicAgents, Annotations: annIdempotent,
-			Description: "Report your own state (idle, working or waiting) and an optional message for agent_status.",
+			Description: "Report your own state (idle, working or waiting) and an optional message for agent_status; accepts_tasks opts in to agent_send from agents that may not drive you.",
 			Params: []Param{
 				required(enumParam("state", "Your state.", "idle", "working", "waiting")),
 				strParam("message", "Short status message."),
+				{Name: "accepts_tasks", Type: TypeBoolean, Description: "true: any agent may agent_send you tasks (they are typed into your prompt); false: only the operator and the nodes that may drive you (the default)."},
 			}},
 		{Name: "agent_send", Result: TaskSent{}, State: Snapshot{}, Topic: TopicAgents, Mutation: true, Annotations: annInput,
-			Description: "Submit text into another agent's prompt as a task; returns {task} to follow with agent_task.",
+			Description: "Submit text into another agent's prompt as a task; returns {task} to follow with agent_task. Allowed into agents you may drive and agents that opted in with agent_report {accepts_tasks: true}.",
 			Params: []Param{
 				{Name: "node", Type: TypeString, Required: true, NodeID: true, Description: "Node id of the recipient agent."},
 				{Name: "text", Type: TypeString, Required: true, NonEmpty: true, Description: "The message to submit."},
@@ -433,6 +435,11 @@ func decodeObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
 	if t[0] != '{' {
 		return nil, fmt.Errorf("expected a JSON object, got %s", jsonKindOf(t))
 	}
+	// encoding/json keeps the last of two equal keys: refuse them instead
+	// of guessing which one the sender meant.
+	if err := CheckStrictJSON(t); err != nil {
+		return nil, err
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(t, &m); err != nil {
 		return nil, fmt.Errorf("invalid JSON: %w", err)
@@ -491,6 +498,10 @@ func clip(s string, n int) string {
 // was wrong and what to do. For duplicate keys the last one counts.
 func (op *Operation) Validate(args json.RawMessage) error {
 	fields, err := decodeObject(args)
+	var dup *DuplicateKeyError
+	if errors.As(err, &dup) {
+		return op.usageErr(dup.Key, "%w", err)
+	}
 	if err != nil {
 		return op.usageErr("", "args must be a JSON object of named arguments (%w); %s", err, op.allowedText())
 	}

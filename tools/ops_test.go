@@ -91,7 +91,7 @@ func TestValidate(t *testing.T) {
 		{"guide_read", `{"topic":"nope"}`, "must be one of overview, terminal, agents, dialogs"},
 		{"guide_read", `{}`, `missing required argument "topic"`},
 		{"terminal_type", `{"terminal":"a","text":"hi"}`, ""},
-		{"terminal_type", `{"terminal":"a","terminal":"b","text":""}`, ""},
+		{"terminal_type", `{"terminal":"a","terminal":"b","text":""}`, `duplicate key "terminal"`},
 		{"terminal_type", `{"text":"hi"}`, `missing required argument "terminal"`},
 		{"terminal_type", `{"terminal":5,"text":"hi"}`, `"terminal" must be a string, got a number`},
 		{"terminal_type", `{"terminal":"bad id!","text":"hi"}`, "must be a node id"},

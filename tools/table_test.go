@@ -3,6 +3,7 @@ package tools
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"testing"
 )
@@ -45,5 +46,23 @@ func TestRetryNeverRepeatsWatches(t *testing.T) {
 	call(t, st.session, "terminal_list", `{}`, CallOptions{Retry: 2})
 	if hits.Load() != 3 {
 		t.Errorf("terminal_list with --retry 2: %d requests, want 3", hits.Load())
+	}
+}
+
+// Args are strict JSON: a key named twice, at any depth, is refused
+// before anything runs (encoding/json would keep the last one).
+func TestArgsRefuseDuplicateKeys(t *testing.T) {
+	op, _ := Lookup("terminal_submit")
+	for _, args := range []string{
+		`{"terminal":"a","terminal":"b","text":"x"}`,
+		`{"terminal":"a","text":"x","wait":{"wait":"text","text":"y","text":"z"}}`,
+	} {
+		err := op.Validate([]byte(args))
+		if KindOf(err) != KindUsage || !strings.Contains(err.Error(), "duplicate key") {
+			t.Errorf("%s: %v, want a usage error naming the duplicate key", args, err)
+		}
+	}
+	if err := op.Validate([]byte(`{"terminal":"a","text":"x","wait":{"wait":"text","text":"y"}}`)); err != nil {
+		t.Fatal(err)
 	}
 }

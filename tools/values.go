@@ -254,6 +254,8 @@ type AgentInfo struct {
 	Message string    `json:"message"`
 	Updated time.Time `json:"updated"`
 	Status  string    `json:"status"`
+	// AcceptsTasks: the agent opted in to agent_send from any agent.
+	AcceptsTasks bool `json:"accepts_tasks"`
 }
 
 // AgentList is agent_status's value.
@@ -263,9 +265,10 @@ type AgentList struct {
 
 // AgentReport is agent_report's value.
 type AgentReport struct {
-	Node    string `json:"node"`
-	State   string `json:"state"`
-	Message string `json:"message"`
+	Node         string `json:"node"`
+	State        string `json:"state"`
+	Message      string `json:"message"`
+	AcceptsTasks bool   `json:"accepts_tasks"`
 }
 
 // Task states.

@@ -13,9 +13,10 @@ import (
 )
 
 type agentState struct {
-	State   string
-	Message string
-	Updated time.Time
+	State        string
+	Message      string
+	Updated      time.Time
+	AcceptsTasks bool // opted in to agent_send from agents that may not drive it
 }
 
 // task is a tools.Task with the incarnations of its two ends, so a reply
@@ -140,26 +141,30 @@ func agentStatus(c *call, _ noArgs) (tools.AgentList, error) {
 			st.State = tools.AgentUnknown
 		}
 		out = append(out, tools.AgentInfo{Node: n.Terminal, Name: n.Name, Agent: n.Agent,
-			State: st.State, Message: st.Message, Updated: st.Updated, Status: n.Status})
+			State: st.State, Message: st.Message, Updated: st.Updated, Status: n.Status, AcceptsTasks: st.AcceptsTasks})
 	}
 	return tools.AgentList{Agents: out}, nil
 }
 
 type agentReportArgs struct {
-	State   string `json:"state"`
-	Message string `json:"message"`
+	State        string `json:"state"`
+	Message      string `json:"message"`
+	AcceptsTasks *bool  `json:"accepts_tasks"`
 }
 
 func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 	if c.caller.Role == tools.RoleOperator {
 		return tools.AgentReport{}, tools.Errorf(tools.KindUsage, "agent_report is for agent nodes: the operator has no agent state")
 	}
-	st := agentState{State: a.State, Message: a.Message, Updated: time.Now().UTC()}
 	t := c.s.agents
 	t.mu.Lock()
+	st := agentState{State: a.State, Message: a.Message, Updated: time.Now().UTC(), AcceptsTasks: t.states[c.caller.Node].AcceptsTasks}
+	if a.AcceptsTasks != nil {
+		st.AcceptsTasks = *a.AcceptsTasks
+	}
 	t.states[c.caller.Node] = st
 	t.mu.Unlock()
-	return tools.AgentReport{Node: c.caller.Node, State: st.State, Message: st.Message}, nil
+	return tools.AgentReport{Node: c.caller.Node, State: st.State, Message: st.Message, AcceptsTasks: st.AcceptsTasks}, nil
 }
 
 type agentSendArgs struct {
@@ -174,17 +179,34 @@ func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
 	if !ok {
 		return tools.TaskSent{}, nil, tools.Errorf(tools.KindNotFound, "no terminal %q: call agent_status to see the agents", a.Node)
 	}
-	// agent_send submits into an agent's prompt; any other terminal takes
-	// typed input only from those who may drive it.
-	if target.Agent == "" && !canDrive(c.caller, target) {
-		return tools.TaskSent{}, nil, tools.Errorf(tools.KindForbidden, "node %q is not an agent: agent_send delivers only to agent nodes (use terminal_submit on terminals you may drive)", a.Node)
-	}
+	// agent_send types into the target's prompt: that is driving it. It is
+	// allowed to those who may drive the target, and to anyone when the
+	// target is an agent that opted in (agent_report accepts_tasks).
 	t := s.agents
+	t.mu.Lock()
+	optedIn := target.Agent != "" && t.states[a.Node].AcceptsTasks
+	t.mu.Unlock()
+	if !canDrive(c.caller, target) && !optedIn {
+		if target.Agent == "" {
+			return tools.TaskSent{}, nil, tools.Errorf(tools.KindForbidden, "node %q is not an agent: agent_send delivers only to agent nodes (use terminal_submit on terminals you may drive)", a.Node)
+		}
+		return tools.TaskSent{}, nil, tools.Errorf(tools.KindForbidden, "agent %q does not accept tasks from %q: it must opt in with agent_report {\"accepts_tasks\": true}, or you must be allowed to drive it (the operator and the nodes that launched it)", a.Node, c.caller.Node)
+	}
 	msgKey := c.caller.Incarnation + "\x00" + a.MessageID
 	t.mu.Lock()
 	if id, ok := t.byMsg[msgKey]; ok {
 		t.mu.Unlock()
 		return tools.TaskSent{Task: id, Duplicate: true}, c.stateOf(a.Node), nil
+	}
+	pending := 0
+	for _, other := range t.tasks {
+		if other.fromInc == c.caller.Incarnation && other.State == tools.TaskPending {
+			pending++
+		}
+	}
+	if pending >= maxTasksPerSender {
+		t.mu.Unlock()
+		return tools.TaskSent{}, nil, quotaErr("tasks", maxTasksPerSender, "node %q has %d tasks without a reply (the limit is %d): wait for replies (agent_task) before sending more", c.caller.Node, pending, maxTasksPerSender)
 	}
 	t.next++
 	tk := &task{Task: tools.Task{ID: fmt.Sprintf("task-%d", t.next), From: c.caller.Node, To: a.Node, Text: a.Text,

@@ -613,10 +613,23 @@ func TestAPIReceipts(t *testing.T) {
 	if err != nil || len(ents) == 0 {
 		t.Fatalf("receipts dir: %v %v", ents, err)
 	}
+	// One private directory per caller, one private file per key.
+	files := 0
 	for _, e := range ents {
-		if m := apiMode(t, filepath.Join(tools.ReceiptsPath(dir), e.Name())); m != 0o600 {
-			t.Fatalf("receipt %s mode %04o", e.Name(), m)
+		sub := filepath.Join(tools.ReceiptsPath(dir), e.Name())
+		if m := apiMode(t, sub); !e.IsDir() || m != 0o700 {
+			t.Fatalf("receipt dir %s mode %04o", e.Name(), m)
 		}
+		inner, _ := os.ReadDir(sub)
+		for _, f := range inner {
+			files++
+			if m := apiMode(t, filepath.Join(sub, f.Name())); m != 0o600 {
+				t.Fatalf("receipt %s mode %04o", f.Name(), m)
+			}
+		}
+	}
+	if files < 2 {
+		t.Fatalf("%d receipt files, want one per caller and key", files)
 	}
 
 	// The receipt survives a restart: same bytes, nothing typed again.
@@ -1046,8 +1059,18 @@ func TestAPIAgents(t *testing.T) {
 		t.Fatalf("agent_status %+v (plain node %s must not be listed)", status, plain)
 	}
 
-	// alpha sends beta a task; only beta may reply.
+	// alpha may not drive beta: no task until beta opts in.
 	args := apiM{"node": beta, "text": "please-review-42", "message_id": "m1"}
+	apiFail(t, sa, "agent_send", args, tools.KindForbidden)
+	if screen := apiScreen(t, op, beta); strings.Contains(screen, "please-review-42") {
+		t.Fatalf("a refused agent_send typed into beta:\n%s", screen)
+	}
+	var rep2 tools.AgentReport
+	apiOK(t, sb, "agent_report", apiM{"state": "idle", "accepts_tasks": true}, &rep2)
+	if !rep2.AcceptsTasks {
+		t.Fatalf("agent_report %+v", rep2)
+	}
+	// alpha sends beta a task; only beta may reply.
 	r, raw := apiMutate(t, sa, "agent_send", args)
 	var sent struct {
 		Task      string `json:"task"`
