@@ -19,6 +19,9 @@ import (
 // to).
 const adoptTries = 5
 
+// testHookListSessions, if set, replaces tmux's answer to list-sessions.
+var testHookListSessions func([]string) []string
+
 // liveSessions lists the node ids whose sessions tmux runs. The answer is
 // trusted only if it also lists the admin session (which exists: our
 // admin client is attached to it); otherwise "I could not tell" would be
@@ -27,6 +30,9 @@ func (o *Orchestrator) liveSessions(ctx context.Context) (map[string]bool, error
 	var lastErr error
 	for try := 0; try < adoptTries; try++ {
 		out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name} #{@termsprawl_node}"))
+		if testHookListSessions != nil {
+			out = testHookListSessions(out)
+		}
 		if err != nil {
 			lastErr = err
 			continue
