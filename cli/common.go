@@ -15,11 +15,26 @@ import (
 
 // Exit codes shared by both binaries (CONTRACT §5, §7).
 const (
-	ExitOK         = 0 // success
-	ExitNo         = 1 // the app said no: a tool result with ok:false
-	ExitUsage      = 2 // usage error: nothing was done
-	ExitNotRunning = 3 // termsprawl is not running (termsprawl only)
+	ExitOK          = 0 // success
+	ExitNo          = 1 // the app said no: a tool result with ok:false
+	ExitUsage       = 2 // usage error: nothing was done
+	ExitNotRunning  = 3 // termsprawl is not running
+	ExitWaitTimeout = 4 // the input was sent but its wait timed out (result.wait.timed_out)
 )
+
+// waitTimedOut reports whether an input operation's receipt says its wait
+// ran out of time (CONTRACT §10: ok:true, the input was sent).
+func waitTimedOut(res tools.Result) bool {
+	if !res.OK {
+		return false
+	}
+	var r struct {
+		Result struct {
+			Wait *tools.WaitResult `json:"wait"`
+		} `json:"result"`
+	}
+	return json.Unmarshal(res.Value, &r) == nil && r.Result.Wait != nil && r.Result.Wait.TimedOut
+}
 
 // Version is the version both binaries report. It can be set with
 // -ldflags "-X github.com/termsprawl/termsprawl/cli.Version=…"; otherwise
