@@ -69,7 +69,7 @@ func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
 	}
 	n.observe(context.Background())
 	status, code, _ := n.state()
-	return tools.Snapshot{Terminal: id, Screen: screenValue(n.snapshot()), Status: status, ExitCode: code}, nil
+	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code}, nil
 }
 
 // CaptureSince returns the rows changed after revision cursor.
@@ -196,15 +196,6 @@ func (o *Orchestrator) WaitFor(ctx context.Context, id string, spec tools.WaitSp
 		return r, timeoutError(id, r)
 	}
 	return r, nil
-}
-
-// screenValue converts the mirror's snapshot to the contract's value.
-func screenValue(s screen.Snapshot) tools.Screen {
-	return tools.Screen{Revision: s.Revision, Columns: s.Columns, Rows: s.Rows,
-		Cursor: tools.Cursor{X: s.Cursor.X, Y: s.Cursor.Y, Visible: s.Cursor.Visible},
-		Modes: tools.Modes{AltScreen: s.Modes.AltScreen, AppCursor: s.Modes.AppCursor,
-			BracketedPaste: s.Modes.BracketedPaste, Mouse: s.Modes.Mouse},
-		Title: s.Title, Lines: s.Lines}
 }
 
 // changesValue converts the mirror's changed rows to the contract's value.

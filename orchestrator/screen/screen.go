@@ -3,6 +3,8 @@ package screen
 import (
 	"encoding/json"
 	"sync"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // Default bounds of the kept history (see Options).
@@ -26,12 +28,8 @@ type Options struct {
 	BaseRevision uint64
 }
 
-// Cursor is the cursor of a snapshot.
-type Cursor struct {
-	X       int  `json:"x"`
-	Y       int  `json:"y"`
-	Visible bool `json:"visible"`
-}
+// Cursor is the cursor of a snapshot: the contract's type.
+type Cursor = tools.Cursor
 
 // Modes are the terminal modes a client needs to talk to the program.
 type Modes struct {
@@ -44,17 +42,9 @@ type Modes struct {
 	MouseSGR bool `json:"-"`
 }
 
-// Snapshot is the visible state of the screen (CONTRACT §8.2
-// terminal_snapshot, without the node fields).
-type Snapshot struct {
-	Revision uint64   `json:"revision"`
-	Columns  int      `json:"columns"`
-	Rows     int      `json:"rows"`
-	Cursor   Cursor   `json:"cursor"`
-	Modes    Modes    `json:"modes"`
-	Title    string   `json:"title"`
-	Lines    []string `json:"lines"` // visible rows, trailing spaces trimmed
-}
+// Snapshot is the visible state of the screen: the contract's
+// tools.Screen (terminal_snapshot without the node fields).
+type Snapshot = tools.Screen
 
 // Row is one changed row and its current text.
 type Row struct {
@@ -385,6 +375,11 @@ func (s *Screen) Rows() []string {
 	return append([]string(nil), s.lines...)
 }
 
+// value is the contract's view of the modes.
+func (m Modes) value() tools.Modes {
+	return tools.Modes{AltScreen: m.AltScreen, AppCursor: m.AppCursor, BracketedPaste: m.BracketedPaste, Mouse: m.Mouse}
+}
+
 // Modes returns the current modes.
 func (s *Screen) Modes() Modes {
 	s.mu.Lock()
@@ -401,7 +396,7 @@ func (s *Screen) Snapshot() Snapshot {
 		Columns:  s.cols,
 		Rows:     s.rows,
 		Cursor:   s.cursor,
-		Modes:    s.modes,
+		Modes:    s.modes.value(),
 		Title:    s.title,
 		Lines:    append([]string(nil), s.lines...),
 	}
