@@ -83,7 +83,7 @@ func (o *Orchestrator) CaptureSince(id string, cursor uint64) (tools.Changes, er
 	if err != nil {
 		return tools.Changes{}, revisionErr(id, "cursor", cursor, err)
 	}
-	return changesValue(ch), nil
+	return ch, nil
 }
 
 // revisionErr turns the mirror's revision error into the contract's: a
@@ -196,13 +196,4 @@ func (o *Orchestrator) WaitFor(ctx context.Context, id string, spec tools.WaitSp
 		return r, timeoutError(id, r)
 	}
 	return r, nil
-}
-
-// changesValue converts the mirror's changed rows to the contract's value.
-func changesValue(c screen.Changes) tools.Changes {
-	rows := make([]tools.Row, len(c.Rows))
-	for i, r := range c.Rows {
-		rows[i] = tools.Row{Row: r.Row, Text: r.Text}
-	}
-	return tools.Changes{Revision: c.Revision, Rows: rows, Cursor: tools.Position{X: c.CursorX, Y: c.CursorY}}
 }

@@ -1,7 +1,6 @@
 package screen
 
 import (
-	"encoding/json"
 	"sync"
 
 	"github.com/termsprawl/termsprawl/tools"
@@ -46,50 +45,13 @@ type Modes struct {
 // tools.Screen (terminal_snapshot without the node fields).
 type Snapshot = tools.Screen
 
-// Row is one changed row and its current text.
-type Row struct {
-	Row  int    `json:"row"`
-	Text string `json:"text"`
-}
+// Row is one changed row and its current text: the contract's type.
+type Row = tools.Row
 
-// Changes are the rows changed after a revision (CONTRACT §8.2
-// terminal_capture_since). Its JSON form is
-// {"revision":N,"rows":[{"row":R,"text":T}],"cursor":{"x":X,"y":Y}}.
-type Changes struct {
-	Revision         uint64
-	Rows             []Row // ascending by row, current text
-	CursorX, CursorY int
-}
-
-type changesJSON struct {
-	Revision uint64 `json:"revision"`
-	Rows     []Row  `json:"rows"`
-	Cursor   struct {
-		X int `json:"x"`
-		Y int `json:"y"`
-	} `json:"cursor"`
-}
-
-// MarshalJSON encodes the contract's shape.
-func (c Changes) MarshalJSON() ([]byte, error) {
-	var j changesJSON
-	j.Revision, j.Rows = c.Revision, c.Rows
-	if j.Rows == nil {
-		j.Rows = []Row{}
-	}
-	j.Cursor.X, j.Cursor.Y = c.CursorX, c.CursorY
-	return json.Marshal(j)
-}
-
-// UnmarshalJSON decodes the contract's shape.
-func (c *Changes) UnmarshalJSON(b []byte) error {
-	var j changesJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
-	}
-	*c = Changes{Revision: j.Revision, Rows: j.Rows, CursorX: j.Cursor.X, CursorY: j.Cursor.Y}
-	return nil
-}
+// Changes are the rows changed after a revision, ascending by row, with
+// their current text, and the cursor: the contract's
+// terminal_capture_since value.
+type Changes = tools.Changes
 
 // Screen is a live VT mirror of one tmux pane. It is safe for concurrent use.
 // Readers never touch the emulator: they read the copy of the visible state
@@ -425,7 +387,7 @@ func (s *Screen) ChangesSince(rev uint64) (Changes, error) {
 	if err := s.checkRev(rev); err != nil {
 		return Changes{}, err
 	}
-	c := Changes{Revision: s.rev, Rows: []Row{}, CursorX: s.cursor.X, CursorY: s.cursor.Y}
+	c := Changes{Revision: s.rev, Rows: []Row{}, Cursor: tools.Position{X: s.cursor.X, Y: s.cursor.Y}}
 	if rev == s.rev {
 		return c, nil
 	}

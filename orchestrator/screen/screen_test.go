@@ -371,7 +371,7 @@ func TestChangesSince(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []screen.Row{{Row: 1, Text: "B"}, {Row: 3, Text: "d"}}
-	if c.Revision != 3 || !slices.Equal(c.Rows, want) || c.CursorX != 0 || c.CursorY != 0 {
+	if c.Revision != 3 || !slices.Equal(c.Rows, want) || c.Cursor.X != 0 || c.Cursor.Y != 0 {
 		t.Fatalf("ChangesSince(1) = %+v", c)
 	}
 	c, _ = s.ChangesSince(0)
@@ -631,7 +631,7 @@ func TestJSONShapes(t *testing.T) {
 		t.Fatalf("changes JSON\n got %s\nwant %s", b, want)
 	}
 	var back screen.Changes
-	if err := json.Unmarshal(b, &back); err != nil || back.CursorX != 2 || len(back.Rows) != 1 {
+	if err := json.Unmarshal(b, &back); err != nil || back.Cursor.X != 2 || len(back.Rows) != 1 {
 		t.Fatalf("round trip %+v %v", back, err)
 	}
 	c, _ = s.ChangesSince(1)
