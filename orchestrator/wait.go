@@ -32,7 +32,7 @@ func compileWait(spec tools.WaitSpec) (compiled, error) {
 		if spec.Pattern == "" {
 			return c, tools.Errorf(tools.KindUsage, `wait "regex" needs a "pattern"`)
 		}
-		re, err := regexp.Compile(spec.Pattern)
+		re, err := regexp.Compile("(?m)" + spec.Pattern) // ^ and $ match at line ends (CONTRACT §10)
 		if err != nil {
 			return c, tools.Errorf(tools.KindUsage, "pattern %q does not compile: %w (Go RE2 syntax)", spec.Pattern, err)
 		}

@@ -86,3 +86,16 @@ func TestParseDead(t *testing.T) {
 		}
 	}
 }
+
+// Regex waits are multi-line: ^ and $ match at line boundaries, so
+// ^(ok|FAIL) finds a line that starts with ok (CONTRACT §10).
+func TestRegexWaitIsMultiLine(t *testing.T) {
+	o, _ := newTestOrchestrator(t)
+	id := launch(t, o, "sh", "-c", "echo compiling; echo 'ok  pkg 0.1s'; sleep 60")
+	waitText(t, o, id, "compiling")
+	after := uint64(0)
+	r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitRegex, Pattern: `^(ok|FAIL)`, After: &after, TimeoutMS: 10000})
+	if err != nil || !r.Matched || r.Match != "ok" {
+		t.Fatalf("multi-line regex: %+v %v", r, err)
+	}
+}
