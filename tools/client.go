@@ -95,9 +95,11 @@ type attemptInfo struct {
 // dirname(dirname(sessionFile))/endpoint.json, validates the endpoint URL
 // before attaching the token, and POSTs with the bearer token, refusing
 // redirects, within opts.Timeout (default 45 s). Every transport failure
-// is a KindUnavailable result with the contract's text. The reply
-// envelope is decoded whatever the HTTP status. See CallOptions for
-// waiting and retries.
+// is a KindUnavailable result with the contract's text; those that mean
+// no orchestrator answers (endpoint.json missing, unreadable or invalid,
+// connection refused) also satisfy errors.Is(res.Err(), ErrNotRunning).
+// The reply envelope is decoded whatever the HTTP status. See CallOptions
+// for waiting and retries.
 func Call(ctx context.Context, sessionFile string, req Request, opts CallOptions) (res Result) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -140,7 +142,9 @@ func Call(ctx context.Context, sessionFile string, req Request, opts CallOptions
 			if werr == nil {
 				continue
 			}
-			return Unavailable(strings.TrimRight(res.reason(), ".")+fmt.Sprintf(" (waited %s for termsprawl to start)", opts.Wait), res.Retryable)
+			waited := Unavailable(strings.TrimRight(res.reason(), ".")+fmt.Sprintf(" (waited %s for termsprawl to start)", opts.Wait), res.Retryable)
+			waited.cause = res.cause // still not running
+			return waited
 		}
 		if mayRetry && retries < opts.Retry && (res.Kind == KindUnavailable || res.Kind == KindInProgress) {
 			delay := retryBaseDelay << retries
@@ -180,12 +184,14 @@ func attempt(ctx context.Context, client *http.Client, sessionFile string, op *O
 	epPath := EndpointPathFor(sessionFile)
 	ep, err := ReadEndpoint(epPath)
 	if err != nil {
-		return Unavailable(err.Error(), true), attemptInfo{down: true}
+		// Missing, unreadable, not a regular file, unparsable: nobody
+		// published an endpoint that could answer.
+		return notRunning(Unavailable(err.Error(), true), err), attemptInfo{down: true}
 	}
 	info := attemptInfo{instance: ep.InstanceID}
 	if err := ValidateEndpointURL(ep.URL); err != nil {
 		info.down = true
-		return Unavailable(err.Error()+" (in "+epPath+")", true), info
+		return notRunning(Unavailable(err.Error()+" (in "+epPath+")", true), err), info
 	}
 
 	timeout := opts.Timeout
@@ -197,7 +203,7 @@ func attempt(ctx context.Context, client *http.Client, sessionFile string, op *O
 	hreq, err := http.NewRequestWithContext(actx, http.MethodPost, ep.URL, bytes.NewReader(body))
 	if err != nil {
 		info.down = true
-		return Unavailable("Invalid local endpoint: "+err.Error(), true), info
+		return notRunning(Unavailable("Invalid local endpoint: "+err.Error(), true), err), info
 	}
 	hreq.Header.Set("Authorization", "Bearer "+sess.Token)
 	hreq.Header.Set("Content-Type", "application/json")
@@ -220,8 +226,9 @@ func attempt(ctx context.Context, client *http.Client, sessionFile string, op *O
 			}
 			return Unavailable(fmt.Sprintf("%s answered with a redirect%s; refusing to follow it", ep.URL, loc), safe), info
 		case errors.Is(err, syscall.ECONNREFUSED):
+			// The endpoint's listener is gone: nothing was sent.
 			info.down = true
-			return Unavailable(fmt.Sprintf("connection to %s refused", ep.URL), true), info
+			return notRunning(Unavailable(fmt.Sprintf("connection to %s refused", ep.URL), true), unwrapURLError(err)), info
 		case ctx.Err() != nil:
 			return Unavailable(fmt.Sprintf("the call to %s was canceled: %v", ep.URL, ctx.Err()), safe), info
 		case actx.Err() != nil:

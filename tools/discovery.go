@@ -232,9 +232,10 @@ func ParseEndpoint(data []byte) (Endpoint, error) {
 	return ep, nil
 }
 
-// ReadEndpoint reads and parses an endpoint.json file.
+// ReadEndpoint reads and parses an endpoint.json file (with
+// ReadFileBounded: a FIFO, device or oversized file is refused promptly).
 func ReadEndpoint(path string) (Endpoint, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFileBounded(path, MaxStateFileBytes)
 	if err != nil {
 		return Endpoint{}, fmt.Errorf("read endpoint file: %w", err)
 	}
@@ -369,9 +370,9 @@ func ParseSession(data []byte) (Session, error) {
 	return s, nil
 }
 
-// ReadSession reads and validates a session file.
+// ReadSession reads and validates a session file (with ReadFileBounded).
 func ReadSession(path string) (Session, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFileBounded(path, MaxStateFileBytes)
 	if err != nil {
 		return Session{}, fmt.Errorf("read session file: %w", err)
 	}
@@ -427,9 +428,10 @@ func ParsePreferences(data []byte) (Preferences, error) {
 	return p, nil
 }
 
-// ReadPreferences reads and validates preferences.json.
+// ReadPreferences reads and validates preferences.json (with
+// ReadFileBounded).
 func ReadPreferences(path string) (Preferences, error) {
-	data, err := os.ReadFile(path)
+	data, err := ReadFileBounded(path, MaxStateFileBytes)
 	if err != nil {
 		return Preferences{}, fmt.Errorf("read preferences: %w", err)
 	}

@@ -117,6 +117,11 @@ type Result struct {
 	Kind      Kind
 	Retryable bool
 	Details   map[string]any
+
+	// cause is the local cause of a failure that Err exposes to
+	// errors.Is/As (ErrNotRunning for the client's "no orchestrator
+	// answers"). It is never serialised: a decoded result has none.
+	cause error
 }
 
 type okEnvelope struct {
@@ -177,6 +182,9 @@ func (r *Result) UnmarshalJSON(data []byte) error {
 }
 
 // Err returns nil for a successful result, else the failure as *Error.
+// The *Error's cause (Unwrap) is the result's local cause, if any: a
+// result from Call whose transport failed because no orchestrator answers
+// satisfies errors.Is(res.Err(), ErrNotRunning).
 func (r Result) Err() error {
 	if r.OK {
 		return nil
@@ -185,7 +193,7 @@ func (r Result) Err() error {
 	if kind == "" {
 		kind = KindInternal
 	}
-	return &Error{Kind: kind, Msg: r.Error, Retryable: r.Retryable, Details: r.Details}
+	return &Error{Kind: kind, Msg: r.Error, Retryable: r.Retryable, Details: r.Details, Err: r.cause}
 }
 
 // OKResult marshals v into a successful result. A json.RawMessage is used as
