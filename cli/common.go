@@ -18,7 +18,7 @@ const (
 	ExitOK          = 0 // success
 	ExitNo          = 1 // the app said no: a tool result with ok:false
 	ExitUsage       = 2 // usage error: nothing was done
-	ExitNotRunning  = 3 // termsprawl is not running
+	ExitNotRunning  = 3 // termsprawl is not running: no orchestrator answers
 	ExitWaitTimeout = 4 // the input was sent but its wait timed out (result.wait.timed_out)
 )
 

@@ -57,7 +57,8 @@ func (ctlCall) Help() string {
 
 // MainCtl runs termsprawlctl with args (without the program name) and
 // returns its exit code: 0 ok, 1 the tool result was ok:false, 2 usage,
-// 4 an input operation's wait timed out (the input was sent).
+// 3 termsprawl is not running, 4 an input operation's wait timed out (the
+// input was sent).
 func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var g ctlGrammar
 	kctx, code, stop := parseArgs(ctlName, &g, args, stdout, stderr,
@@ -115,6 +116,9 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitNo
 	}
 	if !res.OK {
+		if errors.Is(res.Err(), tools.ErrNotRunning) {
+			return ExitNotRunning // no orchestrator answers: nothing was sent
+		}
 		return ExitNo
 	}
 	if waitTimedOut(res) {

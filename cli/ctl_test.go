@@ -179,8 +179,8 @@ func TestCtlUnavailable(t *testing.T) {
 	fs := newFakeState(t)
 	fs.removeEndpoint(t)
 	code, out, _ := runCtl(t, "--session", fs.Agent, "call", "session_info")
-	if code != ExitNo {
-		t.Fatalf("exit %d, want 1", code)
+	if code != ExitNotRunning {
+		t.Fatalf("exit %d, want 3 (not running)", code)
 	}
 	env := decodeEnvelope(t, out)
 	if env["kind"] != "unavailable" || !strings.HasPrefix(env["error"].(string), "Tool connection unavailable: ") {

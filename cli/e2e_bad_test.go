@@ -86,7 +86,8 @@ func TestE2EBadInputs(t *testing.T) {
 		if err := tools.WriteEndpoint(epPath, ep); err != nil {
 			t.Fatal(err)
 		}
-		expectExit(ExitNo, "Invalid local endpoint", e.ctl, "--session", e.oper, "call", "session_info")
+		// No valid orchestrator answers: "not running" (CONTRACT §10).
+		expectExit(ExitNotRunning, "Invalid local endpoint", e.ctl, "--session", e.oper, "call", "session_info")
 	}
 	// A valid-looking endpoint that redirects: refused, token not forwarded.
 	ep := orig

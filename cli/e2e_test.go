@@ -309,8 +309,8 @@ func TestE2ERestart(t *testing.T) {
 	}
 
 	code, out, _ := e.run(e.ctl, "--session", e.oper, "call", "session_info")
-	if code != ExitNo {
-		t.Fatalf("call while down: exit %d, want 1\n%s", code, out)
+	if code != ExitNotRunning {
+		t.Fatalf("call while down: exit %d, want 3\n%s", code, out)
 	}
 	if env := decodeEnvelope(t, out); env["kind"] != "unavailable" {
 		t.Fatalf("call while down: %v", env)

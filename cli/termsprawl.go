@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -20,7 +21,6 @@ import (
 )
 
 const humanName = "termsprawl"
-
 
 // humanGrammar is termsprawl's command line. Global flags are accepted
 // before or after the command.
@@ -219,17 +219,15 @@ func (h *human) call(op string, args map[string]any) (json.RawMessage, int) {
 // notRunning tells "termsprawl is not running" (no operator session, no
 // endpoint, connection refused) from other failures.
 func (h *human) notRunning(res tools.Result) bool {
-	if res.OK || res.Kind != tools.KindUnavailable {
+	if res.OK {
 		return false
 	}
-	if _, err := os.Stat(h.sessionFile()); err != nil {
+	if errors.Is(res.Err(), tools.ErrNotRunning) {
 		return true
 	}
-	if _, err := tools.ReadEndpoint(tools.EndpointPath(h.stateDir)); err != nil {
-		return true
-	}
-	reason, _ := res.Details["reason"].(string)
-	return strings.Contains(reason, "refused") || strings.Contains(reason, "Invalid local endpoint")
+	// No operator session yet: termsprawl has never run on this state dir.
+	_, err := os.Stat(h.sessionFile())
+	return res.Kind == tools.KindUnavailable && err != nil
 }
 
 // simple runs op and calls show with its value on success.

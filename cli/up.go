@@ -182,15 +182,19 @@ func (h *human) upDetached() int {
 // logTail returns what was appended to the log since offset (at most the
 // last 4 KiB).
 func logTail(path string, offset int64) string {
-	data, err := os.ReadFile(path)
-	if err != nil || offset > int64(len(data)) {
+	f, err := os.Open(path)
+	if err != nil {
 		return ""
 	}
-	data = data[offset:]
-	if len(data) > 4096 {
-		data = data[len(data)-4096:]
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || offset > fi.Size() {
+		return ""
 	}
-	s := string(data)
+	start := max(offset, fi.Size()-4096)
+	data := make([]byte, fi.Size()-start)
+	n, _ := f.ReadAt(data, start)
+	s := string(data[:n])
 	if s != "" && !strings.HasSuffix(s, "\n") {
 		s += "\n"
 	}

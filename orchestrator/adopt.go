@@ -136,7 +136,7 @@ func (o *Orchestrator) removeStaleTemps() {
 
 func (o *Orchestrator) readMeta(id string) (NodeMeta, error) {
 	var m NodeMeta
-	b, err := os.ReadFile(o.metaPath(id))
+	b, err := tools.ReadFileBounded(o.metaPath(id), tools.MaxStateFileBytes)
 	if err != nil {
 		return m, err
 	}

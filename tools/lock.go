@@ -3,7 +3,6 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 )
 
 // LockInfo is server.lock's content: who holds the state dir.
@@ -16,7 +15,7 @@ type LockInfo struct {
 func ReadLock(stateDir string) (LockInfo, error) {
 	var li LockInfo
 	path := LockPath(stateDir)
-	b, err := os.ReadFile(path)
+	b, err := ReadFileBounded(path, MaxStateFileBytes)
 	if err != nil {
 		return li, err
 	}

@@ -90,6 +90,11 @@ type keyLock struct {
 	refs int           // guarded by ReceiptStore.mu
 }
 
+// maxStoredReceiptBytes bounds the read of one stored receipt: the receipt
+// (≤ MaxReceiptBytes) plus its canonical args (≤ the request body, escaped
+// once more).
+const maxStoredReceiptBytes = 16 << 20
+
 // MaxReceiptsPerCaller is the per-node quota of stored receipts (one per
 // idempotency key used in the last 24 h).
 const MaxReceiptsPerCaller = 1000
@@ -194,7 +199,7 @@ func (s *ReceiptStore) Lookup(caller, key, op string, args json.RawMessage) (jso
 		return nil, false, Errorf(KindUsage, "idempotency key %q: %w", key, err)
 	}
 	p := s.path(caller, key)
-	data, err := os.ReadFile(p)
+	data, err := ReadFileBounded(p, maxStoredReceiptBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, false, nil
 	}
