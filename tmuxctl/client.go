@@ -15,6 +15,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/tmuxenv"
 )
 
 // Config describes one control client.
@@ -171,7 +173,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	argv := append([]string{"-L", cfg.Socket, "-f", cfg.ConfigFile, "-C"}, cfg.Args...)
 	cmd := exec.Command(cfg.Tmux, argv...)
-	cmd.Env = append(EnvWithoutTmux(os.Environ()), cfg.Env...)
+	cmd.Env = append(tmuxenv.WithoutTmux(os.Environ()), cfg.Env...)
 	cmd.SysProcAttr = childSysProcAttr()
 	c := &Client{
 		cfg:      cfg,
@@ -212,19 +214,6 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 		c.Close()
 		return nil, fmt.Errorf("start tmux control client: %w", ctx.Err())
 	}
-}
-
-// EnvWithoutTmux returns env without TMUX and TMUX_PANE, so tmux commands
-// (and terminals attaching) work the same inside and outside tmux.
-func EnvWithoutTmux(env []string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
 }
 
 // PID returns the process id of the tmux -C child.

@@ -14,6 +14,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/termsprawl/termsprawl/internal/tmuxenv"
 )
 
 // File and directory names of the state directory (CONTRACT §2).
@@ -459,13 +461,4 @@ func (p Preferences) Argv(attach []string) []string {
 // EnvWithoutTmux returns env without TMUX and TMUX_PANE: what a spawned
 // terminal or `tmux attach` gets (CONTRACT §7), so attaching works inside
 // and outside tmux.
-func EnvWithoutTmux(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		if strings.HasPrefix(kv, "TMUX=") || strings.HasPrefix(kv, "TMUX_PANE=") {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
+func EnvWithoutTmux(env []string) []string { return tmuxenv.WithoutTmux(env) }

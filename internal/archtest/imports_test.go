@@ -17,11 +17,15 @@ const module = "github.com/termsprawl/termsprawl"
 // allowed maps a package (or a prefix ending in "/...") to the import
 // prefixes it may use besides the standard library.
 var allowed = map[string][]string{
-	"tmuxctl": {},
-	"tools":   {"github.com/fsnotify/fsnotify"},
+	"tmuxctl": {module + "/internal/tmuxenv"},
+	"tools":   {"github.com/fsnotify/fsnotify", module + "/internal/tmuxenv"},
 	// The engine: nodes on tmux servers. It never imports the tool server.
-	"orchestrator":        {module + "/tmuxctl", module + "/tools", module + "/orchestrator/screen", "github.com/charmbracelet/"},
-	"orchestrator/screen": {module + "/tools", "github.com/charmbracelet/"},
+	"orchestrator":        {module + "/tmuxctl", module + "/tools", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/"},
+	"orchestrator/screen": {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
+	// PNG screenshots from a cell grid: fonts and pixels only.
+	"orchestrator/render": {"golang.org/x/image/"},
+	// Recordings and traces, replayed through the same mirror.
+	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen"},
 	// The tool server drives the engine; tmux is the engine's business.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator"},
 	"cli":                     {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong", "github.com/mark3labs/mcp-go/"},
