@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/termsprawl/termsprawl/tools"
@@ -40,7 +38,7 @@ func (h *human) doctor() int {
 	}
 
 	// State directory: exists, ours, not group/world writable (never created here).
-	if err := checkStateDir(h.stateDir); err != nil {
+	if err := tools.CheckStateDir(h.stateDir); err != nil {
 		report(false, "state dir", "%v", err)
 	} else {
 		report(true, "state dir", "%s (owned by you, not group or world writable)", h.stateDir)
@@ -122,29 +120,4 @@ func (h *human) tmuxOutput(tmux string, args ...string) (string, error) {
 		return string(out), err
 	}
 	return string(out), nil
-}
-
-// checkStateDir applies tools.EnsureStateDir's rules without creating
-// anything: the directory and its sessions/ and agent-tools/ must exist,
-// be directories owned by the user and not be group or world writable.
-func checkStateDir(dir string) error {
-	for _, d := range []string{dir, filepath.Join(dir, tools.SessionsDir), filepath.Join(dir, tools.AgentToolsDir)} {
-		fi, err := os.Stat(d)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return fmt.Errorf("%s does not exist (termsprawl up creates it)", d)
-			}
-			return fmt.Errorf("%s: %v", d, err)
-		}
-		if !fi.IsDir() {
-			return fmt.Errorf("%s is not a directory", d)
-		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
-			return fmt.Errorf("%s is owned by uid %d, not by you (uid %d)", d, st.Uid, os.Getuid())
-		}
-		if perm := fi.Mode().Perm(); perm&0o022 != 0 {
-			return fmt.Errorf("%s is group or world writable (mode %04o): chmod 700 %s", d, perm, d)
-		}
-	}
-	return nil
 }

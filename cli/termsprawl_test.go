@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -210,27 +209,5 @@ func TestHumanAttach(t *testing.T) {
 	code, _, _ = runHuman(t, "--state-dir", fs.Dir, "attach", "n2")
 	if code != ExitNo || gotArgv != nil {
 		t.Fatalf("attach to a missing node: exit %d argv %v", code, gotArgv)
-	}
-}
-
-func TestCheckStateDir(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := checkStateDir(dir); err == nil {
-		t.Fatal("a missing state dir passed")
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Fatal("checkStateDir created the directory")
-	}
-	if err := tools.EnsureStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Chmod(dir, 0o777); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkStateDir(dir); err == nil || !strings.Contains(err.Error(), "writable") {
-		t.Fatalf("world-writable dir: %v", err)
 	}
 }

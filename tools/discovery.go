@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/url"
 	"os"
@@ -121,13 +122,33 @@ func EnsureStateDir(dir string) error {
 	return nil
 }
 
+// CheckStateDir applies EnsureStateDir's rules without creating anything
+// (for doctor): dir and its sessions/ and agent-tools/ must exist.
+func CheckStateDir(dir string) error {
+	for _, d := range []string{dir, filepath.Join(dir, SessionsDir), filepath.Join(dir, AgentToolsDir)} {
+		if err := checkPrivateDir(d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // ensurePrivateDir creates d with 0700 if missing and checks its owner and
 // mode.
 func ensurePrivateDir(d string) error {
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return &StateDirError{Path: d, Problem: "cannot create it", Fix: "create it with mkdir -m 700 -p " + shellQuote(d) + " or set TERMSPRAWL_HOME", Err: err}
 	}
+	return checkPrivateDir(d)
+}
+
+// checkPrivateDir checks that d is a directory of the user's that nobody
+// else may write.
+func checkPrivateDir(d string) error {
 	fi, err := os.Stat(d)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &StateDirError{Path: d, Problem: "it does not exist", Fix: "termsprawl up creates it", Err: err}
+	}
 	if err != nil {
 		return &StateDirError{Path: d, Problem: "cannot inspect it", Err: err}
 	}

