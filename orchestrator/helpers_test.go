@@ -38,7 +38,9 @@ func openOrchestratorWith(t *testing.T, srv *tmuxtest.Server, dir string, mod fu
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cfg := Config{StateDir: dir, Socket: srv.Socket}
+	// Launches do not watch for early exits unless a test asks (it costs
+	// up to a second a launch).
+	cfg := Config{StateDir: dir, Socket: srv.Socket, LaunchWatch: -1}
 	if mod != nil {
 		mod(&cfg)
 	}

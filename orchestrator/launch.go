@@ -92,8 +92,10 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		return tools.NodeInfo{}, err
 	}
 	if spec.Cwd == "" {
-		if h, err := os.UserHomeDir(); err == nil {
-			spec.Cwd = h
+		// The caller's directory is the tool server's business (a node's
+		// pane path, the human CLI's own cwd); failing that, ours.
+		if wd, err := os.Getwd(); err == nil {
+			spec.Cwd = wd
 		} else {
 			spec.Cwd = "/"
 		}
@@ -116,6 +118,9 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	}
 	if spec.Owner == "" {
 		spec.Owner = tools.OperatorNode
+	}
+	if err := o.checkProgram(spec); err != nil {
+		return tools.NodeInfo{}, err
 	}
 
 	o.lifecycleMu.Lock()
@@ -189,7 +194,100 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	o.nodes[id] = n
 	o.mu.Unlock()
 	o.log.Info("launched node", "node", id, "command", spec.Command[0], "owner", spec.Owner)
-	return n.info(0), nil
+	info := n.info(0)
+	info.Exited = n.earlyExit(ctx, o.cfg.LaunchWatch)
+	return info, nil
+}
+
+// earlyExit watches a new node for up to d: if its program exits in that
+// time, the launch says so with the last screen lines. It returns early,
+// with nil, once the program has printed and then gone quiet for
+// launchQuiet (it is waiting for input: it started).
+func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit {
+	if d <= 0 {
+		return nil
+	}
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	quiet := time.NewTimer(time.Hour)
+	defer quiet.Stop()
+	for {
+		rev, changed := n.scr.WaitState()
+		status, statusCh := n.statusWait()
+		if status == tools.StatusExited {
+			_, code, _ := n.state()
+			e := &tools.EarlyExit{ScreenTail: n.excerpt(10)}
+			if code != nil {
+				e.ExitCode = *code
+			}
+			return e
+		}
+		if rev > revisionBase(n.meta.Epoch) {
+			quiet.Reset(launchQuiet)
+		}
+		select {
+		case <-changed:
+		case <-statusCh:
+		case <-quiet.C:
+			return nil
+		case <-deadline.C:
+			return nil
+		case <-n.closing:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// launchQuiet is how long a new program that printed must stay quiet for
+// its launch to stop watching for an early exit.
+const launchQuiet = 250 * time.Millisecond
+
+// checkProgram refuses, before anything exists, a program that cannot
+// start: not on the PATH the node will have, not a regular executable file.
+func (o *Orchestrator) checkProgram(spec LaunchSpec) error {
+	prog := spec.Command[0]
+	if strings.Contains(prog, "/") {
+		p := prog
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(spec.Cwd, p)
+		}
+		return executable(prog, p)
+	}
+	path := ""
+	for _, kv := range o.launchEnv(spec, "") {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			dir = "."
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(spec.Cwd, dir)
+		}
+		if executable(prog, filepath.Join(dir, prog)) == nil {
+			return nil
+		}
+	}
+	return tools.Errorf(tools.KindUsage, "program %q is not on the node's PATH (%s): install it, or give its absolute path as command[0]", prog, path).
+		WithDetails("program", prog)
+}
+
+// executable reports why the file at p cannot be run as prog, or nil.
+func executable(prog, p string) error {
+	fi, err := os.Stat(p)
+	switch {
+	case err != nil:
+		return tools.Errorf(tools.KindUsage, "program %q: %w: check the path, or install it", prog, err).WithDetails("program", prog)
+	case !fi.Mode().IsRegular():
+		return tools.Errorf(tools.KindUsage, "program %q (%s) is not a regular file", prog, p).WithDetails("program", prog)
+	case fi.Mode().Perm()&0o111 == 0:
+		return tools.Errorf(tools.KindUsage, "program %q (%s) is not executable: chmod +x it", prog, p).WithDetails("program", prog)
+	}
+	return nil
 }
 
 // launchEnv builds the -e list: the minimal or inherited environment, the
@@ -227,6 +325,15 @@ func (o *Orchestrator) launchEnv(spec LaunchSpec, id string) []string {
 	sort.Strings(keys)
 	for _, k := range keys {
 		set(k, spec.Env[k])
+	}
+	if o.cfg.CtlPath != "" {
+		// termsprawlctl on PATH in every node, first (CONTRACT §10).
+		dir := filepath.Dir(o.cfg.CtlPath)
+		if p := vars["PATH"]; p != "" {
+			set("PATH", dir+string(filepath.ListSeparator)+p)
+		} else {
+			set("PATH", dir)
+		}
 	}
 	set("TERMSPRAWL_SESSION_FILE", tools.SessionPath(o.cfg.StateDir, id))
 	set("TERMSPRAWL_NODE", id)

@@ -32,12 +32,20 @@ type Config struct {
 	Version  string
 	CtlPath  string // absolute path of termsprawlctl, given to agent nodes
 	Logger   *slog.Logger
+	// LaunchWatch is how long a launch watches its new program for an
+	// early exit (reported as NodeInfo.Exited). 0 means
+	// DefaultLaunchWatch; negative means not at all.
+	LaunchWatch time.Duration
 	// IdleAfter is how long a node may go unobserved (no snapshot,
 	// capture, wait or input) before it sleeps: tmux stops sending its
 	// output to us and its emulator is released. 0 means
 	// DefaultIdleAfter; negative means never.
 	IdleAfter time.Duration
 }
+
+// DefaultLaunchWatch is Config.LaunchWatch's default (CONTRACT §10: an
+// exit within 1 s of launch is reported).
+const DefaultLaunchWatch = time.Second
 
 // DefaultIdleAfter is Config.IdleAfter's default.
 const DefaultIdleAfter = 30 * time.Second
@@ -90,6 +98,9 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	}
 	if cfg.MaxNodes <= 0 {
 		cfg.MaxNodes = DefaultMaxNodes
+	}
+	if cfg.LaunchWatch == 0 {
+		cfg.LaunchWatch = DefaultLaunchWatch
 	}
 	if cfg.IdleAfter == 0 {
 		cfg.IdleAfter = DefaultIdleAfter

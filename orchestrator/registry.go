@@ -3,8 +3,10 @@ package orchestrator
 import (
 	"context"
 	"log/slog"
+	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -93,4 +95,50 @@ func (o *Orchestrator) PrepareWait(id string, spec tools.WaitSpec, lifetime time
 // or ctx ends.
 func (p *PendingWait) Run(ctx context.Context) (tools.WaitResult, error) {
 	return p.n.waitCompiled(ctx, p.c)
+}
+
+// Resolve names a node the way every terminal argument does (CONTRACT
+// §10): an exact id, else an exact name when unique, else a unique id
+// prefix. Ambiguity is a usage error listing the candidates; no match is
+// not_found.
+func (o *Orchestrator) Resolve(word string) (string, error) {
+	if n, err := o.lookup(word); err == nil {
+		return n.meta.ID, nil
+	}
+	var byName, byPrefix []string
+	for _, n := range o.sortedNodes() {
+		if n.isClosing() {
+			continue
+		}
+		if n.meta.Name == word {
+			byName = append(byName, n.meta.ID)
+		}
+		if strings.HasPrefix(n.meta.ID, word) {
+			byPrefix = append(byPrefix, n.meta.ID)
+		}
+	}
+	for _, ids := range [][]string{byName, byPrefix} {
+		switch {
+		case len(ids) == 1:
+			return ids[0], nil
+		case len(ids) > 1:
+			return "", tools.Errorf(tools.KindUsage, "%q names %d terminals (%s): use one of their ids", word, len(ids), strings.Join(ids, ", ")).
+				WithDetails("candidates", ids)
+		}
+	}
+	return "", tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", word)
+}
+
+// CurrentPath is the working directory of a node's program as tmux knows
+// it (#{pane_current_path}); "" if it cannot be told.
+func (o *Orchestrator) CurrentPath(ctx context.Context, id string) string {
+	n, err := o.lookup(id)
+	if err != nil {
+		return ""
+	}
+	out, err := n.client.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{pane_current_path}"))
+	if err != nil || len(out) != 1 {
+		return ""
+	}
+	return out[0]
 }

@@ -142,8 +142,8 @@ func enumParam(name, desc string, values ...string) Param {
 }
 
 var (
-	paramTerminal = Param{Name: "terminal", Type: TypeString, Required: true, NodeID: true,
-		Description: "Node id of the terminal (see terminal_list)."}
+	paramTerminal = Param{Name: "terminal", Type: TypeString, Required: true, NonEmpty: true, MaxLen: MaxNameBytes,
+		Description: "The terminal: its id, else its name when unique, else a unique id prefix (see terminal_list)."}
 	paramWaitMode = Param{Name: "wait", Type: TypeString, Required: true,
 		Enum:        []string{WaitText, WaitRegex, WaitQuiet, WaitExit, WaitRender},
 		Description: "What to wait for: text (a substring appears), regex (a Go RE2 pattern matches), quiet (no output for quiet_ms), exit (the program exits), render (the screen changes)."}
@@ -302,7 +302,7 @@ func buildOperations() []*Operation {
 		{Name: "agent_send", Result: TaskSent{}, State: Snapshot{}, Topic: TopicAgents, Mutation: true, Annotations: annInput,
 			Description: "Submit text into another agent's prompt as a task; returns {task} to follow with agent_task. Allowed into agents you may drive and agents that opted in with agent_report {accepts_tasks: true}.",
 			Params: []Param{
-				{Name: "node", Type: TypeString, Required: true, NodeID: true, Description: "Node id of the recipient agent."},
+				{Name: "node", Type: TypeString, Required: true, NonEmpty: true, MaxLen: MaxNameBytes, Description: "The recipient agent: its id, else its name when unique, else a unique id prefix (see agent_status)."},
 				{Name: "text", Type: TypeString, Required: true, NonEmpty: true, Description: "The message to submit."},
 				id("message_id", "Your id for this message (reused ids are duplicates)."),
 			}},

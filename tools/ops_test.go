@@ -94,7 +94,7 @@ func TestValidate(t *testing.T) {
 		{"terminal_type", `{"terminal":"a","terminal":"b","text":""}`, `duplicate key "terminal"`},
 		{"terminal_type", `{"text":"hi"}`, `missing required argument "terminal"`},
 		{"terminal_type", `{"terminal":5,"text":"hi"}`, `"terminal" must be a string, got a number`},
-		{"terminal_type", `{"terminal":"bad id!","text":"hi"}`, "must be a node id"},
+		{"terminal_type", `{"terminal":"","text":"hi"}`, "must not be empty"},
 		{"terminal_type", `{"terminal":"a","text":"a\u0000b"}`, "NUL"},
 		{"terminal_type", `{"terminal":"a","text":"` + big + `"}`, ""},
 		{"terminal_type", `{"terminal":"a","text":"` + big + `b"}`, "65537 bytes, over the limit of 65536"},

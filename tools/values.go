@@ -30,6 +30,15 @@ type NodeInfo struct {
 	Rows     int      `json:"rows"`
 	Revision uint64   `json:"revision"`
 	Clients  int      `json:"clients"`
+	// Exited is set in a launch's result when the program exited within
+	// a second of its start.
+	Exited *EarlyExit `json:"exited,omitempty"`
+}
+
+// EarlyExit is how a program that exited right after its launch ended.
+type EarlyExit struct {
+	ExitCode   int      `json:"exit_code"`
+	ScreenTail []string `json:"screen_tail"`
 }
 
 // NodeList is terminal_list's value.

@@ -3,7 +3,6 @@ package toolserver
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -114,9 +113,6 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		name = a.Agent
 	}
 	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra}
-	if spec.Cwd == "" {
-		spec.Cwd, _ = os.Getwd()
-	}
 	info, err := c.launchFor(spec)
 	if err != nil {
 		return tools.NodeInfo{}, nil, err
@@ -168,7 +164,7 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 }
 
 type agentSendArgs struct {
-	Node      string `json:"node"`
+	nodeArg
 	Text      string `json:"text"`
 	MessageID string `json:"message_id"`
 }

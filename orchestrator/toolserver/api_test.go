@@ -51,7 +51,7 @@ func apiStart(t testing.TB, tmux *tmuxtest.Server, dir string) *apiServe {
 	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan ServeInfo, 1)
 	go func() {
-		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test"}, func(i ServeInfo) { ready <- i })
+		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test", LaunchWatch: 100 * time.Millisecond}, func(i ServeInfo) { ready <- i })
 	}()
 	select {
 	case s.info = <-ready:

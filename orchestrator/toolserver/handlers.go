@@ -46,6 +46,9 @@ func reader[A, R any](f func(c *call, a A) (R, error)) handler {
 			if err != nil {
 				return nil, err
 			}
+			if err := c.resolve(&a); err != nil {
+				return nil, err
+			}
 			return f(c, a)
 		},
 	}
@@ -63,6 +66,9 @@ func mutator[A, R any](f func(c *call, a A) (R, any, error)) handler {
 		mutate: func(c *call, args json.RawMessage) (any, any, error) {
 			a, err := decodeArgs[A](args)
 			if err != nil {
+				return nil, nil, err
+			}
+			if err := c.resolve(&a); err != nil {
 				return nil, nil, err
 			}
 			if d, ok := any(a).(drivenTerminal); ok {

@@ -90,6 +90,34 @@ type terminalArg struct {
 
 func (a terminalArg) driven() string { return a.Terminal }
 
+func (a *terminalArg) ref() *string { return &a.Terminal }
+
+// nodeArg is a node named by the `node` argument (agent_send).
+type nodeArg struct {
+	Node string `json:"node"`
+}
+
+func (a *nodeArg) ref() *string { return &a.Node }
+
+// namesNode is implemented by args that name a node: the handler wrappers
+// resolve the name (id, unique name or unique id prefix) to an id before
+// the handler runs.
+type namesNode interface{ ref() *string }
+
+// resolve replaces the node a's args name with its id.
+func (c *call) resolve(a any) error {
+	n, ok := a.(namesNode)
+	if !ok {
+		return nil
+	}
+	id, err := c.s.o.Resolve(*n.ref())
+	if err != nil {
+		return err
+	}
+	*n.ref() = id
+	return nil
+}
+
 // drivenTerminal is implemented by the args of mutations that act on a
 // terminal: the caller must be allowed to drive it.
 type drivenTerminal interface{ driven() string }

@@ -54,6 +54,10 @@ func (c *call) stateOf(id string) any {
 // as the new node's ancestors, and registers the new node's token.
 func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 	spec.Owner = c.caller.Node
+	if spec.Cwd == "" && c.caller.Role != tools.RoleOperator {
+		// A node's launches start where its program is (CONTRACT §10).
+		spec.Cwd = c.s.o.CurrentPath(c.ctx, c.caller.Node)
+	}
 	if c.caller.Role != tools.RoleOperator {
 		spec.Parent = c.caller.Node
 		spec.Ancestors = []string{c.caller.Incarnation}
@@ -84,9 +88,9 @@ func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
 }
 
 type snapshotArgs struct {
-	Terminal        string `json:"terminal"`
-	ScrollbackLines int    `json:"scrollback_lines"`
-	Screenshot      bool   `json:"screenshot"`
+	terminalArg
+	ScrollbackLines int  `json:"scrollback_lines"`
+	Screenshot      bool `json:"screenshot"`
 }
 
 func terminalSnapshot(c *call, a snapshotArgs) (tools.Snapshot, error) {
@@ -118,8 +122,8 @@ func terminalSnapshot(c *call, a snapshotArgs) (tools.Snapshot, error) {
 }
 
 type readArgs struct {
-	Terminal string `json:"terminal"`
-	MaxChars int    `json:"max_chars"`
+	terminalArg
+	MaxChars int `json:"max_chars"`
 }
 
 func terminalRead(c *call, a readArgs) (tools.ReadResult, error) {
@@ -127,8 +131,8 @@ func terminalRead(c *call, a readArgs) (tools.ReadResult, error) {
 }
 
 type captureArgs struct {
-	Terminal string `json:"terminal"`
-	Cursor   uint64 `json:"cursor"`
+	terminalArg
+	Cursor uint64 `json:"cursor"`
 }
 
 func terminalCaptureSince(c *call, a captureArgs) (tools.Changes, error) {
@@ -136,7 +140,7 @@ func terminalCaptureSince(c *call, a captureArgs) (tools.Changes, error) {
 }
 
 type waitArgs struct {
-	Terminal string `json:"terminal"`
+	terminalArg
 	tools.WaitSpec
 }
 
@@ -145,10 +149,10 @@ func terminalWaitFor(c *call, a waitArgs) (tools.WaitResult, error) {
 }
 
 type scrollbackArgs struct {
-	Terminal string `json:"terminal"`
-	From     *int   `json:"from"`
-	To       *int   `json:"to"`
-	Search   string `json:"search"`
+	terminalArg
+	From   *int   `json:"from"`
+	To     *int   `json:"to"`
+	Search string `json:"search"`
 }
 
 func terminalScrollback(c *call, a scrollbackArgs) (tools.ScrollbackResult, error) {

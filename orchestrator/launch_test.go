@@ -1,0 +1,93 @@
+package orchestrator
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// A program that cannot start is refused before a node exists, with a
+// message that names it.
+func TestLaunchRefusesProgramsThatCannotStart(t *testing.T) {
+	o, _ := newTestOrchestrator(t)
+	dir := t.TempDir()
+	plain := filepath.Join(dir, "not-executable")
+	os.WriteFile(plain, []byte("#!/bin/sh\n"), 0o600)
+	for _, argv := range [][]string{
+		{"no-such-program-termsprawl"},
+		{"no-such-program-termsprawl", "--flag"},
+		{filepath.Join(dir, "missing")},
+		{plain},
+		{dir},
+	} {
+		_, err := o.Launch(tctx(t), LaunchSpec{Command: argv, Cwd: dir})
+		if tools.KindOf(err) != tools.KindUsage || !strings.Contains(err.Error(), argv[0]) {
+			t.Errorf("launch %q: %v, want a usage error naming the program", argv, err)
+		}
+	}
+	if n := len(o.Nodes()); n != 0 {
+		t.Fatalf("%d nodes exist after refused launches", n)
+	}
+	if files, _ := filepath.Glob(filepath.Join(o.StateDir(), nodesDir, "*")); len(files) != 0 {
+		t.Fatalf("node files left: %v", files)
+	}
+	if _, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"cat"}, Cwd: filepath.Join(dir, "gone")}); tools.KindOf(err) != tools.KindUsage {
+		t.Fatalf("missing cwd: %v", err)
+	}
+}
+
+// A program that exits right after its launch makes the launch say so; one
+// that starts and waits does not.
+func TestLaunchReportsAnEarlyExit(t *testing.T) {
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = DefaultLaunchWatch })
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo cannot open config; exit 3"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Exited == nil || info.Exited.ExitCode != 3 || !strings.Contains(strings.Join(info.Exited.ScreenTail, "\n"), "cannot open config") {
+		t.Fatalf("early exit not reported: %+v", info.Exited)
+	}
+	info, err = o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo ready; exec cat"}, Cwd: t.TempDir()})
+	if err != nil || info.Exited != nil {
+		t.Fatalf("a program that started: %+v %v", info.Exited, err)
+	}
+}
+
+// Every node finds termsprawlctl on its PATH, first.
+func TestNodesHaveTheCtlOnPath(t *testing.T) {
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	ctl := filepath.Join(bin, "termsprawlctl")
+	if err := os.WriteFile(ctl, []byte("#!/bin/sh\necho fake-ctl\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.CtlPath = ctl })
+	for _, mode := range []string{"replace", "inherit"} {
+		info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", `echo "P=$PATH"; termsprawlctl; exec cat`}, Cwd: t.TempDir(), EnvMode: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitText(t, o, info.Terminal, "fake-ctl")
+		snap, _ := o.Snapshot(info.Terminal)
+		if !strings.Contains(strings.Join(snap.Lines, "\n"), "P="+bin+string(filepath.ListSeparator)) {
+			t.Fatalf("env_mode %s: PATH does not start with %s:\n%s", mode, bin, strings.Join(snap.Lines, "\n"))
+		}
+	}
+	if _, err := os.Stat(ctl); errors.Is(err, os.ErrNotExist) {
+		t.Fatal("ctl vanished")
+	}
+}
