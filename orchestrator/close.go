@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"syscall"
@@ -149,9 +150,52 @@ func (o *Orchestrator) clientEnded(n *node) {
 		return // closed on purpose
 	default:
 	}
+	if reason, dead := o.serverDied(); dead {
+		// Every node of the server is lost at once: keep each listed as
+		// exited with the reason, so nobody wonders where it went.
+		n.markLost("the tmux server died (" + reason + "): the program is gone; terminal_close removes the node")
+		return
+	}
 	n.log.Info("tmux session ended", "reason", n.client.Err())
 	n.markGone()
 	o.forget(n.meta.ID)
+}
+
+// serverDied reports whether the private tmux server is gone (its admin
+// client ended, or a round trip on it fails), and records the death once:
+// an error in the log, counted in ServerHealth.
+func (o *Orchestrator) serverDied() (string, bool) {
+	admin := o.srv.adminClient()
+	err := admin.Err()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err = admin.Run(ctx, tmuxctl.Command("display-message", "-p", "ok"))
+		cancel()
+		if err != nil && !errors.Is(err, tmuxctl.ErrClosed) && !errors.Is(err, context.DeadlineExceeded) {
+			err = nil // tmux answered, with an error: it lives
+		}
+	}
+	if err == nil {
+		return "", false
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.deadAdmin != admin {
+		o.deadAdmin = admin
+		o.serverDeaths++
+		o.lastServerDeath = fmt.Sprintf("%s: %v", time.Now().UTC().Format(time.RFC3339), err)
+		o.log.Error("the private tmux server died: its nodes are lost (listed as exited); the next launch starts a new server",
+			"socket", o.cfg.Socket, "err", err, "nodes", len(o.nodes))
+	}
+	return err.Error(), true
+}
+
+// ServerHealth tells how often the private tmux server died while this
+// orchestrator ran, and when and why it last did.
+func (o *Orchestrator) ServerHealth() (deaths int, last string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.serverDeaths, o.lastServerDeath
 }
 
 // forget drops a node whose session no longer exists, with its files.

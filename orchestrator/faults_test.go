@@ -210,18 +210,31 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 	case <-time.After(25 * time.Second):
 		t.Fatal("a wait on a node of a killed tmux server never returned")
 	}
-	_, err := o.Snapshot(id)
-	if err == nil {
-		// The node may still be listed as exited for a moment; then it
-		// must be gone.
-		time.Sleep(200 * time.Millisecond)
+	// The death is loud: counted, and the node stays listed as exited
+	// with the reason instead of vanishing.
+	if deaths, last := o.ServerHealth(); deaths != 1 || last == "" {
+		t.Fatalf("server deaths %d (%q), want 1", deaths, last)
+	}
+	snap, err := o.Snapshot(id)
+	if err != nil || snap.Status != tools.StatusExited || !strings.Contains(snap.ExitReason, "tmux server died") {
+		t.Fatalf("the lost node: %+v, %v", snap, err)
 	}
 	if _, err := o.Type(tctx(t), id, "x", nil); err == nil {
 		t.Fatal("typing into a node of a dead server succeeded")
 	}
-	// The orchestrator starts a new server for the next launch.
+	// The orchestrator starts a new server for the next launch and keeps
+	// serving; the lost node is closed like any other.
 	id2 := launch(t, o, "sh", "-c", "echo reborn; sleep 30")
 	waitText(t, o, id2, "reborn")
+	if err := o.CloseNode(tctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Snapshot(id); tools.KindOf(err) != tools.KindNotFound {
+		t.Fatalf("the lost node after close: %v", err)
+	}
+	if deaths, _ := o.ServerHealth(); deaths != 1 {
+		t.Fatalf("one death counted %d times", deaths)
+	}
 }
 
 func TestRestartAdoptsAndReseeds(t *testing.T) {

@@ -96,6 +96,7 @@ type node struct {
 	statusCh    chan struct{} // closed when status changes
 	inputs      []input
 	gone        bool   // the tmux session no longer exists
+	exitReason  string // why the program ended, when not by itself (the server died)
 	reseeds     int    // how often the mirror was reseeded (observability)
 	seedRev     uint64 // the mirror's revision right after the last seed
 	healed      int    // how often a quiet check found the mirror wrong
@@ -164,6 +165,21 @@ func (n *node) markGone() {
 	n.statusCh = make(chan struct{})
 }
 
+// markLost records that the node's program was lost with its tmux server:
+// the node stays listed, exited, with the reason, until it is closed.
+func (n *node) markLost(reason string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.gone {
+		return
+	}
+	n.gone = true
+	n.exitReason = reason
+	n.status = tools.StatusExited
+	close(n.statusCh)
+	n.statusCh = make(chan struct{})
+}
+
 func (n *node) recordInput(rev uint64, text string) {
 	if text == "" {
 		return
@@ -213,7 +229,10 @@ func (n *node) requestReseed() {
 func (n *node) info(clients int) tools.NodeInfo {
 	status, code, _ := n.state()
 	snap := n.snapshot()
-	return tools.NodeInfo{Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
+	n.mu.Lock()
+	reason := n.exitReason
+	n.mu.Unlock()
+	return tools.NodeInfo{ExitReason: reason, Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
 		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients}
 }

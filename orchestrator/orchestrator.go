@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -56,10 +57,15 @@ type Orchestrator struct {
 	srv *tmuxServer
 	log *slog.Logger
 
-	mu      sync.Mutex // guards nodes, closing and onGone
+	mu      sync.Mutex // guards nodes, closing, onGone and the server deaths
 	nodes   map[string]*node
 	closing bool
 	onGone  func(NodeMeta) // told when a node's life ends (closed or its session gone)
+	// Deaths of the private tmux server: deadAdmin is the admin client
+	// whose end was counted, so one death is counted once.
+	serverDeaths    int
+	lastServerDeath string
+	deadAdmin       *tmuxctl.Client
 
 	procs *procWatcher // nil where pidfds are not available
 

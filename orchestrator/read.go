@@ -69,7 +69,10 @@ func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
 	}
 	n.observe(context.Background())
 	status, code, _ := n.state()
-	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code}, nil
+	n.mu.Lock()
+	reason := n.exitReason
+	n.mu.Unlock()
+	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason}, nil
 }
 
 // CaptureSince returns the rows changed after revision cursor.

@@ -26,10 +26,13 @@ type NodeInfo struct {
 	Agent    string   `json:"agent,omitempty"`
 	Status   string   `json:"status"`
 	ExitCode *int     `json:"exit_code,omitempty"`
-	Columns  int      `json:"columns"`
-	Rows     int      `json:"rows"`
-	Revision uint64   `json:"revision"`
-	Clients  int      `json:"clients"`
+	// ExitReason says why the program ended when it did not end by itself
+	// (its tmux server died).
+	ExitReason string `json:"exit_reason,omitempty"`
+	Columns    int    `json:"columns"`
+	Rows       int    `json:"rows"`
+	Revision   uint64 `json:"revision"`
+	Clients    int    `json:"clients"`
 	// Exited is set in a launch's result when the program exited within
 	// a second of its start.
 	Exited *EarlyExit `json:"exited,omitempty"`
@@ -76,8 +79,9 @@ type Screen struct {
 type Snapshot struct {
 	Terminal string `json:"terminal"`
 	Screen
-	Status   string `json:"status"`
-	ExitCode *int   `json:"exit_code,omitempty"`
+	Status     string `json:"status"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+	ExitReason string `json:"exit_reason,omitempty"`
 	// Scrollback holds history lines above the screen, only when asked for.
 	Scrollback *[]string `json:"scrollback,omitempty"`
 	// Image is a base64 PNG of the screen, only when asked for.
@@ -218,6 +222,10 @@ type SessionInfo struct {
 	// mirror differed from tmux and was healed: regressions show here.
 	MirrorReseeds int `json:"mirror_reseeds"`
 	MirrorHeals   int `json:"mirror_heals"`
+	// TmuxServerDeaths counts deaths of the private tmux server while this
+	// orchestrator ran; LastTmuxServerDeath says when and why.
+	TmuxServerDeaths    int    `json:"tmux_server_deaths"`
+	LastTmuxServerDeath string `json:"last_tmux_server_death,omitempty"`
 }
 
 // GuideText is guide_read's value.

@@ -139,6 +139,7 @@ func sessionInfo(c *call, _ noArgs) (tools.SessionInfo, error) {
 		info.TmuxSession = "ts-" + c.caller.Node
 	}
 	info.MirrorReseeds, info.MirrorHeals = s.o.MirrorCounts()
+	info.TmuxServerDeaths, info.LastTmuxServerDeath = s.o.ServerHealth()
 	return info, nil
 }
 
