@@ -5,15 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
+	"runtime"
 	"runtime/debug"
 	"strings"
 
 	"github.com/alecthomas/kong"
+	"github.com/willabides/kongplete"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// Exit codes shared by both binaries (CONTRACT §5, §7).
+// Exit codes shared by both binaries (CONTRACT §5, §7, §10).
 const (
 	ExitOK          = 0 // success
 	ExitNo          = 1 // the app said no: a tool result with ok:false
@@ -41,49 +44,140 @@ func waitTimedOut(res tools.Result) bool {
 // the module version from the build info is used when there is one.
 var Version = ""
 
-func version() string {
-	if Version != "" {
-		return Version
-	}
+// Commit is the commit the binaries were built from. It can be set with
+// -ldflags "-X github.com/termsprawl/termsprawl/cli.Commit=…"; otherwise
+// it is the build info's vcs.revision (go build in a git checkout records
+// it unless -buildvcs=false).
+var Commit = ""
+
+// buildInfo is what the version command reports.
+type buildInfo struct {
+	Version   string `json:"version"`
+	Commit    string `json:"commit,omitempty"`
+	Modified  bool   `json:"modified,omitempty"`
+	GoVersion string `json:"go_version"`
+	Platform  string `json:"platform"`
+}
+
+func readBuildInfo() buildInfo {
+	info := buildInfo{Version: Version, Commit: Commit, GoVersion: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "dev"
-	}
-	if bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	// A build from a git checkout: name the commit.
-	v := "dev"
-	dirty := false
-	for _, s := range bi.Settings {
-		switch {
-		case s.Key == "vcs.revision" && len(s.Value) >= 12:
-			v += "+" + s.Value[:12]
-		case s.Key == "vcs.modified":
-			dirty = s.Value == "true"
+	if ok {
+		if bi.GoVersion != "" {
+			info.GoVersion = bi.GoVersion
+		}
+		if info.Version == "" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+			info.Version = bi.Main.Version
+		}
+		for _, s := range bi.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				if info.Commit == "" {
+					info.Commit = s.Value
+				}
+			case "vcs.modified":
+				info.Modified = s.Value == "true"
+			}
 		}
 	}
-	if dirty {
-		v += "-dirty"
+	if info.Version == "" {
+		// A build from a checkout: name the commit.
+		info.Version = "dev"
+		if len(info.Commit) >= 12 {
+			info.Version += "+" + info.Commit[:12]
+		}
+		if info.Modified {
+			info.Version += "-dirty"
+		}
 	}
-	return v
+	return info
+}
+
+// version is the short version string (endpoint.json, session_info, MCP).
+func version() string { return readBuildInfo().Version }
+
+// versionLine is what `NAME version` and `NAME --version` print:
+// "termsprawl dev+0123456789ab (commit 0123456…, go1.26.8, linux/amd64)".
+func versionLine(name string) string {
+	bi := readBuildInfo()
+	commit := "commit unknown: built without VCS information"
+	if bi.Commit != "" {
+		commit = "commit " + bi.Commit
+		if bi.Modified {
+			commit += " with local changes"
+		}
+	}
+	return fmt.Sprintf("%s %s (%s, %s, %s)", name, bi.Version, commit, bi.GoVersion, bi.Platform)
 }
 
 // kongExit carries kong's exit code out of Parse (kong calls Exit for
 // --help and --version).
 type kongExit int
 
+// exampler is a command with examples for its --help.
+type exampler interface{ Examples() string }
+
+// helpPrinter is kong's help followed by the command's examples.
+func helpPrinter(options kong.HelpOptions, ctx *kong.Context) error {
+	if err := kong.DefaultHelpPrinter(options, ctx); err != nil {
+		return err
+	}
+	if options.Summary {
+		return nil
+	}
+	node := ctx.Selected()
+	if node == nil {
+		node = ctx.Model.Node
+	}
+	if ex := examplesOf(node); ex != "" {
+		ex = strings.ReplaceAll(ex, "{{name}}", ctx.Model.Name)
+		fmt.Fprintf(ctx.Stdout, "\nExamples:\n%s", indentLines(ex, "  "))
+	}
+	return nil
+}
+
+// examplesOf returns the examples of a command node ("" if none).
+func examplesOf(node *kong.Node) string {
+	if node == nil || !node.Target.IsValid() {
+		return ""
+	}
+	t := node.Target
+	if t.Kind() != reflect.Pointer && t.CanAddr() {
+		t = t.Addr()
+	}
+	if e, ok := t.Interface().(exampler); ok {
+		return e.Examples()
+	}
+	return ""
+}
+
+// indentLines prefixes every non-empty line of s and ends it with a newline.
+func indentLines(s, prefix string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
+		if l != "" {
+			b.WriteString(prefix)
+		}
+		b.WriteString(l)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
 // parseArgs parses args into grammar. It never exits the process: --help
 // and --version return (ExitOK, true); a parse error prints the error and a
 // short usage to stderr and returns (ExitUsage, true) (kong's own exit
-// code for it, 80, is never used).
-func parseArgs(name string, grammar any, args []string, stdout, stderr io.Writer, opts ...kong.Option) (kctx *kong.Context, code int, stop bool) {
+// code for it, 80, is never used). A shell asking for completions
+// (COMP_LINE set, see completion.go) is answered on stdout and returns
+// (ExitOK, true).
+func parseArgs(name string, grammar any, args []string, stdout, stderr io.Writer, complete []kongplete.Option, opts ...kong.Option) (kctx *kong.Context, code int, stop bool) {
 	opts = append([]kong.Option{
 		kong.Name(name),
 		kong.Writers(stdout, stderr),
 		kong.Exit(func(c int) { panic(kongExit(c)) }),
 		kong.ConfigureHelp(kong.HelpOptions{Compact: true}),
-		kong.Vars{"version": name + " " + version()},
+		kong.Help(helpPrinter),
+		kong.Vars{"version": versionLine(name)},
 	}, opts...)
 	parser, err := kong.New(grammar, opts...)
 	if err != nil {
@@ -103,6 +197,7 @@ func parseArgs(name string, grammar any, args []string, stdout, stderr io.Writer
 			}
 		}
 	}()
+	completeShell(parser, complete)
 	kctx, err = parser.Parse(args)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: error: %v\n", name, err)
@@ -116,6 +211,12 @@ func parseArgs(name string, grammar any, args []string, stdout, stderr io.Writer
 		return nil, ExitUsage, true
 	}
 	return kctx, ExitOK, false
+}
+
+// showHelp prints the help of the command path (for `NAME help CMD…`).
+func showHelp(name string, grammar any, path []string, stdout, stderr io.Writer, opts ...kong.Option) int {
+	_, code, _ := parseArgs(name, grammar, append(append([]string(nil), path...), "--help"), stdout, stderr, nil, opts...)
+	return code
 }
 
 // usageError prints a usage error (CONTRACT: usage on stderr, exit 2).

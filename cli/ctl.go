@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -18,41 +17,114 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// MissingSessionMessage is what termsprawlctl prints when it has no
-// session file (CONTRACT §5).
-const MissingSessionMessage = "Launch this helper from a termsprawl agent, or provide --session /absolute/path/to/session.json"
-
-// SessionEnv names the environment variable holding the session file.
-const SessionEnv = "TERMSPRAWL_SESSION_FILE"
-
 const ctlName = "termsprawlctl"
 
 // ctlGrammar is termsprawlctl's command line. Flags on the root are
 // accepted before or after the mode.
 type ctlGrammar struct {
-	Session string           `name:"session" placeholder:"PATH" help:"Session file of the calling node (default: $TERMSPRAWL_SESSION_FILE)."`
-	Wait    time.Duration    `name:"wait" placeholder:"DURATION" help:"When termsprawl is down, wait up to this long (e.g. 30s) for it to start, then call."`
-	Retry   int              `name:"retry" placeholder:"N" help:"Retry up to N times when the connection fails: read-only operations, and mutations that carry an idempotency_key (others are never retried)."`
-	Version kong.VersionFlag `name:"version" help:"Print the version and exit."`
+	Session     string           `name:"session" placeholder:"PATH" predictor:"file" help:"Session file of the calling node (default: $TERMSPRAWL_SESSION_FILE, else <state>/sessions/operator.json)."`
+	Wait        time.Duration    `name:"wait" placeholder:"DURATION" help:"When termsprawl is down, wait up to this long (e.g. 30s) for it to start, then call."`
+	Retry       int              `name:"retry" placeholder:"N" help:"Retry up to N times when the connection fails: read-only operations, and mutations that carry an idempotency_key (others are never retried)."`
+	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
 
-	Doctor struct{} `cmd:"" help:"Check the connection: session_info as pretty JSON (exit 1 if it fails)."`
-	Call   ctlCall  `cmd:"" help:"Call one operation and print the whole {ok,…} result as pretty JSON (exit 1 if ok is false)."`
-	MCP    struct{} `cmd:"" name:"mcp" help:"Run the MCP stdio server (one JSON-RPC message per line; logs on stderr)."`
+	Doctor     ctlDoctor     `cmd:"" help:"Check the connection: session_info as pretty JSON (exit 1 if it fails, 3 if termsprawl is not running)."`
+	Call       ctlCall       `cmd:"" help:"Call one operation and print the whole {ok,…} result as pretty JSON (exit 1 if ok is false)."`
+	MCP        ctlMCP        `cmd:"" name:"mcp" help:"Run the MCP stdio server (one JSON-RPC message per line; logs on stderr)."`
+	Guide      ctlGuide      `cmd:"" help:"Print a usage guide as text: overview, terminal, agents or dialogs."`
+	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawlctl or one of its commands."`
+	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
+	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
+}
+
+// Examples of the root help.
+func (ctlGrammar) Examples() string {
+	return `termsprawlctl doctor                                  # who am I (session_info)
+termsprawlctl call terminal_list                      # every node, as JSON
+termsprawlctl call terminal_submit '{"terminal":"tests","text":"go test ./...","wait":{"wait":"regex","pattern":"^(ok|FAIL)"}}'
+termsprawlctl guide terminal                          # how to drive terminals
+termsprawlctl --session ~/.local/state/termsprawl/sessions/operator.json call session_info`
+}
+
+type ctlDoctor struct{}
+
+func (ctlDoctor) Examples() string {
+	return `termsprawlctl doctor
+termsprawlctl --session /path/to/state/sessions/build.json doctor`
 }
 
 type ctlCall struct {
-	Operation string `arg:"" name:"OP" help:"Operation name, e.g. terminal_list (see termsprawlctl call --help)."`
+	Operation string `arg:"" name:"OP" predictor:"operation" help:"Operation name, e.g. terminal_list (see termsprawlctl call --help)."`
 	Args      string `arg:"" optional:"" name:"JSON_ARGS" help:"Arguments as one JSON object (default {})."`
 }
 
 // Help lists the operations (kong.HelpProvider).
 func (ctlCall) Help() string {
 	var b strings.Builder
-	b.WriteString("Operations (guide_read {\"topic\":\"overview\"} explains them):\n")
+	b.WriteString("Operations (termsprawlctl guide overview explains them):\n\n")
 	for _, op := range tools.Operations() {
 		fmt.Fprintf(&b, "  %-24s %s\n", op.Name, op.Description)
 	}
+	b.WriteString("\nExit codes: 0 ok, 1 termsprawl said no (ok:false), 2 usage (nothing was sent), 3 termsprawl is not running, 4 an input's wait timed out (the input was sent).")
 	return b.String()
+}
+
+func (ctlCall) Examples() string {
+	return `termsprawlctl call terminal_list
+termsprawlctl call terminal_launch '{"command":["bash"],"name":"tests"}'
+termsprawlctl call terminal_submit '{"terminal":"tests","text":"make","wait":{"wait":"text","text":"done","timeout_ms":40000}}'
+termsprawlctl call terminal_snapshot '{"terminal":"tests"}'
+termsprawlctl --wait 30s call session_info               # wait for a restarting termsprawl`
+}
+
+type ctlMCP struct{}
+
+func (ctlMCP) Examples() string {
+	return `termsprawlctl mcp                                      # inside a node, or as the operator outside one
+termsprawlctl mcp --session /path/to/state/sessions/operator.json`
+}
+
+type ctlGuide struct {
+	Topic string `arg:"" optional:"" name:"TOPIC" default:"overview" predictor:"topic" help:"overview, terminal, agents or dialogs."`
+}
+
+func (ctlGuide) Examples() string {
+	return `termsprawlctl guide
+termsprawlctl guide terminal`
+}
+
+// helpCmd is `NAME help [COMMAND…]`.
+type helpCmd struct {
+	Command []string `arg:"" optional:"" name:"COMMAND" help:"The command to explain."`
+}
+
+func (helpCmd) Examples() string { return "{{name}} help\n{{name}} help COMMAND" }
+
+// versionCmd is `NAME version`.
+type versionCmd struct {
+	JSON bool `name:"json" help:"Print version, commit, Go version and platform as JSON."`
+}
+
+func (versionCmd) Examples() string { return "{{name}} version\n{{name}} version --json" }
+
+func (completionCmd) Examples() string {
+	return `{{name}} completion bash > ~/.local/share/bash-completion/completions/{{name}}
+echo 'source <({{name}} completion zsh)' >> ~/.zshrc
+{{name}} completion fish > ~/.config/fish/completions/{{name}}.fish`
+}
+
+// ctlOptions are the kong options of termsprawlctl.
+func ctlOptions() []kong.Option {
+	return []kong.Option{kong.Description("termsprawl's agent-side helper: call the operations of the termsprawl that launched you, or serve them over MCP.")}
+}
+
+// printVersion prints versionLine or, with asJSON, the build info.
+func printVersion(stdout io.Writer, name string, asJSON bool) int {
+	if asJSON {
+		_ = prettyJSON(stdout, readBuildInfo())
+		return ExitOK
+	}
+	fmt.Fprintln(stdout, versionLine(name))
+	return ExitOK
 }
 
 // MainCtl runs termsprawlctl with args (without the program name) and
@@ -61,8 +133,7 @@ func (ctlCall) Help() string {
 // input was sent).
 func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var g ctlGrammar
-	kctx, code, stop := parseArgs(ctlName, &g, args, stdout, stderr,
-		kong.Description("termsprawl's agent-side helper: call the operations of the termsprawl that launched you, or serve them over MCP."))
+	kctx, code, stop := parseArgs(ctlName, &g, args, stdout, stderr, ctlPredictors(), ctlOptions()...)
 	if stop {
 		return code
 	}
@@ -80,6 +151,20 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	)
 	mode := kctx.Selected().Name
 	switch mode {
+	case "help":
+		var h ctlGrammar
+		return showHelp(ctlName, &h, g.HelpCmd.Command, stdout, stderr, ctlOptions()...)
+	case "version":
+		return printVersion(stdout, ctlName, g.VersionCmd.JSON)
+	case "completion":
+		return printCompletion(stdout, stderr, ctlName, g.Completion.Shell)
+	case "guide":
+		text, ok := tools.Guide(g.Guide.Topic)
+		if !ok {
+			return usageError(stderr, ctlName, fmt.Errorf("unknown guide topic %q", g.Guide.Topic), "topics: "+strings.Join(tools.GuideTopics(), ", "))
+		}
+		fmt.Fprint(stdout, strings.TrimRight(text, "\n")+"\n")
+		return ExitOK
 	case "doctor":
 		opName, callArgs = "session_info", json.RawMessage("{}")
 	case "call":
@@ -99,11 +184,12 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return usageError(stderr, ctlName, fmt.Errorf("unknown command %q", mode), "")
 	}
 
-	session, ok := resolveSession(g.Session)
-	if !ok {
-		fmt.Fprintln(stderr, MissingSessionMessage)
+	sc := resolveSession(g.Session)
+	if sc.Path == "" {
+		printMissingSession(stderr, sc)
 		return ExitUsage
 	}
+	session := sc.Path
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
@@ -116,7 +202,11 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitNo
 	}
 	if !res.OK {
+		if hint := sessionHint(sc); hint != "" && res.Kind == tools.KindUnavailable {
+			fmt.Fprintf(stderr, "%s: %s\n", ctlName, hint)
+		}
 		if errors.Is(res.Err(), tools.ErrNotRunning) {
+			fmt.Fprintf(stderr, "%s: termsprawl is not running (no orchestrator answers for %s): start it with `termsprawl up`\n", ctlName, session)
 			return ExitNotRunning // no orchestrator answers: nothing was sent
 		}
 		return ExitNo
@@ -125,20 +215,4 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return ExitWaitTimeout
 	}
 	return ExitOK
-}
-
-// resolveSession returns the session file: the flag, else the environment
-// variable, made absolute (no file is read).
-func resolveSession(flag string) (string, bool) {
-	s := flag
-	if s == "" {
-		s = os.Getenv(SessionEnv)
-	}
-	if strings.TrimSpace(s) == "" {
-		return "", false
-	}
-	if abs, err := filepath.Abs(s); err == nil {
-		s = abs
-	}
-	return s, true
 }

@@ -62,12 +62,15 @@ func TestCtlSessionFromEnv(t *testing.T) {
 func TestCtlMissingSession(t *testing.T) {
 	fs := newFakeState(t)
 	t.Setenv(SessionEnv, "")
+	empty := t.TempDir() // a state dir without sessions/operator.json
+	t.Setenv("TERMSPRAWL_HOME", empty)
 	for _, args := range [][]string{{"doctor"}, {"call", "session_info"}, {"mcp"}, {"call", "terminal_list", "{}"}} {
 		code, out, errb := runCtl(t, args...)
 		if code != ExitUsage {
 			t.Errorf("%v: exit %d, want 2", args, code)
 		}
-		if errb != MissingSessionMessage+"\n" {
+		// The contract's sentence on its own line, then the file looked for.
+		if !strings.HasPrefix(errb, MissingSessionMessage+"\n") || !strings.Contains(errb, tools.OperatorSessionPath(empty)) {
 			t.Errorf("%v: stderr %q", args, errb)
 		}
 		if out != "" {
@@ -214,5 +217,54 @@ func TestCtlWaitForEndpoint(t *testing.T) {
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatal("call --wait did not complete after the endpoint appeared")
+	}
+}
+
+// Outside a node, with no --session and no TERMSPRAWL_SESSION_FILE, the
+// operator session of the state dir is used (CONTRACT §10).
+func TestCtlDefaultOperatorSession(t *testing.T) {
+	fs := newFakeState(t)
+	t.Setenv(SessionEnv, "")
+	t.Setenv("TERMSPRAWL_HOME", fs.Dir)
+	code, out, errb := runCtl(t, "doctor")
+	if code != ExitOK || decodeEnvelope(t, out)["ok"] != true {
+		t.Fatalf("doctor: exit %d\n%s%s", code, out, errb)
+	}
+	if c := fs.Backend.Calls(); len(c) != 1 || c[0].Node != tools.OperatorNode {
+		t.Fatalf("backend saw %+v, want one call as the operator", c)
+	}
+	// The environment still wins over the default.
+	t.Setenv(SessionEnv, fs.Agent)
+	if code, _, errb := runCtl(t, "call", "terminal_list"); code != ExitOK {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+	if c := fs.Backend.Calls(); c[len(c)-1].Node != "agent1" {
+		t.Fatalf("called as %q, want agent1", c[len(c)-1].Node)
+	}
+}
+
+// An explicit session file that does not exist: the unavailable envelope
+// (exit 1, CONTRACT §4) and a sentence naming the file.
+func TestCtlSessionFileMissing(t *testing.T) {
+	t.Setenv(SessionEnv, "")
+	missing := filepath.Join(t.TempDir(), "sessions", "gone.json")
+	code, out, errb := runCtl(t, "--session", missing, "doctor")
+	if code != ExitNo || decodeEnvelope(t, out)["kind"] != "unavailable" {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if !strings.Contains(errb, missing) || !strings.Contains(errb, "does not exist") {
+		t.Fatalf("stderr %q", errb)
+	}
+}
+
+// Not running: exit 3 for doctor and call, with one sentence on stderr.
+func TestCtlNotRunning(t *testing.T) {
+	fs := newFakeState(t)
+	fs.srv.Close() // a stale endpoint: connection refused
+	for _, args := range [][]string{{"doctor"}, {"call", "terminal_list"}, {"call", "terminal_close", `{"terminal":"x"}`}} {
+		code, out, errb := runCtl(t, append([]string{"--session", fs.Operator}, args...)...)
+		if code != ExitNotRunning || decodeEnvelope(t, out)["kind"] != "unavailable" || !strings.Contains(errb, "termsprawl is not running") {
+			t.Errorf("%v: exit %d\n%s%s", args, code, out, errb)
+		}
 	}
 }

@@ -2,28 +2,32 @@
 // one tool client (tools.Call):
 //
 //   - MainCtl is termsprawlctl, the agent-side helper (CONTRACT §5):
-//     doctor, call OP [JSON_ARGS] and mcp, with the session file taken
-//     from --session anywhere in argv or TERMSPRAWL_SESSION_FILE. Operation
-//     names and arguments are checked against the operation table before
-//     any file is read or any connection is made.
+//     doctor, call OP [JSON_ARGS] and mcp, plus guide, help, version and
+//     completion. The session file is --session anywhere in argv, else
+//     TERMSPRAWL_SESSION_FILE, else <state>/sessions/operator.json when it
+//     is readable (CONTRACT §10). Operation names and arguments are
+//     checked against the operation table before any file is read or any
+//     connection is made.
 //   - The MCP stdio bridge (termsprawlctl mcp, CONTRACT §6) serves the
 //     same operation table through mcp-go: one JSON-RPC message per line on
 //     stdin/stdout, logs on stderr, tools/list generated from
 //     tools.Operations(), tools/call forwarded to tools.Call.
 //   - MainTermsprawl is the human's termsprawl CLI (CONTRACT §7): up,
 //     down, new, agent, ls, attach, open, snapshot, send, kill, dialogs,
-//     answer and doctor. Every command that talks to the orchestrator uses
-//     the operator session file <state>/sessions/operator.json.
+//     answer and doctor, plus help, version and completion. Every command
+//     that talks to the orchestrator uses the operator session file
+//     <state>/sessions/operator.json, and phrases errors in its own
+//     commands (words.go), never in operation names.
 //
 // Exit codes everywhere: 0 ok, 1 the app said no (ok:false), 2 usage
-// (nothing was done), 3 termsprawl is not running.
+// (nothing was done), 3 termsprawl is not running (no orchestrator
+// answers: tools.ErrNotRunning, or no operator session yet), 4
+// (termsprawlctl call) an input's wait timed out but the input was sent.
+// `termsprawl down` with nothing running is 0.
 //
-// Choices where the contract is silent:
+// docs/CHOICES.md ("The CLIs") lists the choices made where the contract
+// is silent. A few more, of this package only:
 //
-//   - termsprawl exits 3 when a call fails with kind unavailable and the
-//     operator session or endpoint.json is missing, or the connection was
-//     refused or the endpoint invalid; other unavailable failures (a
-//     timeout) exit 1. termsprawlctl only uses 0, 1 and 2.
 //   - termsprawlctl doctor prints the whole session_info envelope, like
 //     call. A relative --session path is made absolute.
 //   - MCP: a failed handshake is JSON-RPC error -32000 whose data is the
@@ -31,8 +35,6 @@
 //     found in its first 256 KiB (or null); a JSON array (batch) is -32600.
 //     An image result keeps its text block, with value.image replaced by a
 //     short note instead of repeating the base64.
-//   - termsprawl snapshot prints the visible lines without trailing blank
-//     rows; ls shows status "exited (CODE)" for dead programs.
 //   - termsprawl down polls (every 50 ms, at most 10 s) for the pid to be
 //     gone, since there is no portable event for an unrelated process
 //     exiting; it refuses to signal a pid that is neither the endpoint's
@@ -42,5 +44,6 @@
 //     log is <state>/termsprawl.log.
 //
 // The package imports tools, orchestrator (only to run it for `up`), kong,
-// mcp-go and the standard library; nothing imports it but the two mains.
+// kongplete and posener/complete (completion), mcp-go and the standard
+// library; nothing imports it but the two mains.
 package cli

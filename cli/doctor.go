@@ -15,16 +15,56 @@ import (
 // doctorTmuxTimeout bounds each tmux command doctor runs.
 var doctorTmuxTimeout = 5 * time.Second
 
-// doctor prints one line per check, "ok NAME: detail" or
-// "FAIL NAME: detail", and returns 1 if any check failed.
-func (h *human) doctor() int {
-	failed := false
-	report := func(ok bool, name, format string, a ...any) {
-		status := "ok"
-		if !ok {
-			status, failed = "FAIL", true
+// doctorCheck is one line of doctor.
+type doctorCheck struct {
+	Name   string `json:"name"`
+	OK     bool   `json:"ok"`
+	Detail string `json:"detail"`
+}
+
+// doctorReport is doctor --json.
+type doctorReport struct {
+	OK bool `json:"ok"`
+	// Running is false when no orchestrator answers (exit 3).
+	Running bool          `json:"running"`
+	Checks  []doctorCheck `json:"checks"`
+}
+
+// doctor prints one line per check, "ok NAME: detail" or "FAIL NAME:
+// detail" (or the report as JSON), and returns 3 when termsprawl is not
+// running, else 1 if any check failed (CONTRACT §7, §10).
+func (h *human) doctor(asJSON bool) int {
+	rep := h.doctorChecks()
+	if asJSON {
+		_ = prettyJSON(h.stdout, rep)
+	} else {
+		for _, c := range rep.Checks {
+			status := "ok"
+			if !c.OK {
+				status = "FAIL"
+			}
+			fmt.Fprintf(h.stdout, "%s %s: %s\n", status, c.Name, c.Detail)
 		}
-		fmt.Fprintf(h.stdout, "%s %s: %s\n", status, name, fmt.Sprintf(format, a...))
+	}
+	switch {
+	case !rep.Running:
+		if !asJSON {
+			h.printNotRunning()
+		}
+		return ExitNotRunning
+	case !rep.OK:
+		return ExitNo
+	}
+	return ExitOK
+}
+
+func (h *human) doctorChecks() doctorReport {
+	rep := doctorReport{OK: true, Running: true}
+	report := func(ok bool, name, format string, a ...any) {
+		if !ok {
+			rep.OK = false
+		}
+		rep.Checks = append(rep.Checks, doctorCheck{Name: name, OK: ok, Detail: fmt.Sprintf(format, a...)})
 	}
 
 	// tmux present and its version.
@@ -55,54 +95,63 @@ func (h *human) doctor() int {
 
 	// Endpoint: a real session_info call.
 	res := tools.Call(h.ctx, h.sessionFile(), tools.Request{Operation: "session_info"}, tools.CallOptions{})
+	socket := h.socket
 	if !res.OK {
-		report(false, "endpoint", "%s", res.Error)
-	} else {
-		var info tools.SessionInfo
-		_ = tools.DecodeValue(res.Value, &info)
-		url := ""
-		if ep, err := tools.ReadEndpoint(tools.EndpointPath(h.stateDir)); err == nil {
-			url = ep.URL
+		if h.notRunning(res) {
+			rep.Running = false
+			report(false, "endpoint", "no orchestrator answers: %s (start it with `termsprawl up`)", transportReason(res))
+		} else {
+			report(false, "endpoint", "%s", humanize(res.Error))
 		}
-		report(true, "endpoint", "%s answers (instance %s, version %s)", url, info.InstanceID, info.Version)
-		// Informational: how often mirrors were rebuilt from tmux, and how
-		// often a quiet mirror was found to differ from tmux (healed).
-		report(true, "mirrors", "%d reseeds, %d healed after differing from tmux", info.MirrorReseeds, info.MirrorHeals)
+		report(false, "nodes", "not checked: the endpoint does not answer")
+		return rep
 	}
+	var info tools.SessionInfo
+	_ = tools.DecodeValue(res.Value, &info)
+	if info.TmuxSocket != "" {
+		socket = info.TmuxSocket
+	}
+	url := ""
+	if ep, err := tools.ReadEndpoint(tools.EndpointPath(h.stateDir)); err == nil {
+		url = ep.URL
+	}
+	report(true, "endpoint", "%s answers (instance %s, version %s)", url, info.InstanceID, info.Version)
+	// Informational: how often mirrors were rebuilt from tmux, and how
+	// often a quiet mirror was found to differ from tmux (healed).
+	report(true, "mirrors", "%d reseeds, %d healed after differing from tmux", info.MirrorReseeds, info.MirrorHeals)
 
-	// Every node's tmux session.
-	if res.OK {
-		lres := tools.Call(h.ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
-		var list tools.NodeList
-		err := tools.DecodeValue(lres.Value, &list)
-		rows := list.Terminals
-		switch {
-		case !lres.OK:
-			report(false, "nodes", "terminal_list: %s", lres.Error)
-		case err != nil:
-			report(false, "nodes", "%v", err)
-		case len(rows) == 0:
-			report(true, "nodes", "none running")
-		case tmux == "":
-			report(false, "nodes", "%d nodes, but tmux is missing", len(rows))
-		default:
-			for _, r := range rows {
-				name := "node " + r.Terminal
-				if _, err := h.tmuxOutput(tmux, "-L", h.socket, "has-session", "-t", "=ts-"+r.Terminal); err != nil {
-					report(false, name, "tmux session ts-%s is missing on socket %s: %v", r.Terminal, h.socket, err)
-				} else {
-					report(true, name, "tmux session ts-%s alive (%s)", r.Terminal, r.Status)
-				}
+	// Every node's tmux session, and its program.
+	lres := tools.Call(h.ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
+	var list tools.NodeList
+	err = tools.DecodeValue(lres.Value, &list)
+	rows := list.Terminals
+	switch {
+	case !lres.OK:
+		report(false, "nodes", "%s", humanize(lres.Error))
+	case err != nil:
+		report(false, "nodes", "%v", err)
+	case len(rows) == 0:
+		report(true, "nodes", "none running")
+	case tmux == "":
+		report(false, "nodes", "%s, but tmux is missing", nodesText(len(rows)))
+	default:
+		for _, r := range rows {
+			name := "node " + r.Terminal
+			if _, err := h.tmuxOutput(tmux, "-L", socket, "has-session", "-t", "=ts-"+r.Terminal); err != nil {
+				report(false, name, "tmux session ts-%s is missing on socket %s: %v", r.Terminal, socket, err)
+				continue
+			}
+			switch {
+			case r.Status == tools.StatusExited && r.ExitCode != nil && *r.ExitCode != 0:
+				report(false, name, "its program failed: exited with code %d (`termsprawl snapshot %s` shows its last screen, `termsprawl kill %s` closes it)", *r.ExitCode, r.Terminal, r.Terminal)
+			case r.Status == tools.StatusExited && r.ExitCode == nil:
+				report(false, name, "its program exited with an unknown code (`termsprawl kill %s` closes it)", r.Terminal)
+			default:
+				report(true, name, "tmux session ts-%s alive (%s)", r.Terminal, statusText(r))
 			}
 		}
-	} else {
-		report(false, "nodes", "not checked: the endpoint does not answer")
 	}
-
-	if failed {
-		return ExitNo
-	}
-	return ExitOK
+	return rep
 }
 
 // tmuxOutput runs tmux with TMUX and TMUX_PANE removed, bounded.

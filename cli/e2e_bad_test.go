@@ -29,8 +29,13 @@ func TestE2EBadInputs(t *testing.T) {
 			t.Fatalf("%s %v: exit %d (want %d), output lacks %q:\nstdout:\n%s\nstderr:\n%s", filepath.Base(bin), args, code, want, wantText, out, errb)
 		}
 	}
-	// No session at all: the exact message, exit 2.
+	// No session at all: the exact message, exit 2. (The state dir of e.env
+	// has an operator session, which termsprawlctl uses by default outside
+	// nodes since CONTRACT §10: look at an empty state dir instead.)
+	withEnv := e.env
+	e.env = append(append([]string(nil), e.env...), "TERMSPRAWL_HOME="+t.TempDir())
 	expectExit(ExitUsage, "Launch this helper from a termsprawl agent, or provide --session /absolute/path/to/session.json", e.ctl, "call", "session_info")
+	e.env = withEnv
 	// Usage errors are found before any I/O: exit 2.
 	expectExit(ExitUsage, `unknown operation "bogus"`, e.ctl, "--session", e.oper, "call", "bogus")
 	expectExit(ExitUsage, "", e.ctl, "--session", e.oper, "call", "terminal_list", "{not json")

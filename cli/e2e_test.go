@@ -226,8 +226,9 @@ func (e *e2e) down(up *proc) {
 	if pids := tmuxtest.ControlClients(e.tmux.Socket); len(pids) > 0 {
 		e.t.Fatalf("tmux -C clients left after down: %v", pids)
 	}
-	if code, _, _ := e.run(e.ts, "down"); code != ExitNotRunning {
-		e.t.Errorf("second down: exit %d, want 3", code)
+	// Nothing runs any more: down is still success (CONTRACT §10).
+	if code, out, _ := e.run(e.ts, "down"); code != ExitOK || !strings.Contains(out, "not running") {
+		e.t.Errorf("second down: exit %d (%q), want 0 and \"not running\"", code, out)
 	}
 }
 
@@ -283,8 +284,9 @@ func TestE2EBasic(t *testing.T) {
 	if _, err := e.tmux.Cmd("has-session", "-t", "=ts-"+id); err != nil {
 		t.Errorf("tmux session of %s gone after down: %v", id, err)
 	}
-	if code, _, _ := e.run(e.ts, "doctor"); code != ExitNo {
-		t.Errorf("doctor while down: exit %d, want 1", code)
+	// Not running is exit 3 for every command, doctor too (CONTRACT §10).
+	if code, _, _ := e.run(e.ts, "doctor"); code != ExitNotRunning {
+		t.Errorf("doctor while down: exit %d, want 3", code)
 	}
 	if code, _, _ := e.run(e.ts, "ls"); code != ExitNotRunning {
 		t.Errorf("ls while down: exit %d, want 3", code)

@@ -23,77 +23,195 @@ import (
 const humanName = "termsprawl"
 
 // humanGrammar is termsprawl's command line. Global flags are accepted
-// before or after the command.
+// before or after the command (except after send's NODE: from there on
+// everything is the text).
 type humanGrammar struct {
-	StateDir   string           `name:"state-dir" env:"TERMSPRAWL_HOME" placeholder:"DIR" help:"State directory (default: $XDG_STATE_HOME/termsprawl or ~/.local/state/termsprawl)."`
-	TmuxSocket string           `name:"tmux-socket" env:"TERMSPRAWL_TMUX_SOCKET" default:"termsprawl" placeholder:"NAME" help:"Private tmux server socket name (tmux -L NAME)."`
-	Version    kong.VersionFlag `name:"version" help:"Print the version and exit."`
+	StateDir    string           `name:"state-dir" env:"TERMSPRAWL_HOME" placeholder:"DIR" predictor:"dir" help:"State directory (default: $XDG_STATE_HOME/termsprawl or ~/.local/state/termsprawl)."`
+	TmuxSocket  string           `name:"tmux-socket" env:"TERMSPRAWL_TMUX_SOCKET" default:"termsprawl" placeholder:"NAME" help:"Private tmux server socket name (tmux -L NAME)."`
+	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
 
-	Up       upCmd      `cmd:"" help:"Run the orchestrator (foreground; --detach runs it in the background)."`
-	Down     struct{}   `cmd:"" help:"Stop the orchestrator; tmux sessions keep running."`
-	New      newCmd     `cmd:"" help:"Launch a terminal node as the operator and print its id."`
-	Agent    agentCmd   `cmd:"" help:"Launch an agent node (claude, codex, gemini, opencode or custom) and print its id."`
-	Ls       lsCmd      `cmd:"" help:"List nodes: id, name, command, owner, status, size, clients."`
-	Attach   nodeArg    `cmd:"" help:"Attach this terminal to a node (replaces this process with tmux attach)."`
-	Open     nodeArg    `cmd:"" help:"Open a new external terminal window attached to a node."`
-	Snapshot nodeArg    `cmd:"" help:"Print a node's visible screen."`
-	Send     sendCmd    `cmd:"" help:"Submit text to a node (types it, then presses Enter once)."`
-	Kill     nodeArg    `cmd:"" help:"Close a node: kill its program and tmux session."`
-	Dialogs  dialogsCmd `cmd:"" help:"List pending dialogs (permission prompts and questions) of agents."`
-	Answer   answerCmd  `cmd:"" help:"Answer a pending dialog: deny, allow or always."`
-	Doctor   struct{}   `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails."`
-	Guide    guideCmd   `cmd:"" hidden:"" help:"Print a usage guide (overview, terminal, agents, dialogs)."`
+	Up         upCmd         `cmd:"" help:"Run the orchestrator (foreground; --detach runs it in the background)."`
+	Down       downCmd       `cmd:"" help:"Stop the orchestrator; nodes keep running (--all ends them and the tmux server too)."`
+	New        newCmd        `cmd:"" help:"Launch a terminal node as the operator and print its id."`
+	Agent      agentCmd      `cmd:"" help:"Launch an agent node (claude, codex, gemini, opencode or custom) and print its id."`
+	Ls         lsCmd         `cmd:"" help:"List nodes: id, name, command, owner, status, size, clients."`
+	Attach     attachCmd     `cmd:"" help:"Attach this terminal to a node (replaces this process with tmux attach)."`
+	Open       openCmd       `cmd:"" help:"Open a new external terminal window attached to a node."`
+	Snapshot   snapshotCmd   `cmd:"" help:"Print a node's visible screen."`
+	Send       sendCmd       `cmd:"" help:"Submit text to a node (types it, then presses Enter once)."`
+	Kill       killCmd       `cmd:"" help:"Close a node: end its program and its tmux session."`
+	Dialogs    dialogsCmd    `cmd:"" help:"List pending dialogs (permission prompts and questions) of agents."`
+	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always."`
+	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
+	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawl or one of its commands."`
+	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
+	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
+	Guide      guideCmd      `cmd:"" hidden:"" help:"Print a usage guide (overview, terminal, agents, dialogs)."`
+}
+
+// Examples of the root help: the first five minutes.
+func (humanGrammar) Examples() string {
+	return `termsprawl up --detach                     # start termsprawl in the background
+termsprawl new --name build -- bash        # launch a node; prints its id
+termsprawl ls                              # the nodes
+termsprawl send build make test            # type a line into it and press Enter
+termsprawl snapshot build                  # what is on its screen
+termsprawl attach build                    # take over this terminal (C-b d detaches)
+termsprawl down                            # stop termsprawl; nodes keep running`
+}
+
+// Help is the root help's detail.
+func (humanGrammar) Help() string {
+	return "A NODE is named by its id, else its name when unique, else a unique id prefix. Exit codes: 0 ok, 1 termsprawl said no, 2 usage, 3 termsprawl is not running."
 }
 
 type upCmd struct {
 	Detach    bool          `name:"detach" short:"d" help:"Run in the background (logs to <state>/termsprawl.log) and return once it serves."`
 	MaxNodes  int           `name:"max-nodes" default:"512" help:"Most nodes this orchestrator runs at once."`
 	IdleAfter time.Duration `name:"idle-after" default:"30s" help:"Unobserved nodes sleep after this long (their mirror is rebuilt from tmux when observed); a negative value disables sleeping."`
+	LogLevel  string        `name:"log-level" enum:"auto,debug,info,warn,error" default:"auto" help:"Log level of the log on stderr: debug, info, warn or error; auto is warn when stderr is a terminal, else info."`
+}
+
+func (upCmd) Examples() string {
+	return `termsprawl up                              # foreground: banner on stdout, log on stderr; Ctrl-C stops it
+termsprawl up --detach                     # background: log in <state>/termsprawl.log
+termsprawl up --log-level info             # show the info log on a terminal too
+TERMSPRAWL_HOME=/tmp/ts termsprawl --tmux-socket ts2 up --detach   # a second, separate termsprawl`
+}
+
+type downCmd struct {
+	All bool `name:"all" help:"Also end every node and the private tmux server (tmux -L SOCKET kill-server)."`
+}
+
+func (downCmd) Examples() string {
+	return `termsprawl down                            # stop termsprawl; nodes keep running, the next up adopts them
+termsprawl down --all                      # stop termsprawl and end every node`
 }
 
 type newCmd struct {
-	Name    string   `name:"name" placeholder:"N" help:"Name shown in ls."`
-	Cwd     string   `name:"cwd" placeholder:"DIR" help:"Working directory (default: the current directory)."`
-	Command []string `arg:"" optional:"" name:"CMD" help:"Command and arguments after -- (default: your shell)."`
+	Name    string   `name:"name" placeholder:"N" help:"Name shown in ls (and usable as NODE while it is unique)."`
+	Cwd     string   `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
+	JSON    bool     `name:"json" help:"Print the new node as JSON instead of its id."`
+	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: your shell)."`
+}
+
+func (newCmd) Examples() string {
+	return `termsprawl new                             # your shell, in the current directory
+termsprawl new --name build -- bash
+termsprawl new --cwd ~/src/app --name web -- npm run dev
+termsprawl new --json -- python3`
 }
 
 type agentCmd struct {
-	Kind    string   `arg:"" name:"KIND" help:"Agent kind: claude, codex, gemini, opencode or custom (custom needs a command)."`
+	Kind    string   `arg:"" name:"KIND" enum:"claude,codex,gemini,opencode,custom" help:"Agent kind: claude, codex, gemini, opencode or custom (custom needs a command)."`
 	Name    string   `name:"name" placeholder:"N" help:"Name shown in ls."`
-	Cwd     string   `name:"cwd" placeholder:"DIR" help:"Working directory (default: the current directory)."`
-	Command []string `arg:"" optional:"" name:"CMD" help:"Command and arguments after -- (default: the agent's usual command)."`
+	Cwd     string   `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
+	JSON    bool     `name:"json" help:"Print the new node as JSON instead of its id."`
+	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: the agent's usual command)."`
+}
+
+func (agentCmd) Examples() string {
+	return `termsprawl agent claude
+termsprawl agent codex --name reviewer --cwd ~/src/app
+termsprawl agent custom --name helper -- bash    # any program, wired to termsprawl`
 }
 
 type lsCmd struct {
 	JSON bool `name:"json" help:"Print terminal_list's value as JSON."`
 }
 
+func (lsCmd) Examples() string {
+	return `termsprawl ls
+termsprawl ls --json | jq -r '.terminals[].terminal'`
+}
+
+// nodeArg is the NODE argument of the commands that name one node.
 type nodeArg struct {
-	Node string `arg:"" name:"NODE" help:"Node id (see termsprawl ls)."`
+	Node string `arg:"" name:"NODE" predictor:"node" help:"Node: its id, else its name when unique, else a unique id prefix (see termsprawl ls)."`
+}
+
+type attachCmd struct {
+	ReadOnly bool `name:"read-only" short:"r" help:"Watch without typing (tmux attach-session -r)."`
+	nodeArg
+}
+
+func (attachCmd) Examples() string {
+	return `termsprawl attach build                    # C-b d detaches
+termsprawl attach --read-only build        # watch, without typing into it`
+}
+
+type openCmd struct{ nodeArg }
+
+func (openCmd) Examples() string {
+	return `termsprawl open build                      # in the terminal emulator of agent-tools/preferences.json, else the first one found`
+}
+
+type snapshotCmd struct {
+	JSON bool `name:"json" help:"Print terminal_snapshot's value (lines, cursor, modes, status, revision) as JSON."`
+	nodeArg
+}
+
+func (snapshotCmd) Examples() string {
+	return `termsprawl snapshot build
+termsprawl snapshot --json build | jq .cursor`
 }
 
 type sendCmd struct {
-	Node string   `arg:"" name:"NODE" help:"Node id."`
-	Text []string `arg:"" name:"TEXT" help:"Text to submit (several words are joined with spaces)."`
+	Node string   `arg:"" name:"NODE" predictor:"node" help:"Node: its id, else its name when unique, else a unique id prefix."`
+	Text []string `arg:"" name:"TEXT" help:"Text to submit: everything after NODE, flags included (several words are joined with spaces)."`
+}
+
+func (sendCmd) Examples() string {
+	return `termsprawl send build make test            # types "make test" and presses Enter
+termsprawl send build ls -la               # everything after NODE is the text, flags included
+termsprawl send build ''                   # just press Enter`
+}
+
+type killCmd struct{ nodeArg }
+
+func (killCmd) Examples() string {
+	return `termsprawl kill build
+termsprawl kill build-2`
 }
 
 type dialogsCmd struct {
 	JSON bool `name:"json" help:"Print dialog_list's value as JSON."`
 }
 
+func (dialogsCmd) Examples() string {
+	return `termsprawl dialogs
+termsprawl dialogs --json`
+}
+
 type answerCmd struct {
-	Dialog    string `arg:"" name:"ID" help:"Dialog id (see termsprawl dialogs)."`
-	Mode      string `arg:"" name:"MODE" help:"deny, allow or always (allow and remember)."`
+	Dialog    string `arg:"" name:"ID" predictor:"dialog" help:"Dialog id (see termsprawl dialogs)."`
+	Mode      string `arg:"" name:"MODE" enum:"deny,allow,always" help:"deny, allow or always (allow and remember)."`
 	Selection string `name:"selection" placeholder:"OPTION" help:"The chosen option of a question."`
 }
 
+func (answerCmd) Examples() string {
+	return `termsprawl answer dialog-1 allow
+termsprawl answer dialog-2 deny
+termsprawl answer dialog-3 allow --selection 'Use the staging database'`
+}
+
+type doctorCmd struct {
+	JSON bool `name:"json" help:"Print the checks as JSON: {ok, checks: [{name, ok, detail}]}."`
+}
+
+func (doctorCmd) Examples() string {
+	return `termsprawl doctor
+termsprawl doctor --json`
+}
+
 type guideCmd struct {
-	Topic string `arg:"" optional:"" name:"TOPIC" default:"overview" help:"overview, terminal, agents or dialogs."`
+	Topic string `arg:"" optional:"" name:"TOPIC" default:"overview" predictor:"topic" help:"overview, terminal, agents or dialogs."`
 }
 
 // human is one run of the termsprawl CLI.
 type human struct {
 	ctx      context.Context
+	cmd      string // the command, for messages
 	stateDir string
 	socket   string
 	stdout   io.Writer
@@ -101,17 +219,72 @@ type human struct {
 	upOpts   upCmd // the flags of up
 }
 
+// humanOptions are the kong options of termsprawl.
+func humanOptions() []kong.Option {
+	return []kong.Option{kong.Description("termsprawl: terminals for agents and humans, every one a tmux session on a private tmux server.")}
+}
+
+// humanValueFlags are termsprawl's global flags that take a value (a test
+// checks this against the grammar).
+var humanValueFlags = map[string]bool{"--state-dir": true, "--tmux-socket": true}
+
+// sendArgs makes everything after send's NODE the text, flags included:
+// `termsprawl send build ls -la` sends "ls -la". It inserts "--" after
+// NODE unless one is there already.
+func sendArgs(args []string) []string {
+	i := 0
+	skipFlags := func() bool {
+		for i < len(args) && strings.HasPrefix(args[i], "-") && args[i] != "-" {
+			if args[i] == "--" {
+				return false
+			}
+			if humanValueFlags[args[i]] {
+				i++
+			}
+			i++
+		}
+		return true
+	}
+	if !skipFlags() || i >= len(args) || args[i] != "send" {
+		return args
+	}
+	i++
+	if !skipFlags() || i+1 >= len(args) || args[i+1] == "--" {
+		return args
+	}
+	out := append([]string{}, args[:i+1]...)
+	out = append(out, "--")
+	return append(out, args[i+1:]...)
+}
+
 // MainTermsprawl runs the termsprawl CLI with args (without the program
 // name) and returns its exit code: 0 ok, 1 the app said no, 2 usage,
 // 3 not running.
 func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	var g humanGrammar
-	kctx, code, stop := parseArgs(humanName, &g, args, stdout, stderr,
-		kong.Description("termsprawl: terminals for agents and humans, every one a tmux session on a private tmux server."))
+	kctx, code, stop := parseArgs(humanName, &g, sendArgs(args), stdout, stderr, humanPredictors(), humanOptions()...)
 	if stop {
 		return code
 	}
-	h := &human{stdout: stdout, stderr: stderr, socket: g.TmuxSocket}
+	cmd := kctx.Selected().Name
+	switch cmd {
+	case "help":
+		var hg humanGrammar
+		return showHelp(humanName, &hg, g.HelpCmd.Command, stdout, stderr, humanOptions()...)
+	case "version":
+		return printVersion(stdout, humanName, g.VersionCmd.JSON)
+	case "completion":
+		return printCompletion(stdout, stderr, humanName, g.Completion.Shell)
+	case "guide":
+		text, ok := tools.Guide(g.Guide.Topic)
+		if !ok {
+			return usageError(stderr, humanName, fmt.Errorf("unknown guide topic %q", g.Guide.Topic), "topics: "+strings.Join(tools.GuideTopics(), ", "))
+		}
+		fmt.Fprint(stdout, strings.TrimRight(text, "\n")+"\n")
+		return ExitOK
+	}
+
+	h := &human{stdout: stdout, stderr: stderr, socket: g.TmuxSocket, cmd: cmd}
 	if h.socket == "" {
 		h.socket = tools.DefaultSocket
 	}
@@ -132,7 +305,7 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	h.ctx = ctx
 
-	switch cmd := kctx.Selected().Name; cmd {
+	switch cmd {
 	case "up":
 		h.upOpts = g.Up
 		if g.Up.Detach {
@@ -140,25 +313,30 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		}
 		return h.up()
 	case "down":
-		return h.down()
+		return h.down(g.Down.All)
 	case "new":
-		return h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Command)
+		return h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Command, g.New.JSON)
 	case "agent":
-		return h.launch("agent_launch", g.Agent.Kind, g.Agent.Name, g.Agent.Cwd, g.Agent.Command)
+		return h.launch("agent_launch", g.Agent.Kind, g.Agent.Name, g.Agent.Cwd, g.Agent.Command, g.Agent.JSON)
 	case "ls":
 		return h.ls(g.Ls.JSON)
 	case "attach":
-		return h.attach(g.Attach.Node)
+		return h.attach(g.Attach.Node, g.Attach.ReadOnly)
 	case "open":
-		return h.simple("terminal_external", map[string]any{"terminal": g.Open.Node}, func(json.RawMessage) {
-			fmt.Fprintf(h.stdout, "opened an external terminal attached to %s\n", g.Open.Node)
-		})
+		return h.open(g.Open.Node)
 	case "snapshot":
-		return h.snapshot(g.Snapshot.Node)
+		return h.snapshot(g.Snapshot.Node, g.Snapshot.JSON)
 	case "send":
 		return h.simple("terminal_submit", map[string]any{"terminal": g.Send.Node, "text": strings.Join(g.Send.Text, " ")}, nil)
 	case "kill":
-		return h.simple("terminal_close", map[string]any{"terminal": g.Kill.Node}, nil)
+		return h.simple("terminal_close", map[string]any{"terminal": g.Kill.Node}, func(v json.RawMessage) {
+			var r tools.ReceiptOf[tools.CloseResult]
+			id := g.Kill.Node
+			if tools.DecodeValue(v, &r) == nil && r.Result.Terminal != "" {
+				id = r.Result.Terminal
+			}
+			fmt.Fprintf(h.stdout, "closed node %s\n", id)
+		})
 	case "dialogs":
 		return h.dialogs(g.Dialogs.JSON)
 	case "answer":
@@ -166,39 +344,51 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		if g.Answer.Selection != "" {
 			args["selection"] = g.Answer.Selection
 		}
-		return h.simple("dialog_answer", args, nil)
+		return h.simple("dialog_answer", args, func(v json.RawMessage) {
+			var r tools.ReceiptOf[tools.DialogOutcome]
+			_ = tools.DecodeValue(v, &r)
+			note := ""
+			if r.Result.Remembered {
+				note = " (remembered for this node until termsprawl stops)"
+			}
+			fmt.Fprintf(h.stdout, "answered %s: %s%s\n", g.Answer.Dialog, g.Answer.Mode, note)
+		})
 	case "doctor":
-		return h.doctor()
-	case "guide":
-		text, ok := tools.Guide(g.Guide.Topic)
-		if !ok {
-			return usageError(stderr, humanName, fmt.Errorf("unknown guide topic %q", g.Guide.Topic), "topics: "+strings.Join(tools.GuideTopics(), ", "))
-		}
-		fmt.Fprint(stdout, text)
-		return ExitOK
+		return h.doctor(g.Doctor.JSON)
 	default:
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")
 	}
 }
 
-// sessionFile is the operator's session file.
+// sessionFile is the operator's session file. termsprawl always acts as
+// the operator of its state directory, also inside a node (whose
+// TERMSPRAWL_SESSION_FILE is the node's own, for termsprawlctl).
 func (h *human) sessionFile() string { return tools.OperatorSessionPath(h.stateDir) }
+
+// prefix is "termsprawl CMD" for messages.
+func (h *human) prefix() string {
+	if h.cmd == "" {
+		return humanName
+	}
+	return humanName + " " + h.cmd
+}
 
 // prepare validates an operation's args against the table (no I/O).
 func (h *human) prepare(op string, args map[string]any) (json.RawMessage, int) {
 	raw, err := json.Marshal(args)
 	if err != nil {
-		return nil, usageError(h.stderr, humanName, err, "")
+		return nil, usageError(h.stderr, h.prefix(), err, "")
 	}
 	_, raw, err = validateCall(op, raw)
 	if err != nil {
-		return nil, usageError(h.stderr, humanName, err, "")
+		return nil, usageError(h.stderr, h.prefix(), errors.New(humanize(err.Error())), "")
 	}
 	return raw, ExitOK
 }
 
-// call runs one operation as the operator. On failure it prints the error
-// and returns the exit code (1, or 3 when termsprawl is not running).
+// call runs one operation as the operator. On failure it prints one
+// sentence in the CLI's own terms and returns the exit code (1, or 3 when
+// termsprawl is not running).
 func (h *human) call(op string, args map[string]any) (json.RawMessage, int) {
 	raw, code := h.prepare(op, args)
 	if code != ExitOK {
@@ -208,12 +398,37 @@ func (h *human) call(op string, args map[string]any) (json.RawMessage, int) {
 	if res.OK {
 		return res.Value, ExitOK
 	}
+	return nil, h.fail(res)
+}
+
+// fail prints a failed result and returns its exit code.
+func (h *human) fail(res tools.Result) int {
 	if h.notRunning(res) {
-		fmt.Fprintf(h.stderr, "termsprawl is not running (state dir %s): start it with `termsprawl up`\n  %s\n", h.stateDir, res.Error)
-		return nil, ExitNotRunning
+		h.printNotRunning()
+		return ExitNotRunning
 	}
-	fmt.Fprintf(h.stderr, "%s: %s failed (%s): %s\n", humanName, op, res.Kind, res.Error)
-	return nil, ExitNo
+	msg := res.Error
+	if res.Kind == tools.KindUnavailable {
+		// The contract's transport text ends with advice for agents; a
+		// human gets the reason and what to check.
+		msg = "no answer from termsprawl: " + transportReason(res) + " (`termsprawl doctor` checks the setup)"
+	}
+	fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), humanize(msg))
+	return ExitNo
+}
+
+// transportReason is the reason of an unavailable result, without the
+// contract's advice for agents.
+func transportReason(res tools.Result) string {
+	if r, ok := res.Details["reason"].(string); ok && r != "" {
+		return strings.TrimRight(r, ".")
+	}
+	return res.Error
+}
+
+// printNotRunning is the one sentence of exit 3.
+func (h *human) printNotRunning() {
+	fmt.Fprintf(h.stderr, "termsprawl is not running (state dir %s): start it with `termsprawl up`\n", h.stateDir)
 }
 
 // notRunning tells "termsprawl is not running" (no operator session, no
@@ -239,8 +454,17 @@ func (h *human) simple(op string, args map[string]any, show func(json.RawMessage
 	return code
 }
 
-// launch runs terminal_launch or agent_launch and prints the new id.
-func (h *human) launch(op, kind, name, cwd string, command []string) int {
+// earlyExit is a launch receipt's result.exited (CONTRACT §10): the
+// program ended within a second of its start.
+type earlyExit struct {
+	ExitCode   int      `json:"exit_code"`
+	ScreenTail []string `json:"screen_tail"`
+}
+
+// launch runs terminal_launch or agent_launch and prints the new id (or
+// the node as JSON). A program that exited right away is exit 1, with its
+// exit code and last lines.
+func (h *human) launch(op, kind, name, cwd string, command []string, asJSON bool) int {
 	args := map[string]any{}
 	if kind != "" {
 		args["agent"] = kind
@@ -254,22 +478,87 @@ func (h *human) launch(op, kind, name, cwd string, command []string) int {
 	wd, err := os.Getwd()
 	if cwd == "" {
 		if err != nil {
-			return usageError(h.stderr, humanName, fmt.Errorf("find the current directory (pass --cwd): %w", err), "")
+			return usageError(h.stderr, h.prefix(), fmt.Errorf("cannot tell the current directory (pass --cwd): %w", err), "")
 		}
 		cwd = wd
 	} else if !filepath.IsAbs(cwd) {
 		if err != nil {
-			return usageError(h.stderr, humanName, fmt.Errorf("--cwd %s is relative and the current directory is unknown: %w", cwd, err), "")
+			return usageError(h.stderr, h.prefix(), fmt.Errorf("--cwd %s is relative and the current directory is unknown: %w", cwd, err), "")
 		}
 		cwd = filepath.Join(wd, cwd)
 	}
 	args["cwd"] = cwd
-	r, code := callAs[tools.ReceiptOf[tools.NodeInfo]](h, op, args)
+	v, code := h.call(op, args)
 	if code != ExitOK {
 		return code
 	}
-	fmt.Fprintln(h.stdout, r.Result.Terminal)
+	var rec struct {
+		Result json.RawMessage `json:"result"`
+	}
+	var node struct {
+		tools.NodeInfo
+		Exited *earlyExit `json:"exited"`
+	}
+	if err := json.Unmarshal(v, &rec); err != nil || json.Unmarshal(rec.Result, &node) != nil || node.Terminal == "" {
+		fmt.Fprintf(h.stderr, "%s: the launch receipt has no node id: %s\n", h.prefix(), clipText(string(v), 200))
+		return ExitNo
+	}
+	id := node.Terminal
+	if asJSON {
+		var pretty any
+		_ = json.Unmarshal(rec.Result, &pretty)
+		_ = prettyJSON(h.stdout, pretty)
+	} else {
+		fmt.Fprintln(h.stdout, id)
+	}
+	if name != "" && id != name {
+		h.noteNameTaken(name, id)
+	}
+	if e := node.Exited; e != nil {
+		fmt.Fprintf(h.stderr, "%s: the program of node %s exited right after it started, with exit code %d", h.prefix(), id, e.ExitCode)
+		tail := trimBlankTail(e.ScreenTail)
+		if len(tail) > 10 {
+			tail = tail[len(tail)-10:]
+		}
+		if len(tail) > 0 {
+			fmt.Fprintf(h.stderr, "; its last lines:\n")
+			for _, l := range tail {
+				fmt.Fprintf(h.stderr, "  | %s\n", l)
+			}
+		} else {
+			fmt.Fprintf(h.stderr, " and printed nothing\n")
+		}
+		fmt.Fprintf(h.stderr, "`termsprawl snapshot %s` shows its screen; `termsprawl kill %s` closes it\n", id, id)
+		return ExitNo
+	}
 	return ExitOK
+}
+
+// noteNameTaken says on stderr that name already named another node, so
+// the new node is reached by its id.
+func (h *human) noteNameTaken(name, id string) {
+	l, code := callAs[tools.NodeList](h, "terminal_list", map[string]any{})
+	if code != ExitOK {
+		return
+	}
+	var others []string
+	for _, r := range l.Terminals {
+		if r.Terminal != id && (r.Name == name || r.Terminal == name) {
+			others = append(others, r.Terminal)
+		}
+	}
+	if len(others) > 0 {
+		fmt.Fprintf(h.stderr, "%s: note: the name %q is already used by node %s; this node's id is %s: use %s to name it\n",
+			h.prefix(), name, strings.Join(others, ", "), id, id)
+	}
+}
+
+// trimBlankTail drops trailing blank lines.
+func trimBlankTail(lines []string) []string {
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	return lines
 }
 
 // callAs runs op and decodes its value as T, the operation's value type.
@@ -280,7 +569,7 @@ func callAs[T any](h *human, op string, args map[string]any) (T, int) {
 		return out, code
 	}
 	if err := tools.DecodeValue(v, &out); err != nil {
-		fmt.Fprintf(h.stderr, "%s: %s: %v\n", humanName, op, err)
+		fmt.Fprintf(h.stderr, "%s: %v\n", h.prefix(), err)
 		return out, ExitNo
 	}
 	return out, ExitOK
@@ -291,23 +580,50 @@ func (h *human) listNodes() ([]tools.NodeInfo, int) {
 	return l.Terminals, code
 }
 
+// findNode resolves word against terminal_list (for attach and open).
+func (h *human) findNode(word string) (tools.NodeInfo, int) {
+	rows, code := h.listNodes()
+	if code != ExitOK {
+		return tools.NodeInfo{}, code
+	}
+	n, err := resolveNode(rows, word)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "%s: %v\n", h.prefix(), err)
+		return tools.NodeInfo{}, ExitNo
+	}
+	return n, ExitOK
+}
+
+// statusText is a node's status as ls shows it: "exited (CODE)" for a
+// program that ended.
+func statusText(r tools.NodeInfo) string {
+	status := r.Status
+	if r.ExitCode != nil {
+		status += fmt.Sprintf(" (%d)", *r.ExitCode)
+	}
+	return status
+}
+
 func (h *human) ls(asJSON bool) int {
 	rows, code := h.listNodes()
 	if code != ExitOK {
 		return code
 	}
 	if asJSON {
+		if rows == nil {
+			rows = []tools.NodeInfo{}
+		}
 		_ = prettyJSON(h.stdout, tools.NodeList{Terminals: rows})
+		return ExitOK
+	}
+	if len(rows) == 0 {
+		fmt.Fprintln(h.stdout, "no nodes: `termsprawl new` launches one")
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNAME\tCOMMAND\tOWNER\tSTATUS\tSIZE\tCLIENTS")
 	for _, r := range rows {
-		status := r.Status
-		if r.ExitCode != nil {
-			status += fmt.Sprintf(" (%d)", *r.ExitCode)
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), dash(status), r.Columns, r.Rows, r.Clients)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), dash(statusText(r)), r.Columns, r.Rows, r.Clients)
 	}
 	_ = tw.Flush()
 	return ExitOK
@@ -332,26 +648,36 @@ func clipText(s string, n int) string {
 func shellJoin(argv []string) string {
 	parts := make([]string, len(argv))
 	for i, a := range argv {
-		if a != "" && !strings.ContainsAny(a, " \t\n'\"\\$`;&|<>()*?[]{}!#~") {
-			parts[i] = a
-			continue
-		}
-		parts[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		parts[i] = shellQuoteArg(a)
 	}
 	return strings.Join(parts, " ")
 }
 
-func (h *human) snapshot(node string) int {
-	snap, code := callAs[tools.Snapshot](h, "terminal_snapshot", map[string]any{"terminal": node})
+func (h *human) snapshot(node string, asJSON bool) int {
+	v, code := h.call("terminal_snapshot", map[string]any{"terminal": node})
 	if code != ExitOK {
 		return code
 	}
-	lines := snap.Lines
-	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
-		lines = lines[:len(lines)-1]
+	var snap tools.Snapshot
+	if err := tools.DecodeValue(v, &snap); err != nil {
+		fmt.Fprintf(h.stderr, "%s: %v\n", h.prefix(), err)
+		return ExitNo
 	}
-	for _, l := range lines {
-		fmt.Fprintln(h.stdout, l)
+	if asJSON {
+		var pretty any
+		_ = json.Unmarshal(v, &pretty)
+		_ = prettyJSON(h.stdout, pretty)
+	} else {
+		for _, l := range trimBlankTail(snap.Lines) {
+			fmt.Fprintln(h.stdout, l)
+		}
+	}
+	if snap.Status == tools.StatusExited {
+		code := "an unknown code"
+		if snap.ExitCode != nil {
+			code = fmt.Sprintf("code %d", *snap.ExitCode)
+		}
+		fmt.Fprintf(h.stderr, "%s: the program of node %s exited with %s (this is its last screen); `termsprawl kill %s` closes it\n", h.prefix(), snap.Terminal, code, snap.Terminal)
 	}
 	return ExitOK
 }
@@ -359,33 +685,54 @@ func (h *human) snapshot(node string) int {
 // execFn replaces the process (tests stub it).
 var execFn = syscall.Exec
 
-func (h *human) attach(node string) int {
-	if !tools.ValidNodeID(node) {
-		return usageError(h.stderr, humanName, fmt.Errorf("%q is not a node id", node), "see termsprawl ls")
+// attachArgv is the tmux command line of attach: the contract's attach
+// argv, -r for read-only, and for a node whose program exited a message
+// saying so (the pane itself shows its last screen).
+func attachArgv(socket string, n tools.NodeInfo, readOnly bool) []string {
+	argv := []string{"tmux", "-L", socket, "attach-session"}
+	if readOnly {
+		argv = append(argv, "-r")
 	}
-	rows, code := h.listNodes()
+	argv = append(argv, "-t", "ts-"+n.Terminal)
+	if n.Status == tools.StatusExited {
+		code := "?"
+		if n.ExitCode != nil {
+			code = fmt.Sprint(*n.ExitCode)
+		}
+		msg := fmt.Sprintf("%s exited (code %s): its last screen. C-b d detaches; termsprawl kill %s closes it", n.Terminal, code, n.Terminal)
+		argv = append(argv, ";", "display-message", "-d", "10000", strings.ReplaceAll(msg, "#", "##"))
+	}
+	return argv
+}
+
+func (h *human) attach(word string, readOnly bool) int {
+	n, code := h.findNode(word)
 	if code != ExitOK {
 		return code
 	}
-	found := false
-	for _, r := range rows {
-		if r.Terminal == node {
-			found = true
-		}
-	}
-	if !found {
-		fmt.Fprintf(h.stderr, "%s: no node %q (see termsprawl ls)\n", humanName, node)
-		return ExitNo
-	}
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
-		fmt.Fprintf(h.stderr, "%s: tmux not found on PATH: %v\n", humanName, err)
+		fmt.Fprintf(h.stderr, "%s: tmux is not on PATH: install tmux (%v)\n", h.prefix(), err)
 		return ExitNo
 	}
-	argv := []string{"tmux", "-L", h.socket, "attach-session", "-t", "ts-" + node}
+	socket := h.socket
+	if s, err := tools.ReadSession(h.sessionFile()); err == nil && s.Socket != "" {
+		socket = s.Socket // the socket termsprawl runs on
+	}
+	argv := attachArgv(socket, n, readOnly)
 	err = execFn(tmux, argv, tools.EnvWithoutTmux(os.Environ()))
-	fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", humanName, shellJoin(argv), err)
+	fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", h.prefix(), shellJoin(argv), err)
 	return ExitNo
+}
+
+func (h *human) open(word string) int {
+	n, code := h.findNode(word)
+	if code != ExitOK {
+		return code
+	}
+	return h.simple("terminal_external", map[string]any{"terminal": n.Terminal}, func(json.RawMessage) {
+		fmt.Fprintf(h.stdout, "opened a terminal window attached to node %s\n", n.Terminal)
+	})
 }
 
 func (h *human) dialogs(asJSON bool) int {
@@ -395,6 +742,9 @@ func (h *human) dialogs(asJSON bool) int {
 	}
 	rows := list.Dialogs
 	if asJSON {
+		if list.Dialogs == nil {
+			list.Dialogs = []tools.Dialog{}
+		}
 		_ = prettyJSON(h.stdout, list)
 		return ExitOK
 	}
@@ -405,8 +755,7 @@ func (h *human) dialogs(asJSON bool) int {
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNODE\tKIND\tTITLE\tOPTIONS")
 	for _, r := range rows {
-		id := r.ID
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", id, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")))
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--selection OPTION]")

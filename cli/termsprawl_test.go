@@ -17,7 +17,21 @@ func lastCall(t *testing.T, fs *fakeState) (string, map[string]any) {
 	if len(calls) == 0 {
 		t.Fatal("no call")
 	}
-	c := calls[len(calls)-1]
+	return decodeCall(t, calls[len(calls)-1])
+}
+
+// callAt is the i-th call the backend received.
+func callAt(t *testing.T, fs *fakeState, i int) (string, map[string]any) {
+	t.Helper()
+	calls := fs.Backend.Calls()
+	if len(calls) <= i {
+		t.Fatalf("no call #%d (only %d)", i, len(calls))
+	}
+	return decodeCall(t, calls[i])
+}
+
+func decodeCall(t *testing.T, c recordedCall) (string, map[string]any) {
+	t.Helper()
 	if c.Node != tools.OperatorNode {
 		t.Errorf("%s called as %q, want the operator", c.Op, c.Node)
 	}
@@ -67,11 +81,18 @@ func TestHumanCommandsMapToOperations(t *testing.T) {
 		{[]string{sd, "dialogs"}, "dialog_list", map[string]any{}, ""},
 	}
 	for _, c := range cases {
+		n := len(fs.Backend.Calls())
 		code, out, errb := runHuman(t, c.args...)
 		if code != ExitOK {
 			t.Fatalf("%v: exit %d: %s", c.args, code, errb)
 		}
-		op, args := lastCall(t, fs)
+		// The command's operation (open first resolves NODE with
+		// terminal_list; new --name may then list the nodes to tell
+		// whether the name was taken).
+		op, args := callAt(t, fs, n)
+		for i := n + 1; op != c.op && i < len(fs.Backend.Calls()); i++ {
+			op, args = callAt(t, fs, i)
+		}
 		if op != c.op || !reflect.DeepEqual(args, c.want) {
 			t.Errorf("%v: called %s %v, want %s %v", c.args, op, args, c.op, c.want)
 		}
@@ -142,13 +163,27 @@ func TestHumanUsageErrors(t *testing.T) {
 func TestHumanNotRunning(t *testing.T) {
 	dir := t.TempDir()
 	sd := "--state-dir=" + dir
-	for _, args := range [][]string{{sd, "ls"}, {sd, "snapshot", "n1"}, {sd, "down"}, {sd, "new"}} {
-		code, _, errb := runHuman(t, args...)
+	for _, args := range [][]string{
+		{sd, "ls"}, {sd, "ls", "--json"}, {sd, "snapshot", "n1"}, {sd, "new"}, {sd, "agent", "custom", "--", "x"},
+		{sd, "attach", "n1"}, {sd, "open", "n1"}, {sd, "send", "n1", "hi"}, {sd, "kill", "n1"},
+		{sd, "dialogs"}, {sd, "answer", "d1", "deny"}, {sd, "doctor"}, {sd, "doctor", "--json"},
+	} {
+		code, out, errb := runHuman(t, args...)
 		if code != ExitNotRunning {
 			t.Errorf("%v: exit %d, want 3 (%s)", args, code, errb)
 		}
-		if !strings.Contains(errb, "not running") {
+		// One clear sentence, without the agents' transport advice.
+		if args[len(args)-1] != "--json" && !strings.HasPrefix(errb, "termsprawl is not running (state dir "+dir+")") || strings.Contains(errb, "Mutations") || strings.Count(errb, "\n") > 1 {
 			t.Errorf("%v: stderr %q", args, errb)
+		}
+		if args[1] != "doctor" && out != "" {
+			t.Errorf("%v: stdout %q", args, out)
+		}
+	}
+	// down when nothing runs is success (CONTRACT §10), also twice.
+	for range 2 {
+		if code, out, errb := runHuman(t, sd, "down"); code != ExitOK || !strings.Contains(out, "not running") {
+			t.Errorf("down while not running: exit %d (%q %q), want 0", code, out, errb)
 		}
 	}
 	// A stale endpoint (nothing listens) is "not running" too.
@@ -161,8 +196,8 @@ func TestHumanNotRunning(t *testing.T) {
 	if err := tools.WriteJSONAtomic(tools.LockPath(dir), map[string]any{"pid": 0x7ffffff0, "instance_id": "x"}); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, errb := runHuman(t, sd, "down"); code != ExitNotRunning {
-		t.Errorf("down with a stale lock: exit %d (%s)", code, errb)
+	if code, out, errb := runHuman(t, sd, "down"); code != ExitOK || !strings.Contains(out, "which is gone") {
+		t.Errorf("down with a stale lock: exit %d (%s%s)", code, out, errb)
 	}
 }
 
@@ -172,8 +207,8 @@ func TestHumanAppSaysNo(t *testing.T) {
 		return tools.ErrResult(tools.Errorf(tools.KindNotFound, "no terminal n9"))
 	})
 	code, _, errb := runHuman(t, "--state-dir", fs.Dir, "snapshot", "n9")
-	if code != ExitNo || !strings.Contains(errb, "no terminal n9") {
-		t.Fatalf("exit %d: %s", code, errb)
+	if code != ExitNo || errb != "termsprawl snapshot: no node n9\n" {
+		t.Fatalf("exit %d: %q", code, errb)
 	}
 }
 

@@ -49,20 +49,69 @@ func ctlPath() string {
 	return ""
 }
 
-// printServing prints where termsprawl serves and how to use it.
+// nodesText is "no nodes", "1 node" or "N nodes".
+func nodesText(n int) string {
+	switch n {
+	case 0:
+		return "no nodes"
+	case 1:
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
+}
+
+// printServing prints where termsprawl serves and how to use it (nodes < 0:
+// the count is unknown).
 func printServing(w io.Writer, ep tools.Endpoint, stateDir, socket, operator string, nodes int) {
 	nodeText := ""
 	if nodes >= 0 {
-		nodeText = fmt.Sprintf(" (%d nodes)", nodes)
+		nodeText = " (" + nodesText(nodes) + ")"
 	}
 	fmt.Fprintf(w, "termsprawl %s is running (pid %d, instance %s)\n", ep.Version, ep.PID, ep.InstanceID)
 	fmt.Fprintf(w, "  endpoint:          %s\n", ep.URL)
 	fmt.Fprintf(w, "  state dir:         %s\n", stateDir)
 	fmt.Fprintf(w, "  tmux socket:       %s%s\n", socket, nodeText)
 	fmt.Fprintf(w, "  operator session:  %s\n", operator)
+	fmt.Fprintf(w, "launch a node:       termsprawl new --name build -- bash\n")
 	fmt.Fprintf(w, "attach to a node:    termsprawl attach NODE   (or: tmux -L %s attach -t ts-NODE)\n", socket)
 	fmt.Fprintf(w, "an agent calls:      termsprawlctl --session %s call terminal_list\n", operator)
-	fmt.Fprintf(w, "stop:                termsprawl down   (tmux sessions keep running)\n")
+	fmt.Fprintf(w, "stop:                termsprawl down   (nodes keep running; down --all ends them)\n")
+}
+
+// isTerminal reports whether w is a terminal (a character device other
+// than /dev/null).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	if dn, err := os.Stat(os.DevNull); err == nil && os.SameFile(fi, dn) {
+		return false
+	}
+	return true
+}
+
+// logLevel is up's --log-level: auto is warn on a terminal (the banner
+// stays readable) and info otherwise (a log file, a service manager).
+func logLevel(flag string, stderr io.Writer) slog.Level {
+	switch flag {
+	case "debug":
+		return slog.LevelDebug
+	case "info":
+		return slog.LevelInfo
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	if isTerminal(stderr) {
+		return slog.LevelWarn
+	}
+	return slog.LevelInfo
 }
 
 func (h *human) config(logger *slog.Logger) orchestrator.Config {
@@ -80,7 +129,7 @@ func (h *human) config(logger *slog.Logger) orchestrator.Config {
 
 // up runs the orchestrator in the foreground until SIGINT or SIGTERM.
 func (h *human) up() int {
-	logger := slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	logger := slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: logLevel(h.upOpts.LogLevel, h.stderr)}))
 	ctx, stop := signalContext(h.ctx)
 	defer stop()
 	cfg := h.config(logger)
@@ -136,6 +185,9 @@ func (h *human) upDetached() int {
 
 	cmd := exec.Command(exe, "--state-dir", h.stateDir, "--tmux-socket", h.socket, "up",
 		"--max-nodes", strconv.Itoa(h.upOpts.MaxNodes), "--idle-after", h.upOpts.IdleAfter.String())
+	if lvl := h.upOpts.LogLevel; lvl != "" && lvl != "auto" {
+		cmd.Args = append(cmd.Args, "--log-level", lvl)
+	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = cmd.Start()
@@ -247,28 +299,56 @@ func looksLikeTermsprawl(stateDir string, pid int) bool {
 }
 
 // down sends SIGTERM to the orchestrator named by server.lock and waits
-// (bounded) until it is gone.
-func (h *human) down() int {
+// (bounded) until it is gone. Nothing running is success (CONTRACT §10).
+// With all, it then ends the private tmux server, and every node with it.
+func (h *human) down(all bool) int {
+	// The socket the last orchestrator of this state dir ran on.
+	socket := h.socket
+	if s, err := tools.ReadSession(tools.OperatorSessionPath(h.stateDir)); err == nil && s.Socket != "" {
+		socket = s.Socket
+	}
+	pid, code := h.stop()
+	if code != ExitOK {
+		return code
+	}
+	if !all {
+		if pid > 0 {
+			fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d); its nodes keep running (tmux -L %s ls): the next `termsprawl up` adopts them, `termsprawl down --all` ends them\n", pid, socket)
+		}
+		return ExitOK
+	}
+	if pid > 0 {
+		fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)\n", pid)
+	}
+	return h.killTmuxServer(socket)
+}
+
+// stop stops the orchestrator of the state dir and returns its pid (0
+// when none was running).
+func (h *human) stop() (pid int, code int) {
+	notRunning := func(why string) (int, int) {
+		fmt.Fprintf(h.stdout, "termsprawl is not running (state dir %s%s): nothing to stop\n", h.stateDir, why)
+		return 0, ExitOK
+	}
 	li, err := readLock(h.stateDir)
 	if err != nil {
-		fmt.Fprintf(h.stderr, "termsprawl is not running (state dir %s: %v)\n", h.stateDir, shortErr(err))
-		return ExitNotRunning
+		if errors.Is(err, os.ErrNotExist) {
+			return notRunning("")
+		}
+		return notRunning(": " + shortErr(err))
 	}
 	if !pidAlive(li.PID) {
-		fmt.Fprintf(h.stderr, "termsprawl is not running (server.lock names pid %d, which is gone)\n", li.PID)
-		return ExitNotRunning
+		return notRunning(fmt.Sprintf(": server.lock names pid %d, which is gone", li.PID))
 	}
 	if !looksLikeTermsprawl(h.stateDir, li.PID) {
-		fmt.Fprintf(h.stderr, "termsprawl is not running: server.lock names pid %d, which is not termsprawl (stale lock); not signalling it\n", li.PID)
-		return ExitNotRunning
+		return notRunning(fmt.Sprintf(": server.lock names pid %d, which is not termsprawl; not signalling it", li.PID))
 	}
 	if err := syscall.Kill(li.PID, syscall.SIGTERM); err != nil {
 		if errors.Is(err, syscall.ESRCH) {
-			fmt.Fprintf(h.stderr, "termsprawl is not running (pid %d is gone)\n", li.PID)
-			return ExitNotRunning
+			return notRunning(fmt.Sprintf(": pid %d is gone", li.PID))
 		}
-		fmt.Fprintf(h.stderr, "%s: down: signal pid %d: %v\n", humanName, li.PID, err)
-		return ExitNo
+		fmt.Fprintf(h.stderr, "%s: cannot signal termsprawl (pid %d): %v\n", h.prefix(), li.PID, err)
+		return 0, ExitNo
 	}
 	// There is no portable event for "an unrelated process exited": poll,
 	// bounded.
@@ -277,20 +357,41 @@ func (h *human) down() int {
 	defer t.Stop()
 	for pidAlive(li.PID) {
 		if time.Now().After(deadline) {
-			fmt.Fprintf(h.stderr, "%s: down: termsprawl (pid %d) did not stop within %s; kill -9 %d stops it (tmux sessions keep running)\n", humanName, li.PID, downTimeout, li.PID)
-			return ExitNo
+			fmt.Fprintf(h.stderr, "%s: termsprawl (pid %d) did not stop within %s; `kill -9 %d` stops it (nodes keep running)\n", h.prefix(), li.PID, downTimeout, li.PID)
+			return 0, ExitNo
 		}
 		select {
 		case <-h.ctx.Done():
-			return ExitNo
+			return 0, ExitNo
 		case <-t.C:
 		}
 	}
-	socket := h.socket
-	if s, err := tools.ReadSession(tools.OperatorSessionPath(h.stateDir)); err == nil && s.Socket != "" {
-		socket = s.Socket // the socket that orchestrator ran on
+	return li.PID, ExitOK
+}
+
+// killTmuxServer ends the private tmux server of socket (only that one):
+// every node's session, and the admin session.
+func (h *human) killTmuxServer(socket string) int {
+	tmux, err := exec.LookPath("tmux")
+	if err != nil {
+		fmt.Fprintf(h.stderr, "%s: tmux is not on PATH, so its server on socket %s cannot be ended: %v\n", h.prefix(), socket, err)
+		return ExitNo
 	}
-	fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d); tmux sessions keep running (tmux -L %s ls)\n", li.PID, socket)
+	ctx, cancel := context.WithTimeout(h.ctx, downTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, tmux, "-L", socket, "kill-server")
+	cmd.Env = tools.EnvWithoutTmux(os.Environ())
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		text := strings.TrimSpace(string(out))
+		if strings.Contains(text, "no server running") || strings.Contains(text, "error connecting to") {
+			fmt.Fprintf(h.stdout, "no tmux server was running on socket %s: no nodes to end\n", socket)
+			return ExitOK
+		}
+		fmt.Fprintf(h.stderr, "%s: tmux -L %s kill-server: %v: %s\n", h.prefix(), socket, err, text)
+		return ExitNo
+	}
+	fmt.Fprintf(h.stdout, "ended every node and the tmux server on socket %s\n", socket)
 	return ExitOK
 }
 

@@ -1,0 +1,73 @@
+package cli
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// resolveNode names a node the way every terminal argument does
+// (CONTRACT §10), applied to terminal_list's rows: an exact id, else an
+// exact name when unique, else a unique id prefix. attach needs the id
+// itself (tmux attaches to ts-<id>); open uses it to say which node it
+// opened.
+func resolveNode(rows []tools.NodeInfo, word string) (tools.NodeInfo, error) {
+	for _, r := range rows {
+		if r.Terminal == word {
+			return r, nil
+		}
+	}
+	var byName, byPrefix []tools.NodeInfo
+	for _, r := range rows {
+		if r.Name == word {
+			byName = append(byName, r)
+		}
+		if strings.HasPrefix(r.Terminal, word) {
+			byPrefix = append(byPrefix, r)
+		}
+	}
+	for _, c := range [][]tools.NodeInfo{byName, byPrefix} {
+		switch {
+		case len(c) == 1:
+			return c[0], nil
+		case len(c) > 1:
+			ids := make([]string, len(c))
+			for i, r := range c {
+				ids[i] = r.Terminal
+			}
+			sort.Strings(ids)
+			return tools.NodeInfo{}, fmt.Errorf("%q names %d nodes (%s): use one of their ids", word, len(ids), strings.Join(ids, ", "))
+		}
+	}
+	return tools.NodeInfo{}, fmt.Errorf("no node %q: `termsprawl ls` lists the nodes", word)
+}
+
+// humanTerms rewrites the agent-facing wording of an error (operation
+// names, "call X") into the human CLI's commands.
+var humanTerms = strings.NewReplacer(
+	"call terminal_list to see the terminals", "`termsprawl ls` lists the nodes",
+	"call agent_status to see the agents", "`termsprawl ls` lists the nodes",
+	"close terminals with terminal_close first", "close some with `termsprawl kill NODE` first",
+	"call terminal_snapshot and continue from its revision", "see `termsprawl snapshot NODE`",
+	"call terminal_snapshot", "see `termsprawl snapshot NODE`",
+	"call dialog_list", "`termsprawl dialogs` lists them",
+	"(see terminal_list)", "(see `termsprawl ls`)",
+	"see terminal_list", "see `termsprawl ls`",
+	"no terminal ", "no node ",
+	" terminals (", " nodes (",
+	"terminal_list", "`termsprawl ls`",
+	"terminal_close", "`termsprawl kill`",
+	"terminal_snapshot", "`termsprawl snapshot`",
+	"terminal_launch", "`termsprawl new`",
+	"agent_launch", "`termsprawl agent`",
+	"terminal_submit", "`termsprawl send`",
+	"terminal_external", "`termsprawl open`",
+	"dialog_list", "`termsprawl dialogs`",
+	"dialog_answer", "`termsprawl answer`",
+	"session_info", "`termsprawl doctor`",
+)
+
+// humanize phrases a tool error in the human CLI's own terms.
+func humanize(msg string) string { return humanTerms.Replace(msg) }
