@@ -43,14 +43,16 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	status, _, gone := n.state()
 	live := !gone && status != tools.StatusExited && pid > 0
 	if live {
-		if _, err := n.client.Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off")); err != nil {
+		// On the admin client: through the node's own, the reply would
+		// wait behind the pane's queued output.
+		if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off")); err != nil {
 			live = false
 		}
 	}
 	// Our client leaves first: tmux 3.3a also crashed when the pane died
-	// with our control client still attached.
+	// with our control client still attached. detach pauses the pane's
+	// output for it before it goes (docs/TMUX-CRASHES.md).
 	clientPid := n.client.PID()
-	n.client.SetPaneOutput(ctx, n.pane, false)
 	n.detach()
 	if testHookClosed != nil {
 		testHookClosed(n)
@@ -131,7 +133,17 @@ const (
 
 // detach ends the node's client and pump, leaving the session running.
 func (n *node) detach() {
-	n.quitOnce.Do(func() { close(n.quit) })
+	n.quitOnce.Do(func() {
+		// tmux 3.3a can crash when a client leaves with the pane's output
+		// queued for it: pause the pane for this client first.
+		n.detaching.Store(true)
+		if n.client.Err() == nil && !n.asleep.Load() {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			n.client.Pause(ctx, n.pane)
+			cancel()
+		}
+		close(n.quit)
+	})
 	n.client.Close()
 	<-n.done
 	n.scr.Close()

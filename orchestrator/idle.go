@@ -35,8 +35,8 @@ func (n *node) sleep() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := n.client.SetPaneOutput(ctx, n.pane, false); err != nil {
-		n.log.Debug("cannot turn pane output off", "err", err)
+	if err := n.client.Pause(ctx, n.pane); err != nil {
+		n.log.Debug("cannot pause the pane's output", "err", err)
 		n.asleep.Store(false)
 		return
 	}

@@ -85,6 +85,7 @@ type node struct {
 	// observer's check (observe): an observer either keeps the node awake
 	// or sees it asleep and wakes it; none is lost in between.
 	idleMu       sync.Mutex
+	detaching    atomic.Bool // detach paused the pane: its %pause is ours
 	asleep       atomic.Bool
 	observers    atomic.Int32 // waits in progress
 	lastObserved atomic.Int64 // unix nanoseconds

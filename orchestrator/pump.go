@@ -147,6 +147,9 @@ func (n *node) heal() {
 }
 
 func (n *node) apply(ch tmuxctl.Chunk) {
+	if ch.Paused && (n.asleep.Load() || n.detaching.Load()) {
+		return // a pause we asked for: the wake continues it, or we leave
+	}
 	if ch.Paused {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.client.Continue(ctx, n.pane)

@@ -111,8 +111,8 @@ func (n *node) reseed(ctx context.Context) error {
 		tmuxctl.Command("capture-pane", "-p", "-e", "-N", "-a", "-t", n.pane),
 	}
 	if n.asleep.Load() {
-		// Output back on first: what follows the seed's mark is applied.
-		if err := n.client.SetPaneOutput(ctx, n.pane, true); err != nil {
+		// Output continued first: what follows the seed's mark is applied.
+		if err := n.client.Continue(ctx, n.pane); err != nil {
 			return fmt.Errorf("wake pane %s: %w", n.pane, err)
 		}
 	}

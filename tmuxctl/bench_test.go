@@ -336,7 +336,7 @@ func benchFlood(b *testing.B, mode, file string, size int64) {
 		case "tmuxctl", "tmuxctl-off":
 			c = benchAttach(b, srv.Socket, sess)
 			if mode == "tmuxctl-off" {
-				if err := c.SetPaneOutput(context.Background(), pane, false); err != nil {
+				if err := c.Pause(context.Background(), pane); err != nil {
 					b.Fatal(err)
 				}
 			}

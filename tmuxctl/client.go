@@ -11,9 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxenv"
@@ -92,11 +94,13 @@ type Client struct {
 	stdin  io.WriteCloser
 	stderr *tailBuffer
 
-	done     chan struct{} // closed when the stream ended and the process is reaped
-	started  chan error    // the start command's outcome, once
-	closing  chan struct{} // closed by Close
-	closeMu  sync.Once
-	exitedCh chan struct{} // closed when cmd.Wait returned
+	done    chan struct{} // closed when the stream ended and the process is reaped
+	started chan error    // the start command's outcome, once
+	// introduced: tmux answered the start command (the client is set up).
+	introduced atomic.Bool
+	closing    chan struct{} // closed by Close
+	closeMu    sync.Once
+	exitedCh   chan struct{} // closed when cmd.Wait returned
 
 	// mu guards the client's shared state: pending (requests awaiting
 	// replies, in the order their lines were queued), outbox (bytes for
@@ -173,7 +177,7 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	}
 	argv := append([]string{"-L", cfg.Socket, "-f", cfg.ConfigFile, "-C"}, cfg.Args...)
 	cmd := exec.Command(cfg.Tmux, argv...)
-	cmd.Env = append(tmuxenv.WithoutTmux(os.Environ()), cfg.Env...)
+	cmd.Env = append(clientEnv(os.Environ()), cfg.Env...)
 	cmd.SysProcAttr = childSysProcAttr()
 	c := &Client{
 		cfg:      cfg,
@@ -209,12 +213,44 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 			c.Close()
 			return nil, fmt.Errorf("start tmux control client %s: %w", strings.Join(cfg.Args, " "), err)
 		}
+		c.introduced.Store(true)
 		return c, nil
 	case <-ctx.Done():
 		c.Close()
 		return nil, fmt.Errorf("start tmux control client: %w", ctx.Err())
 	}
 }
+
+// clientEnvNames is the environment a tmux -C child keeps: each variable
+// is one more message in the client's introduction to the server, and the
+// server (update-environment "") uses none but what finds the socket and
+// the locale. See docs/TMUX-CRASHES.md.
+var clientEnvNames = []string{"PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMUX_TMPDIR", "TMPDIR"}
+
+func clientEnv(env []string) []string {
+	var out []string
+	for _, kv := range tmuxenv.WithoutTmux(env) {
+		k, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(clientEnvNames, k) {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// Pause stops tmux sending a pane's output to this client (%pause);
+// Continue resumes it. Output in between is gone: reseed. Pausing is how
+// a pane's output is switched off: `refresh-client -A %P:off` and `:on`
+// crash tmux 3.3a (docs/TMUX-CRASHES.md).
+func (c *Client) Pause(ctx context.Context, pane string) error {
+	_, err := c.Run(ctx, Command("refresh-client", "-A", pane+":pause"))
+	return err
+}
+
+// introduceTimeout is how long Close waits for a client that never
+// finished attaching before it kills it: tmux 3.3a crashes when a client
+// disappears half introduced, so it is given time to leave by itself.
+const introduceTimeout = 15 * time.Second
 
 // PID returns the process id of the tmux -C child.
 func (c *Client) PID() int { return c.cmd.Process.Pid }
@@ -543,18 +579,6 @@ func (c *Client) Continue(ctx context.Context, pane string) error {
 	return err
 }
 
-// SetPaneOutput turns a pane's %output for this client on or off. With it
-// off tmux does not format the pane's output for us at all (the cheapest
-// state for a pane nobody observes); turning it back on needs a reseed.
-func (c *Client) SetPaneOutput(ctx context.Context, pane string, on bool) error {
-	state := "off"
-	if on {
-		state = "on"
-	}
-	_, err := c.Run(ctx, Command("refresh-client", "-A", pane+":"+state))
-	return err
-}
-
 // Close ends the client: it closes tmux's stdin (a control client detaches
 // on end of input), waits up to CloseTimeout for the process to exit,
 // kills it if it has not, and reaps it. It always returns after the
@@ -568,9 +592,13 @@ func (c *Client) Close() error {
 		}
 		c.mu.Unlock()
 		c.stdin.Close()
+		wait := c.cfg.CloseTimeout
+		if !c.introduced.Load() {
+			wait = max(wait, introduceTimeout)
+		}
 		select {
 		case <-c.exitedCh:
-		case <-time.After(c.cfg.CloseTimeout):
+		case <-time.After(wait):
 			c.cmd.Process.Kill()
 		}
 	})

@@ -289,10 +289,10 @@ func TestEventsAndFlowControl(t *testing.T) {
 	if err := c.Continue(ctx, "%0"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetPaneOutput(ctx, "%0", false); err != nil {
+	if err := c.Pause(ctx, "%0"); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.SetPaneOutput(ctx, "%0", true); err != nil {
+	if err := c.Continue(ctx, "%0"); err != nil {
 		t.Fatal(err)
 	}
 	srv.Must("rename-window", "-t", "ev", "new name")
