@@ -1,0 +1,173 @@
+package screen
+
+import (
+	"image/color"
+
+	uv "github.com/charmbracelet/ultraviolet"
+	"github.com/charmbracelet/x/ansi"
+	"github.com/charmbracelet/x/vt"
+
+	"github.com/termsprawl/termsprawl/orchestrator/render"
+)
+
+// Cells returns a copy of the visible cell grid with its styles and the
+// cursor (position, visibility and DECSCUSR shape), for the screenshot
+// renderer. The copy is taken under the Screen's mutex: x/vt's cells are
+// pointers into live buffers and are never handed out.
+//
+// Without a usable emulator (asleep, poisoned until the next Seed, or
+// closed) it returns the published rows as unstyled cells and a block
+// cursor.
+func (s *Screen) Cells() render.Grid {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.t == nil || s.t.poisoned || s.t.emu == nil {
+		return s.textCells()
+	}
+	emu := s.t.emu
+	g := render.Grid{Columns: s.cols, Rows: s.rows, Cells: make([]render.Cell, s.cols*s.rows)}
+	for y := 0; y < s.rows; y++ {
+		row := g.Cells[y*s.cols : (y+1)*s.cols]
+		for x := 0; x < s.cols; x++ {
+			c := emu.CellAt(x, y)
+			if c == nil {
+				row[x] = render.Cell{Width: 1}
+				continue
+			}
+			// A wide character's continuation is a zero cell in x/vt (no
+			// style): it takes the style of its wide cell.
+			if c.Width == 0 && c.Content == "" && x > 0 && row[x-1].Width == 2 {
+				cont := row[x-1]
+				cont.Content, cont.Width = "", 0
+				row[x] = cont
+				continue
+			}
+			row[x] = cellOf(c)
+		}
+	}
+	g.Cursor = render.Cursor{X: s.cursor.X, Y: s.cursor.Y, Visible: s.cursor.Visible, Shape: cursorShape(emu)}
+	return g
+}
+
+// textCells is the published rows as unstyled cells. Called with mu held.
+func (s *Screen) textCells() render.Grid {
+	g := render.NewGrid(s.cols, s.rows)
+	for y, line := range s.lines {
+		if y >= s.rows {
+			break
+		}
+		x := 0
+		for len(line) > 0 && x < s.cols {
+			cluster, w := ansi.FirstGraphemeCluster(line, ansi.GraphemeWidth)
+			line = line[len(cluster):]
+			if w <= 0 {
+				// A zero-width cluster on its own (a stray mark): drop it.
+				continue
+			}
+			if w > 1 && x+1 < s.cols {
+				g.Set(x, y, render.Cell{Content: cluster, Width: 2})
+				g.Set(x+1, y, render.Cell{Width: 0})
+				x += 2
+				continue
+			}
+			g.Set(x, y, render.Cell{Content: cluster, Width: 1})
+			x++
+		}
+	}
+	g.Cursor = render.Cursor{X: s.cursor.X, Y: s.cursor.Y, Visible: s.cursor.Visible, Shape: render.CursorBlock}
+	return g
+}
+
+// cellOf copies one x/vt cell.
+func cellOf(c *uv.Cell) render.Cell {
+	out := render.Cell{
+		Content:        c.Content,
+		Fg:             colorOf(c.Style.Fg),
+		Bg:             colorOf(c.Style.Bg),
+		UnderlineColor: colorOf(c.Style.UnderlineColor),
+		Underline:      underlineOf(c.Style.Underline),
+	}
+	switch {
+	case c.Width >= 2:
+		out.Width = 2
+	case c.Width == 1:
+		out.Width = 1
+	default:
+		// A zero cell that is no continuation (never written): blank.
+		out.Width = 1
+	}
+	a := c.Style.Attrs
+	for _, m := range [...]struct {
+		uv   uint8
+		attr render.Attr
+	}{
+		{uv.AttrBold, render.AttrBold},
+		{uv.AttrFaint, render.AttrFaint},
+		{uv.AttrItalic, render.AttrItalic},
+		{uv.AttrBlink, render.AttrBlink},
+		{uv.AttrRapidBlink, render.AttrBlink},
+		{uv.AttrReverse, render.AttrInverse},
+		{uv.AttrConceal, render.AttrInvisible},
+		{uv.AttrStrikethrough, render.AttrStrikethrough},
+	} {
+		if a&m.uv != 0 {
+			out.Attrs |= m.attr
+		}
+	}
+	return out
+}
+
+// colorOf keeps the kind of colour the program asked for: x/vt stores SGR
+// 30–37/90–97 as ansi.BasicColor, 38;5 as ansi.IndexedColor and 38;2 as
+// color.RGBA; anything else is converted to 24-bit.
+func colorOf(c color.Color) render.Color {
+	switch v := c.(type) {
+	case nil:
+		return render.DefaultColor()
+	case ansi.BasicColor:
+		return render.ANSI(int(v))
+	case ansi.IndexedColor:
+		return render.Indexed(int(v))
+	case color.RGBA:
+		if v.A == 0 {
+			return render.DefaultColor() // SGR 38;1 (transparent)
+		}
+		return render.RGB(v.R, v.G, v.B)
+	}
+	r, g, b, a := c.RGBA()
+	if a == 0 {
+		return render.DefaultColor()
+	}
+	// Un-premultiply.
+	return render.RGB(uint8(r*0xffff/a>>8), uint8(g*0xffff/a>>8), uint8(b*0xffff/a>>8))
+}
+
+func underlineOf(u uv.Underline) render.Underline {
+	switch u {
+	case uv.UnderlineNone:
+		return render.UnderlineNone
+	case uv.UnderlineDouble:
+		return render.UnderlineDouble
+	case uv.UnderlineCurly:
+		return render.UnderlineCurly
+	case uv.UnderlineDotted:
+		return render.UnderlineDotted
+	case uv.UnderlineDashed:
+		return render.UnderlineDashed
+	default:
+		return render.UnderlineSingle
+	}
+}
+
+// cursorShape is the DECSCUSR shape of the emulator's cursor.
+func cursorShape(emu *vt.Emulator) render.CursorShape {
+	style, _ := emu.CursorStyle()
+	switch style {
+	case vt.CursorUnderline:
+		return render.CursorUnderline
+	case vt.CursorBar:
+		return render.CursorBar
+	default:
+		return render.CursorBlock
+	}
+}
