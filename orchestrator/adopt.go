@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -22,14 +23,14 @@ const adoptTries = 5
 // testHookListSessions, if set, replaces tmux's answer to list-sessions.
 var testHookListSessions func([]string) []string
 
-// liveSessions lists the node ids whose sessions tmux runs. The answer is
-// trusted only if it also lists the admin session (which exists: our
+// liveSessions lists the node ids whose sessions a shard runs. The answer
+// is trusted only if it also lists the admin session (which exists: our
 // admin client is attached to it); otherwise "I could not tell" would be
 // taken for "there are none".
-func (o *Orchestrator) liveSessions(ctx context.Context) (map[string]bool, error) {
+func (o *Orchestrator) liveSessions(ctx context.Context, srv *tmuxServer) (map[string]bool, error) {
 	var lastErr error
 	for try := 0; try < adoptTries; try++ {
-		out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name} #{@termsprawl_node}"))
+		out, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name} #{@termsprawl_node}"))
 		if testHookListSessions != nil {
 			out = testHookListSessions(out)
 		}
@@ -53,28 +54,101 @@ func (o *Orchestrator) liveSessions(ctx context.Context) (map[string]bool, error
 		}
 		lastErr = fmt.Errorf("tmux listed %d sessions without %s: %q", len(out), adminSession, out)
 	}
-	return nil, fmt.Errorf("list sessions: no trustworthy answer in %d tries: %w", adoptTries, lastErr)
+	return nil, fmt.Errorf("list sessions on %s: no trustworthy answer in %d tries: %w", srv.socket, adoptTries, lastErr)
 }
 
-// sessionGone reports whether tmux says for certain that a node's session
-// does not exist (an error that is not tmux's "can't find session" is not
-// certainty).
-func (o *Orchestrator) sessionGone(ctx context.Context, id string) bool {
-	_, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+id))
+// sessionGone reports whether it is certain that a node's session does
+// not exist: its shard's server is not running, or tmux says "can't find
+// session" (any other error is not certainty).
+func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
+	socket := cmpOr(m.Socket, o.cfg.Socket)
+	srv := o.server(socket)
+	if srv == nil {
+		return !running(ctx, o.cfg.Tmux, socket, minimalEnv())
+	}
+	_, err := srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
 	var ce *tmuxctl.CommandError
 	return errors.As(err, &ce)
 }
 
-// adopt attaches to every session of ours that tmux still runs, and
+// connectShards connects to every shard that runs besides the first: the
+// sockets named in node metadata and those named SOCKET-N in tmux's
+// socket directory.
+func (o *Orchestrator) connectShards(ctx context.Context, metas map[string]NodeMeta) error {
+	sockets := map[string]bool{}
+	for _, m := range metas {
+		if m.Socket != "" {
+			sockets[m.Socket] = true
+		}
+	}
+	found, _ := filepath.Glob(filepath.Join(socketDir(), o.cfg.Socket+"-[0-9]*"))
+	for _, p := range found {
+		sockets[filepath.Base(p)] = true
+	}
+	names := make([]string, 0, len(sockets))
+	for s := range sockets {
+		names = append(names, s)
+	}
+	sort.Strings(names)
+	for _, socket := range names {
+		if o.server(socket) != nil || !running(ctx, o.cfg.Tmux, socket, minimalEnv()) {
+			continue
+		}
+		if _, err := o.addShard(ctx, socket); err != nil {
+			return fmt.Errorf("connect to tmux shard %s: %w", socket, err)
+		}
+	}
+	return nil
+}
+
+// socketDir is where tmux keeps the sockets of `tmux -L NAME`.
+func socketDir() string {
+	dir := os.Getenv("TMUX_TMPDIR")
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()))
+}
+
+// readMetas reads every node metadata file (unreadable ones are skipped:
+// adoption writes defaults for a session that lacks them).
+func (o *Orchestrator) readMetas() map[string]NodeMeta {
+	out := map[string]NodeMeta{}
+	files, _ := filepath.Glob(filepath.Join(o.cfg.StateDir, nodesDir, "*.json"))
+	for _, f := range files {
+		id := strings.TrimSuffix(filepath.Base(f), ".json")
+		if !tools.ValidNodeID(id) {
+			continue
+		}
+		if m, err := o.readMeta(id); err == nil {
+			out[id] = m
+		} else {
+			out[id] = NodeMeta{ID: id}
+		}
+	}
+	return out
+}
+
+// adopt attaches to every session of ours that a shard still runs, and
 // forgets nodes whose session is certainly gone (their tokens die with
-// them). A node's files are never removed while its session exists.
+// them). A node's files are never removed while its session may exist.
 func (o *Orchestrator) adopt(ctx context.Context) error {
-	live, err := o.liveSessions(ctx)
-	if err != nil {
+	metas := o.readMetas()
+	if err := o.connectShards(ctx, metas); err != nil {
 		return err
 	}
 	o.removeStaleTemps()
-	for id := range live {
+	live := map[string]*tmuxServer{}
+	for _, srv := range o.servers() {
+		ids, err := o.liveSessions(ctx, srv)
+		if err != nil {
+			return err
+		}
+		for id := range ids {
+			live[id] = srv
+		}
+	}
+	for id, srv := range live {
 		meta, err := o.readMeta(id)
 		if err != nil {
 			o.log.Warn("node metadata unreadable; adopting with defaults", "node", id, "err", err)
@@ -83,6 +157,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		// A new life of the mirror: its revisions start above every
 		// revision the previous orchestrator handed out.
 		meta.Epoch++
+		meta.Socket = srv.socket
 		if err := tools.WriteJSONAtomic(o.metaPath(id), meta); err != nil {
 			return fmt.Errorf("write node metadata: %w", err)
 		}
@@ -93,7 +168,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		}
 		// A close interrupted by a crash may have left remain-on-exit off:
 		// the program's later exit would then make the node vanish.
-		if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+id+":", "remain-on-exit", "on")); err != nil {
+		if _, err := srv.adminClient().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+id+":", "remain-on-exit", "on")); err != nil {
 			o.log.Debug("restore remain-on-exit", "node", id, "err", err)
 		}
 		n := o.newNode(meta)
@@ -104,16 +179,14 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		o.mu.Lock()
 		o.nodes[id] = n
 		o.mu.Unlock()
-		o.log.Info("adopted node", "node", id)
+		o.log.Info("adopted node", "node", id, "socket", srv.socket)
 	}
-	// Forget nodes whose sessions are gone: each one confirmed by tmux.
-	files, _ := filepath.Glob(filepath.Join(o.cfg.StateDir, nodesDir, "*.json"))
-	for _, f := range files {
-		id := strings.TrimSuffix(filepath.Base(f), ".json")
-		if live[id] || !tools.ValidNodeID(id) {
+	// Forget nodes whose sessions are gone: each one confirmed.
+	for id, m := range metas {
+		if live[id] != nil {
 			continue
 		}
-		if !o.sessionGone(ctx, id) {
+		if !o.sessionGone(ctx, m) {
 			o.log.Warn("node not adopted but its session may exist: keeping its files", "node", id)
 			continue
 		}

@@ -81,7 +81,7 @@ func TestAdoptKeepsFilesOfSessionsItCannotRuleOut(t *testing.T) {
 	if _, err := o2.Snapshot(id); err != nil {
 		t.Fatal(err)
 	}
-	if !o2.sessionGone(tctx(t), "ghost") || o2.sessionGone(tctx(t), id) {
+	if !o2.sessionGone(tctx(t), NodeMeta{ID: "ghost"}) || o2.sessionGone(tctx(t), NodeMeta{ID: id}) {
 		t.Fatal("sessionGone is wrong about which session exists")
 	}
 }

@@ -45,7 +45,7 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	if live {
 		// On the admin client: through the node's own, the reply would
 		// wait behind the pane's queued output.
-		if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off")); err != nil {
+		if _, err := n.srv.adminClient().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off")); err != nil {
 			live = false
 		}
 	}
@@ -57,7 +57,7 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	if testHookClosed != nil {
 		testHookClosed(n)
 	}
-	o.waitClientGone(ctx, clientPid)
+	o.waitClientGone(ctx, n.srv, clientPid)
 	ended := !live
 	// Hang up like a closing terminal; kill what ignores that.
 	for _, step := range []struct {
@@ -69,9 +69,9 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 		}
 		syscall.Kill(-pid, step.sig)
 		syscall.Kill(pid, step.sig)
-		ended = o.waitSessionGone(ctx, n.session(), step.wait)
+		ended = o.waitSessionGone(ctx, n.srv, n.session(), step.wait)
 	}
-	if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session())); err != nil && !ended {
+	if _, err := n.srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session())); err != nil && !ended {
 		o.log.Debug("kill-session", "node", id, "err", err)
 	}
 	n.markGone()
@@ -93,11 +93,11 @@ var testHookClosed func(n *node)
 // until the tmux server no longer lists the control client with process
 // id pid: the client process can exit before the server has let go of
 // its state, and a pane destroyed in between crashes tmux 3.3a.
-func (o *Orchestrator) waitClientGone(ctx context.Context, pid int) {
+func (o *Orchestrator) waitClientGone(ctx context.Context, srv *tmuxServer, pid int) {
 	want := strconv.Itoa(pid)
 	deadline := time.Now().Add(closeGrace)
 	for {
-		out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{client_pid}"))
+		out, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{client_pid}"))
 		if err != nil || !slices.Contains(out, want) || time.Now().After(deadline) || ctx.Err() != nil {
 			return
 		}
@@ -108,10 +108,10 @@ func (o *Orchestrator) waitClientGone(ctx context.Context, pid int) {
 // waitSessionGone checks every closePoll, for at most d, whether tmux has
 // ended the session. (Nothing of ours is attached to it any more to be
 // told, and this runs only while a terminal is being closed.)
-func (o *Orchestrator) waitSessionGone(ctx context.Context, session string, d time.Duration) bool {
+func (o *Orchestrator) waitSessionGone(ctx context.Context, srv *tmuxServer, session string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session)); err != nil {
+		if _, err := srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session)); err != nil {
 			var ce *tmuxctl.CommandError
 			return errors.As(err, &ce) // "can't find session": gone
 		}
@@ -162,7 +162,7 @@ func (o *Orchestrator) clientEnded(n *node) {
 		return // closed on purpose
 	default:
 	}
-	if reason, dead := o.serverDied(); dead {
+	if reason, dead := o.serverDied(n.srv); dead {
 		// Every node of the server is lost at once: keep each listed as
 		// exited with the reason, so nobody wonders where it went.
 		n.markLost("the tmux server died (" + reason + "): the program is gone; terminal_close removes the node")
@@ -176,8 +176,8 @@ func (o *Orchestrator) clientEnded(n *node) {
 // serverDied reports whether the private tmux server is gone (its admin
 // client ended, or a round trip on it fails), and records the death once:
 // an error in the log, counted in ServerHealth.
-func (o *Orchestrator) serverDied() (string, bool) {
-	admin := o.srv.adminClient()
+func (o *Orchestrator) serverDied(srv *tmuxServer) (string, bool) {
+	admin := srv.adminClient()
 	err := admin.Err()
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -197,7 +197,7 @@ func (o *Orchestrator) serverDied() (string, bool) {
 		o.serverDeaths++
 		o.lastServerDeath = fmt.Sprintf("%s: %v", time.Now().UTC().Format(time.RFC3339), err)
 		o.log.Error("the private tmux server died: its nodes are lost (listed as exited); the next launch starts a new server",
-			"socket", o.cfg.Socket, "err", err, "nodes", len(o.nodes))
+			"socket", srv.socket, "err", err)
 	}
 	return err.Error(), true
 }

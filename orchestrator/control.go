@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -82,16 +83,28 @@ func (o *Orchestrator) Focus(ctx context.Context, id string) (tools.FocusResult,
 	if err != nil {
 		return tools.FocusResult{}, err
 	}
+	// A client can switch only to a session of its own server: humans on
+	// other shards are told how to reach the node instead.
 	var switched []string
-	for _, names := range o.humanClients(ctx) {
-		for _, c := range names {
-			if _, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.session())); err == nil {
-				switched = append(switched, c)
+	elsewhere := 0
+	for srv, sessions := range o.humanClients(ctx) {
+		for _, names := range sessions {
+			if srv != n.srv {
+				elsewhere += len(names)
+				continue
+			}
+			for _, c := range names {
+				if _, err := n.srv.adminClient().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.session())); err == nil {
+					switched = append(switched, c)
+				}
 			}
 		}
 	}
 	res := tools.FocusResult{Terminal: id, Clients: len(switched)}
-	if len(switched) == 0 {
+	switch {
+	case len(switched) == 0 && elsewhere > 0:
+		res.Hint = fmt.Sprintf("%d human clients are attached to other tmux servers (nodes are spread over shards): use terminal_external or `termsprawl attach %s`", elsewhere, id)
+	case len(switched) == 0:
 		res.Hint = "no human is attached to this server: use terminal_external or `termsprawl attach " + id + "`"
 	}
 	return res, nil
@@ -99,7 +112,11 @@ func (o *Orchestrator) Focus(ctx context.Context, id string) (tools.FocusResult,
 
 // AttachArgv is the command that attaches a terminal to the node.
 func (o *Orchestrator) AttachArgv(id string) []string {
-	return []string{o.cfg.Tmux, "-L", o.cfg.Socket, "attach-session", "-t", "ts-" + id}
+	socket := o.cfg.Socket
+	if m, ok := o.Meta(id); ok && m.Socket != "" {
+		socket = m.Socket
+	}
+	return []string{o.cfg.Tmux, "-L", socket, "attach-session", "-t", "ts-" + id}
 }
 
 // knownEmulators is tried in order when no preference is set.

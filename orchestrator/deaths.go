@@ -27,7 +27,7 @@ func (n *node) watchProcess(pid int) {
 			return
 		}
 		select {
-		case n.o.srv.deaths <- struct{}{}:
+		case n.o.deaths <- struct{}{}:
 		default:
 		}
 	})
@@ -94,14 +94,19 @@ func (o *Orchestrator) watchDeaths() {
 		select {
 		case <-o.stop:
 			return
-		case <-o.srv.deaths:
+		case <-o.deaths:
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
-		cancel()
-		if err != nil {
-			o.log.Warn("list panes after a pane died", "err", err)
-			continue
+		// Every shard's panes: the hook does not say which server fired.
+		var out []string
+		for _, srv := range o.servers() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			lines, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
+			cancel()
+			if err != nil {
+				o.log.Warn("list panes after a pane died", "socket", srv.socket, "err", err)
+				continue
+			}
+			out = append(out, lines...)
 		}
 		notReady := false
 		for _, line := range out {
@@ -128,7 +133,7 @@ func (o *Orchestrator) watchDeaths() {
 			retry++
 			time.AfterFunc(time.Duration(10<<retry)*time.Millisecond, func() {
 				select {
-				case o.srv.deaths <- struct{}{}:
+				case o.deaths <- struct{}{}:
 				default:
 				}
 			})

@@ -125,7 +125,11 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 
 	o.lifecycleMu.Lock()
 	defer o.lifecycleMu.Unlock()
-	if err := o.srv.ensure(ctx); err != nil {
+	srv, err := o.shardFor(ctx)
+	if err == nil {
+		err = srv.ensure(ctx)
+	}
+	if err != nil {
 		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the private tmux server is not reachable: %w", err)
 	}
 	o.mu.Lock()
@@ -143,7 +147,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		name = id
 	}
 	meta := NodeMeta{ID: id, Name: name, Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
-		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors}
+		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.socket}
 	if err := tools.WriteJSONAtomic(o.metaPath(id), meta); err != nil {
 		return tools.NodeInfo{}, fmt.Errorf("write node metadata: %w", err)
 	}
@@ -152,7 +156,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		return tools.NodeInfo{}, err
 	}
 
-	env := o.launchEnv(spec, id)
+	env := o.launchEnv(spec, id, srv.socket)
 	args := []string{"new-session", "-d", "-s", "ts-" + id, "-x", strconv.Itoa(spec.Columns), "-y", strconv.Itoa(spec.Rows), "-c", spec.Cwd}
 	for _, kv := range env {
 		args = append(args, "-e", kv)
@@ -166,28 +170,28 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	}
 	args = append(args, argv...)
 	create := func() error {
-		_, err := o.srv.adminClient().RunMany(ctx,
+		_, err := srv.adminClient().RunMany(ctx,
 			tmuxctl.Command(args[0], args[1:]...),
 			tmuxctl.Command("set-option", "-t", "=ts-"+id+":", "@termsprawl_node", id))
 		return err
 	}
-	err := create()
+	err = create()
 	if errors.Is(err, tmuxctl.ErrClosed) {
 		// The server died under us (its death may not have been seen
 		// yet when ensure ran): start a new one and try once more.
-		if err = o.srv.ensure(ctx); err == nil {
+		if err = srv.ensure(ctx); err == nil {
 			err = create()
 		}
 	}
 	if err != nil {
 		o.removeFiles(id)
-		o.srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
+		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
 		return tools.NodeInfo{}, fmt.Errorf("create tmux session for %s: %w", id, err)
 	}
 	n := o.newNode(meta)
 	if err := n.attach(ctx); err != nil {
 		o.removeFiles(id)
-		o.srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
+		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
 		return tools.NodeInfo{}, err
 	}
 	o.mu.Lock()
@@ -256,7 +260,7 @@ func (o *Orchestrator) checkProgram(spec LaunchSpec) error {
 		return executable(prog, p)
 	}
 	path := ""
-	for _, kv := range o.launchEnv(spec, "") {
+	for _, kv := range o.launchEnv(spec, "", o.cfg.Socket) {
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			path = v
 		}
@@ -292,7 +296,7 @@ func executable(prog, p string) error {
 
 // launchEnv builds the -e list: the minimal or inherited environment, the
 // launch's env, then TERMSPRAWL_*.
-func (o *Orchestrator) launchEnv(spec LaunchSpec, id string) []string {
+func (o *Orchestrator) launchEnv(spec LaunchSpec, id, socket string) []string {
 	vars := map[string]string{}
 	var order []string
 	set := func(k, v string) {
@@ -338,7 +342,7 @@ func (o *Orchestrator) launchEnv(spec LaunchSpec, id string) []string {
 	set("TERMSPRAWL_SESSION_FILE", tools.SessionPath(o.cfg.StateDir, id))
 	set("TERMSPRAWL_NODE", id)
 	set("TERMSPRAWL_HOME", o.cfg.StateDir)
-	set("TERMSPRAWL_TMUX_SOCKET", o.cfg.Socket)
+	set("TERMSPRAWL_TMUX_SOCKET", socket)
 	if o.cfg.CtlPath != "" {
 		set("TERMSPRAWL_CTL", o.cfg.CtlPath)
 	}
@@ -362,9 +366,14 @@ func (o *Orchestrator) removeFiles(id string) {
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {
+	srv := o.server(meta.Socket)
+	if srv == nil {
+		srv = o.servers()[0]
+	}
 	return &node{
 		meta:      meta,
 		o:         o,
+		srv:       srv,
 		log:       o.log.With("node", meta.ID),
 		reseedReq: make(chan struct{}, 1),
 		wakeReq:   make(chan chan struct{}),
@@ -382,7 +391,7 @@ func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {
 		return err
 	}
 	s := tools.Session{Node: meta.ID, Token: tok, Role: tools.RoleAgent, Name: meta.Name,
-		Socket: o.cfg.Socket, TmuxSession: "ts-" + meta.ID, Parent: meta.Parent}
+		Socket: cmpOr(meta.Socket, o.cfg.Socket), TmuxSession: "ts-" + meta.ID, Parent: meta.Parent}
 	if err := tools.WriteSession(tools.SessionPath(o.cfg.StateDir, meta.ID), s); err != nil {
 		return fmt.Errorf("write session file of %s: %w", meta.ID, err)
 	}
@@ -417,4 +426,12 @@ func (o *Orchestrator) allocateID(name string) string {
 			return id
 		}
 	}
+}
+
+// cmpOr is a, or b when a is empty.
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -24,6 +24,9 @@ type NodeMeta struct {
 	Parent  string    `json:"parent,omitempty"` // launching node id when a node launched it
 	Agent   string    `json:"agent,omitempty"`  // agent kind for agent nodes
 	Created time.Time `json:"created"`
+	// Socket is the tmux server (shard) the node's session is on; empty
+	// in metadata written before shards: the configured socket.
+	Socket string `json:"socket,omitempty"`
 	// Ancestors are the incarnations of the launching node and of the
 	// nodes that launched it, nearest first: they may drive this node.
 	Ancestors []string `json:"ancestors,omitempty"`
@@ -53,6 +56,7 @@ const maxInputs = 64
 type node struct {
 	meta   NodeMeta
 	o      *Orchestrator
+	srv    *tmuxServer // the shard the session is on
 	client *tmuxctl.Client
 	pane   string
 	stream *tmuxctl.PaneStream
@@ -233,7 +237,7 @@ func (n *node) info(clients int) tools.NodeInfo {
 	n.mu.Lock()
 	reason := n.exitReason
 	n.mu.Unlock()
-	return tools.NodeInfo{ExitReason: reason, Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
+	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.socket, Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
 		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients}
 }

@@ -33,6 +33,9 @@ type Config struct {
 	Version  string
 	CtlPath  string // absolute path of termsprawlctl, given to agent nodes
 	Logger   *slog.Logger
+	// ShardSize is how many nodes one tmux server holds at most; more
+	// nodes start another server. 0 means DefaultShardSize.
+	ShardSize int
 	// LaunchWatch is how long a launch watches its new program for an
 	// early exit (reported as NodeInfo.Exited). 0 means
 	// DefaultLaunchWatch; negative means not at all.
@@ -44,6 +47,10 @@ type Config struct {
 	IdleAfter time.Duration
 }
 
+// DefaultShardSize is Config.ShardSize's default: the blast radius of a
+// tmux crash (measured and chosen in docs/TMUX-CRASHES.md).
+const DefaultShardSize = 8
+
 // DefaultLaunchWatch is Config.LaunchWatch's default (CONTRACT §10: an
 // exit within 1 s of launch is reported).
 const DefaultLaunchWatch = time.Second
@@ -54,10 +61,16 @@ const DefaultIdleAfter = 30 * time.Second
 // Orchestrator owns the nodes of one state dir on one private tmux server.
 type Orchestrator struct {
 	cfg Config
-	srv *tmuxServer
 	log *slog.Logger
 
-	mu      sync.Mutex // guards nodes, closing, onGone and the server deaths
+	// shards are the private tmux servers, each holding at most
+	// cfg.ShardSize nodes, so one tmux crash takes at most that many
+	// (docs/TMUX-CRASHES.md). shards[0] is cfg.Socket's. Appended under
+	// lifecycleMu; read under mu.
+	shards []*tmuxServer
+	deaths chan struct{} // pane deaths on any shard (capacity 1)
+
+	mu      sync.Mutex // guards nodes, shards, closing, onGone and the server deaths
 	nodes   map[string]*node
 	closing bool
 	onGone  func(NodeMeta) // told when a node's life ends (closed or its session gone)
@@ -117,11 +130,15 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err := os.MkdirAll(filepath.Join(cfg.StateDir, nodesDir), 0o700); err != nil {
 		return nil, fmt.Errorf("create nodes dir: %w", err)
 	}
-	srv, err := startTmuxServer(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, minimalEnv())
+	if cfg.ShardSize <= 0 {
+		cfg.ShardSize = DefaultShardSize
+	}
+	deaths := make(chan struct{}, 1)
+	srv, err := startTmuxServer(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, minimalEnv(), deaths)
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, srv: srv, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{})}
+	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{})}
 	if pw, err := newProcWatcher(); err == nil {
 		o.procs = pw
 	} else {
@@ -182,7 +199,9 @@ func (o *Orchestrator) Close() {
 	if o.procs != nil {
 		o.procs.close()
 	}
-	o.srv.close()
+	for _, s := range o.servers() {
+		s.close()
+	}
 	o.wg.Wait()
 }
 

@@ -12,19 +12,23 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// humanClients counts attached clients per session, control clients
-// (ours) excluded, and returns their tty names per session.
-func (o *Orchestrator) humanClients(ctx context.Context) map[string][]string {
-	out, err := o.srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
-	res := map[string][]string{}
-	if err != nil {
-		return res
-	}
-	for _, line := range out {
-		f := strings.SplitN(line, " ", 3)
-		if len(f) == 3 && f[1] != "1" {
-			res[f[0]] = append(res[f[0]], f[2])
+// humanClients returns the tty names of the clients attached to each
+// shard, control clients (ours) excluded, per session name.
+func (o *Orchestrator) humanClients(ctx context.Context) map[*tmuxServer]map[string][]string {
+	res := map[*tmuxServer]map[string][]string{}
+	for _, srv := range o.servers() {
+		out, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
+		if err != nil {
+			continue
 		}
+		m := map[string][]string{}
+		for _, line := range out {
+			f := strings.SplitN(line, " ", 3)
+			if len(f) == 3 && f[1] != "1" {
+				m[f[0]] = append(m[f[0]], f[2])
+			}
+		}
+		res[srv] = m
 	}
 	return res
 }
@@ -38,7 +42,7 @@ func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
 		if n.isClosing() {
 			continue // being closed: gone for every new operation
 		}
-		out = append(out, n.info(len(clients[n.session()])))
+		out = append(out, n.info(len(clients[n.srv][n.session()])))
 	}
 	return out
 }
@@ -49,7 +53,7 @@ func (o *Orchestrator) Info(ctx context.Context, id string) (tools.NodeInfo, err
 	if err != nil {
 		return tools.NodeInfo{}, err
 	}
-	return n.info(len(o.humanClients(ctx)[n.session()])), nil
+	return n.info(len(o.humanClients(ctx)[n.srv][n.session()])), nil
 }
 
 // Owner returns the node's owner and parent, for permission checks.

@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -141,4 +142,67 @@ func (o *Orchestrator) CurrentPath(ctx context.Context, id string) string {
 		return ""
 	}
 	return out[0]
+}
+
+// servers returns the shards.
+func (o *Orchestrator) servers() []*tmuxServer {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]*tmuxServer(nil), o.shards...)
+}
+
+// server returns the shard of socket, or nil.
+func (o *Orchestrator) server(socket string) *tmuxServer {
+	for _, s := range o.servers() {
+		if s.socket == socket {
+			return s
+		}
+	}
+	return nil
+}
+
+// shardSocket names the k-th shard's socket (k ≥ 1): the configured
+// socket for the first, SOCKET-2, SOCKET-3, … after it.
+func (o *Orchestrator) shardSocket(k int) string {
+	if k <= 1 {
+		return o.cfg.Socket
+	}
+	return fmt.Sprintf("%s-%d", o.cfg.Socket, k)
+}
+
+// shardFor picks the shard a new node goes on: the first with room, else
+// a new one. Call with lifecycleMu held.
+func (o *Orchestrator) shardFor(ctx context.Context) (*tmuxServer, error) {
+	count := map[*tmuxServer]int{}
+	o.mu.Lock()
+	for _, n := range o.nodes {
+		count[n.srv]++
+	}
+	shards := append([]*tmuxServer(nil), o.shards...)
+	o.mu.Unlock()
+	used := map[string]bool{}
+	for _, s := range shards {
+		used[s.socket] = true
+		if count[s] < o.cfg.ShardSize {
+			return s, nil
+		}
+	}
+	k := 1
+	for used[o.shardSocket(k)] {
+		k++
+	}
+	return o.addShard(ctx, o.shardSocket(k))
+}
+
+// addShard starts (or connects to) the server of socket and adds it.
+func (o *Orchestrator) addShard(ctx context.Context, socket string) (*tmuxServer, error) {
+	s, err := startTmuxServer(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, minimalEnv(), o.deaths)
+	if err != nil {
+		return nil, err
+	}
+	o.mu.Lock()
+	o.shards = append(o.shards, s)
+	o.mu.Unlock()
+	o.log.Info("tmux shard started", "socket", socket)
+	return s, nil
 }

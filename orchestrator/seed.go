@@ -18,7 +18,7 @@ import (
 func (n *node) attach(ctx context.Context) error {
 	o := n.o
 	c, err := tmuxctl.Start(ctx, tmuxctl.Config{
-		Tmux: o.cfg.Tmux, Socket: o.cfg.Socket, ConfigFile: o.srv.conf,
+		Tmux: o.cfg.Tmux, Socket: n.srv.socket, ConfigFile: n.srv.conf,
 		Args: []string{"attach-session", "-t", "=" + n.session()},
 	})
 	if err != nil {

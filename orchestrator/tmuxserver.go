@@ -53,6 +53,14 @@ type tmuxServer struct {
 	waiter *tmuxctl.Client
 }
 
+// running reports whether a tmux server answers on socket (without
+// starting one).
+func running(ctx context.Context, bin, socket string, env []string) bool {
+	cmd := exec.CommandContext(ctx, bin, "-L", socket, "-f", os.DevNull, "has-session", "-t", "="+adminSession)
+	cmd.Env = env
+	return cmd.Run() == nil
+}
+
 // cli runs one tmux command through the tmux binary (used only before the
 // admin client exists: to start the server).
 func (s *tmuxServer) cli(ctx context.Context, args ...string) (string, error) {
@@ -66,7 +74,9 @@ func (s *tmuxServer) cli(ctx context.Context, args ...string) (string, error) {
 	return string(out), nil
 }
 
-func startTmuxServer(ctx context.Context, bin, socket, stateDir string, env []string) (*tmuxServer, error) {
+// startTmuxServer starts (or connects to) the private server of socket;
+// pane deaths on it are signalled on deaths (shared by every shard).
+func startTmuxServer(ctx context.Context, bin, socket, stateDir string, env []string, deaths chan struct{}) (*tmuxServer, error) {
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("find tmux: %w (install tmux, e.g. apt-get install tmux)", err)
 	}
@@ -74,7 +84,7 @@ func startTmuxServer(ctx context.Context, bin, socket, stateDir string, env []st
 	if err := os.WriteFile(conf, []byte(serverConf), 0o600); err != nil {
 		return nil, fmt.Errorf("write tmux config: %w", err)
 	}
-	s := &tmuxServer{bin: bin, socket: socket, conf: conf, minimalEnv: env, deaths: make(chan struct{}, 1), stop: make(chan struct{})}
+	s := &tmuxServer{bin: bin, socket: socket, conf: conf, minimalEnv: env, deaths: deaths, stop: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.connectLocked(ctx); err != nil {

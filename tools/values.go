@@ -33,6 +33,9 @@ type NodeInfo struct {
 	Rows       int    `json:"rows"`
 	Revision   uint64 `json:"revision"`
 	Clients    int    `json:"clients"`
+	// TmuxSocket is the private tmux server the node is on (tmux -L):
+	// nodes are spread over shards of a few nodes per server.
+	TmuxSocket string `json:"tmux_socket"`
 	// Exited is set in a launch's result when the program exited within
 	// a second of its start.
 	Exited *EarlyExit `json:"exited,omitempty"`

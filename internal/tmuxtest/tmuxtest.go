@@ -60,10 +60,20 @@ func (s *Server) Must(args ...string) string {
 }
 
 // Kill kills this server only (tmux -L SOCKET kill-server) and removes
-// its socket file, which a server killed with SIGKILL leaves behind.
+// its socket file, which a server killed with SIGKILL leaves behind; and
+// the same for the shard servers an orchestrator started beside it
+// (SOCKET-2, SOCKET-3, …: this test's alone, by their unique name).
 func (s *Server) Kill() {
 	s.Cmd("kill-server")
 	os.Remove(SocketPath(s.Socket))
+	shards, _ := filepath.Glob(SocketPath(s.Socket) + "-[0-9]*")
+	for _, p := range shards {
+		name := filepath.Base(p)
+		cmd := exec.Command("tmux", "-L", name, "-f", os.DevNull, "kill-server")
+		cmd.Env = Env()
+		cmd.Run()
+		os.Remove(p)
+	}
 }
 
 // SocketPath is where tmux puts the socket of `tmux -L name`.

@@ -137,6 +137,10 @@ func sessionInfo(c *call, _ noArgs) (tools.SessionInfo, error) {
 		Attach: "tmux -L " + s.o.Socket() + " attach-session -t ts-<node>"}
 	if c.caller.Role != tools.RoleOperator {
 		info.TmuxSession = "ts-" + c.caller.Node
+		if m, ok := s.o.Meta(c.caller.Node); ok && m.Socket != "" {
+			info.TmuxSocket = m.Socket // the node's shard
+			info.Attach = "tmux -L " + m.Socket + " attach-session -t ts-" + c.caller.Node
+		}
 	}
 	info.MirrorReseeds, info.MirrorHeals = s.o.MirrorCounts()
 	info.TmuxServerDeaths, info.LastTmuxServerDeath = s.o.ServerHealth()

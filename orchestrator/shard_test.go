@@ -1,0 +1,85 @@
+package orchestrator
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Nodes are spread over shards of ShardSize per tmux server: a crash of
+// one server takes only its nodes, the others keep running and serving,
+// and a restart adopts every shard.
+func TestShardsLimitTheBlastRadius(t *testing.T) {
+	srv := tmuxtest.New(t) // its cleanup also ends the SOCKET-N shards
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	cfg := func(c *Config) { c.ShardSize = 2 }
+	o := openOrchestratorWith(t, srv, dir, cfg)
+	var ids []string
+	for range 5 {
+		ids = append(ids, launch(t, o, "sh", "-c", "echo up; exec cat"))
+	}
+	sockets := map[string][]string{}
+	for _, n := range o.List(tctx(t)) {
+		sockets[n.TmuxSocket] = append(sockets[n.TmuxSocket], n.Terminal)
+	}
+	if len(sockets) != 3 || len(sockets[srv.Socket]) != 2 || len(sockets[srv.Socket+"-2"]) != 2 || len(sockets[srv.Socket+"-3"]) != 1 {
+		t.Fatalf("nodes per shard: %v", sockets)
+	}
+	// Kill the second shard's server: only its two nodes are lost.
+	shard2 := &tmuxtest.Server{Socket: srv.Socket + "-2"}
+	lost := sockets[shard2.Socket]
+	if _, err := shard2.Cmd("kill-server"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range lost {
+		if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
+			t.Fatalf("lost node %s: %v", id, err)
+		}
+	}
+	for _, n := range o.List(tctx(t)) {
+		wantExited := n.TmuxSocket == shard2.Socket
+		if (n.Status == tools.StatusExited) != wantExited {
+			t.Errorf("node %s on %s is %s", n.Terminal, n.TmuxSocket, n.Status)
+		}
+	}
+	if deaths, _ := o.ServerHealth(); deaths != 1 {
+		t.Fatalf("server deaths %d, want 1", deaths)
+	}
+	survivor := sockets[srv.Socket+"-3"][0]
+	if _, err := o.Submit(tctx(t), survivor, "still-here", &tools.WaitSpec{Wait: tools.WaitText, Text: "still-here", TimeoutMS: 10000}); err != nil {
+		t.Fatal(err)
+	}
+	// A restart adopts the live shards' nodes and forgets the lost ones.
+	for _, id := range lost {
+		if err := o.CloseNode(tctx(t), id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	o.Close()
+	o2 := openOrchestratorWith(t, srv, dir, cfg)
+	if got := len(o2.List(tctx(t))); got != 3 {
+		t.Fatalf("%d nodes adopted after the restart, want 3", got)
+	}
+	if _, err := o2.Snapshot(survivor); err != nil {
+		t.Fatal(err)
+	}
+	// New launches fill the free places first.
+	id := launch(t, o2, "cat")
+	if m, _ := o2.Meta(id); m.Socket != srv.Socket+"-3" {
+		t.Errorf("the new node went to %s, not to the shard with room (%s-3)", m.Socket, srv.Socket)
+	}
+	count := map[string]int{}
+	for _, n := range o2.List(tctx(t)) {
+		count[n.TmuxSocket]++
+	}
+	for s, c := range count {
+		if c > 2 {
+			t.Fatalf("shard %s holds %d nodes, over the size 2", s, c)
+		}
+	}
+}
