@@ -52,6 +52,10 @@ type bridge struct {
 	out  io.Writer
 	wmu  sync.Mutex // one JSON-RPC message per Write
 	sess *bridgeSession
+	// connected: an initialize reached termsprawl; refusedDown: one was
+	// refused because termsprawl is not running (then, if none ever
+	// connected, the bridge exits 3 like every other command).
+	connected, refusedDown atomic.Bool
 }
 
 // runMCP serves MCP on stdin/stdout until stdin ends or ctx is done.
@@ -61,6 +65,9 @@ func runMCP(ctx context.Context, cfg mcpConfig, stdin io.Reader, stdout, stderr 
 	if err := b.serve(ctx, stdin); err != nil {
 		log.Error("stopped", "err", err)
 		return ExitNo
+	}
+	if b.refusedDown.Load() && !b.connected.Load() {
+		return ExitNotRunning
 	}
 	return ExitOK
 }
@@ -422,7 +429,11 @@ func (b *bridge) checkReachable(ctx context.Context, id json.RawMessage) bool {
 		}
 		_ = json.Unmarshal(res.Value, &info)
 		b.log.Info("connected to termsprawl", "node", info.Node, "role", info.Role, "instance", info.InstanceID)
+		b.connected.Store(true)
 		return true
+	}
+	if errors.Is(res.Err(), tools.ErrNotRunning) {
+		b.refusedDown.Store(true)
 	}
 	b.log.Error("initialize refused: termsprawl is not reachable", "error", res.Error, "kind", res.Kind)
 	b.writeError(id, rpcUnreachable, "termsprawl is not reachable, so this MCP server has nothing to offer: "+res.Error, res)

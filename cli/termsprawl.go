@@ -699,7 +699,7 @@ func attachArgv(socket string, n tools.NodeInfo, readOnly bool) []string {
 		if n.ExitCode != nil {
 			code = fmt.Sprint(*n.ExitCode)
 		}
-		msg := fmt.Sprintf("%s exited (code %s): its last screen. C-b d detaches; termsprawl kill %s closes it", n.Terminal, code, n.Terminal)
+		msg := fmt.Sprintf("%s exited (code %s). termsprawl kill %s closes it; C-b d detaches", n.Terminal, code, n.Terminal)
 		argv = append(argv, ";", "display-message", "-d", "10000", strings.ReplaceAll(msg, "#", "##"))
 	}
 	return argv

@@ -56,6 +56,8 @@ var humanTerms = strings.NewReplacer(
 	"(see terminal_list)", "(see `termsprawl ls`)",
 	"see terminal_list", "see `termsprawl ls`",
 	"no terminal ", "no node ",
+	"terminal \"", "node \"",
+	"give its absolute path as command[0]", "give its absolute path as the command",
 	" terminals (", " nodes (",
 	"terminal_list", "`termsprawl ls`",
 	"terminal_close", "`termsprawl kill`",
