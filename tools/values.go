@@ -87,8 +87,20 @@ type Snapshot struct {
 	ExitReason string `json:"exit_reason,omitempty"`
 	// Scrollback holds history lines above the screen, only when asked for.
 	Scrollback *[]string `json:"scrollback,omitempty"`
-	// Image is a base64 PNG of the screen, only when asked for.
-	Image string `json:"image,omitempty"`
+	// Image is a base64 PNG of the screen, only when asked for, and
+	// Screenshot the facts about it.
+	Image      string           `json:"image,omitempty"`
+	Screenshot *ScreenshotFacts `json:"screenshot,omitempty"`
+}
+
+// ScreenshotFacts describe a screenshot: its size in pixels, that it used
+// nothing from outside the binary, and the characters it had no glyph
+// for (drawn as boxes).
+type ScreenshotFacts struct {
+	Width              int      `json:"width"`
+	Height             int      `json:"height"`
+	SelfContained      bool     `json:"self_contained"`
+	FallbackCharacters []string `json:"fallback_characters"`
 }
 
 // Row is one changed row and its current text.

@@ -89,8 +89,10 @@ func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
 
 type snapshotArgs struct {
 	terminalArg
-	ScrollbackLines int  `json:"scrollback_lines"`
-	Screenshot      bool `json:"screenshot"`
+	ScrollbackLines int    `json:"scrollback_lines"`
+	Screenshot      bool   `json:"screenshot"`
+	Scale           int    `json:"screenshot_scale"`
+	Theme           string `json:"screenshot_theme"`
 }
 
 func terminalSnapshot(c *call, a snapshotArgs) (tools.Snapshot, error) {
@@ -112,11 +114,12 @@ func terminalSnapshot(c *call, a snapshotArgs) (tools.Snapshot, error) {
 		snap.Scrollback = &lines
 	}
 	if a.Screenshot {
-		img, err := orchestrator.RenderPNG(snap.Screen)
+		img, facts, err := o.Screenshot(a.Terminal, a.Scale, a.Theme)
 		if err != nil {
-			return tools.Snapshot{}, tools.Errorf(tools.KindNotRun, "screenshot of %q: %w", a.Terminal, err)
+			return tools.Snapshot{}, err
 		}
 		snap.Image = base64.StdEncoding.EncodeToString(img)
+		snap.Screenshot = &facts
 	}
 	return snap, nil
 }

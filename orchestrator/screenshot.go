@@ -1,0 +1,30 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+
+	"github.com/termsprawl/termsprawl/orchestrator/render"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Screenshot renders the node's styled cell grid to PNG (CONTRACT §12):
+// the Go fonts embedded in the binary, box drawing joined across cells,
+// every colour kind, attributes and the cursor by its shape. A PNG over
+// render.MaxPNGBytes is refused (rejected, reason capacity).
+func (o *Orchestrator) Screenshot(id string, scale int, theme string) ([]byte, tools.ScreenshotFacts, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return nil, tools.ScreenshotFacts{}, err
+	}
+	n.observe(context.Background())
+	img, f, err := render.PNG(n.scr.Cells(), render.Options{Scale: scale, Theme: theme})
+	switch {
+	case errors.Is(err, render.ErrTooLarge):
+		return nil, tools.ScreenshotFacts{}, tools.Errorf(tools.KindRejected, "screenshot of %q: %w", id, err).
+			WithDetails("reason", "capacity")
+	case err != nil:
+		return nil, tools.ScreenshotFacts{}, tools.Errorf(tools.KindUsage, "screenshot of %q: %w", id, err)
+	}
+	return img, tools.ScreenshotFacts{Width: f.Width, Height: f.Height, SelfContained: f.SelfContained, FallbackCharacters: f.FallbackCharacters}, nil
+}
