@@ -137,8 +137,12 @@ func (h *human) doctorChecks() doctorReport {
 	default:
 		for _, r := range rows {
 			name := "node " + r.Terminal
-			if _, err := h.tmuxOutput(tmux, "-L", socket, "has-session", "-t", "=ts-"+r.Terminal); err != nil {
-				report(false, name, "tmux session ts-%s is missing on socket %s: %v", r.Terminal, socket, err)
+			sock := r.TmuxSocket // the node's shard
+			if sock == "" {
+				sock = socket
+			}
+			if _, err := h.tmuxOutput(tmux, "-L", sock, "has-session", "-t", "=ts-"+r.Terminal); err != nil {
+				report(false, name, "tmux session ts-%s is missing on socket %s: %v", r.Terminal, sock, err)
 				continue
 			}
 			switch {

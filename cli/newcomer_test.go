@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"strings"
@@ -228,6 +230,16 @@ func TestHumanAttachReadOnlyAndExited(t *testing.T) {
 	if len(gotArgv) < 5 || gotArgv[4] != "-r" || gotArgv[6] != "ts-build" {
 		t.Errorf("attach -r by prefix: argv %q", gotArgv)
 	}
+	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+		return tools.OKResult(tools.NodeList{Terminals: []tools.NodeInfo{
+			{Terminal: "build", Name: "compile", Status: "running", TmuxSocket: "s1-2"},
+			{Terminal: "done", Status: "exited", ExitCode: &three, TmuxSocket: "s1"},
+		}})
+	})
+	runHuman(t, "--state-dir", fs.Dir, "--tmux-socket", "s1", "attach", "build")
+	if want := []string{"tmux", "-L", "s1-2", "attach-session", "-t", "ts-build"}; !reflect.DeepEqual(gotArgv, want) {
+		t.Errorf("attach to a node on a shard: argv %q, want %q", gotArgv, want)
+	}
 	runHuman(t, "--state-dir", fs.Dir, "--tmux-socket", "s1", "attach", "done")
 	if len(gotArgv) < 9 || gotArgv[6] != ";" || gotArgv[7] != "display-message" || !strings.Contains(gotArgv[len(gotArgv)-1], "exited (code 3)") {
 		t.Errorf("attach to an exited node: argv %q", gotArgv)
@@ -328,5 +340,23 @@ func TestUpTexts(t *testing.T) {
 	}
 	if logLevel("auto", &b) != slog.LevelInfo || logLevel("debug", &b) != slog.LevelDebug || logLevel("warn", &b) != slog.LevelWarn || logLevel("error", &b) != slog.LevelError {
 		t.Error("logLevel")
+	}
+}
+
+func TestShardSockets(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("TMUX_TMPDIR", dir)
+	sd := tmuxSocketDir()
+	if err := os.MkdirAll(sd, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"ts", "ts-2", "ts-10", "ts-x", "ts-2x", "ts-", "other-2", "ts2"} {
+		if err := os.WriteFile(filepath.Join(sd, n), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := shardSockets("ts", []string{"ts", "ts-3", ""})
+	if want := []string{"ts", "ts-10", "ts-2", "ts-3"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("shardSockets = %q, want %q", got, want)
 	}
 }

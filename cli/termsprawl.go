@@ -715,9 +715,12 @@ func (h *human) attach(word string, readOnly bool) int {
 		fmt.Fprintf(h.stderr, "%s: tmux is not on PATH: install tmux (%v)\n", h.prefix(), err)
 		return ExitNo
 	}
-	socket := h.socket
-	if s, err := tools.ReadSession(h.sessionFile()); err == nil && s.Socket != "" {
-		socket = s.Socket // the socket termsprawl runs on
+	socket := n.TmuxSocket // the node's shard
+	if socket == "" {
+		socket = h.socket
+		if s, err := tools.ReadSession(h.sessionFile()); err == nil && s.Socket != "" {
+			socket = s.Socket // the socket termsprawl runs on
+		}
 	}
 	argv := attachArgv(socket, n, readOnly)
 	err = execFn(tmux, argv, tools.EnvWithoutTmux(os.Environ()))

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -300,12 +301,26 @@ func looksLikeTermsprawl(stateDir string, pid int) bool {
 
 // down sends SIGTERM to the orchestrator named by server.lock and waits
 // (bounded) until it is gone. Nothing running is success (CONTRACT §10).
-// With all, it then ends the private tmux server, and every node with it.
+// With all, it then ends the private tmux servers (the socket and its
+// shards), and every node with them.
 func (h *human) down(all bool) int {
 	// The socket the last orchestrator of this state dir ran on.
 	socket := h.socket
 	if s, err := tools.ReadSession(tools.OperatorSessionPath(h.stateDir)); err == nil && s.Socket != "" {
 		socket = s.Socket
+	}
+	var nodeSockets []string
+	if all {
+		// The sockets of the nodes, while the orchestrator can still say.
+		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+		res := tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
+		cancel()
+		var l tools.NodeList
+		if res.OK && tools.DecodeValue(res.Value, &l) == nil {
+			for _, n := range l.Terminals {
+				nodeSockets = append(nodeSockets, n.TmuxSocket)
+			}
+		}
 	}
 	pid, code := h.stop()
 	if code != ExitOK {
@@ -313,14 +328,48 @@ func (h *human) down(all bool) int {
 	}
 	if !all {
 		if pid > 0 {
-			fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d); its nodes keep running (tmux -L %s ls): the next `termsprawl up` adopts them, `termsprawl down --all` ends them\n", pid, socket)
+			fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d); its nodes keep running: the next `termsprawl up` adopts them, `termsprawl down --all` ends them\n", pid)
 		}
 		return ExitOK
 	}
 	if pid > 0 {
 		fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)\n", pid)
 	}
-	return h.killTmuxServer(socket)
+	return h.killTmuxServers(shardSockets(socket, nodeSockets))
+}
+
+// tmuxSocketDir is where tmux keeps the sockets of `tmux -L NAME`.
+func tmuxSocketDir() string {
+	dir := os.Getenv("TMUX_TMPDIR")
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()))
+}
+
+// shardSockets are the private tmux servers of socket, as the engine
+// finds them when it adopts: socket itself, SOCKET-N for every N whose
+// socket file exists, and the sockets nodes were listed on.
+func shardSockets(socket string, nodeSockets []string) []string {
+	seen := map[string]bool{socket: true}
+	out := []string{socket}
+	add := func(s string) {
+		if s != "" && !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	entries, _ := os.ReadDir(tmuxSocketDir())
+	for _, e := range entries {
+		if n, ok := strings.CutPrefix(e.Name(), socket+"-"); ok && n != "" && strings.Trim(n, "0123456789") == "" {
+			add(e.Name())
+		}
+	}
+	for _, s := range nodeSockets {
+		add(s)
+	}
+	sort.Strings(out[1:])
+	return out
 }
 
 // stop stops the orchestrator of the state dir and returns its pid (0
@@ -369,30 +418,42 @@ func (h *human) stop() (pid int, code int) {
 	return li.PID, ExitOK
 }
 
-// killTmuxServer ends the private tmux server of socket (only that one):
-// every node's session, and the admin session.
-func (h *human) killTmuxServer(socket string) int {
+// killTmuxServers ends the private tmux servers of sockets (only
+// those): every node's session, and the admin sessions.
+func (h *human) killTmuxServers(sockets []string) int {
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
-		fmt.Fprintf(h.stderr, "%s: tmux is not on PATH, so its server on socket %s cannot be ended: %v\n", h.prefix(), socket, err)
+		fmt.Fprintf(h.stderr, "%s: tmux is not on PATH, so the tmux servers of socket %s cannot be ended: %v\n", h.prefix(), sockets[0], err)
 		return ExitNo
 	}
-	ctx, cancel := context.WithTimeout(h.ctx, downTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, tmux, "-L", socket, "kill-server")
-	cmd.Env = tools.EnvWithoutTmux(os.Environ())
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		text := strings.TrimSpace(string(out))
-		if strings.Contains(text, "no server running") || strings.Contains(text, "error connecting to") {
-			fmt.Fprintf(h.stdout, "no tmux server was running on socket %s: no nodes to end\n", socket)
-			return ExitOK
+	var ended []string
+	code := ExitOK
+	for _, socket := range sockets {
+		ctx, cancel := context.WithTimeout(h.ctx, downTimeout)
+		cmd := exec.CommandContext(ctx, tmux, "-L", socket, "kill-server")
+		cmd.Env = tools.EnvWithoutTmux(os.Environ())
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			text := strings.TrimSpace(string(out))
+			if strings.Contains(text, "no server running") || strings.Contains(text, "error connecting to") {
+				continue
+			}
+			fmt.Fprintf(h.stderr, "%s: tmux -L %s kill-server: %v: %s\n", h.prefix(), socket, err, text)
+			code = ExitNo
+			continue
 		}
-		fmt.Fprintf(h.stderr, "%s: tmux -L %s kill-server: %v: %s\n", h.prefix(), socket, err, text)
-		return ExitNo
+		ended = append(ended, socket)
 	}
-	fmt.Fprintf(h.stdout, "ended every node and the tmux server on socket %s\n", socket)
-	return ExitOK
+	switch {
+	case len(ended) == 1:
+		fmt.Fprintf(h.stdout, "ended every node and the tmux server on socket %s\n", ended[0])
+	case len(ended) > 1:
+		fmt.Fprintf(h.stdout, "ended every node and the tmux servers on sockets %s\n", strings.Join(ended, ", "))
+	case code == ExitOK:
+		fmt.Fprintf(h.stdout, "no tmux server was running on socket %s: no nodes to end\n", sockets[0])
+	}
+	return code
 }
 
 // shortErr drops the path noise of a missing file.
