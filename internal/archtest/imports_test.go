@@ -28,10 +28,12 @@ var allowed = map[string][]string{
 	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen"},
 	// The tool server drives the engine; tmux is the engine's business.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator"},
-	"cli":                     {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong", "github.com/mark3labs/mcp-go/"},
-	"cmd/...":                 {module + "/cli"},
-	"internal/schematest":     {module + "/tools", "github.com/santhosh-tekuri/jsonschema/"},
-	"internal/...":            {},
+	"cli": {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong", "github.com/mark3labs/mcp-go/",
+		// shell completion (docs/CHOICES.md)
+		"github.com/willabides/kongplete", "github.com/posener/complete"},
+	"cmd/...":             {module + "/cli"},
+	"internal/schematest": {module + "/tools", "github.com/santhosh-tekuri/jsonschema/"},
+	"internal/...":        {},
 }
 
 // cliEngineFiles are the only files of cli that may import the engine or
