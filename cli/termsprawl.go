@@ -517,6 +517,13 @@ func (h *human) launch(op, kind, name, cwd string, command []string, asJSON bool
 	if e := node.Exited; e != nil {
 		fmt.Fprintf(h.stderr, "%s: the program of node %s exited right after it started, with exit code %d", h.prefix(), id, e.ExitCode)
 		tail := trimBlankTail(e.ScreenTail)
+		if len(tail) == 0 {
+			// The receipt caught the exit before the last output: the
+			// node's screen has it.
+			if snap, code := callAs[tools.Snapshot](h, "terminal_snapshot", map[string]any{"terminal": id}); code == ExitOK {
+				tail = trimBlankTail(snap.Lines)
+			}
+		}
 		if len(tail) > 10 {
 			tail = tail[len(tail)-10:]
 		}
