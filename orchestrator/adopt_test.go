@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -108,5 +109,37 @@ func TestAdoptRefusesAnUntrustworthyList(t *testing.T) {
 	o2 := openOrchestrator(t, srv, dir)
 	if _, err := o2.Snapshot(id); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A human's `detach-client -s` also detaches our control client: the node
+// is mirrored again, never forgotten while its session lives.
+func TestDetachedMirrorAttachesAgain(t *testing.T) {
+	o, srv := newTestOrchestrator(t)
+	id := launch(t, o, "sh", "-c", "echo first; exec cat")
+	waitText(t, o, id, "first")
+	before, _ := o.Snapshot(id)
+	srv.Must("detach-client", "-s", "ts-"+id)
+	// Wait until the new mirror replaced the old one.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n := o.node(id)
+		if n != nil && n.meta.Epoch > 0 && !n.isClosing() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node was not mirrored again (node %v)", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := os.Stat(tools.SessionPath(o.StateDir(), id)); err != nil {
+		t.Fatalf("the node's session file: %v", err)
+	}
+	r, err := o.Submit(tctx(t), id, "again", &tools.WaitSpec{Wait: tools.WaitText, Text: "again", TimeoutMS: 10000})
+	if err != nil || r.Wait == nil || !r.Wait.Matched {
+		t.Fatalf("input after the re-attach: %+v %v", r, err)
+	}
+	if after, _ := o.Snapshot(id); after.Revision <= before.Revision {
+		t.Fatalf("revision went from %d to %d", before.Revision, after.Revision)
 	}
 }

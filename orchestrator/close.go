@@ -168,9 +168,49 @@ func (o *Orchestrator) clientEnded(n *node) {
 		n.markLost("the tmux server died (" + reason + "): the program is gone; terminal_close removes the node")
 		return
 	}
+	if !o.sessionGone(context.Background(), n.meta) {
+		// Our client was detached (a human's `detach-client -s`, say) but
+		// the session lives: mirror it again, never forget it.
+		n.log.Warn("control client detached while the session lives; attaching again", "reason", n.client.Err())
+		go o.reattach(n)
+		return
+	}
 	n.log.Info("tmux session ended", "reason", n.client.Err())
 	n.markGone()
 	o.forget(n.meta.ID)
+}
+
+// reattach mirrors a node whose control client was detached from outside:
+// a new incarnation of its mirror (epoch+1, so revisions never repeat)
+// replaces the old one under the same id, with the same files and token.
+// It runs in its own goroutine, started by clientEnded, and ends when the
+// new mirror is attached or the attempt failed.
+func (o *Orchestrator) reattach(old *node) {
+	o.lifecycleMu.Lock()
+	defer o.lifecycleMu.Unlock()
+	if o.node(old.meta.ID) != old || old.isClosing() {
+		return // closed or replaced meanwhile
+	}
+	<-old.done
+	old.scr.Close()
+	meta := old.meta
+	meta.Epoch++
+	if err := tools.WriteJSONAtomic(o.metaPath(meta.ID), meta); err != nil {
+		o.log.Warn("reattach: write node metadata", "node", meta.ID, "err", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n := o.newNode(meta)
+	if err := n.attach(ctx); err != nil {
+		o.log.Warn("reattach failed: the node is reported exited", "node", meta.ID, "err", err)
+		old.markLost("termsprawl's mirror of the session was detached and could not attach again: " + err.Error())
+		return
+	}
+	o.mu.Lock()
+	o.nodes[meta.ID] = n
+	o.mu.Unlock()
+	old.markGone() // waiters on the old mirror end; the node lives on in n
+	o.log.Info("node attached again", "node", meta.ID)
 }
 
 // serverDied reports whether the private tmux server is gone (its admin

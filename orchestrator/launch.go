@@ -215,10 +215,24 @@ func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 	defer deadline.Stop()
 	quiet := time.NewTimer(time.Hour)
 	defer quiet.Stop()
+	tailWait := time.NewTimer(4 * deadReseed)
+	defer tailWait.Stop()
 	for {
 		rev, changed := n.scr.WaitState()
 		status, statusCh := n.statusWait()
 		if status == tools.StatusExited {
+			if len(n.excerpt(1)) == 0 && tailWait != nil {
+				// Dead before its last output reached the mirror: the
+				// second seed brings it (see deadReseed).
+				select {
+				case <-changed:
+				case <-tailWait.C:
+					tailWait = nil
+				case <-ctx.Done():
+					tailWait = nil
+				}
+				continue
+			}
 			_, code, _ := n.state()
 			e := &tools.EarlyExit{ScreenTail: n.excerpt(10)}
 			if code != nil {

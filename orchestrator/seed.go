@@ -99,6 +99,9 @@ func parseSeed(line string) (st screen.SeedState, dead bool, status, pid int, er
 	return st, dead, status, pid, err
 }
 
+// deadReseed is when a seed that found the pane dead is repeated.
+const deadReseed = 150 * time.Millisecond
+
 // reseed reads tmux's view of the pane in one command line and replaces
 // the mirror with it; output up to the reply is dropped from the stream.
 // Only the pump goroutine (or attach, before the pump starts) calls it.
@@ -159,6 +162,12 @@ func (n *node) reseed(ctx context.Context) error {
 		dead, code = true, *pending
 	}
 	if dead {
+		if !n.deadSeeded {
+			// tmux 3.3a may mark a pane dead before it has read the
+			// program's last output from the pty: look once more.
+			n.deadSeeded = true
+			time.AfterFunc(deadReseed, n.requestReseed)
+		}
 		n.setStatus(tools.StatusExited, &code)
 	}
 	return nil
