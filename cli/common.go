@@ -256,3 +256,13 @@ func validateCall(opName string, args json.RawMessage) (*tools.Operation, json.R
 	}
 	return op, args, nil
 }
+
+// printGuide prints a guide topic as plain text (both CLIs' `guide`).
+func printGuide(stdout, stderr io.Writer, name, topic string) int {
+	text, ok := tools.Guide(topic)
+	if !ok {
+		return usageError(stderr, name, fmt.Errorf("unknown guide topic %q", topic), "topics: "+strings.Join(tools.GuideTopics(), ", "))
+	}
+	fmt.Fprint(stdout, strings.TrimRight(text, "\n")+"\n")
+	return ExitOK
+}

@@ -159,12 +159,7 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "completion":
 		return printCompletion(stdout, stderr, ctlName, g.Completion.Shell)
 	case "guide":
-		text, ok := tools.Guide(g.Guide.Topic)
-		if !ok {
-			return usageError(stderr, ctlName, fmt.Errorf("unknown guide topic %q", g.Guide.Topic), "topics: "+strings.Join(tools.GuideTopics(), ", "))
-		}
-		fmt.Fprint(stdout, strings.TrimRight(text, "\n")+"\n")
-		return ExitOK
+		return printGuide(stdout, stderr, ctlName, g.Guide.Topic)
 	case "doctor":
 		opName, callArgs = "session_info", json.RawMessage("{}")
 	case "call":

@@ -276,12 +276,7 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "completion":
 		return printCompletion(stdout, stderr, humanName, g.Completion.Shell)
 	case "guide":
-		text, ok := tools.Guide(g.Guide.Topic)
-		if !ok {
-			return usageError(stderr, humanName, fmt.Errorf("unknown guide topic %q", g.Guide.Topic), "topics: "+strings.Join(tools.GuideTopics(), ", "))
-		}
-		fmt.Fprint(stdout, strings.TrimRight(text, "\n")+"\n")
-		return ExitOK
+		return printGuide(stdout, stderr, humanName, g.Guide.Topic)
 	}
 
 	h := &human{stdout: stdout, stderr: stderr, socket: g.TmuxSocket, cmd: cmd}

@@ -127,7 +127,7 @@ func mustTmux(b *testing.B, socket, conf string, args ...string) string {
 func writeServerConf(b *testing.B) string {
 	b.Helper()
 	p := filepath.Join(b.TempDir(), "tmux.conf")
-	if err := os.WriteFile(p, []byte(serverConf), 0o600); err != nil {
+	if err := os.WriteFile(p, []byte(TmuxServerConf), 0o600); err != nil {
 		b.Fatal(err)
 	}
 	return p

@@ -22,10 +22,10 @@ const adminSession = "termsprawl-admin"
 // tmux 3.3a has no pane-death notification for control clients.
 const deathChannel = "termsprawl-pane-died"
 
-// serverConf is the private server's configuration, written to the state
-// dir and passed with -f, and sourced again when an existing server is
-// adopted.
-const serverConf = `# Written by termsprawl: the private server's settings.
+// TmuxServerConf is the private server's configuration, written to the
+// state dir and passed with -f, and sourced again when an existing server
+// is adopted. (Exported for the tmux measurements in internal/blastradius.)
+const TmuxServerConf = `# Written by termsprawl: the private server's settings.
 set -gw remain-on-exit on
 set -g remain-on-exit-format ""
 set -g history-limit 10000
@@ -81,7 +81,7 @@ func startTmuxServer(ctx context.Context, bin, socket, stateDir string, env []st
 		return nil, fmt.Errorf("find tmux: %w (install tmux, e.g. apt-get install tmux)", err)
 	}
 	conf := filepath.Join(stateDir, "tmux.conf")
-	if err := os.WriteFile(conf, []byte(serverConf), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(TmuxServerConf), 0o600); err != nil {
 		return nil, fmt.Errorf("write tmux config: %w", err)
 	}
 	s := &tmuxServer{bin: bin, socket: socket, conf: conf, minimalEnv: env, deaths: deaths, stop: make(chan struct{})}

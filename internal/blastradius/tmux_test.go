@@ -17,21 +17,13 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator"
 )
 
-// serverConf is termsprawl's private-server configuration (as written by
-// orchestrator/tmuxserver.go when this package was made), so the probes
+// serverConf is termsprawl's private-server configuration, so the probes
 // and measurements run tmux the way termsprawl does.
-const serverConf = `set -gw remain-on-exit on
-set -g remain-on-exit-format ""
-set -g history-limit 10000
-set -g status off
-set -g escape-time 10
-set -g default-terminal screen-256color
-set -g update-environment ""
-set -g exit-empty on
-set-hook -g pane-died "wait-for -S termsprawl-pane-died"
-`
+const serverConf = orchestrator.TmuxServerConf
 
 const adminSession = "termsprawl-admin"
 
