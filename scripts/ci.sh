@@ -4,14 +4,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/ensure-tmux.sh
-# asciinema: the recordings' casts are checked with `asciinema cat`.
-if ! command -v asciinema >/dev/null 2>&1; then
-	echo "asciinema not found; installing it with apt-get" >&2
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq asciinema
+if [ "${CI:-}" = true ]; then
+	# asciinema: the recordings' casts are checked with `asciinema cat`.
+	if ! command -v asciinema >/dev/null 2>&1; then
+		echo "asciinema not found; installing it with apt-get" >&2
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq asciinema
+	fi
+	# In CI a test that would skip for a missing tool or permission fails.
+	export TERMSPRAWL_REQUIRE_ALL=1
 fi
-# In CI a test that would skip for a missing tool or permission fails.
-export TERMSPRAWL_REQUIRE_ALL=1
 
 echo "== go vet"
 go vet ./...
