@@ -1,0 +1,145 @@
+package record
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// The files of a recording directory.
+const (
+	MetaFile   = "meta.json"
+	CastFile   = "session.cast"
+	EventsFile = "events.jsonl"
+)
+
+// FormatVersion is the version of the recording directory layout written
+// in meta.json.
+const FormatVersion = 1
+
+// Meta is meta.json: what was recorded. It is written when the recording
+// starts and rewritten atomically (temporary file and rename) on Exit,
+// Resume and Close.
+type Meta struct {
+	Format  int      `json:"format"`
+	Node    string   `json:"node"`
+	Command []string `json:"command"`
+	// Columns and Rows are the size when the recording started (the cast
+	// header's width and height); resizes are events.
+	Columns int `json:"columns"`
+	Rows    int `json:"rows"`
+	// Start is the wall-clock time of offset 0: every time in the cast and
+	// in events.jsonl is measured from it, across restarts.
+	Start time.Time `json:"start"`
+	// End is set by Close.
+	End      time.Time `json:"end,omitzero"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Signal   string    `json:"signal,omitempty"`
+	Crash    *Crash    `json:"crash,omitempty"`
+	// Version is termsprawl's version.
+	Version string `json:"version"`
+	// Resumes counts how often the recording was reopened after an
+	// orchestrator restart.
+	Resumes int `json:"resumes,omitempty"`
+	// Error says why the recording stopped early (a write error such as a
+	// full disk); the files hold what was written before it.
+	Error string `json:"error,omitempty"`
+}
+
+// Crash is the crash report of CONTRACT §11: a program that exited on its
+// own with a non-zero code or a signal. Pasted text never appears in it,
+// only its size.
+type Crash struct {
+	ExitCode   int        `json:"exit_code"`
+	Signal     string     `json:"signal,omitempty"`
+	AfterMS    int64      `json:"after_ms"`
+	LastInput  *LastInput `json:"last_input,omitempty"`
+	ScreenTail []string   `json:"screen_tail"`
+}
+
+// LastInput is the last input a crashed program received, by kind, with a
+// summary that never holds typed or pasted text.
+type LastInput struct {
+	Kind    string `json:"kind"`
+	Summary string `json:"summary"`
+}
+
+// DirName is the directory name of a recording of node started at t:
+// "<node>-<UTC time>", e.g. "build-20261201T101500Z". Characters other
+// than letters, digits, '.', '_' and '-' in the node name become '_'.
+func DirName(node string, t time.Time) string {
+	var b strings.Builder
+	for i, r := range node {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
+			b.WriteRune(r)
+		case r == '.' && i > 0:
+			b.WriteRune(r)
+		default:
+			b.WriteByte('_')
+		}
+		if b.Len() >= 64 {
+			break
+		}
+	}
+	name := b.String()
+	if name == "" {
+		name = "node"
+	}
+	return name + "-" + t.UTC().Format("20060102T150405Z")
+}
+
+// readMeta reads dir/meta.json.
+func readMeta(dir string) (Meta, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	if err != nil {
+		return Meta{}, err
+	}
+	var m Meta
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return Meta{}, fmt.Errorf("%s: %w", filepath.Join(dir, MetaFile), err)
+	}
+	return m, nil
+}
+
+// writeMeta writes dir/meta.json atomically: a temporary file in dir,
+// synced, then renamed over the old one.
+func writeMeta(dir string, m Meta) error {
+	raw, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	raw = append(raw, '\n')
+	tmp, err := os.CreateTemp(dir, ".meta-*.tmp")
+	if err != nil {
+		return err
+	}
+	name := tmp.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			tmp.Close()
+			os.Remove(name)
+		}
+	}()
+	if err := tmp.Chmod(0o600); err != nil {
+		return err
+	}
+	if _, err := tmp.Write(raw); err != nil {
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(name, filepath.Join(dir, MetaFile)); err != nil {
+		return err
+	}
+	ok = true
+	return nil
+}
