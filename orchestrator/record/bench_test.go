@@ -160,6 +160,7 @@ func BenchmarkFrameAtEnd(b *testing.B) {
 	for _, kind := range []string{"scroll", "tui"} {
 		p := writeBenchCast(b, b.TempDir(), kind, 50<<20, 10*time.Minute)
 		b.Run(kind+"/first", func(b *testing.B) {
+			c0 := processCPU()
 			for b.Loop() {
 				tr, err := Open(p)
 				if err != nil {
@@ -172,6 +173,7 @@ func BenchmarkFrameAtEnd(b *testing.B) {
 				}
 				tr.Close()
 			}
+			b.ReportMetric(float64((processCPU()-c0).Milliseconds())/float64(b.N), "cpu-ms/op")
 		})
 		b.Run(kind+"/keyframed", func(b *testing.B) {
 			tr, err := Open(p)
@@ -182,6 +184,7 @@ func BenchmarkFrameAtEnd(b *testing.B) {
 			tr.FrameAt(nil, "")
 			end := tr.DurationMS()
 			i := 0
+			c0 := processCPU()
 			for b.Loop() {
 				at := end - 1000 - int64(i%50)*137
 				i++
@@ -189,6 +192,7 @@ func BenchmarkFrameAtEnd(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
+			b.ReportMetric(float64((processCPU()-c0).Microseconds())/1000/float64(b.N), "cpu-ms/op")
 			b.ReportMetric(float64(len(tr.kfs)), "keyframes")
 		})
 	}
