@@ -215,7 +215,7 @@ func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 	defer deadline.Stop()
 	quiet := time.NewTimer(time.Hour)
 	defer quiet.Stop()
-	tailWait := time.NewTimer(4 * deadReseed)
+	tailWait := time.NewTimer(8 * deadReseed) // past the last dead-pane seed
 	defer tailWait.Stop()
 	for {
 		rev, changed := n.scr.WaitState()

@@ -80,9 +80,9 @@ type node struct {
 	dropUntil uint64
 	applied   uint64
 	stale     bool // text was logged but not emulated: reseed before use
-	// deadSeeded: a seed found the pane dead (one more seed follows).
-	deadSeeded bool
-	lastSeed   time.Time // when the mirror was last seeded
+	// deadSeeds counts the extra seeds of a pane found dead and blank.
+	deadSeeds int
+	lastSeed  time.Time // when the mirror was last seeded
 
 	// A node nobody observes sleeps: tmux stops sending its output to us
 	// and its emulator is released (see pump and observe). asleep changes

@@ -99,8 +99,12 @@ func parseSeed(line string) (st screen.SeedState, dead bool, status, pid int, er
 	return st, dead, status, pid, err
 }
 
-// deadReseed is when a seed that found the pane dead is repeated.
-const deadReseed = 150 * time.Millisecond
+// A seed that found the pane dead with nothing on it is repeated after
+// deadReseed, then twice and four times as long (maxDeadSeeds in all).
+const (
+	deadReseed   = 150 * time.Millisecond
+	maxDeadSeeds = 3
+)
 
 // reseed reads tmux's view of the pane in one command line and replaces
 // the mirror with it; output up to the reply is dropped from the stream.
@@ -162,11 +166,12 @@ func (n *node) reseed(ctx context.Context) error {
 		dead, code = true, *pending
 	}
 	if dead {
-		if !n.deadSeeded {
+		if n.deadSeeds < maxDeadSeeds && len(n.excerpt(1)) == 0 {
 			// tmux 3.3a may mark a pane dead before it has read the
-			// program's last output from the pty: look once more.
-			n.deadSeeded = true
-			time.AfterFunc(deadReseed, n.requestReseed)
+			// program's last output from the pty: look again, later
+			// each time, while the mirror shows nothing.
+			n.deadSeeds++
+			time.AfterFunc(deadReseed<<(n.deadSeeds-1), n.requestReseed)
 		}
 		n.setStatus(tools.StatusExited, &code)
 	}
