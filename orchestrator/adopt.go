@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,7 +62,7 @@ func (o *Orchestrator) liveSessions(ctx context.Context, srv *tmuxServer) (map[s
 // not exist: its shard's server is not running, or tmux says "can't find
 // session" (any other error is not certainty).
 func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
-	socket := cmpOr(m.Socket, o.cfg.Socket)
+	socket := cmp.Or(m.Socket, o.cfg.Socket)
 	srv := o.server(socket)
 	if srv == nil {
 		return !running(ctx, o.cfg.Tmux, socket, minimalEnv())
@@ -74,7 +75,7 @@ func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
 // connectShards connects to every shard that runs besides the first: the
 // sockets named in node metadata and those named SOCKET-N in tmux's
 // socket directory.
-func (o *Orchestrator) connectShards(ctx context.Context, metas map[string]NodeMeta) error {
+func (o *Orchestrator) connectShards(ctx context.Context, metas map[string]metaRead) error {
 	sockets := map[string]bool{}
 	for _, m := range metas {
 		if m.Socket != "" {
@@ -110,21 +111,28 @@ func socketDir() string {
 	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()))
 }
 
-// readMetas reads every node metadata file (unreadable ones are skipped:
-// adoption writes defaults for a session that lacks them).
-func (o *Orchestrator) readMetas() map[string]NodeMeta {
-	out := map[string]NodeMeta{}
+// metaRead is one node metadata file as read: the metadata, or why it
+// could not be read.
+type metaRead struct {
+	NodeMeta
+	err error
+}
+
+// readMetas reads every node metadata file once (an unreadable one keeps
+// its error: adoption writes defaults for a session that lacks them).
+func (o *Orchestrator) readMetas() map[string]metaRead {
+	out := map[string]metaRead{}
 	files, _ := filepath.Glob(filepath.Join(o.cfg.StateDir, nodesDir, "*.json"))
 	for _, f := range files {
 		id := strings.TrimSuffix(filepath.Base(f), ".json")
 		if !tools.ValidNodeID(id) {
 			continue
 		}
-		if m, err := o.readMeta(id); err == nil {
-			out[id] = m
-		} else {
-			out[id] = NodeMeta{ID: id}
+		m, err := o.readMeta(id)
+		if err != nil {
+			m = NodeMeta{ID: id}
 		}
+		out[id] = metaRead{m, err}
 	}
 	return out
 }
@@ -149,7 +157,11 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		}
 	}
 	for id, srv := range live {
-		meta, err := o.readMeta(id)
+		read, ok := metas[id]
+		meta, err := read.NodeMeta, read.err
+		if !ok {
+			err = fmt.Errorf("no metadata file for a running session")
+		}
 		if err != nil {
 			o.log.Warn("node metadata unreadable; adopting with defaults", "node", id, "err", err)
 			meta = NodeMeta{ID: id, Name: id, Owner: tools.OperatorNode, Created: time.Now().UTC()}
@@ -186,7 +198,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		if live[id] != nil {
 			continue
 		}
-		if !o.sessionGone(ctx, m) {
+		if !o.sessionGone(ctx, m.NodeMeta) {
 			o.log.Warn("node not adopted but its session may exist: keeping its files", "node", id)
 			continue
 		}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -405,7 +406,7 @@ func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {
 		return err
 	}
 	s := tools.Session{Node: meta.ID, Token: tok, Role: tools.RoleAgent, Name: meta.Name,
-		Socket: cmpOr(meta.Socket, o.cfg.Socket), TmuxSession: "ts-" + meta.ID, Parent: meta.Parent}
+		Socket: cmp.Or(meta.Socket, o.cfg.Socket), TmuxSession: "ts-" + meta.ID, Parent: meta.Parent}
 	if err := tools.WriteSession(tools.SessionPath(o.cfg.StateDir, meta.ID), s); err != nil {
 		return fmt.Errorf("write session file of %s: %w", meta.ID, err)
 	}
@@ -440,12 +441,4 @@ func (o *Orchestrator) allocateID(name string) string {
 			return id
 		}
 	}
-}
-
-// cmpOr is a, or b when a is empty.
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
