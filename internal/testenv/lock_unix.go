@@ -1,0 +1,22 @@
+//go:build unix
+
+package testenv
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// lockDir takes an exclusive lock on dir/.lock until unlock is called.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.OpenFile(filepath.Join(dir, ".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { f.Close() }, nil
+}
