@@ -20,4 +20,3 @@ func TestCacheDirFollowsVariable(t *testing.T) {
 		t.Fatalf("CacheDir = %q, want %q", got, d)
 	}
 }
-
