@@ -39,6 +39,38 @@ type NodeInfo struct {
 	// Exited is set in a launch's result when the program exited within
 	// a second of its start.
 	Exited *EarlyExit `json:"exited,omitempty"`
+	// Crash is set once the program ended on its own with a non-zero
+	// code or a signal (CONTRACT §11).
+	Crash *Crash `json:"crash,omitempty"`
+	// Recording is set while the node is being recorded (CONTRACT §13).
+	Recording *RecordingStatus `json:"recording,omitempty"`
+	// Host is the machine the node runs on: empty for this one, else a
+	// name from `termsprawl up --host NAME=DEST` (CONTRACT §17).
+	Host string `json:"host,omitempty"`
+}
+
+// Crash is how a program that died on its own ended (CONTRACT §11).
+type Crash struct {
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Signal   string `json:"signal,omitempty"`
+	AfterMS  int64  `json:"after_ms"`
+	// LastInput is the last input sent to it, by kind; pasted text is
+	// never kept, only its size.
+	LastInput  *InputSummary `json:"last_input,omitempty"`
+	ScreenTail []string      `json:"screen_tail"`
+}
+
+// InputSummary names an input by kind (keys, text, paste, raw, mouse)
+// with a short summary that never holds pasted text.
+type InputSummary struct {
+	Kind    string `json:"kind"`
+	Summary string `json:"summary"`
+}
+
+// RecordingStatus says where a node's recording goes and since when.
+type RecordingStatus struct {
+	Path  string `json:"path"`
+	Since string `json:"since"`
 }
 
 // EarlyExit is how a program that exited right after its launch ended.
