@@ -33,6 +33,8 @@ type LaunchSpec struct {
 	EnvMode string            `json:"env_mode,omitempty"`
 	Columns int               `json:"columns,omitempty"`
 	Rows    int               `json:"rows,omitempty"`
+	// Host runs the node on a machine of Config.Hosts (remote.go).
+	Host string `json:"host,omitempty"`
 
 	Owner string `json:"-"` // launching node id, or "operator"
 	// Ancestors are the incarnations that may drive the node besides the
@@ -77,6 +79,9 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // valid before the program starts), then the tmux session, then the
 // control client and the seeded mirror.
 func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeInfo, error) {
+	if spec.Host != "" {
+		return o.launchRemote(ctx, spec)
+	}
 	if len(spec.Command) == 0 {
 		spec.Command = []string{defaultShell()}
 	}
@@ -381,10 +386,7 @@ func (o *Orchestrator) removeFiles(id string) {
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {
-	srv := o.server(meta.Socket)
-	if srv == nil {
-		srv = o.servers()[0]
-	}
+	srv := o.serverFor(meta)
 	return &node{
 		meta:      meta,
 		o:         o,

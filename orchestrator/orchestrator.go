@@ -45,6 +45,8 @@ type Config struct {
 	// output to us and its emulator is released. 0 means
 	// DefaultIdleAfter; negative means never.
 	IdleAfter time.Duration
+	// Hosts are the machines driven over ssh (CONTRACT §17; host.go).
+	Hosts []tools.HostSpec
 }
 
 // DefaultShardSize is Config.ShardSize's default: the blast radius of a
@@ -81,6 +83,7 @@ type Orchestrator struct {
 	deadAdmin       *tmuxctl.Client
 
 	procs *procWatcher // nil where pidfds are not available
+	hosts *hostSet     // the machines driven over ssh (host.go)
 
 	// lifecycleMu serialises id allocation and the creation and
 	// destruction of sessions (see CloseNode).
@@ -148,6 +151,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		o.Close()
 		return nil, err
 	}
+	o.startHosts(ctx)
 	o.wg.Add(1)
 	go o.watchDeaths()
 	return o, nil
@@ -202,6 +206,7 @@ func (o *Orchestrator) Close() {
 	for _, s := range o.servers() {
 		s.close()
 	}
+	o.closeHosts()
 	o.wg.Wait()
 }
 
@@ -215,6 +220,9 @@ func (o *Orchestrator) node(id string) *node {
 // closed is not found any more.
 func (o *Orchestrator) lookup(id string) (*node, error) {
 	if n := o.node(id); n != nil && !n.isClosing() {
+		if err := n.reachable(); err != nil {
+			return nil, err
+		}
 		return n, nil
 	}
 	return nil, tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)

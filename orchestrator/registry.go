@@ -27,6 +27,7 @@ func (o *Orchestrator) OnGone(f func(NodeMeta)) {
 
 // gone tells the OnGone hook that n's life ended.
 func (o *Orchestrator) gone(n *node) {
+	o.remoteGone(n)
 	o.mu.Lock()
 	f := o.onGone
 	o.mu.Unlock()
@@ -37,8 +38,8 @@ func (o *Orchestrator) gone(n *node) {
 
 // Meta returns a live node's metadata.
 func (o *Orchestrator) Meta(id string) (NodeMeta, bool) {
-	n, err := o.lookup(id)
-	if err != nil {
+	n := o.node(id) // an unreachable node still has its metadata
+	if n == nil || n.isClosing() {
 		return NodeMeta{}, false
 	}
 	return n.meta, true

@@ -150,6 +150,7 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return fmt.Errorf("write endpoint: %w", err)
 	}
 	defer tools.RemoveEndpointIfOwned(epPath, instance)
+	o.SetEndpoint(ep) // hosts: the reverse forward and their endpoint.json
 	nodes := len(o.Nodes())
 	api.log.Info("serving", "url", ep.URL, "state_dir", cfg.StateDir, "socket", o.Socket(), "nodes", nodes)
 	if ready != nil {

@@ -1,0 +1,110 @@
+package orchestrator
+
+import (
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// hostSpec is the fixture's alias as a host named name.
+func hostSpec(f *sshtest.Fixture, name, alias string) tools.HostSpec {
+	return tools.HostSpec{Name: name, Dest: alias, SSHOptions: f.SSHOptions(), Socket: f.RemoteSocket, RemoteDir: f.RemoteDir(name)}
+}
+
+// remoteOrchestrator is an orchestrator whose hosts are the fixture's
+// aliases given as name=alias.
+func remoteOrchestrator(t *testing.T, f *sshtest.Fixture, srv *tmuxtest.Server, dir string, hosts ...string) *Orchestrator {
+	t.Helper()
+	var specs []tools.HostSpec
+	for _, h := range hosts {
+		name, alias, _ := strings.Cut(h, "=")
+		specs = append(specs, hostSpec(f, name, alias))
+	}
+	return openOrchestratorWith(t, srv, dir, func(c *Config) { c.Hosts = specs })
+}
+
+func newRemote(t *testing.T, hosts ...string) (*Orchestrator, *sshtest.Fixture, *tmuxtest.Server, string) {
+	t.Helper()
+	f := sshtest.New(t)
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	return remoteOrchestrator(t, f, srv, dir, hosts...), f, srv, dir
+}
+
+func remoteLaunch(t *testing.T, o *Orchestrator, host string, argv ...string) string {
+	t.Helper()
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: argv, Host: host, Columns: 80, Rows: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Host != host {
+		t.Fatalf("launch info host %q, want %q", info.Host, host)
+	}
+	return info.Terminal
+}
+
+// A node on the host runs inside the namespace, is driven like a local
+// one, and its snapshot is what the remote tmux server has.
+func TestRemoteLaunchDrive(t *testing.T) {
+	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	id := remoteLaunch(t, o, "big", bashArgv()...)
+	wait := &tools.WaitSpec{Wait: tools.WaitText, Text: f.HostIP + "/30", TimeoutMS: 20000}
+	res, err := o.Submit(tctx(t), id, "ip -4 -o addr show", wait)
+	if err != nil || res.Wait == nil || !res.Wait.Matched {
+		snap, _ := o.Snapshot(id)
+		t.Fatalf("submit: %+v %v\n%s", res, err, strings.Join(snap.Lines, "\n"))
+	}
+	quiet := &tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 300, TimeoutMS: 20000}
+	if _, err := o.Submit(tctx(t), id, "echo done-$((6*7))", &tools.WaitSpec{Wait: tools.WaitText, Text: "done-42", TimeoutMS: 20000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.WaitFor(tctx(t), id, *quiet); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := o.Snapshot(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	screen := strings.Join(snap.Lines, "\n")
+	if strings.Contains(screen, f.LocalIP+"/30") {
+		t.Fatalf("the program saw this side's address: it runs outside the namespace\n%s", screen)
+	}
+	out, err := f.Tmux("capture-pane", "-p", "-t", "=ts-"+id+":")
+	if err != nil {
+		t.Fatalf("capture-pane on the remote server: %v: %s", err, out)
+	}
+	lines := strings.Split(strings.TrimRight(out, "\n"), "\n")
+	for i := range lines {
+		lines[i] = strings.TrimRight(lines[i], " ")
+	}
+	got := strings.TrimRight(screen, "\n")
+	if want := strings.TrimRight(strings.Join(lines, "\n"), "\n"); got != want {
+		t.Fatalf("snapshot differs from the remote capture-pane:\n--- snapshot\n%s\n--- capture-pane\n%s", got, want)
+	}
+	list := o.List(tctx(t))
+	if len(list) != 1 || list[0].Host != "big" || list[0].TmuxSocket != f.RemoteSocket {
+		t.Fatalf("list: %+v", list)
+	}
+}
+
+// An unknown host name is a usage error naming the known ones; nothing is
+// made.
+func TestRemoteUnknownHost(t *testing.T) {
+	o, _, _, dir := newRemote(t, "big="+sshtest.Good)
+	_, err := o.Launch(tctx(t), LaunchSpec{Command: bashArgv(), Host: "small"})
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Kind != tools.KindUsage || !strings.Contains(te.Msg, `no host "small" (known hosts: big)`) {
+		t.Fatalf("unknown host: %v", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(dir, nodesDir, "*")); len(files) != 0 {
+		t.Fatalf("files made: %v", files)
+	}
+}
