@@ -111,8 +111,18 @@ type HostStatus struct {
 // startHosts makes the host set and, for each host, connects, adopts its
 // sessions and starts its supervisor. A host that cannot be reached does
 // not stop the orchestrator: it is logged and retried in the background.
-func (o *Orchestrator) startHosts(ctx context.Context) {
+func (o *Orchestrator) startHosts(ctx context.Context) error {
 	o.hosts = &hostSet{byName: map[string]*remoteHost{}}
+	seen := map[string]string{}
+	for _, spec := range o.cfg.Hosts {
+		if err := tools.CheckHost(spec); err != nil {
+			return err
+		}
+		if d, ok := seen[spec.Name]; ok {
+			return fmt.Errorf("%w: host name %q is given twice (%s and %s): one name per machine", tools.ErrHost, spec.Name, d, spec.Dest)
+		}
+		seen[spec.Name] = spec.Dest
+	}
 	var wg sync.WaitGroup
 	for _, spec := range o.cfg.Hosts {
 		h := &remoteHost{o: o, spec: spec, ctlPath: controlPath(o.cfg.StateDir, spec.Name),
@@ -132,6 +142,7 @@ func (o *Orchestrator) startHosts(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	return nil
 }
 
 // controlPath is the ssh ControlPath of host name: in the state dir, or a
@@ -396,7 +407,11 @@ func sshError(spec tools.HostSpec, stderr string, st *os.ProcessState) *HostErro
 func clipLine(s string) string {
 	s = strings.Join(strings.Fields(strings.ReplaceAll(s, "\r", "")), " ")
 	if len(s) > 400 {
-		s = "…" + s[len(s)-400:]
+		s = s[len(s)-400:]
+		if i := strings.IndexByte(s, ' '); i >= 0 {
+			s = s[i+1:]
+		}
+		s = "… " + s
 	}
 	if s == "" {
 		return "nothing"
@@ -611,7 +626,15 @@ func (h *remoteHost) lose() {
 	if srv != nil {
 		closeRemoteServer(srv)
 	}
+	if testHookHostLost != nil {
+		testHookHostLost(h.spec.Name)
+	}
 }
+
+// Test hooks: testHookHostLost runs when a host was marked unreachable,
+// before the supervisor reconnects; testHookHostAdopted after a
+// (re)connect's sessions are mirrored again.
+var testHookHostLost, testHookHostAdopted func(host string)
 
 // closeRemoteServer ends a host server's clients without a round trip
 // (the connection may be gone).

@@ -151,7 +151,10 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		o.Close()
 		return nil, err
 	}
-	o.startHosts(ctx)
+	if err := o.startHosts(ctx); err != nil {
+		o.Close()
+		return nil, err
+	}
 	o.wg.Add(1)
 	go o.watchDeaths()
 	return o, nil

@@ -310,6 +310,9 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 			}
 		}
 	}
+	if testHookHostAdopted != nil {
+		testHookHostAdopted(h.spec.Name)
+	}
 }
 
 // adoptOne mirrors a session of the host known from its metadata (after
