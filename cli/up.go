@@ -128,12 +128,26 @@ func (h *human) config(logger *slog.Logger) orchestrator.Config {
 	}
 }
 
+// hostsConfig sets cfg.Hosts from hosts.json and up's --host flags.
+func (h *human) hostsConfig(cfg *orchestrator.Config) bool {
+	hosts, err := h.resolveHosts()
+	if err != nil {
+		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, err)
+		return false
+	}
+	cfg.Hosts = hosts
+	return true
+}
+
 // up runs the orchestrator in the foreground until SIGINT or SIGTERM.
 func (h *human) up() int {
 	logger := slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: logLevel(h.upOpts.LogLevel, h.stderr)}))
 	ctx, stop := signalContext(h.ctx)
 	defer stop()
 	cfg := h.config(logger)
+	if !h.hostsConfig(&cfg) {
+		return ExitNo
+	}
 	if cfg.CtlPath == "" {
 		logger.Warn("termsprawlctl not found next to this binary or on PATH: agent nodes get no TERMSPRAWL_CTL and no MCP registration; build both with `go build -o bin/ ./cmd/...` and run bin/termsprawl up")
 	}
@@ -157,6 +171,10 @@ func (h *human) up() int {
 // and prints the same information as up.
 func (h *human) upDetached() int {
 	if err := tools.EnsureStateDir(h.stateDir); err != nil {
+		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, err)
+		return ExitNo
+	}
+	if _, err := h.resolveHosts(); err != nil { // saved for the child; errors shown here
 		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, err)
 		return ExitNo
 	}

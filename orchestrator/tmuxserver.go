@@ -48,8 +48,8 @@ type tmuxServer struct {
 	// prefix runs tmux through ssh for a server on another machine
 	// (host.go); nil for a local one.
 	prefix []string
-	stop              chan struct{}
-	wg                sync.WaitGroup
+	stop   chan struct{}
+	wg     sync.WaitGroup
 
 	mu     sync.Mutex // guards admin and waiter (replaced by ensure)
 	admin  *tmuxctl.Client
