@@ -101,6 +101,10 @@ func TestE2ERemoteHost(t *testing.T) {
 		}
 	}
 
+	if out := e.must(e.ts, "doctor"); !strings.Contains(out, "on host big") {
+		t.Fatalf("doctor says nothing of the host:\n%s", out)
+	}
+
 	// attach from a terminal (a local node is one) shows the remote pane.
 	viewer := strings.TrimSpace(e.must(e.ts, "new", "--name", "viewer", "--", e.ts, "attach", id))
 	e.waitFor(viewer, "marker-42")

@@ -97,3 +97,14 @@ func (h *human) attachRemote(n tools.NodeInfo, readOnly bool) int {
 	fmt.Fprintf(h.stderr, "%s: node %s is on host %s, which is not in %s: add it with `termsprawl up --host %s=DEST`\n", h.prefix(), n.Terminal, n.Host, tools.HostsPath(h.stateDir), n.Host)
 	return ExitNo
 }
+
+// remoteNodeText is doctor's line about a node on another machine.
+func remoteNodeText(r tools.NodeInfo) string {
+	switch r.Status {
+	case tools.StatusUnreachable:
+		return fmt.Sprintf("on host %s, which is unreachable now: its program keeps running there and termsprawl reconnects by itself", r.Host)
+	case tools.StatusExited:
+		return fmt.Sprintf("on host %s: %s (`termsprawl snapshot %s` shows its last screen, `termsprawl kill %s` closes it)", r.Host, statusText(r), r.Terminal, r.Terminal)
+	}
+	return fmt.Sprintf("tmux session ts-%s on host %s (socket %s) alive (%s)", r.Terminal, r.Host, r.TmuxSocket, statusText(r))
+}
