@@ -65,6 +65,7 @@ var ErrHostUnreachable = errors.New("host unreachable")
 // hostProbe is what a connected host told about itself.
 type hostProbe struct {
 	tmux, tmuxVersion, ctl, home, shell, path, hostname string
+	rdir                                                string // the remote dir, made, with tmux.conf in it
 }
 
 // hostSet is the orchestrator's hosts.
@@ -277,18 +278,13 @@ func (h *remoteHost) connectLocked(ctx context.Context) error {
 		<-masterDone
 		return err
 	}
+	// One remote shell for the probe and the tmux config: every ssh
+	// session costs a start of the remote user's shell.
 	probe, err := h.runProbe(ctx)
 	if err != nil {
 		return fail(err)
 	}
-	rdir := h.spec.RemoteDir
-	if rdir == "" {
-		rdir = probe.home + "/.local/state/termsprawl/remote/" + h.origin()
-	}
-	if _, err := h.exec(ctx, writeFileScript(rdir, "tmux.conf"), []byte(TmuxServerConf)); err != nil {
-		return fail(&HostError{Host: h.spec.Name, Dest: h.spec.Dest, Reason: "remote-dir", Err: err,
-			Msg: fmt.Sprintf("host %s: cannot write %s: %v", h.spec.Name, rdir, err)})
-	}
+	rdir := probe.rdir
 	srv := &tmuxServer{bin: probe.tmux, socket: h.spec.RemoteSocket(), conf: rdir + "/tmux.conf", deaths: h.o.deaths,
 		stop: make(chan struct{}), prefix: h.muxPrefix()}
 	srv.mu.Lock()
@@ -419,17 +415,30 @@ func clipLine(s string) string {
 	return s
 }
 
-// probeScript prints what the host has: key=value lines.
+// probeScript prints what the host has as key=value lines ($1: the ctl
+// path asked for, $2: the remote dir asked for, $3: this orchestrator's
+// origin) and, when the host has tmux, writes stdin (the tmux config) to
+// the remote dir, made mode 0700.
 const probeScript = `printf 'home=%s\n' "$HOME"; printf 'shell=%s\n' "$SHELL"; printf 'path=%s\n' "$PATH"
 printf 'hostname=%s\n' "$(uname -n 2>/dev/null)"
-if t=$(command -v tmux 2>/dev/null); then printf 'tmux=%s\n' "$t"; printf 'tmuxv=%s\n' "$("$t" -V 2>&1)"; fi
-c="$1"; [ -n "$c" ] || c=$(command -v termsprawlctl 2>/dev/null); if [ -n "$c" ] && [ -x "$c" ]; then printf 'ctl=%s\n' "$c"; fi`
+c="$1"; [ -n "$c" ] || c=$(command -v termsprawlctl 2>/dev/null); if [ -n "$c" ] && [ -x "$c" ]; then printf 'ctl=%s\n' "$c"; fi
+t=$(command -v tmux 2>/dev/null) || exit 0
+printf 'tmux=%s\n' "$t"; printf 'tmuxv=%s\n' "$("$t" -V 2>&1)"
+case $HOME in /*) ;; *) [ -n "$2" ] || exit 0;; esac
+d="$2"; [ -n "$d" ] || d="$HOME/.local/state/termsprawl/remote/$3"
+umask 077
+if mkdir -p "$d/sessions" "$d/agent-tools" && chmod 700 "$d" && cat > "$d/.tmux.conf.tmp" && mv -f "$d/.tmux.conf.tmp" "$d/tmux.conf"; then
+  printf 'rdir=%s\n' "$d"
+else
+  printf 'rdirerr=%s\n' "$d"
+fi`
 
 // runProbe asks the host for its tmux, termsprawlctl, home, shell and
 // PATH. No tmux is a HostError.
 func (h *remoteHost) runProbe(ctx context.Context) (hostProbe, error) {
-	script := "set -- " + tmuxctl.ShellQuote(h.spec.Ctl) + "\n" + probeScript
-	out, err := h.exec(ctx, script, nil)
+	q := tmuxctl.ShellQuote
+	script := "set -- " + q(h.spec.Ctl) + " " + q(h.spec.RemoteDir) + " " + q(h.origin()) + "\n" + probeScript
+	out, err := h.exec(ctx, script, []byte(TmuxServerConf))
 	if err != nil {
 		return hostProbe{}, &HostError{Host: h.spec.Name, Dest: h.spec.Dest, Reason: "ssh", Err: err,
 			Msg: fmt.Sprintf("host %s: cannot run commands there: %v", h.spec.Name, err)}
@@ -452,13 +461,18 @@ func (h *remoteHost) runProbe(ctx context.Context) (hostProbe, error) {
 			p.tmuxVersion = v
 		case "ctl":
 			p.ctl = v
+		case "rdir":
+			p.rdir = v
+		case "rdirerr":
+			return p, &HostError{Host: h.spec.Name, Dest: h.spec.Dest, Reason: "remote-dir",
+				Msg: fmt.Sprintf("host %s: cannot make %s or write its tmux.conf: check the permissions there, or set remote_dir for it in %s", h.spec.Name, v, tools.HostsFile)}
 		}
 	}
 	if p.tmux == "" {
 		return p, &HostError{Host: h.spec.Name, Dest: h.spec.Dest, Reason: "no-tmux",
 			Msg: fmt.Sprintf("host %s (%s) has no tmux on its PATH (%s): install tmux there (e.g. apt-get install tmux)", h.spec.Name, h.spec.Dest, p.path)}
 	}
-	if p.home == "" || !strings.HasPrefix(p.home, "/") {
+	if p.rdir == "" {
 		return p, &HostError{Host: h.spec.Name, Dest: h.spec.Dest, Reason: "ssh",
 			Msg: fmt.Sprintf("host %s: its $HOME is %q, not an absolute path: set remote_dir for it in %s", h.spec.Name, p.home, tools.HostsFile)}
 	}
