@@ -228,7 +228,10 @@ func (h *remoteHost) sshBase() []string {
 
 // muxPrefix runs a command on the host over the master connection.
 func (h *remoteHost) muxPrefix() []string {
-	return append(h.sshBase(), "-S", h.ctlPath, "-o", "ControlMaster=no", h.spec.Dest, "--")
+	// ProxyCommand=false: when the master refuses a session (the host's
+	// MaxSessions) ssh would quietly open a connection of its own; this
+	// makes that fail instead, so every session rides the master.
+	return append(h.sshBase(), "-S", h.ctlPath, "-o", "ControlMaster=no", "-o", "ProxyCommand=false", h.spec.Dest, "--")
 }
 
 // exec runs a POSIX shell script on the host over the master connection,

@@ -162,6 +162,9 @@ func (o *Orchestrator) launchRemote(ctx context.Context, spec LaunchSpec) (tools
 // remoteErr is err as the caller should see it: unavailable (retryable)
 // when the host's connection is what failed.
 func (o *Orchestrator) remoteErr(h *remoteHost, err error) error {
+	if e := sessionRefused(h, err); e != nil {
+		return e
+	}
 	if errors.Is(err, tmuxctl.ErrClosed) || !h.alive() {
 		h.kickHost()
 		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: %w", h.spec.Name, err).WithDetails("host", h.spec.Name)
@@ -187,8 +190,21 @@ func (h *remoteHost) checkProgram(ctx context.Context, spec LaunchSpec) error {
 		return tools.Errorf(tools.KindUsage, "program %q is not on host %s's PATH or not executable there: install it on %s, or give its absolute path as command[0]", spec.Command[0], spec.Host, spec.Host).
 			WithDetails("program", spec.Command[0])
 	default:
+		if e := sessionRefused(h, err); e != nil {
+			return e
+		}
 		return tools.Errorf(tools.KindUnavailable, "host %s: check the program: %w", spec.Host, err)
 	}
+}
+
+// sessionRefused is the error to answer when the host's sshd refused one
+// more session on our connection (its MaxSessions), else nil.
+func sessionRefused(h *remoteHost, err error) error {
+	if err == nil || !strings.Contains(err.Error(), "open refused") {
+		return nil
+	}
+	return tools.Errorf(tools.KindRejected, "host %s refused one more ssh session: its sshd allows MaxSessions sessions on one connection (default 10) and every node there takes one, plus two for termsprawl: close a node on %s, or raise MaxSessions in its sshd_config", h.spec.Name, h.spec.Name).
+		WithDetails("host", h.spec.Name).WithDetails("reason", "max-sessions")
 }
 
 // exitCode is the exit status in err's chain, or -1.

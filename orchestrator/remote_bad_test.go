@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,4 +81,41 @@ func TestRemoteBadHosts(t *testing.T) {
 	if _, err := os.Stat(f.RemoteDir("notmux")); err == nil {
 		t.Errorf("the host without tmux got a remote dir")
 	}
+}
+
+// A host whose sshd allows few sessions per connection: the launch that
+// would pass its MaxSessions is refused with advice, and nothing is left.
+func TestRemoteMaxSessions(t *testing.T) {
+	o, f, _, dir := newRemote(t, "few="+sshtest.Few)
+	var ids []string
+	var err error
+	for i := 0; i < 4 && err == nil; i++ {
+		var info tools.NodeInfo
+		info, err = o.Launch(tctx(t), LaunchSpec{Command: []string{"cat"}, Host: "few"})
+		if err == nil {
+			ids = append(ids, info.Terminal)
+		}
+	}
+	var te *tools.Error
+	// Every session rode the one master connection: ssh did not open
+	// connections of its own when the master was refused one.
+	ssOut, _ := exec.Command("ss", "-Htn", "state", "established", "dst", f.HostIP).CombinedOutput()
+	if n := strings.Count(strings.TrimSpace(string(ssOut)), "\n") + 1; strings.TrimSpace(string(ssOut)) == "" || n != 1 {
+		t.Fatalf("%d ssh connections to the host, want 1:\n%s", n, ssOut)
+	}
+	if !errors.As(err, &te) || te.Kind != tools.KindRejected || !strings.Contains(te.Msg, "MaxSessions") || te.Details["reason"] != "max-sessions" {
+		t.Fatalf("after %d nodes: %v", len(ids), err)
+	}
+	if len(ids) == 0 {
+		t.Fatal("not even one node fitted")
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, nodesDir, "*.json"))
+	if len(files) != len(ids) {
+		t.Fatalf("%d node files for %d nodes", len(files), len(ids))
+	}
+	out, _ := f.Tmux("list-sessions", "-F", "#{session_name}")
+	if n := strings.Count(out, "ts-"); n != len(ids) {
+		t.Fatalf("%d remote sessions for %d nodes:\n%s", n, len(ids), out)
+	}
+	t.Logf("%d nodes fitted under MaxSessions 4; then: %s", len(ids), te.Msg)
 }

@@ -49,6 +49,8 @@ const (
 	NoTmux   = "tsnotmux"
 	Changed  = "tschanged"
 	Password = "tspassword"
+	// Few is an sshd that allows 4 sessions per connection (MaxSessions).
+	Few = "tsfew"
 )
 
 func run(name string, args ...string) error {
@@ -112,6 +114,7 @@ func New(t testing.TB) *Fixture {
 	os.MkdirAll("/run/sshd", 0o755) // sshd's privilege separation directory
 	f.startSSHD(sshd, 22, "")
 	f.startSSHD(sshd, 2222, "SetEnv PATH=/nonexistent\n")
+	f.startSSHD(sshd, 2223, "MaxSessions 4\n")
 	f.writeClientConfig()
 	return f
 }
@@ -137,7 +140,7 @@ func (f *Fixture) keys() {
 		}
 	}
 	write("authorized_keys", pub("userkey")+"\n")
-	write("known_hosts", fmt.Sprintf("%s %s\n[%s]:2222 %s\n", f.HostIP, pub("hostkey"), f.HostIP, pub("hostkey")))
+	write("known_hosts", fmt.Sprintf("%s %s\n[%s]:2222 %s\n[%s]:2223 %s\n", f.HostIP, pub("hostkey"), f.HostIP, pub("hostkey"), f.HostIP, pub("hostkey")))
 	write("known_hosts_changed", fmt.Sprintf("%s %s\n", f.HostIP, pub("otherhostkey")))
 }
 
@@ -154,9 +157,11 @@ PasswordAuthentication yes
 KbdInteractiveAuthentication yes
 PubkeyAuthentication yes
 AllowTcpForwarding yes
-MaxSessions 64
 LogLevel INFO
 %s`, f.HostIP, port, f.path("hostkey"), f.path("authorized_keys"), extra)
+	if !strings.Contains(extra, "MaxSessions") {
+		body += "MaxSessions 64\n"
+	}
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		f.t.Fatal(err)
 	}
@@ -207,6 +212,7 @@ func (f *Fixture) writeClientConfig() {
 		entry(NoTmux, 2222, "userkey", "known_hosts") +
 		entry(Changed, 22, "userkey", "known_hosts_changed") +
 		entry(Password, 22, "otherkey", "known_hosts") +
+		entry(Few, 2223, "userkey", "known_hosts") +
 		`Host *
   User root
   IdentitiesOnly yes
