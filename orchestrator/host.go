@@ -66,6 +66,7 @@ var ErrHostUnreachable = errors.New("host unreachable")
 type hostProbe struct {
 	tmux, tmuxVersion, ctl, home, shell, path, hostname string
 	rdir                                                string // the remote dir, made, with tmux.conf in it
+	serverUp                                            bool   // the remote tmux server ran before this connection
 }
 
 // hostSet is the orchestrator's hosts.
@@ -420,13 +421,14 @@ func clipLine(s string) string {
 
 // probeScript prints what the host has as key=value lines ($1: the ctl
 // path asked for, $2: the remote dir asked for, $3: this orchestrator's
-// origin) and, when the host has tmux, writes stdin (the tmux config) to
+// origin, $4: the remote tmux socket) and, when the host has tmux, writes stdin (the tmux config) to
 // the remote dir, made mode 0700.
 const probeScript = `printf 'home=%s\n' "$HOME"; printf 'shell=%s\n' "$SHELL"; printf 'path=%s\n' "$PATH"
 printf 'hostname=%s\n' "$(uname -n 2>/dev/null)"
 c="$1"; [ -n "$c" ] || c=$(command -v termsprawlctl 2>/dev/null); if [ -n "$c" ] && [ -x "$c" ]; then printf 'ctl=%s\n' "$c"; fi
 t=$(command -v tmux 2>/dev/null) || exit 0
 printf 'tmux=%s\n' "$t"; printf 'tmuxv=%s\n' "$("$t" -V 2>&1)"
+"$t" -L "$4" -f /dev/null has-session -t '=termsprawl-admin' 2>/dev/null && printf 'server=up\n'
 case $HOME in /*) ;; *) [ -n "$2" ] || exit 0;; esac
 d="$2"; [ -n "$d" ] || d="$HOME/.local/state/termsprawl/remote/$3"
 umask 077
@@ -440,7 +442,7 @@ fi`
 // PATH. No tmux is a HostError.
 func (h *remoteHost) runProbe(ctx context.Context) (hostProbe, error) {
 	q := tmuxctl.ShellQuote
-	script := "set -- " + q(h.spec.Ctl) + " " + q(h.spec.RemoteDir) + " " + q(h.origin()) + "\n" + probeScript
+	script := "set -- " + q(h.spec.Ctl) + " " + q(h.spec.RemoteDir) + " " + q(h.origin()) + " " + q(h.spec.RemoteSocket()) + "\n" + probeScript
 	out, err := h.exec(ctx, script, []byte(TmuxServerConf))
 	if err != nil {
 		return hostProbe{}, &HostError{Host: h.spec.Name, Dest: h.spec.Dest, Reason: "ssh", Err: err,
@@ -466,6 +468,8 @@ func (h *remoteHost) runProbe(ctx context.Context) (hostProbe, error) {
 			p.ctl = v
 		case "rdir":
 			p.rdir = v
+		case "server":
+			p.serverUp = v == "up"
 		case "rdirerr":
 			return p, &HostError{Host: h.spec.Name, Dest: h.spec.Dest, Reason: "remote-dir",
 				Msg: fmt.Sprintf("host %s: cannot make %s or write its tmux.conf: check the permissions there, or set remote_dir for it in %s", h.spec.Name, v, tools.HostsFile)}

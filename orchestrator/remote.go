@@ -288,6 +288,9 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 		o.log.Warn("host: list sessions", "host", h.spec.Name, "err", err)
 		return
 	}
+	h.mu.Lock()
+	serverWasUp := h.probe.serverUp
+	h.mu.Unlock()
 	var again []*node
 	o.lifecycleMu.Lock()
 	metas := o.readMetas()
@@ -295,15 +298,27 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 		if n.meta.Host != h.spec.Name || n.isClosing() {
 			continue
 		}
+		delete(metas, n.meta.ID)
+		if _, _, gone := n.state(); gone {
+			continue // already lost, listed until closed
+		}
 		if live[n.meta.ID] {
-			again = append(again, n)
-			delete(metas, n.meta.ID)
+			if n.srv != srv {
+				again = append(again, n) // not yet mirrored on this connection
+			}
+			continue
+		}
+		if !serverWasUp {
+			// The remote tmux server itself ended (the machine restarted,
+			// or tmux died): as for a local server's death, the node stays
+			// listed as exited with the reason.
+			n.markLost("the tmux server on host " + h.spec.Name + " ended (the machine restarted or tmux died): the program is gone; terminal_close removes the node")
+			o.log.Warn("remote tmux server ended: node lost", "node", n.meta.ID, "host", h.spec.Name)
 			continue
 		}
 		o.log.Info("remote session ended while the host was unreachable", "node", n.meta.ID, "host", h.spec.Name)
 		n.markGone()
 		o.forget(n.meta.ID)
-		delete(metas, n.meta.ID)
 	}
 	for id, read := range metas {
 		if read.Host != h.spec.Name {

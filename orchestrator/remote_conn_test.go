@@ -162,3 +162,35 @@ func TestRemoteRestartAdopts(t *testing.T) {
 		t.Fatalf("remote session file after close: %v", err)
 	}
 }
+
+// The remote tmux server dies while ssh lives: as for a local server, the
+// node stays listed as exited with the reason; the host reconnects to a
+// new server and takes launches again.
+func TestRemoteServerDied(t *testing.T) {
+	adopted := make(chan string, 4)
+	testHookHostAdopted = func(h string) { adopted <- h }
+	t.Cleanup(func() { testHookHostAdopted = nil })
+	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	<-adopted
+	id := remoteLaunch(t, o, "big", tickArgv...)
+	waitText(t, o, id, "tick 2")
+	if out, err := f.Tmux("kill-server"); err != nil {
+		t.Fatalf("kill the remote tmux server: %v: %s", err, out)
+	}
+	select {
+	case <-adopted:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no reconnect after the remote server died: %+v", hostStatus(o, "big"))
+	}
+	l := o.List(tctx(t))
+	if len(l) != 1 || l[0].Status != tools.StatusExited || !strings.Contains(l[0].ExitReason, "tmux server on host big ended") {
+		t.Fatalf("after the remote server died: %+v", l)
+	}
+	id2 := remoteLaunch(t, o, "big", bashArgv()...)
+	if _, err := o.Submit(tctx(t), id2, "echo new-$((2*21))", &tools.WaitSpec{Wait: tools.WaitText, Text: "new-42", TimeoutMS: 20000}); err != nil {
+		t.Fatal(err)
+	}
+	if err := o.CloseNode(tctx(t), id); err != nil {
+		t.Fatalf("close the lost node: %v", err)
+	}
+}

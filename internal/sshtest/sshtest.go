@@ -112,9 +112,12 @@ func New(t testing.TB) *Fixture {
 	}
 	f.keys()
 	os.MkdirAll("/run/sshd", 0o755) // sshd's privilege separation directory
-	f.startSSHD(sshd, 22, "")
-	f.startSSHD(sshd, 2222, "SetEnv PATH=/nonexistent\n")
-	f.startSSHD(sshd, 2223, "MaxSessions 4\n")
+	// SHLVL=1: bash, started by sshd for each session, then skips the
+	// user's ~/.bashrc, so this machine's dotfiles do not slow the "host"
+	// (a clean host, as in CI).
+	f.startSSHD(sshd, 22, "SetEnv SHLVL=1\n")
+	f.startSSHD(sshd, 2222, "SetEnv PATH=/nonexistent SHLVL=1\n")
+	f.startSSHD(sshd, 2223, "MaxSessions 4\nSetEnv SHLVL=1\n")
 	f.writeClientConfig()
 	return f
 }
