@@ -357,7 +357,7 @@ func TestPasteTextAppearsNowhere(t *testing.T) {
 	r.Input(InputPress, 1, []string{"h", "u", "n", "t", "e", "r", "2", secret, "C-c", "Enter", "M-S-Up", "C-hunter"})
 	r.Input("bogus-"+secret, 1, nil)
 	clk.add(time.Second)
-	r.Exit(1, "", &Crash{ExitCode: 1, AfterMS: 1000, LastInput: &LastInput{Kind: InputPaste, Summary: fmt.Sprintf("paste of %d bytes", len(secret))}, ScreenTail: []string{"password: "}})
+	r.Exit(1, "", &Crash{ExitCode: intp(1), AfterMS: 1000, LastInput: &LastInput{Kind: InputPaste, Summary: fmt.Sprintf("paste of %d bytes", len(secret))}, ScreenTail: []string{"password: "}})
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestDirName(t *testing.T) {
 func TestExitWritesMetaBeforeClose(t *testing.T) {
 	r, dir, clk := startRec(t, Meta{})
 	clk.add(2 * time.Second)
-	r.Exit(139, "SIGSEGV", &Crash{ExitCode: 139, Signal: "SIGSEGV", AfterMS: 2000, ScreenTail: []string{"Segmentation fault"}})
+	r.Exit(139, "SIGSEGV", &Crash{ExitCode: intp(139), Signal: "SIGSEGV", AfterMS: 2000, ScreenTail: []string{"Segmentation fault"}})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		m, err := readMeta(dir)
