@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
+
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -204,19 +206,7 @@ func TestCastIsAsciicastV2(t *testing.T) {
 // /dev/tty, so it runs under script(1), which gives it a terminal.
 func asciinemaCat(t *testing.T, path string) (string, error) {
 	t.Helper()
-	bin, err := exec.LookPath("asciinema")
-	if err != nil {
-		skipOrFail(t, "asciinema is not installed (apt-get install -y asciinema)")
-	}
-	script, err := exec.LookPath("script")
-	if err != nil {
-		skipOrFail(t, "script(1) is not installed (apt-get install -y util-linux)")
-	}
-	out, err := exec.Command(script, "-q", "-e", "-c", bin+" cat '"+path+"'", "/dev/null").CombinedOutput()
-	if err == nil && strings.Contains(string(out), "Traceback") {
-		err = errors.New("asciinema failed")
-	}
-	return string(out), err
+	return testenv.AsciinemaCat(t, path)
 }
 
 // TestAsciinemaCatAcceptsCast runs the real asciinema on a recording.
