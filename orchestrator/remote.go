@@ -146,6 +146,7 @@ func (o *Orchestrator) launchRemote(ctx context.Context, spec LaunchSpec) (tools
 		return tools.NodeInfo{}, o.remoteErr(h, fmt.Errorf("create tmux session for %s on host %s: %w", id, spec.Host, err))
 	}
 	n := o.newNode(meta)
+	n.recordOnAttach = spec.Record
 	if err := n.attach(ctx); err != nil {
 		undo()
 		return tools.NodeInfo{}, o.remoteErr(h, err)

@@ -2,6 +2,8 @@ package orchestrator
 
 import (
 	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -106,5 +108,32 @@ func TestRemoteUnknownHost(t *testing.T) {
 	}
 	if files, _ := filepath.Glob(filepath.Join(dir, nodesDir, "*")); len(files) != 0 {
 		t.Fatalf("files made: %v", files)
+	}
+}
+
+// A node on a host is recorded like a local one (the cast holds its
+// output), and capture_since works on its mirror.
+func TestRemoteRecordAndCapture(t *testing.T) {
+	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: bashArgv(), Host: "big", Columns: 80, Rows: 24, Record: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := info.Terminal
+	res, err := o.Submit(tctx(t), id, "echo rec-$((3*3))", &tools.WaitSpec{Wait: tools.WaitText, Text: "rec-9", TimeoutMS: 20000})
+	if err != nil || res.Wait == nil || !res.Wait.Matched {
+		t.Fatalf("submit: %+v %v", res, err)
+	}
+	ch, err := o.CaptureSince(id, res.Revision)
+	if err != nil || len(ch.Rows) == 0 || !strings.Contains(fmt.Sprint(ch.Rows), "rec-9") {
+		t.Fatalf("capture_since: %+v %v", ch, err)
+	}
+	rr, err := o.Record(tctx(t), id, false)
+	if err != nil || rr.Path == "" {
+		t.Fatalf("stop recording: %+v %v", rr, err)
+	}
+	cast, err := os.ReadFile(filepath.Join(rr.Path, "session.cast"))
+	if err != nil || !strings.Contains(string(cast), "rec-9") {
+		t.Fatalf("cast at %s: %v\n%s", rr.Path, err, cast)
 	}
 }
