@@ -13,7 +13,7 @@ import (
 )
 
 // upWith starts `termsprawl up ARGS…` and waits for its endpoint.json.
-func (e *e2e) upWith(args ...string) (*proc, *syncBuffer) {
+func (e *e2e) upWith(args ...string) (*proc, *syncBuffer, *syncBuffer) {
 	e.t.Helper()
 	out, errb := &syncBuffer{}, &syncBuffer{}
 	p := e.start(e.ts, out, errb, append([]string{"up"}, args...)...)
@@ -33,7 +33,12 @@ func (e *e2e) upWith(args ...string) (*proc, *syncBuffer) {
 	if _, err := tools.WaitForEndpoint(ctx, tools.EndpointPath(e.state), func(ep tools.Endpoint) bool { return ep.PID == pid }); err != nil {
 		e.t.Fatalf("termsprawl up did not serve: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
-	return p, errb
+	// up prints its banner once it serves (as e.up waits for it).
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "termsprawlctl --session") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return p, out, errb
 }
 
 // waitFor waits (termsprawl's own event-driven wait) for text on a node.
@@ -67,7 +72,13 @@ func TestE2ERemoteHost(t *testing.T) {
 	if code, _, errb := e.run(e.ts, "up", "--host", "big=elsewhere"); code != ExitNo || !strings.Contains(errb, `host name "big" is already tsgood in hosts.json`) {
 		t.Fatalf("colliding --host: exit %d: %s", code, errb)
 	}
-	up, upErr := e.upWith("--host", "big="+sshtest.Good, "--host-ctl", "big="+e.ctl)
+	up, upOut, upErr := e.upWith("--host", "big="+sshtest.Good, "--host-ctl", "big="+e.ctl)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(upOut.String(), "host big") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // the host lines follow the banner
+	}
+	if !strings.Contains(upOut.String(), "host big (tsgood): connected, tmux 3.3a") {
+		t.Errorf("up's banner does not name the host:\n%s", upOut.String())
+	}
 	hosts, err := tools.ReadHosts(e.state)
 	if err != nil || len(hosts) != 1 || hosts[0].Ctl != e.ctl {
 		t.Fatalf("hosts.json after up: %+v %v", hosts, err)
@@ -113,7 +124,7 @@ func TestE2ERemoteHost(t *testing.T) {
 	// is adopted.
 	e.must(e.ts, "kill", viewer)
 	e.down(up)
-	up, _ = e.upWith()
+	up, _, _ = e.upWith()
 	ls = e.must(e.ts, "ls")
 	if !strings.Contains(ls, "far") || !strings.Contains(ls, "big") || !strings.Contains(ls, "running") {
 		t.Fatalf("ls after restart:\n%s", ls)

@@ -153,6 +153,7 @@ func (h *human) up() int {
 	}
 	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
 		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
+		printHosts(h.stdout, info.Hosts)
 	})
 	if err != nil {
 		var le *toolserver.LockError
@@ -480,4 +481,15 @@ func shortErr(err error) string {
 		return "no server.lock"
 	}
 	return err.Error()
+}
+
+// printHosts adds the hosts to up's banner: each connected, or why not.
+func printHosts(w io.Writer, hosts []orchestrator.HostStatus) {
+	for _, st := range hosts {
+		if st.State == orchestrator.HostConnected {
+			fmt.Fprintf(w, "host %s (%s): connected, %s; `termsprawl new --host %s` launches there\n", st.Name, st.Dest, st.Tmux, st.Name)
+			continue
+		}
+		fmt.Fprintf(w, "host %s (%s): %s, retrying in the background: %s\n", st.Name, st.Dest, st.State, st.Error)
+	}
 }

@@ -24,6 +24,7 @@ type ServeInfo struct {
 	Socket          string
 	OperatorSession string
 	Nodes           int
+	Hosts           []orchestrator.HostStatus // the machines driven over ssh
 }
 
 // LockError means another live orchestrator owns the state dir.
@@ -155,7 +156,7 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 	api.log.Info("serving", "url", ep.URL, "state_dir", cfg.StateDir, "socket", o.Socket(), "nodes", nodes)
 	if ready != nil {
 		ready(ServeInfo{Endpoint: ep, StateDir: cfg.StateDir, Socket: o.Socket(),
-			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: nodes})
+			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: nodes, Hosts: o.Hosts()})
 	}
 	select {
 	case <-ctx.Done():
