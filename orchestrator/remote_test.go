@@ -137,3 +137,47 @@ func TestRemoteRecordAndCapture(t *testing.T) {
 		t.Fatalf("cast at %s: %v\n%s", rr.Path, err, cast)
 	}
 }
+
+// An agent on a host is wired with the host's termsprawlctl: the MCP
+// registration is written there, and the node's environment names the
+// remote session file, home, ctl and host.
+func TestRemoteAgentWiring(t *testing.T) {
+	f := sshtest.New(t)
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	ctl := writeScript(t, "termsprawlctl", "#!/bin/sh\necho fake ctl\n")
+	spec := hostSpec(f, "big", sshtest.Good)
+	spec.Ctl = ctl
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.Hosts = []tools.HostSpec{spec} })
+	gotCtl, mcp, err := o.HostAgentConfig(tctx(t), "big")
+	if err != nil || gotCtl != ctl || mcp != f.RemoteDir("big")+"/agent-tools/mcp.json" {
+		t.Fatalf("agent config: %q %q %v", gotCtl, mcp, err)
+	}
+	b, err := os.ReadFile(mcp)
+	if err != nil || !strings.Contains(string(b), `"command": "`+ctl+`"`) {
+		t.Fatalf("registration on the host: %v\n%s", err, b)
+	}
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: bashArgv(), Host: "big", Agent: "custom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := info.Terminal
+	want := "/sessions/" + id + ".json|" + f.RemoteDir("big") + "|" + ctl + "|big|" + filepath.Dir(ctl)
+	if _, err := o.Submit(tctx(t), id, `echo "$TERMSPRAWL_SESSION_FILE|$TERMSPRAWL_HOME|$TERMSPRAWL_CTL|$TERMSPRAWL_HOST|${PATH%%:*}"`,
+		&tools.WaitSpec{Wait: tools.WaitText, Text: want, TimeoutMS: 20000}); err != nil {
+		snap, _ := o.Snapshot(id)
+		t.Fatalf("environment: %v\n%s", err, strings.Join(snap.Lines, "\n"))
+	}
+	s, err := tools.ReadSession(remoteSessionPath(f.RemoteDir("big"), id))
+	local, lerr := tools.ReadSession(tools.SessionPath(dir, id))
+	if err != nil || lerr != nil || s.Token != local.Token || s.Node != id || s.Socket != f.RemoteSocket {
+		t.Fatalf("remote session file %+v (%v), local %+v (%v)", s, err, local, lerr)
+	}
+	fi, err := os.Stat(remoteSessionPath(f.RemoteDir("big"), id))
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("remote session file mode: %v %v", fi.Mode(), err)
+	}
+}
