@@ -77,12 +77,13 @@ type hostSet struct {
 // remoteHost is one machine: its ssh master, its tmux server and the
 // supervisor goroutine that reconnects.
 type remoteHost struct {
-	o       *Orchestrator
-	spec    tools.HostSpec
-	ctlPath string        // the ssh ControlPath
-	kick    chan struct{} // capacity 1: someone saw the connection fail
-	stop    chan struct{} // closed by closeHosts
-	done    chan struct{} // closed when the supervisor returns
+	o        *Orchestrator
+	spec     tools.HostSpec
+	ctlPath  string        // the ssh ControlPath
+	kick     chan struct{} // capacity 1: someone saw the connection fail
+	stop     chan struct{} // closed by stopHosts
+	stopOnce sync.Once
+	done     chan struct{} // closed when the supervisor returns
 
 	connectMu sync.Mutex // one connection attempt at a time (supervisor or a launch)
 
@@ -455,7 +456,7 @@ func (h *remoteHost) lose() {
 	h.mu.Unlock()
 	h.o.log.Warn("host unreachable: its nodes are marked unreachable; reconnecting", "host", h.spec.Name)
 	for _, n := range h.o.sortedNodes() {
-		if n.meta.Host == h.spec.Name {
+		if _, _, gone := n.state(); n.meta.Host == h.spec.Name && !gone {
 			n.setStatus(tools.StatusUnreachable, nil)
 		}
 	}
@@ -495,12 +496,21 @@ func closeRemoteServer(srv *tmuxServer) {
 	srv.wg.Wait()
 }
 
-// closeHosts stops every supervisor and connection (Close).
-func (o *Orchestrator) closeHosts() {
+// stopHosts stops every supervisor (Close, before it takes lifecycleMu:
+// a supervisor takes it to adopt). Idempotent.
+func (o *Orchestrator) stopHosts() {
 	for _, name := range o.hostNames() {
 		h := o.host(name)
-		close(h.stop)
+		h.stopOnce.Do(func() { close(h.stop) })
 		<-h.done
+	}
+}
+
+// closeHosts ends every connection (Close, after the nodes detached).
+func (o *Orchestrator) closeHosts() {
+	o.stopHosts()
+	for _, name := range o.hostNames() {
+		h := o.host(name)
 		h.mu.Lock()
 		srv, master, masterDone := h.srv, h.master, h.masterDone
 		h.srv, h.master = nil, nil

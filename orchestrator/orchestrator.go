@@ -181,6 +181,8 @@ func (o *Orchestrator) Close() {
 	if testHookShutdown != nil {
 		testHookShutdown()
 	}
+	// Host supervisors take lifecycleMu to adopt: stop them first.
+	o.stopHosts()
 	// Not while a node is being launched or closed: their steps would run
 	// against clients and a server that are going away.
 	o.lifecycleMu.Lock()
