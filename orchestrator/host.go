@@ -136,6 +136,7 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 			defer cancel()
 			if err := h.connect(cctx); err != nil {
 				o.log.Warn("host not reachable; retrying in the background", "host", spec.Name, "err", err)
+				h.placeholders()
 			} else {
 				h.adoptSessions(cctx)
 			}

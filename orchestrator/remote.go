@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -302,6 +303,18 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 		if _, _, gone := n.state(); gone {
 			continue // already lost, listed until closed
 		}
+		if n.client == nil && live[n.meta.ID] {
+			// Listed from its metadata while the host was not reached:
+			// adopted now like any session known from metadata.
+			if meta, err := o.readMeta(n.meta.ID); err == nil {
+				o.mu.Lock()
+				delete(o.nodes, n.meta.ID)
+				o.mu.Unlock()
+				n.markGone()
+				h.adoptOne(ctx, meta, srv)
+				continue
+			}
+		}
 		if live[n.meta.ID] {
 			if n.srv != srv {
 				again = append(again, n) // not yet mirrored on this connection
@@ -389,9 +402,12 @@ func (o *Orchestrator) serverFor(meta NodeMeta) *tmuxServer {
 			if h.srv != nil {
 				return h.srv
 			}
-			if h.lastSrv != nil {
-				return h.lastSrv
+			if h.lastSrv == nil {
+				// Never reached: a server with no clients, so the node
+				// is listed with the host's socket.
+				h.lastSrv = &tmuxServer{bin: "tmux", socket: h.spec.RemoteSocket(), prefix: h.muxPrefix(), stop: make(chan struct{})}
 			}
+			return h.lastSrv
 		}
 	}
 	if srv := o.server(meta.Socket); srv != nil && meta.Host == "" {
@@ -465,5 +481,25 @@ func (o *Orchestrator) remoteGone(n *node) {
 	defer cancel()
 	if _, err := h.exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, n.meta.ID)), nil); err != nil {
 		o.log.Debug("remove remote session file", "node", n.meta.ID, "err", err)
+	}
+}
+
+// placeholders lists the nodes of a host that could not be reached at
+// start-up, from their metadata, as unreachable (a blank mirror, no
+// client) until the host answers and adoptSessions adopts them.
+func (h *remoteHost) placeholders() {
+	o := h.o
+	for id, read := range o.readMetas() {
+		if read.Host != h.spec.Name || read.err != nil || o.node(id) != nil {
+			continue
+		}
+		n := o.newNode(read.NodeMeta)
+		n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: revisionBase(read.Epoch + 1)})
+		n.status = tools.StatusUnreachable
+		close(n.done)
+		o.mu.Lock()
+		o.nodes[id] = n
+		o.mu.Unlock()
+		o.log.Info("node listed as unreachable until its host answers", "node", id, "host", h.spec.Name)
 	}
 }

@@ -194,3 +194,41 @@ func TestRemoteServerDied(t *testing.T) {
 		t.Fatalf("close the lost node: %v", err)
 	}
 }
+
+// A restart while the host cannot be reached: its nodes are listed as
+// unreachable from their metadata (calls answer unavailable), and are
+// adopted as soon as the host answers again.
+func TestRemoteRestartWhileUnreachable(t *testing.T) {
+	o, f, srv, dir := newRemote(t, "big="+sshtest.Good)
+	id := remoteLaunch(t, o, "big", tickArgv...)
+	waitText(t, o, id, "tick 2")
+	o.Close()
+	adopted := make(chan string, 4)
+	testHookHostAdopted = func(h string) { adopted <- h }
+	t.Cleanup(func() { testHookHostAdopted = nil })
+	f.Block()
+	o2 := remoteOrchestrator(t, f, srv, dir, "big="+sshtest.Good)
+	l := o2.List(tctx(t))
+	if len(l) != 1 || l[0].Terminal != id || l[0].Status != tools.StatusUnreachable || l[0].Host != "big" || l[0].TmuxSocket != f.RemoteSocket {
+		t.Fatalf("listed while the host is blocked: %+v", l)
+	}
+	_, err := o2.Snapshot(id)
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Kind != tools.KindUnavailable || !te.Retryable {
+		t.Fatalf("snapshot while blocked: %v", err)
+	}
+	if st := hostStatus(o2, "big"); st.State != HostUnreachable || st.Error == "" {
+		t.Fatalf("host while blocked: %+v", st)
+	}
+	f.Unblock()
+	select {
+	case <-adopted:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("not adopted after the host came back: %+v", hostStatus(o2, "big"))
+	}
+	l = o2.List(tctx(t))
+	if len(l) != 1 || l[0].Status != tools.StatusRunning {
+		t.Fatalf("after the host came back: %+v", l)
+	}
+	waitText(t, o2, id, "tick "+strconv.Itoa(lastTick(t, f, id)+2))
+}

@@ -40,6 +40,7 @@ type Fixture struct {
 	Config       string // ssh_config with the aliases
 	RemoteSocket string // the remote tmux server's name (tmux -L)
 	SSHDPids     []int
+	blocked      bool
 }
 
 // Aliases of Config.
@@ -261,6 +262,29 @@ func remoteTmuxEnv() []string {
 	return out
 }
 
+// Block makes the host unreachable from this side: an "unreachable"
+// route for its address, so a connect fails at once (EHOSTUNREACH) and no
+// packet goes anywhere. Unblock removes it (cleanup does too).
+func (f *Fixture) Block() {
+	f.t.Helper()
+	if err := run("ip", "route", "add", "unreachable", f.HostIP+"/32"); err != nil {
+		f.t.Fatal(err)
+	}
+	f.blocked = true
+}
+
+// Unblock undoes Block.
+func (f *Fixture) Unblock() {
+	f.t.Helper()
+	if !f.blocked {
+		return
+	}
+	if err := run("ip", "route", "del", "unreachable", f.HostIP+"/32"); err != nil {
+		f.t.Fatal(err)
+	}
+	f.blocked = false
+}
+
 // InNS runs a command inside the namespace.
 func (f *Fixture) InNS(args ...string) (string, error) {
 	out, err := exec.Command("ip", append([]string{"netns", "exec", f.NS}, args...)...).CombinedOutput()
@@ -268,6 +292,9 @@ func (f *Fixture) InNS(args ...string) (string, error) {
 }
 
 func (f *Fixture) cleanup() {
+	if f.blocked {
+		run("ip", "route", "del", "unreachable", f.HostIP+"/32")
+	}
 	f.Tmux("kill-server")
 	os.Remove(filepath.Join("/tmp", fmt.Sprintf("tmux-%d", os.Getuid()), f.RemoteSocket))
 	for _, pid := range f.SSHDPids {
