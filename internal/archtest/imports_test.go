@@ -27,7 +27,12 @@ var allowed = map[string][]string{
 	// Recordings and traces, replayed through the same mirror.
 	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen"},
 	// The tool server drives the engine; tmux is the engine's business.
-	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator"},
+	// It mounts the web monitor and feeds it through monitor's interfaces.
+	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor"},
+	// The read-only web monitor: the contract's value types and the cell
+	// grid; it reads the engine and the tool server only through the
+	// interfaces it defines (Engine, Side), so it imports neither.
+	"orchestrator/monitor": {module + "/tools", module + "/orchestrator/render"},
 	"cli": {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong", "github.com/mark3labs/mcp-go/",
 		// shell completion (docs/CHOICES.md)
 		"github.com/willabides/kongplete", "github.com/posener/complete"},

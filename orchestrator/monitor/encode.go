@@ -1,0 +1,164 @@
+package monitor
+
+import (
+	"encoding/json"
+	"fmt"
+	"image/color"
+
+	"github.com/termsprawl/termsprawl/orchestrator/render"
+)
+
+// The page's wire format: every event's data is one JSON object.
+//
+//	frame   {"nodes":[Node…],"dialogs":[…],"watches":[…],"show":ID,"screen":Screen|null}  on connect
+//	state   {"nodes":[Node…],"dialogs":[…],"watches":[…]}                                  when a row, an agent, a dialog or a watch changed
+//	screen  Screen                                                                          the shown node's changed rows, per revision
+//
+// A Screen is {"node","rev","cols","rows","full","cursor":{x,y,visible,shape},"lines":[{"y":N,"r":[Run…]}]};
+// full is true when lines hold every row (connect, resize).
+
+// Attribute bits of a Run ("a"); the underline style is a << 8.
+const (
+	attrBold      = 1 << 0
+	attrItalic    = 1 << 1
+	attrFaint     = 1 << 2
+	attrStrike    = 1 << 3
+	attrInverse   = 1 << 4
+	attrInvisible = 1 << 5
+	attrBlink     = 1 << 6
+	underlineBits = 8
+)
+
+// run is a stretch of cells of one style. Colours are resolved with the
+// screenshot's palette (render.Palette), so inverse, faint and bold
+// brightening look the same as in terminal_screenshot; "" is the
+// theme's default. C is the cursor's shape + 1 on the cursor's cell.
+type run struct {
+	T string `json:"t"`
+	F string `json:"f,omitempty"`
+	B string `json:"b,omitempty"`
+	U string `json:"u,omitempty"` // underline colour, when not the foreground
+	A int    `json:"a,omitempty"`
+	C int    `json:"c,omitempty"`
+}
+
+type line struct {
+	Y int   `json:"y"`
+	R []run `json:"r"`
+}
+
+type cursorMsg struct {
+	X       int  `json:"x"`
+	Y       int  `json:"y"`
+	Visible bool `json:"visible"`
+	Shape   int  `json:"shape"` // 0 block, 1 underline, 2 bar
+}
+
+type screenMsg struct {
+	Node   string            `json:"node"`
+	Rev    uint64            `json:"rev"`
+	Cols   int               `json:"cols"`
+	Rows   int               `json:"rows"`
+	Full   bool              `json:"full"`
+	Cursor cursorMsg         `json:"cursor"`
+	Lines  []json.RawMessage `json:"lines"`
+}
+
+// encoder turns cell grids into rows of runs.
+type encoder struct {
+	pal    render.Palette
+	fg, bg color.RGBA
+}
+
+func newEncoder() encoder {
+	pal, _ := render.NewPalette("dark")
+	fg, bg := pal.Defaults()
+	return encoder{pal: pal, fg: fg, bg: bg}
+}
+
+func hexOf(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
+
+// cursorX is where the cursor is drawn: a pending wrap (X = Columns) in
+// the last column.
+func cursorX(g render.Grid) int { return min(g.Cursor.X, g.Columns-1) }
+
+// style is a cell's run without its text.
+func (e encoder) style(c render.Cell, cursor bool, shape render.CursorShape) run {
+	fg, bg, ul := e.pal.Colours(c)
+	if cursor && shape == render.CursorBlock {
+		fg, bg, ul = bg, fg, bg
+	}
+	var r run
+	if fg != e.fg {
+		r.F = hexOf(fg)
+	}
+	if bg != e.bg {
+		r.B = hexOf(bg)
+	}
+	if c.Underline != render.UnderlineNone && ul != fg {
+		r.U = hexOf(ul)
+	}
+	for _, m := range [...]struct {
+		a   render.Attr
+		bit int
+	}{
+		{render.AttrBold, attrBold}, {render.AttrItalic, attrItalic}, {render.AttrFaint, attrFaint},
+		{render.AttrStrikethrough, attrStrike}, {render.AttrInverse, attrInverse},
+		{render.AttrInvisible, attrInvisible}, {render.AttrBlink, attrBlink},
+	} {
+		if c.Attrs&m.a != 0 {
+			r.A |= m.bit
+		}
+	}
+	r.A |= int(c.Underline) << underlineBits
+	if cursor {
+		r.C = int(shape) + 1
+	}
+	return r
+}
+
+// row encodes row y of g as {"y":y,"r":[runs]}.
+func (e encoder) row(g render.Grid, y int) json.RawMessage {
+	cx, cursorRow := -1, g.Cursor.Visible && g.Cursor.Y == y
+	if cursorRow {
+		cx = cursorX(g)
+	}
+	l := line{Y: y, R: make([]run, 0, 4)}
+	for x := 0; x < g.Columns; x++ {
+		c := g.At(x, y)
+		if c.Width == 0 && x > 0 {
+			continue // a wide character's continuation: drawn by its cell
+		}
+		text := c.Content
+		if text == "" {
+			text = " "
+		}
+		cur := x == cx || (c.Width == 2 && x+1 == cx)
+		st := e.style(c, cur, g.Cursor.Shape)
+		if n := len(l.R); n > 0 && !cur && l.R[n-1].C == 0 && sameStyle(l.R[n-1], st) {
+			l.R[n-1].T += text
+			continue
+		}
+		st.T = text
+		l.R = append(l.R, st)
+	}
+	data, _ := json.Marshal(l)
+	return data
+}
+
+func sameStyle(a, b run) bool {
+	return a.F == b.F && a.B == b.B && a.U == b.U && a.A == b.A && a.C == b.C
+}
+
+// rows encodes every row of g.
+func (e encoder) rows(g render.Grid) []json.RawMessage {
+	out := make([]json.RawMessage, g.Rows)
+	for y := range g.Rows {
+		out[y] = e.row(g, y)
+	}
+	return out
+}
+
+func cursorOf(g render.Grid) cursorMsg {
+	return cursorMsg{X: cursorX(g), Y: g.Cursor.Y, Visible: g.Cursor.Visible, Shape: int(g.Cursor.Shape)}
+}
