@@ -20,7 +20,7 @@ const handlers = {
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking'],
     });
     context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-    context.on('request', (r) => requests.push(r.url()));
+    context.on('request', (r) => requests.push(r.method() + ' ' + r.url()));
     return {};
   },
   async open({ url }) {
@@ -51,7 +51,7 @@ const handlers = {
     const p = pages[page || 0];
     const t0 = Date.now();
     await p.waitForFunction((s) => [...document.querySelectorAll('#screen .row')].some((r) => r.textContent.includes(s)),
-      text, { timeout: timeout || 10000, polling: 'mutation' });
+      text, { timeout: timeout || 10000, polling: 'raf' });
     return { ms: Date.now() - t0 };
   },
   async tabs({ page }) {

@@ -1,0 +1,311 @@
+package toolserver
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// playwrightCore is the npm package that drives Chromium in these tests.
+const playwrightCore = "playwright-core@1.65.1"
+
+// browser is headless Chromium driven by testdata/monitor_driver.js: one
+// JSON command a line in, one JSON reply a line out.
+type browser struct {
+	t   testing.TB
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Scanner
+}
+
+// startBrowser starts the driver and Chromium; both end at cleanup.
+func startBrowser(t testing.TB) *browser {
+	t.Helper()
+	chromium := testenv.LookPath(t, "chromium", "apt-get install chromium")
+	node := testenv.LookPath(t, "node", "apt-get install nodejs npm")
+	mods := testenv.NPM(t, playwrightCore)
+	cmd := exec.Command(node, filepath.Join("testdata", "monitor_driver.js"))
+	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(mods, "node_modules"), "CHROMIUM="+chromium)
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outPipe, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(outPipe)
+	sc.Buffer(make([]byte, 4<<20), 4<<20)
+	b := &browser{t: t, cmd: cmd, in: in, out: sc}
+	t.Cleanup(b.close)
+	b.do("launch", nil)
+	return b
+}
+
+func (b *browser) close() {
+	if b.cmd == nil {
+		return
+	}
+	b.in.Close() // the driver closes the browser and exits
+	done := make(chan struct{})
+	go func() { b.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		b.cmd.Process.Kill() // ours: started by startBrowser
+		<-done
+	}
+	b.cmd = nil
+}
+
+// do sends one command and decodes its reply into a map; a failed
+// command fails the test.
+func (b *browser) do(cmd string, args apiM) apiM {
+	b.t.Helper()
+	out, err := b.try(cmd, args)
+	if err != nil {
+		b.t.Fatalf("browser %s %v: %v", cmd, args, err)
+	}
+	return out
+}
+
+func (b *browser) try(cmd string, args apiM) (apiM, error) {
+	msg := apiM{"cmd": cmd}
+	for k, v := range args {
+		msg[k] = v
+	}
+	data, _ := json.Marshal(msg)
+	if _, err := b.in.Write(append(data, '\n')); err != nil {
+		return nil, err
+	}
+	got := make(chan bool, 1)
+	go func() { got <- b.out.Scan() }()
+	select {
+	case ok := <-got:
+		if !ok {
+			return nil, fmt.Errorf("the driver ended: %v", b.out.Err())
+		}
+	case <-time.After(90 * time.Second):
+		b.cmd.Process.Kill()
+		return nil, fmt.Errorf("no reply within 90s")
+	}
+	var reply apiM
+	if err := json.Unmarshal(b.out.Bytes(), &reply); err != nil {
+		return nil, fmt.Errorf("reply %q: %v", b.out.Text(), err)
+	}
+	if reply["ok"] != true {
+		return nil, fmt.Errorf("%v", reply["error"])
+	}
+	return reply, nil
+}
+
+func strs(v any) []string {
+	var out []string
+	xs, _ := v.([]any)
+	for _, x := range xs {
+		out = append(out, fmt.Sprint(x))
+	}
+	return out
+}
+
+// monitorURL asks session_info for the monitor's URL, as termsprawl
+// monitor does.
+func monitorURL(t testing.TB, op string) string {
+	t.Helper()
+	var info tools.SessionInfo
+	apiOK(t, op, "session_info", nil, &info)
+	if info.MonitorURL == "" {
+		t.Fatal("session_info has no monitor_url for the operator")
+	}
+	return info.MonitorURL
+}
+
+// pageRowsMatch compares the page's rows with a snapshot's lines.
+func pageRowsMatch(rows []string, snap tools.Snapshot) error {
+	if len(rows) != snap.Rows {
+		return fmt.Errorf("the page has %d rows, the terminal %d", len(rows), snap.Rows)
+	}
+	for y, r := range rows {
+		want := ""
+		if y < len(snap.Lines) {
+			want = snap.Lines[y]
+		}
+		if got := strings.TrimRight(r, " "); got != want {
+			return fmt.Errorf("row %d: page %q, terminal_snapshot %q", y, got, want)
+		}
+	}
+	return nil
+}
+
+// TestMonitorInBrowser opens the monitor in a real headless Chromium and
+// checks what a person sees: the screen text equals terminal_snapshot,
+// later output appears without a reload, nodes come and go, colours are
+// the terminal's, typing on the page reaches nothing, no request leaves
+// 127.0.0.1, and the page reconnects after the orchestrator restarts.
+func TestMonitorInBrowser(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Chromium; skipped with -short")
+	}
+	b := startBrowser(t)
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	op := s.op()
+	url := monitorURL(t, op)
+
+	alpha := apiLaunch(t, op, "env", "PS1=$ ", "bash", "--norc", "--noprofile")
+	apiOK(t, op, "terminal_submit", apiM{"terminal": alpha, "text": `printf '\033[31mRED\033[0m plain \033[1;4mBOLDUL\033[0m \033[38;5;208mORANGE\033[0m \033[48;2;0;80;160mBLUEBG\033[0m \033[3;9mITALSTRIKE\033[0m \033[7mINVERSE\033[0m 中文\n'`}, nil)
+	apiWaitScreen(t, op, alpha, "INVERSE 中文")
+	apiQuiet(t, op, alpha)
+	got := filepath.Join(t.TempDir(), "got")
+	sink := apiLaunch(t, op, "sh", "-c", "exec cat > "+got)
+	apiQuiet(t, op, sink)
+
+	b.do("open", apiM{"url": url + "#node=" + alpha})
+	b.do("waitShown", apiM{"node": alpha})
+	b.do("eval", apiM{"expr": "window.__noReload = 42"})
+
+	// The page's text is the terminal's.
+	snap := apiSnapshot(t, op, alpha)
+	rows := strs(b.do("rows", nil)["rows"])
+	if err := pageRowsMatch(rows, snap); err != nil {
+		t.Fatal(err)
+	}
+
+	// Styles: computed colours are the screenshot palette's.
+	for _, c := range []struct{ text, prop, want string }{
+		{"RED", "color", "rgb(205, 49, 49)"},
+		{"ORANGE", "color", "rgb(255, 135, 0)"},
+		{"BLUEBG", "background", "rgb(0, 80, 160)"},
+		{"BOLDUL", "weight", "700"},
+		{"BOLDUL", "decoration", "underline"},
+		{"ITALSTRIKE", "fontStyle", "italic"},
+		{"ITALSTRIKE", "decoration", "line-through"},
+		{"INVERSE", "color", "rgb(30, 30, 30)"},
+		{"INVERSE", "background", "rgb(212, 212, 212)"},
+	} {
+		st := b.do("style", apiM{"text": c.text})
+		if st["found"] != true || fmt.Sprint(st[c.prop]) != c.want {
+			t.Errorf("%s: %s = %v, want %s (%v)", c.text, c.prop, st[c.prop], c.want, st)
+		}
+	}
+
+	// Scaled to fit, never enlarged: 80×24 fits at its real size; a
+	// 230×70 screen is scaled down until it fits the view.
+	if k := b.do("eval", apiM{"expr": "document.getElementById('fit').dataset.scale"})["value"]; fmt.Sprint(k) != "1" {
+		t.Errorf("an 80x24 screen in a 1400x900 page is scaled by %v, want 1 (real size)", k)
+	}
+	r, _ := apiMutate(t, op, "terminal_launch", apiM{"command": []string{"sh", "-c", "echo wide-node; exec sleep 600"}, "columns": 230, "rows": 70, "cwd": t.TempDir()})
+	var wide tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &wide); err != nil {
+		t.Fatal(err)
+	}
+	b.do("waitTabs", apiM{"present": []string{wide.Terminal}})
+	b.do("select", apiM{"node": wide.Terminal})
+	b.do("waitRow", apiM{"text": "wide-node"})
+	fits := b.do("eval", apiM{"expr": `(() => {
+		const v = document.getElementById('view').getBoundingClientRect();
+		const s = document.getElementById('screen').getBoundingClientRect();
+		return [Number(document.getElementById('fit').dataset.scale), s.right <= v.right + 1 && s.bottom <= v.bottom + 1];
+	})()`})["value"].([]any)
+	if k, ok := fits[0].(float64); !ok || k >= 1 || k <= 0.1 || fits[1] != true {
+		t.Errorf("a 230x70 screen: scale %v, fits the view %v; want scaled below 1 and fitting", fits[0], fits[1])
+	}
+	b.do("screenshot", apiM{"path": filepath.Join(os.TempDir(), "termsprawl-monitor-test-wide.png")})
+	apiMutate(t, op, "terminal_close", apiM{"terminal": wide.Terminal})
+	b.do("waitTabs", apiM{"absent": []string{wide.Terminal}})
+	b.do("select", apiM{"node": alpha})
+
+	// A line printed afterwards appears without a reload.
+	apiOK(t, op, "terminal_submit", apiM{"terminal": alpha, "text": "echo LATE-$((6*7))"}, nil)
+	ms := b.do("waitRow", apiM{"text": "LATE-42", "timeout": 10000})["ms"]
+	t.Logf("a printed line reached the page %v ms after terminal_submit returned", ms)
+	apiQuiet(t, op, alpha)
+	b.do("waitRow", apiM{"text": "$ ", "timeout": 10000})
+	// The page follows to the same state as the terminal.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		err := pageRowsMatch(strs(b.do("rows", nil)["rows"]), apiSnapshot(t, op, alpha))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	// A new node appears, a closed one goes, without a reload.
+	beta := apiLaunch(t, op, "sh", "-c", "echo beta-here; exec sleep 600")
+	b.do("waitTabs", apiM{"present": []string{alpha, sink, beta}})
+	b.do("select", apiM{"node": beta})
+	b.do("waitRow", apiM{"text": "beta-here"})
+	apiMutate(t, op, "terminal_close", apiM{"terminal": beta})
+	b.do("waitTabs", apiM{"absent": []string{beta}})
+	b.do("waitShown", apiM{"node": alpha}) // the page moves to another node
+
+	// Typing on the page reaches nothing: the sink's revision stays and
+	// its program receives no byte; the page sends no request but GETs.
+	b.do("select", apiM{"node": sink})
+	before := apiSnapshot(t, op, sink)
+	b.do("type", apiM{"text": "typed-on-the-page"})
+	b.do("paste", apiM{"text": "pasted-on-the-page"})
+	b.do("select", apiM{"node": alpha})
+	b.do("select", apiM{"node": sink}) // a full round trip after the typing
+	after := apiSnapshot(t, op, sink)
+	if after.Revision != before.Revision || strings.Contains(strings.Join(after.Lines, "\n"), "typed") {
+		t.Fatalf("typing on the page changed the node: revision %d → %d, screen %q", before.Revision, after.Revision, after.Lines)
+	}
+	if data, err := os.ReadFile(got); err != nil || len(data) != 0 {
+		t.Fatalf("the node's program received %q (%v)", data, err)
+	}
+
+	shot := filepath.Join(os.TempDir(), "termsprawl-monitor-test.png")
+	b.do("select", apiM{"node": alpha})
+	b.do("screenshot", apiM{"path": shot})
+	t.Logf("screenshot: %s", shot)
+
+	// The orchestrator restarts: the page reconnects by itself, at the same
+	// URL, and shows the adopted node.
+	s.stop()
+	b.do("eval", apiM{"expr": "new Promise(r => { const t = () => document.getElementById('conn').className.includes('reconnecting') ? r(1) : setTimeout(t, 20); t(); })"})
+	s2 := apiStart(t, tmux, dir)
+	if u2 := monitorURL(t, s2.op()); u2 != url {
+		t.Fatalf("the monitor's URL changed across a restart: %s → %s", url, u2)
+	}
+	b.do("eval", apiM{"expr": "new Promise(r => { const t = () => document.getElementById('conn').className.includes('live') ? r(1) : setTimeout(t, 20); t(); })"})
+	b.do("waitShown", apiM{"node": alpha})
+	apiOK(t, s2.op(), "terminal_submit", apiM{"terminal": alpha, "text": "echo AFTER-$((7*7))"}, nil)
+	b.do("waitRow", apiM{"text": "AFTER-49", "timeout": 10000})
+	if v := b.do("eval", apiM{"expr": "window.__noReload"})["value"]; fmt.Sprint(v) != "42" {
+		t.Fatalf("the page was reloaded (marker %v)", v)
+	}
+
+	// No request left 127.0.0.1, and every one was a GET of the monitor.
+	log := b.do("requests", nil)
+	prefix := strings.TrimSuffix(url, "/")
+	for _, r := range strs(log["requests"]) {
+		method, u, _ := strings.Cut(r, " ")
+		if method != "GET" || !strings.HasPrefix(u, prefix+"/") {
+			t.Errorf("the page made a request other than a GET of the monitor: %s", r)
+		}
+	}
+	for _, c := range strs(log["console"]) {
+		if strings.HasPrefix(c, "pageerror") || strings.Contains(c, "Content Security Policy") {
+			t.Errorf("page console: %s", c)
+		}
+	}
+}
