@@ -435,4 +435,3 @@ func TestCapabilityPersists(t *testing.T) {
 		t.Fatal("two state dirs got the same capability")
 	}
 }
-
