@@ -273,10 +273,30 @@ func TestMonitorInBrowser(t *testing.T) {
 		t.Fatalf("the node's program received %q (%v)", data, err)
 	}
 
-	shot := filepath.Join(os.TempDir(), "termsprawl-monitor-test.png")
+	// Agent state, a pending dialog with the commands that answer it, and
+	// a watch: shown, and gone from the page once answered.
+	asAlpha := s.session(alpha)
+	apiOK(t, asAlpha, "agent_report", apiM{"state": tools.AgentWaiting, "message": "needs a yes"}, nil)
+	asked := make(chan tools.Result, 1)
+	go func() {
+		asked <- apiCall(t, asAlpha, "dialog_request", apiM{"kind": "permission", "title": "Run make deploy?", "timeout_ms": 40000})
+	}()
+	var ws tools.WatchStarted
+	apiOK(t, op, "watch_start", apiM{"terminal": alpha, "wait": "text", "text": "DEPLOYED"}, &ws)
 	b.do("select", apiM{"node": alpha})
+	side := `document.getElementById('side').textContent`
+	for _, want := range []string{"waiting: needs a yes", "Run make deploy?", "termsprawl answer dialog-1 allow", "termsprawl answer dialog-1 deny",
+		ws.Watch + ": operator waits on " + alpha + ` for text "DEPLOYED"`} {
+		b.do("eval", apiM{"expr": fmt.Sprintf("new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => %s.includes(%q) ? ok(1) : Date.now() > end ? no(new Error('not shown: ' + %s)) : setTimeout(t, 20); t(); })", side, want, side)})
+	}
+	shot := filepath.Join(os.TempDir(), "termsprawl-monitor-test.png")
 	b.do("screenshot", apiM{"path": shot})
 	t.Logf("screenshot: %s", shot)
+	apiMutate(t, op, "dialog_answer", apiM{"dialog": "dialog-1", "mode": "deny"})
+	if res := <-asked; !res.OK {
+		t.Fatalf("dialog_request: %s", apiRes(res))
+	}
+	b.do("eval", apiM{"expr": fmt.Sprintf("new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => !%s.includes('dialog-1') ? ok(1) : Date.now() > end ? no(new Error('answered dialog still shown')) : setTimeout(t, 20); t(); })", side)})
 
 	// The orchestrator restarts: the page reconnects by itself, at the same
 	// URL, and shows the adopted node.

@@ -79,9 +79,9 @@
       b.setAttribute('role', 'tab');
       b.setAttribute('aria-selected', n.terminal === show ? 'true' : 'false');
       let dot = 'dot';
-      if (asking.has(n.terminal)) dot += ' dialog';
-      else if (crashed(n)) dot += ' crashed';
-      else if (n.status !== 'running') dot += ' exited';
+      if (asking.has(n.terminal)) dot += ' st-dialog';
+      else if (crashed(n)) dot += ' st-crashed';
+      else if (n.status !== 'running') dot += ' st-exited';
       b.append(el('span', dot));
       b.append(document.createTextNode(n.name && n.name !== n.terminal ? n.name + ' (' + n.terminal + ')' : n.terminal));
       b.addEventListener('click', () => select(n.terminal));
