@@ -31,6 +31,10 @@ const handlers = {
     pages.push(page);
     return { page: pages.length - 1 };
   },
+  async goto({ page, url }) {
+    await pages[page || 0].goto(url);
+    return {};
+  },
   async waitShown({ page, node, timeout }) {
     const p = pages[page || 0];
     await p.waitForFunction((n) => {
@@ -104,23 +108,26 @@ const handlers = {
     return {};
   },
   async latencies({ page, marker }) {
-    // A MutationObserver notes when each "MARKER <unix ns>" row first
-    // appears; the latency is then minus the time the program printed it.
+    // A MutationObserver notes when each "MARKER <unix µs>" row first
+    // appears; the latency is then minus the time the program printed it
+    // (in ms, to the browser clock's resolution).
     await pages[page || 0].evaluate((m) => {
       window.__lat = [];
       const seen = new Set();
       const re = new RegExp(m + ' (\\d+)');
-      const scan = () => {
+      const scan = (record) => {
         const now = Date.now();
         for (const r of document.querySelectorAll('#screen .row')) {
           const x = re.exec(r.textContent);
           if (x && !seen.has(x[1])) {
             seen.add(x[1]);
-            window.__lat.push(now - Number(BigInt(x[1]) / 1000000n));
+            if (record) window.__lat.push(now - Number(x[1]) / 1000);
           }
         }
       };
-      new MutationObserver(scan).observe(document.getElementById('screen'), { subtree: true, childList: true, characterData: true });
+      scan(false); // rows already there were printed before we looked
+      const record = () => scan(true);
+      new MutationObserver(record).observe(document.getElementById('screen'), { subtree: true, childList: true, characterData: true });
     }, marker);
     return {};
   },
