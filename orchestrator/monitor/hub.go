@@ -18,10 +18,11 @@ const clientQueue = 256
 
 // client is one connected page: its event stream and the node it shows.
 type client struct {
-	show string
-	out  chan []byte   // encoded SSE events
-	dead chan struct{} // closed when dropped for being too slow
-	once sync.Once
+	show    string
+	watcher *watcher      // of show, nil if none; set by join
+	out     chan []byte   // encoded SSE events
+	dead    chan struct{} // closed when dropped for being too slow
+	once    sync.Once
 }
 
 func (c *client) send(ev []byte) {
@@ -148,6 +149,7 @@ func (h *hub) join(ctx context.Context, show string) *client {
 	h.clients[c] = true
 	if w != nil {
 		w.pending--
+		c.watcher = w
 	}
 	var screen json.RawMessage = []byte("null")
 	var rev uint64
@@ -179,13 +181,15 @@ func (h *hub) leave(c *client) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	delete(h.clients, c)
-	if w := h.watchers[c.show]; w != nil {
+	if w := c.watcher; w != nil {
 		w.mu.Lock()
 		delete(w.subs, c)
 		empty := len(w.subs) == 0 && w.pending == 0
 		w.mu.Unlock()
 		if empty {
-			delete(h.watchers, c.show)
+			if h.watchers[c.show] == w {
+				delete(h.watchers, c.show)
+			}
 			w.stop()
 		}
 	}
@@ -210,6 +214,17 @@ func (h *hub) watcher(id string) *watcher {
 	}
 	w.pending++
 	return w
+}
+
+// retire forgets a watcher whose goroutine ended; its pages keep their
+// subscription until they leave (leave finds no watcher then, or a new
+// one it leaves alone unless nobody uses it).
+func (h *hub) retire(w *watcher) {
+	h.mu.Lock()
+	if h.watchers[w.id] == w {
+		delete(h.watchers, w.id)
+	}
+	h.mu.Unlock()
 }
 
 // poll re-reads the state every Poll and sends it to every page when it

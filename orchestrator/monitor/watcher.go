@@ -61,6 +61,10 @@ func (w *watcher) full() json.RawMessage {
 func (w *watcher) run() {
 	readyOnce := sync.OnceFunc(func() { close(w.ready) })
 	defer readyOnce()
+	// Once it ends (the node went or was never there), a page that asks
+	// for the id again gets a new watcher: a node launched later under
+	// the same id is shown.
+	defer w.h.retire(w)
 	ctx, cancel := context.WithTimeout(context.Background(), showTimeout)
 	go func() {
 		select {
