@@ -257,6 +257,20 @@ func TestMonitorInBrowser(t *testing.T) {
 	b.do("waitTabs", apiM{"absent": []string{beta}})
 	b.do("waitShown", apiM{"node": alpha}) // the page moves to another node
 
+	// An exited node stays, with its exit code.
+	r, _ = apiMutate(t, op, "terminal_launch", apiM{"command": []string{"sh", "-c", "echo bye; exit 3"}, "columns": 80, "rows": 24, "cwd": t.TempDir()})
+	var gone tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &gone); err != nil {
+		t.Fatal(err)
+	}
+	b.do("waitTabs", apiM{"present": []string{gone.Terminal}})
+	b.do("select", apiM{"node": gone.Terminal})
+	b.do("eval", apiM{"expr": "new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => document.getElementById('details').textContent.includes('statusexited (exit 3)') ? ok(1) : Date.now() > end ? no(new Error('exit not shown: ' + document.getElementById('details').textContent)) : setTimeout(t, 20); t(); })"})
+	if cls := b.do("eval", apiM{"expr": fmt.Sprintf("document.querySelector('nav button[data-node=%q] .dot').className", gone.Terminal)})["value"]; !strings.Contains(fmt.Sprint(cls), "st-exited") && !strings.Contains(fmt.Sprint(cls), "st-crashed") {
+		t.Errorf("an exited node's tab dot is %v", cls)
+	}
+	apiMutate(t, op, "terminal_close", apiM{"terminal": gone.Terminal})
+
 	// Typing on the page reaches nothing: the sink's revision stays and
 	// its program receives no byte; the page sends no request but GETs.
 	b.do("select", apiM{"node": sink})
@@ -281,11 +295,16 @@ func TestMonitorInBrowser(t *testing.T) {
 	go func() {
 		asked <- apiCall(t, asAlpha, "dialog_request", apiM{"kind": "permission", "title": "Run make deploy?", "timeout_ms": 40000})
 	}()
+	rec, _ := apiMutate(t, op, "terminal_record", apiM{"terminal": alpha, "on": true})
+	var recorded tools.RecordResult
+	if err := json.Unmarshal(rec.Result, &recorded); err != nil || recorded.Path == "" {
+		t.Fatalf("terminal_record: %s %v", rec.Result, err)
+	}
 	var ws tools.WatchStarted
 	apiOK(t, op, "watch_start", apiM{"terminal": alpha, "wait": "text", "text": "DEPLOYED"}, &ws)
 	b.do("select", apiM{"node": alpha})
 	side := `document.getElementById('side').textContent`
-	for _, want := range []string{"waiting: needs a yes", "Run make deploy?", "termsprawl answer dialog-1 allow", "termsprawl answer dialog-1 deny",
+	for _, want := range []string{"waiting: needs a yes", "recording" + recorded.Path, "Run make deploy?", "termsprawl answer dialog-1 allow", "termsprawl answer dialog-1 deny",
 		ws.Watch + ": operator waits on " + alpha + ` for text "DEPLOYED"`} {
 		b.do("eval", apiM{"expr": fmt.Sprintf("new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => %s.includes(%q) ? ok(1) : Date.now() > end ? no(new Error('not shown: ' + %s)) : setTimeout(t, 20); t(); })", side, want, side)})
 	}
@@ -296,6 +315,7 @@ func TestMonitorInBrowser(t *testing.T) {
 	if res := <-asked; !res.OK {
 		t.Fatalf("dialog_request: %s", apiRes(res))
 	}
+	apiMutate(t, op, "terminal_record", apiM{"terminal": alpha, "on": false})
 	b.do("eval", apiM{"expr": fmt.Sprintf("new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => !%s.includes('dialog-1') ? ok(1) : Date.now() > end ? no(new Error('answered dialog still shown')) : setTimeout(t, 20); t(); })", side)})
 
 	// The orchestrator restarts: the page reconnects by itself, at the same
