@@ -21,6 +21,7 @@ type fakeEngine struct {
 	mu    sync.Mutex
 	nodes map[string]*fakeNode
 	order []string
+	info  map[string]func(*tools.NodeInfo) // changes a node's row
 }
 
 type fakeNode struct {
@@ -83,7 +84,11 @@ func (e *fakeEngine) Peek() []tools.NodeInfo {
 	defer e.mu.Unlock()
 	out := []tools.NodeInfo{}
 	for _, id := range e.order {
-		out = append(out, tools.NodeInfo{Terminal: id, Status: tools.StatusRunning, Columns: 10, Rows: 3})
+		n := tools.NodeInfo{Terminal: id, Status: tools.StatusRunning, Columns: 10, Rows: 3}
+		if f := e.info[id]; f != nil {
+			f(&n)
+		}
+		out = append(out, n)
 	}
 	return out
 }
@@ -134,13 +139,15 @@ func (s *fakeShown) Close() {
 	})
 }
 
-// fakeSide has one pending dialog and one watch.
+// fakeSide has a pending permission, a question and a watch.
 type fakeSide struct{}
 
 func (fakeSide) MonitorSide() SideState {
 	return SideState{
-		Agents:  map[string]AgentState{"a": {State: "working", Message: "tests"}},
-		Dialogs: []tools.Dialog{{ID: "dialog-1", Node: "a", Kind: "permission", Title: "Run rm?"}},
+		Agents: map[string]AgentState{"a": {State: "working", Message: "tests"}},
+		Dialogs: []tools.Dialog{{ID: "dialog-1", Node: "a", Kind: "permission", Title: "Run rm?"},
+			{ID: "dialog-2", Node: "a", Kind: "question", Title: "Which database?", Options: []string{"staging", "prod's copy"}},
+			{ID: "dialog-3", Node: "a", Kind: "permission", Title: `<img src=x onerror="document.title='owned'">`}},
 		Watches: []Watch{{ID: "watch-1", Terminal: "a", Owner: "operator", What: "text \"ok\""}},
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/browsertest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 )
 
@@ -28,7 +29,7 @@ func selfCPU() time.Duration {
 // (a MutationObserver in Chromium). Run with -benchtime 1x.
 func BenchmarkMonitorPages(b *testing.B) {
 	const nodes, rounds, phase = 16, 4, 6 * time.Second
-	br := startBrowser(b)
+	br := browsertest.Start(b)
 	tmux, dir := apiNewState(b)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -51,8 +52,8 @@ func BenchmarkMonitorPages(b *testing.B) {
 		ids[i] = apiLaunch(b, op, "bash", "--norc", "--noprofile", "-c",
 			`i=0; while :; do echo "M ${EPOCHREALTIME/./} line $i of a node printing"; i=$((i+1)); sleep 0.2; done`)
 	}
-	br.do("open", apiM{"url": "about:blank"})
-	br.do("open", apiM{"url": "about:blank"})
+	br.Do("open", apiM{"url": "about:blank"})
+	br.Do("open", apiM{"url": "about:blank"})
 	var none, pages []float64 // CPU ms per second of wall time
 	var lat []float64         // ms
 	measure := func() float64 {
@@ -65,17 +66,17 @@ func BenchmarkMonitorPages(b *testing.B) {
 		time.Sleep(time.Second) // settle after the last phase's pages left
 		none = append(none, measure())
 		for p := 0; p < 2; p++ {
-			br.do("goto", apiM{"page": p, "url": url + "#node=" + ids[p]})
-			br.do("waitShown", apiM{"page": p, "node": ids[p]})
-			br.do("latencies", apiM{"page": p, "marker": "M"})
+			br.Do("goto", apiM{"page": p, "url": url + "#node=" + ids[p]})
+			br.Do("waitShown", apiM{"page": p, "node": ids[p]})
+			br.Do("latencies", apiM{"page": p, "marker": "M"})
 		}
 		time.Sleep(time.Second)
 		pages = append(pages, measure())
 		for p := 0; p < 2; p++ {
-			for _, v := range br.do("collect", apiM{"page": p})["lat"].([]any) {
+			for _, v := range br.Do("collect", apiM{"page": p})["lat"].([]any) {
 				lat = append(lat, v.(float64))
 			}
-			br.do("goto", apiM{"page": p, "url": "about:blank"})
+			br.Do("goto", apiM{"page": p, "url": "about:blank"})
 		}
 	}
 	b.StopTimer()

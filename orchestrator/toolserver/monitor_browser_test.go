@@ -1,126 +1,17 @@
 package toolserver
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/termsprawl/termsprawl/internal/testenv"
+	"github.com/termsprawl/termsprawl/internal/browsertest"
 	"github.com/termsprawl/termsprawl/tools"
 )
-
-// playwrightCore is the npm package that drives Chromium in these tests.
-const playwrightCore = "playwright-core@1.65.1"
-
-// browser is headless Chromium driven by testdata/monitor_driver.js: one
-// JSON command a line in, one JSON reply a line out.
-type browser struct {
-	t   testing.TB
-	cmd *exec.Cmd
-	in  io.WriteCloser
-	out *bufio.Scanner
-}
-
-// startBrowser starts the driver and Chromium; both end at cleanup.
-func startBrowser(t testing.TB) *browser {
-	t.Helper()
-	chromium := testenv.LookPath(t, "chromium", "apt-get install chromium")
-	node := testenv.LookPath(t, "node", "apt-get install nodejs npm")
-	mods := testenv.NPM(t, playwrightCore)
-	cmd := exec.Command(node, filepath.Join("testdata", "monitor_driver.js"))
-	cmd.Env = append(os.Environ(), "NODE_PATH="+filepath.Join(mods, "node_modules"), "CHROMIUM="+chromium)
-	cmd.Stderr = os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outPipe, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(outPipe)
-	sc.Buffer(make([]byte, 4<<20), 4<<20)
-	b := &browser{t: t, cmd: cmd, in: in, out: sc}
-	t.Cleanup(b.close)
-	b.do("launch", nil)
-	return b
-}
-
-func (b *browser) close() {
-	if b.cmd == nil {
-		return
-	}
-	b.in.Close() // the driver closes the browser and exits
-	done := make(chan struct{})
-	go func() { b.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(20 * time.Second):
-		b.cmd.Process.Kill() // ours: started by startBrowser
-		<-done
-	}
-	b.cmd = nil
-}
-
-// do sends one command and decodes its reply into a map; a failed
-// command fails the test.
-func (b *browser) do(cmd string, args apiM) apiM {
-	b.t.Helper()
-	out, err := b.try(cmd, args)
-	if err != nil {
-		b.t.Fatalf("browser %s %v: %v", cmd, args, err)
-	}
-	return out
-}
-
-func (b *browser) try(cmd string, args apiM) (apiM, error) {
-	msg := apiM{"cmd": cmd}
-	for k, v := range args {
-		msg[k] = v
-	}
-	data, _ := json.Marshal(msg)
-	if _, err := b.in.Write(append(data, '\n')); err != nil {
-		return nil, err
-	}
-	got := make(chan bool, 1)
-	go func() { got <- b.out.Scan() }()
-	select {
-	case ok := <-got:
-		if !ok {
-			return nil, fmt.Errorf("the driver ended: %v", b.out.Err())
-		}
-	case <-time.After(90 * time.Second):
-		b.cmd.Process.Kill()
-		return nil, fmt.Errorf("no reply within 90s")
-	}
-	var reply apiM
-	if err := json.Unmarshal(b.out.Bytes(), &reply); err != nil {
-		return nil, fmt.Errorf("reply %q: %v", b.out.Text(), err)
-	}
-	if reply["ok"] != true {
-		return nil, fmt.Errorf("%v", reply["error"])
-	}
-	return reply, nil
-}
-
-func strs(v any) []string {
-	var out []string
-	xs, _ := v.([]any)
-	for _, x := range xs {
-		out = append(out, fmt.Sprint(x))
-	}
-	return out
-}
 
 // monitorURL asks session_info for the monitor's URL, as termsprawl
 // monitor does.
@@ -160,7 +51,7 @@ func TestMonitorInBrowser(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts Chromium; skipped with -short")
 	}
-	b := startBrowser(t)
+	b := browsertest.Start(t)
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -174,13 +65,13 @@ func TestMonitorInBrowser(t *testing.T) {
 	sink := apiLaunch(t, op, "sh", "-c", "exec cat > "+got)
 	apiQuiet(t, op, sink)
 
-	b.do("open", apiM{"url": url + "#node=" + alpha})
-	b.do("waitShown", apiM{"node": alpha})
-	b.do("eval", apiM{"expr": "window.__noReload = 42"})
+	b.Do("open", apiM{"url": url + "#node=" + alpha})
+	b.Do("waitShown", apiM{"node": alpha})
+	b.Do("eval", apiM{"expr": "window.__noReload = 42"})
 
 	// The page's text is the terminal's.
 	snap := apiSnapshot(t, op, alpha)
-	rows := strs(b.do("rows", nil)["rows"])
+	rows := browsertest.Strings(b.Do("rows", nil)["rows"])
 	if err := pageRowsMatch(rows, snap); err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +88,7 @@ func TestMonitorInBrowser(t *testing.T) {
 		{"INVERSE", "color", "rgb(30, 30, 30)"},
 		{"INVERSE", "background", "rgb(212, 212, 212)"},
 	} {
-		st := b.do("style", apiM{"text": c.text})
+		st := b.Do("style", apiM{"text": c.text})
 		if st["found"] != true || fmt.Sprint(st[c.prop]) != c.want {
 			t.Errorf("%s: %s = %v, want %s (%v)", c.text, c.prop, st[c.prop], c.want, st)
 		}
@@ -205,7 +96,7 @@ func TestMonitorInBrowser(t *testing.T) {
 
 	// Scaled to fit, never enlarged: 80×24 fits at its real size; a
 	// 230×70 screen is scaled down until it fits the view.
-	if k := b.do("eval", apiM{"expr": "document.getElementById('fit').dataset.scale"})["value"]; fmt.Sprint(k) != "1" {
+	if k := b.Do("eval", apiM{"expr": "document.getElementById('fit').dataset.scale"})["value"]; fmt.Sprint(k) != "1" {
 		t.Errorf("an 80x24 screen in a 1400x900 page is scaled by %v, want 1 (real size)", k)
 	}
 	r, _ := apiMutate(t, op, "terminal_launch", apiM{"command": []string{"sh", "-c", "echo wide-node; exec sleep 600"}, "columns": 230, "rows": 70, "cwd": t.TempDir()})
@@ -213,10 +104,10 @@ func TestMonitorInBrowser(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &wide); err != nil {
 		t.Fatal(err)
 	}
-	b.do("waitTabs", apiM{"present": []string{wide.Terminal}})
-	b.do("select", apiM{"node": wide.Terminal})
-	b.do("waitRow", apiM{"text": "wide-node"})
-	fits := b.do("eval", apiM{"expr": `(() => {
+	b.Do("waitTabs", apiM{"present": []string{wide.Terminal}})
+	b.Do("select", apiM{"node": wide.Terminal})
+	b.Do("waitRow", apiM{"text": "wide-node"})
+	fits := b.Do("eval", apiM{"expr": `(() => {
 		const v = document.getElementById('view').getBoundingClientRect();
 		const s = document.getElementById('screen').getBoundingClientRect();
 		return [Number(document.getElementById('fit').dataset.scale), s.right <= v.right + 1 && s.bottom <= v.bottom + 1];
@@ -224,21 +115,21 @@ func TestMonitorInBrowser(t *testing.T) {
 	if k, ok := fits[0].(float64); !ok || k >= 1 || k <= 0.1 || fits[1] != true {
 		t.Errorf("a 230x70 screen: scale %v, fits the view %v; want scaled below 1 and fitting", fits[0], fits[1])
 	}
-	b.do("screenshot", apiM{"path": filepath.Join(os.TempDir(), "termsprawl-monitor-test-wide.png")})
+	b.Do("screenshot", apiM{"path": filepath.Join(os.TempDir(), "termsprawl-monitor-test-wide.png")})
 	apiMutate(t, op, "terminal_close", apiM{"terminal": wide.Terminal})
-	b.do("waitTabs", apiM{"absent": []string{wide.Terminal}})
-	b.do("select", apiM{"node": alpha})
+	b.Do("waitTabs", apiM{"absent": []string{wide.Terminal}})
+	b.Do("select", apiM{"node": alpha})
 
 	// A line printed afterwards appears without a reload.
 	apiOK(t, op, "terminal_submit", apiM{"terminal": alpha, "text": "echo LATE-$((6*7))"}, nil)
-	ms := b.do("waitRow", apiM{"text": "LATE-42", "timeout": 10000})["ms"]
+	ms := b.Do("waitRow", apiM{"text": "LATE-42", "timeout": 10000})["ms"]
 	t.Logf("a printed line reached the page %v ms after terminal_submit returned", ms)
 	apiQuiet(t, op, alpha)
-	b.do("waitRow", apiM{"text": "$ ", "timeout": 10000})
+	b.Do("waitRow", apiM{"text": "$ ", "timeout": 10000})
 	// The page follows to the same state as the terminal.
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		err := pageRowsMatch(strs(b.do("rows", nil)["rows"]), apiSnapshot(t, op, alpha))
+		err := pageRowsMatch(browsertest.Strings(b.Do("rows", nil)["rows"]), apiSnapshot(t, op, alpha))
 		if err == nil {
 			break
 		}
@@ -250,12 +141,12 @@ func TestMonitorInBrowser(t *testing.T) {
 
 	// A new node appears, a closed one goes, without a reload.
 	beta := apiLaunch(t, op, "sh", "-c", "echo beta-here; exec sleep 600")
-	b.do("waitTabs", apiM{"present": []string{alpha, sink, beta}})
-	b.do("select", apiM{"node": beta})
-	b.do("waitRow", apiM{"text": "beta-here"})
+	b.Do("waitTabs", apiM{"present": []string{alpha, sink, beta}})
+	b.Do("select", apiM{"node": beta})
+	b.Do("waitRow", apiM{"text": "beta-here"})
 	apiMutate(t, op, "terminal_close", apiM{"terminal": beta})
-	b.do("waitTabs", apiM{"absent": []string{beta}})
-	b.do("waitShown", apiM{"node": alpha}) // the page moves to another node
+	b.Do("waitTabs", apiM{"absent": []string{beta}})
+	b.Do("waitShown", apiM{"node": alpha}) // the page moves to another node
 
 	// An exited node stays, with its exit code.
 	r, _ = apiMutate(t, op, "terminal_launch", apiM{"command": []string{"sh", "-c", "echo bye; exit 3"}, "columns": 80, "rows": 24, "cwd": t.TempDir()})
@@ -263,22 +154,22 @@ func TestMonitorInBrowser(t *testing.T) {
 	if err := json.Unmarshal(r.Result, &gone); err != nil {
 		t.Fatal(err)
 	}
-	b.do("waitTabs", apiM{"present": []string{gone.Terminal}})
-	b.do("select", apiM{"node": gone.Terminal})
-	b.do("eval", apiM{"expr": "new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => document.getElementById('details').textContent.includes('statusexited (exit 3)') ? ok(1) : Date.now() > end ? no(new Error('exit not shown: ' + document.getElementById('details').textContent)) : setTimeout(t, 20); t(); })"})
-	if cls := b.do("eval", apiM{"expr": fmt.Sprintf("document.querySelector('nav button[data-node=%q] .dot').className", gone.Terminal)})["value"]; !strings.Contains(fmt.Sprint(cls), "st-exited") && !strings.Contains(fmt.Sprint(cls), "st-crashed") {
+	b.Do("waitTabs", apiM{"present": []string{gone.Terminal}})
+	b.Do("select", apiM{"node": gone.Terminal})
+	b.Do("eval", apiM{"expr": "new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => document.getElementById('details').textContent.includes('statusexited (exit 3)') ? ok(1) : Date.now() > end ? no(new Error('exit not shown: ' + document.getElementById('details').textContent)) : setTimeout(t, 20); t(); })"})
+	if cls := b.Do("eval", apiM{"expr": fmt.Sprintf("document.querySelector('nav button[data-node=%q] .dot').className", gone.Terminal)})["value"]; !strings.Contains(fmt.Sprint(cls), "st-exited") && !strings.Contains(fmt.Sprint(cls), "st-crashed") {
 		t.Errorf("an exited node's tab dot is %v", cls)
 	}
 	apiMutate(t, op, "terminal_close", apiM{"terminal": gone.Terminal})
 
 	// Typing on the page reaches nothing: the sink's revision stays and
 	// its program receives no byte; the page sends no request but GETs.
-	b.do("select", apiM{"node": sink})
+	b.Do("select", apiM{"node": sink})
 	before := apiSnapshot(t, op, sink)
-	b.do("type", apiM{"text": "typed-on-the-page"})
-	b.do("paste", apiM{"text": "pasted-on-the-page"})
-	b.do("select", apiM{"node": alpha})
-	b.do("select", apiM{"node": sink}) // a full round trip after the typing
+	b.Do("type", apiM{"text": "typed-on-the-page"})
+	b.Do("paste", apiM{"text": "pasted-on-the-page"})
+	b.Do("select", apiM{"node": alpha})
+	b.Do("select", apiM{"node": sink}) // a full round trip after the typing
 	after := apiSnapshot(t, op, sink)
 	if after.Revision != before.Revision || strings.Contains(strings.Join(after.Lines, "\n"), "typed") {
 		t.Fatalf("typing on the page changed the node: revision %d → %d, screen %q", before.Revision, after.Revision, after.Lines)
@@ -302,48 +193,48 @@ func TestMonitorInBrowser(t *testing.T) {
 	}
 	var ws tools.WatchStarted
 	apiOK(t, op, "watch_start", apiM{"terminal": alpha, "wait": "text", "text": "DEPLOYED"}, &ws)
-	b.do("select", apiM{"node": alpha})
+	b.Do("select", apiM{"node": alpha})
 	side := `document.getElementById('side').textContent`
 	for _, want := range []string{"waiting: needs a yes", "recording" + recorded.Path, "Run make deploy?", "termsprawl answer dialog-1 allow", "termsprawl answer dialog-1 deny",
 		ws.Watch + ": operator waits on " + alpha + ` for text "DEPLOYED"`} {
-		b.do("eval", apiM{"expr": fmt.Sprintf("new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => %s.includes(%q) ? ok(1) : Date.now() > end ? no(new Error('not shown: ' + %s)) : setTimeout(t, 20); t(); })", side, want, side)})
+		b.Do("eval", apiM{"expr": fmt.Sprintf("new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => %s.includes(%q) ? ok(1) : Date.now() > end ? no(new Error('not shown: ' + %s)) : setTimeout(t, 20); t(); })", side, want, side)})
 	}
 	shot := filepath.Join(os.TempDir(), "termsprawl-monitor-test.png")
-	b.do("screenshot", apiM{"path": shot})
+	b.Do("screenshot", apiM{"path": shot})
 	t.Logf("screenshot: %s", shot)
 	apiMutate(t, op, "dialog_answer", apiM{"dialog": "dialog-1", "mode": "deny"})
 	if res := <-asked; !res.OK {
 		t.Fatalf("dialog_request: %s", apiRes(res))
 	}
 	apiMutate(t, op, "terminal_record", apiM{"terminal": alpha, "on": false})
-	b.do("eval", apiM{"expr": fmt.Sprintf("new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => !%s.includes('dialog-1') ? ok(1) : Date.now() > end ? no(new Error('answered dialog still shown')) : setTimeout(t, 20); t(); })", side)})
+	b.Do("eval", apiM{"expr": fmt.Sprintf("new Promise((ok, no) => { const end = Date.now() + 10000; const t = () => !%s.includes('dialog-1') ? ok(1) : Date.now() > end ? no(new Error('answered dialog still shown')) : setTimeout(t, 20); t(); })", side)})
 
 	// The orchestrator restarts: the page reconnects by itself, at the same
 	// URL, and shows the adopted node.
 	s.stop()
-	b.do("eval", apiM{"expr": "new Promise(r => { const t = () => document.getElementById('conn').className.includes('reconnecting') ? r(1) : setTimeout(t, 20); t(); })"})
+	b.Do("eval", apiM{"expr": "new Promise(r => { const t = () => document.getElementById('conn').className.includes('reconnecting') ? r(1) : setTimeout(t, 20); t(); })"})
 	s2 := apiStart(t, tmux, dir)
 	if u2 := monitorURL(t, s2.op()); u2 != url {
 		t.Fatalf("the monitor's URL changed across a restart: %s → %s", url, u2)
 	}
-	b.do("eval", apiM{"expr": "new Promise(r => { const t = () => document.getElementById('conn').className.includes('live') ? r(1) : setTimeout(t, 20); t(); })"})
-	b.do("waitShown", apiM{"node": alpha})
+	b.Do("eval", apiM{"expr": "new Promise(r => { const t = () => document.getElementById('conn').className.includes('live') ? r(1) : setTimeout(t, 20); t(); })"})
+	b.Do("waitShown", apiM{"node": alpha})
 	apiOK(t, s2.op(), "terminal_submit", apiM{"terminal": alpha, "text": "echo AFTER-$((7*7))"}, nil)
-	b.do("waitRow", apiM{"text": "AFTER-49", "timeout": 10000})
-	if v := b.do("eval", apiM{"expr": "window.__noReload"})["value"]; fmt.Sprint(v) != "42" {
+	b.Do("waitRow", apiM{"text": "AFTER-49", "timeout": 10000})
+	if v := b.Do("eval", apiM{"expr": "window.__noReload"})["value"]; fmt.Sprint(v) != "42" {
 		t.Fatalf("the page was reloaded (marker %v)", v)
 	}
 
 	// No request left 127.0.0.1, and every one was a GET of the monitor.
-	log := b.do("requests", nil)
+	log := b.Do("requests", nil)
 	prefix := strings.TrimSuffix(url, "/")
-	for _, r := range strs(log["requests"]) {
+	for _, r := range browsertest.Strings(log["requests"]) {
 		method, u, _ := strings.Cut(r, " ")
 		if method != "GET" || !strings.HasPrefix(u, prefix+"/") {
 			t.Errorf("the page made a request other than a GET of the monitor: %s", r)
 		}
 	}
-	for _, c := range strs(log["console"]) {
+	for _, c := range browsertest.Strings(log["console"]) {
 		if strings.HasPrefix(c, "pageerror") || strings.Contains(c, "Content Security Policy") {
 			t.Errorf("page console: %s", c)
 		}
