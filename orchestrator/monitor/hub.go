@@ -115,6 +115,10 @@ func (h *hub) readState() []byte {
 		st.Watches = []Watch{}
 	}
 	for _, n := range h.m.cfg.Engine.Peek() {
+		// The revision moves with every output; the shown screen carries
+		// it (screen events), so state events go out only when something
+		// else changed.
+		n.Revision = 0
 		nm := nodeMsg{NodeInfo: n}
 		if a, ok := side.Agents[n.Terminal]; ok {
 			nm.AgentState = &a

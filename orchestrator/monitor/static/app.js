@@ -68,10 +68,27 @@
 
   function crashed(n) { return !!n.crash; }
 
+  let tabsKey = '';
+
   function drawState() {
     const tabs = $('tabs');
-    tabs.replaceChildren();
     const asking = new Set(state.dialogs.map((d) => d.node));
+    // Rebuilt only when a tab changes, so a click is never lost to a
+    // button replaced under the pointer.
+    const key = JSON.stringify([show, state.nodes.map((n) => [n.terminal, n.name, n.status, !!n.crash, asking.has(n.terminal)])]);
+    if (key !== tabsKey) {
+      tabsKey = key;
+      drawTabs(tabs, asking);
+    }
+    $('empty').hidden = state.nodes.length > 0;
+    $('fit').hidden = state.nodes.length === 0;
+    drawDetails(state.nodes.find((n) => n.terminal === show));
+    drawDialogs();
+    drawWatches();
+  }
+
+  function drawTabs(tabs, asking) {
+    tabs.replaceChildren();
     for (const n of state.nodes) {
       const b = el('button');
       b.type = 'button';
@@ -87,11 +104,6 @@
       b.addEventListener('click', () => select(n.terminal));
       tabs.append(b);
     }
-    $('empty').hidden = state.nodes.length > 0;
-    $('fit').hidden = state.nodes.length === 0;
-    drawDetails(state.nodes.find((n) => n.terminal === show));
-    drawDialogs();
-    drawWatches();
   }
 
   function dl(pairs) {
@@ -117,7 +129,7 @@
       ['status', status, n.status === 'running' ? 'okc' : (crashed(n) ? 'bad' : '')],
       ['owner', n.owner + (n.parent ? ' (launched by ' + n.parent + ')' : '')],
       ['size', n.columns + '×' + n.rows],
-      ['revision', String(n.revision)],
+      ['revision', screen && screen.node === n.terminal ? String(screen.rev) : '—', 'rev'],
     ];
     if (n.exit_reason) pairs.push(['why', n.exit_reason, 'bad']);
     if (n.host) pairs.push(['host', n.host]);
@@ -225,6 +237,8 @@
     for (const l of s.lines) drawLine(l);
     screen = s;
     scr.dataset.rev = String(s.rev);
+    const rv = document.querySelector('#details dd.rev');
+    if (rv) rv.textContent = String(s.rev);
     scr.dataset.node = s.node;
     if (s.full) fit();
   }
