@@ -2,8 +2,9 @@ package monitor
 
 import (
 	"encoding/json"
-	"fmt"
 	"image/color"
+	"slices"
+	"strconv"
 
 	"github.com/termsprawl/termsprawl/orchestrator/render"
 )
@@ -42,7 +43,7 @@ type run struct {
 	C int    `json:"c,omitempty"`
 }
 
-type line struct {
+type lineMsg struct {
 	Y int   `json:"y"`
 	R []run `json:"r"`
 }
@@ -76,7 +77,10 @@ func newEncoder() encoder {
 	return encoder{pal: pal, fg: fg, bg: bg}
 }
 
-func hexOf(c color.RGBA) string { return fmt.Sprintf("#%02x%02x%02x", c.R, c.G, c.B) }
+func hexOf(c color.RGBA) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{'#', digits[c.R>>4], digits[c.R&15], digits[c.G>>4], digits[c.G&15], digits[c.B>>4], digits[c.B&15]})
+}
 
 // cursorX is where the cursor is drawn: a pending wrap (X = Columns) in
 // the last column.
@@ -117,13 +121,13 @@ func (e encoder) style(c render.Cell, cursor bool, shape render.CursorShape) run
 	return r
 }
 
-// row encodes row y of g as {"y":y,"r":[runs]}.
-func (e encoder) row(g render.Grid, y int) json.RawMessage {
-	cx, cursorRow := -1, g.Cursor.Visible && g.Cursor.Y == y
-	if cursorRow {
+// runs encodes row y of g as a JSON array of runs.
+func (e encoder) runs(g render.Grid, y int) []byte {
+	cx := -1
+	if g.Cursor.Visible && g.Cursor.Y == y {
 		cx = cursorX(g)
 	}
-	l := line{Y: y, R: make([]run, 0, 4)}
+	rs := make([]run, 0, 4)
 	for x := 0; x < g.Columns; x++ {
 		c := g.At(x, y)
 		if c.Width == 0 && x > 0 {
@@ -134,31 +138,87 @@ func (e encoder) row(g render.Grid, y int) json.RawMessage {
 			text = " "
 		}
 		cur := x == cx || (c.Width == 2 && x+1 == cx)
-		st := e.style(c, cur, g.Cursor.Shape)
-		if n := len(l.R); n > 0 && !cur && l.R[n-1].C == 0 && sameStyle(l.R[n-1], st) {
-			l.R[n-1].T += text
+		var st run
+		if !cur && c.Fg == (render.Color{}) && c.Bg == (render.Color{}) && c.Attrs == 0 && c.Underline == render.UnderlineNone {
+			// The common cell: default colours, no attributes.
+		} else {
+			st = e.style(c, cur, g.Cursor.Shape)
+		}
+		if n := len(rs); n > 0 && !cur && rs[n-1].C == 0 && sameStyle(rs[n-1], st) {
+			rs[n-1].T += text
 			continue
 		}
 		st.T = text
-		l.R = append(l.R, st)
+		rs = append(rs, st)
 	}
-	data, _ := json.Marshal(l)
+	data, _ := json.Marshal(rs)
 	return data
 }
 
-func sameStyle(a, b run) bool {
-	return a.F == b.F && a.B == b.B && a.U == b.U && a.A == b.A && a.C == b.C
+// line is the {"y":y,"r":runs} of one row.
+func line(y int, runs []byte) json.RawMessage {
+	b := make([]byte, 0, len(runs)+16)
+	b = append(b, `{"y":`...)
+	b = strconv.AppendInt(b, int64(y), 10)
+	b = append(b, `,"r":`...)
+	b = append(b, runs...)
+	return append(b, '}')
 }
 
-// rows encodes every row of g.
-func (e encoder) rows(g render.Grid) []json.RawMessage {
+// row encodes row y of g as {"y":y,"r":[runs]}.
+func (e encoder) row(g render.Grid, y int) json.RawMessage { return line(y, e.runs(g, y)) }
+
+// memo is the last frame's cells and runs per row: a row whose cells are
+// those of a row of the last frame (the same row, or one scrolled by a
+// few lines) reuses its runs instead of being encoded again.
+type memo struct {
+	cells  [][]render.Cell
+	runs   [][]byte
+	cursor int // the row the cursor was drawn in, -1 if none
+	reused int // rows reused so far (tests)
+}
+
+// maxScroll is how far back a scrolled row is looked for.
+const maxScroll = 4
+
+// rows encodes every row of g, reusing m's runs where it can, and
+// updates m.
+func (e encoder) rows(g render.Grid, m *memo) []json.RawMessage {
 	out := make([]json.RawMessage, g.Rows)
-	for y := range g.Rows {
-		out[y] = e.row(g, y)
+	cur := -1
+	if g.Cursor.Visible {
+		cur = g.Cursor.Y
 	}
+	cells := make([][]render.Cell, g.Rows)
+	runs := make([][]byte, g.Rows)
+	for y := range g.Rows {
+		lo, hi := y*g.Columns, (y+1)*g.Columns
+		if hi <= len(g.Cells) {
+			cells[y] = g.Cells[lo:hi]
+		}
+		if y != cur && cells[y] != nil {
+			for k := 0; k <= maxScroll; k++ {
+				old := y + k
+				if old < len(m.cells) && old != m.cursor && slices.Equal(m.cells[old], cells[y]) {
+					runs[y] = m.runs[old]
+					m.reused++
+					break
+				}
+			}
+		}
+		if runs[y] == nil {
+			runs[y] = e.runs(g, y)
+		}
+		out[y] = line(y, runs[y])
+	}
+	m.cells, m.runs, m.cursor = cells, runs, cur
 	return out
 }
 
 func cursorOf(g render.Grid) cursorMsg {
 	return cursorMsg{X: cursorX(g), Y: g.Cursor.Y, Visible: g.Cursor.Visible, Shape: int(g.Cursor.Shape)}
+}
+
+func sameStyle(a, b run) bool {
+	return a.F == b.F && a.B == b.B && a.U == b.U && a.A == b.A && a.C == b.C
 }

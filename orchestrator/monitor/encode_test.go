@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,9 +11,9 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/render"
 )
 
-func decodeRow(t *testing.T, raw json.RawMessage) line {
+func decodeRow(t *testing.T, raw json.RawMessage) lineMsg {
 	t.Helper()
-	var l line
+	var l lineMsg
 	if err := json.Unmarshal(raw, &l); err != nil {
 		t.Fatalf("row %s: %v", raw, err)
 	}
@@ -111,4 +112,46 @@ func FuzzMonitorPath(f *testing.F) {
 			t.Fatalf("%q (path %q) was served", target, req.URL.Path)
 		}
 	})
+}
+
+// TestRowsMemo: rows reused from the last frame (same row, scrolled rows,
+// around a moving cursor) encode exactly as freshly encoded rows.
+func TestRowsMemo(t *testing.T) {
+	e := newEncoder()
+	grid := func(first int, cur render.Cursor) render.Grid {
+		g := render.NewGrid(6, 5)
+		for y := range 5 {
+			for x, r := range fmt.Sprintf("l%04d", first+y) {
+				c := render.Cell{Content: string(r), Width: 1}
+				if (first+y)%3 == 0 {
+					c.Fg = render.ANSI(1)
+				}
+				g.Set(x, y, c)
+			}
+		}
+		g.Cursor = cur
+		return g
+	}
+	var m memo
+	reusedWant := []int{0, 3, 5, 8, 12, 12} // cumulative: scrolled rows and rows away from the cursor
+	for i, g := range []render.Grid{
+		grid(0, render.Cursor{X: 1, Y: 4, Visible: true}),
+		grid(1, render.Cursor{X: 1, Y: 4, Visible: true}),  // scrolled by one
+		grid(3, render.Cursor{X: 2, Y: 2, Visible: true}),  // by two, the cursor moved up
+		grid(3, render.Cursor{X: 2, Y: 3, Visible: true}),  // only the cursor moved
+		grid(3, render.Cursor{}),                           // hidden
+		grid(20, render.Cursor{X: 0, Y: 0, Visible: true}), // nothing reusable
+	} {
+		got := e.rows(g, &m)
+		var fresh memo
+		want := e.rows(g, &fresh)
+		for y := range want {
+			if string(got[y]) != string(want[y]) {
+				t.Fatalf("frame %d row %d: memo %s, fresh %s", i, y, got[y], want[y])
+			}
+		}
+		if m.reused != reusedWant[i] {
+			t.Errorf("after frame %d: %d rows reused, want %d", i, m.reused, reusedWant[i])
+		}
+	}
 }

@@ -313,7 +313,7 @@ func (s *sse) nextOf(t *testing.T, want string) json.RawMessage {
 
 func rowText(t *testing.T, raw json.RawMessage) (int, string) {
 	t.Helper()
-	var l line
+	var l lineMsg
 	if err := json.Unmarshal(raw, &l); err != nil {
 		t.Fatal(err)
 	}

@@ -81,10 +81,11 @@ func (w *watcher) run() {
 	}
 	defer sh.Close()
 	enc := newEncoder()
+	var m memo
 	var last time.Time
 	for first := true; ; first = false {
 		rev, changed := sh.Changed()
-		w.update(enc, sh, rev, first)
+		w.update(enc, &m, sh, rev, first)
 		if first {
 			readyOnce()
 		}
@@ -117,10 +118,10 @@ func (w *watcher) run() {
 
 // update encodes the screen at rev and sends the rows that differ from
 // the last frame to every subscribed page.
-func (w *watcher) update(enc encoder, sh Shown, rev uint64, first bool) {
+func (w *watcher) update(enc encoder, m *memo, sh Shown, rev uint64, first bool) {
 	g := sh.Cells()
 	cur := cursorOf(g)
-	rows := enc.rows(g)
+	rows := enc.rows(g, m)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	resized := g.Columns != w.cols || g.Rows != w.nrow
