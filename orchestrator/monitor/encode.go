@@ -41,6 +41,7 @@ type run struct {
 	U string `json:"u,omitempty"` // underline colour, when not the foreground
 	A int    `json:"a,omitempty"`
 	C int    `json:"c,omitempty"`
+	W int    `json:"w,omitempty"` // 1: one wide character, drawn two cells wide
 }
 
 type lineMsg struct {
@@ -144,7 +145,12 @@ func (e encoder) runs(g render.Grid, y int) []byte {
 		} else {
 			st = e.style(c, cur, g.Cursor.Shape)
 		}
-		if n := len(rs); n > 0 && !cur && rs[n-1].C == 0 && sameStyle(rs[n-1], st) {
+		if c.Width == 2 {
+			// Alone in its run, so the page can give it exactly two cells
+			// whatever the font's glyph is.
+			st.W = 1
+		}
+		if n := len(rs); n > 0 && !cur && rs[n-1].C == 0 && st.W == 0 && sameStyle(rs[n-1], st) {
 			rs[n-1].T += text
 			continue
 		}
@@ -220,5 +226,5 @@ func cursorOf(g render.Grid) cursorMsg {
 }
 
 func sameStyle(a, b run) bool {
-	return a.F == b.F && a.B == b.B && a.U == b.U && a.A == b.A && a.C == b.C
+	return a.F == b.F && a.B == b.B && a.U == b.U && a.A == b.A && a.C == b.C && a.W == b.W
 }

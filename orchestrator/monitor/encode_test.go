@@ -58,7 +58,7 @@ func TestEncodeRow(t *testing.T) {
 		{"italic strike", []render.Cell{cell("s", func(c *render.Cell) { c.Attrs = render.AttrItalic | render.AttrStrikethrough })}, render.Cursor{},
 			[]run{{T: "s", A: attrItalic | attrStrike}}},
 		{"wide character and its continuation", []render.Cell{{Content: "中", Width: 2}, {Width: 0}, cell("x", nil)}, render.Cursor{},
-			[]run{{T: "中x"}}},
+			[]run{{T: "中", W: 1}, {T: "x"}}},
 		{"block cursor splits the run and inverts", []render.Cell{cell("a", nil), cell("b", nil), cell("c", nil)}, render.Cursor{X: 1, Visible: true},
 			[]run{{T: "a"}, {T: "b", F: "#1e1e1e", B: "#d4d4d4", C: 1}, {T: "c"}}},
 		{"bar cursor at a pending wrap is in the last column", []render.Cell{cell("a", nil), cell("b", nil)}, render.Cursor{X: 2, Visible: true, Shape: render.CursorBar},

@@ -94,6 +94,16 @@ func TestMonitorInBrowser(t *testing.T) {
 		}
 	}
 
+	// A wide character takes exactly two cells, whatever its glyph.
+	ww := b.Do("eval", apiM{"expr": `(() => {
+		const spans = [...document.querySelectorAll('#screen .row span')];
+		const w = (t) => spans.find((s) => s.textContent === t).getBoundingClientRect().width;
+		return [w('中'), w('RED') / 3];
+	})()`})["value"].([]any)
+	if wide, cell := ww[0].(float64), ww[1].(float64); cell <= 0 || wide < 1.95*cell || wide > 2.05*cell {
+		t.Errorf("a wide character is %.2f px wide, a cell %.2f px: want two cells", wide, cell)
+	}
+
 	// Scaled to fit, never enlarged: 80×24 fits at its real size; a
 	// 230×70 screen is scaled down until it fits the view.
 	if k := b.Do("eval", apiM{"expr": "document.getElementById('fit').dataset.scale"})["value"]; fmt.Sprint(k) != "1" {

@@ -202,6 +202,7 @@
       if (r.u) s.style.textDecorationColor = r.u;
     }
     if (r.c) cls.push(curClass[r.c]);
+    if (r.w) cls.push('wide');
     if (cls.length) s.className = cls.join(' ');
     return s;
   }
