@@ -192,14 +192,14 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		}
 	}
 	if err != nil {
-		o.removeFiles(id)
+		o.stillborn(meta)
 		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
 		return tools.NodeInfo{}, fmt.Errorf("create tmux session for %s: %w", id, err)
 	}
 	n := o.newNode(meta)
 	n.recordOnAttach = spec.Record
 	if err := n.attach(ctx); err != nil {
-		o.removeFiles(id)
+		o.stillborn(meta)
 		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
 		return tools.NodeInfo{}, err
 	}
@@ -416,6 +416,7 @@ func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {
 	if err := tools.WriteSession(tools.SessionPath(o.cfg.StateDir, meta.ID), s); err != nil {
 		return fmt.Errorf("write session file of %s: %w", meta.ID, err)
 	}
+	o.born(meta)
 	return nil
 }
 

@@ -73,10 +73,11 @@ type Orchestrator struct {
 	shards []*tmuxServer
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
-	mu      sync.Mutex // guards nodes, shards, closing, onGone and the server deaths
+	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn and the server deaths
 	nodes   map[string]*node
 	closing bool
 	onGone  func(NodeMeta) // told when a node's life ends (closed or its session gone)
+	onBorn  func(NodeMeta) // told when a node's session file (its token) is written
 	// Deaths of the private tmux server: deadAdmin is the admin client
 	// whose end was counted, so one death is counted once.
 	serverDeaths    int

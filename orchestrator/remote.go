@@ -113,7 +113,7 @@ func (o *Orchestrator) launchRemote(ctx context.Context, spec LaunchSpec) (tools
 	meta := NodeMeta{ID: id, Name: name, Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner, Parent: spec.Parent,
 		Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.socket, Host: spec.Host}
 	undo := func() {
-		o.removeFiles(id)
+		o.stillborn(meta)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		h.exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, id)), nil)
