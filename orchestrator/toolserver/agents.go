@@ -126,7 +126,6 @@ var agentCommands = map[string][]string{
 	"claude": {"claude"}, "codex": {"codex"}, "gemini": {"gemini"}, "opencode": {"opencode"},
 }
 
-
 type agentLaunchArgs struct {
 	Agent   string   `json:"agent"`
 	Command []string `json:"command"`
