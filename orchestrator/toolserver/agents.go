@@ -156,7 +156,9 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		for k, v := range env {
 			extra[k] = v
 		}
-		if len(a.Command) == 0 {
+		// The agent's own program, default or named: wired. Another
+		// program (a wrapper) is the user's business.
+		if len(a.Command) == 0 || isAgentProgram(a.Agent, a.Command[0]) {
 			cmd = append(slices.Clone(cmd), args...)
 		}
 	}

@@ -48,6 +48,13 @@ func checkAgentProgram(kind, program string) error {
 	return nil
 }
 
+// isAgentProgram reports whether program is the agent's own (by base
+// name), so `termsprawl agent claude -- claude -p …` is wired too.
+func isAgentProgram(kind, program string) bool {
+	def := agentCommands[kind]
+	return len(def) > 0 && filepath.Base(program) == def[0]
+}
+
 // claudeHookEvents are the Claude Code events termsprawl hooks into.
 var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PermissionRequest", "Notification", "Stop"}
 
