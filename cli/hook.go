@@ -224,8 +224,11 @@ func (h *hookRun) askHuman(title string) (tools.DialogOutcome, error) {
 		life = tools.MaxDialogTimeout
 	}
 	deadline := time.Now().Add(life + 30*time.Second)
+	// The first call only opens the dialog (it returns at once with its
+	// id), so that a restart of termsprawl during any later wait finds
+	// the hook knowing which dialog to wait on again.
 	args, _ := json.Marshal(map[string]any{"kind": "permission", "title": title,
-		"timeout_ms": life.Milliseconds(), "wait_ms": min(hookWaitMS, int(life.Milliseconds())+1000)})
+		"timeout_ms": life.Milliseconds(), "wait_ms": 1})
 	res := tools.Call(h.ctx, h.session, tools.Request{Operation: "dialog_request", Args: args}, tools.CallOptions{})
 	if !res.OK && res.Kind == tools.KindUnavailable {
 		if errors.Is(res.Err(), tools.ErrNotRunning) {

@@ -139,6 +139,9 @@ func TestHookClaudePermission(t *testing.T) {
 			if first.Kind != "permission" || first.Title != "Bash: touch /tmp/x" || first.TimeoutMS != int(tools.MaxDialogTimeout.Milliseconds()) {
 				t.Fatalf("dialog opened with %s", calls[0].Args)
 			}
+			if !strings.Contains(string(calls[0].Args), `"wait_ms":1`) {
+				t.Fatalf("the first call should only open the dialog: %s", calls[0].Args)
+			}
 			for _, c := range calls[1:] {
 				if !strings.Contains(string(c.Args), `"dialog":"dialog-7"`) || strings.Contains(string(c.Args), `"title"`) {
 					t.Fatalf("a repeated wait must name the same dialog and open no new one: %s", c.Args)
