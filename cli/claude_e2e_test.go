@@ -20,12 +20,14 @@ const claudeCodePackage = "@anthropic-ai/claude-code@2.1.332"
 // claudeEnv is the environment that keeps Claude Code on this machine:
 // the fake model on loopback, a dummy key, no telemetry, error reports,
 // updates or other nonessential traffic, and a HOME of its own.
-func claudeEnv(t *testing.T, baseURL string) []string {
-	home := t.TempDir()
-	return []string{"HOME=" + home, "ANTHROPIC_BASE_URL=" + baseURL, "ANTHROPIC_API_KEY=sk-ant-test-dummy",
+func claudeEnv(home, baseURL string) []string {
+	return []string{"HOME=" + home, "ANTHROPIC_BASE_URL=" + baseURL, "ANTHROPIC_API_KEY=" + dummyKey,
 		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
 		"DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1", "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY=1"}
 }
+
+// dummyKey is the API key Claude Code is given (the fake checks none).
+const dummyKey = "sk-ant-test-dummy-key-0000"
 
 // markerScript is the fake model: asked to "create PATH", it calls Bash to
 // touch PATH; shown the tool's result, it says what it saw.
@@ -33,14 +35,22 @@ var markerPrompt = regexp.MustCompile(`create (/\S+)`)
 
 func markerScript(req *fakemodel.Request) fakemodel.Reply {
 	if trs := req.ToolResults(); len(trs) > 0 {
-		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "tool said: " + trs[0].ToolResultText()}}}
+		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "tool said: " + trs[len(trs)-1].ToolResultText()}}}
 	}
 	if !req.HasTool("Bash") || len(req.Messages) == 0 {
 		return fakemodel.Reply{}
 	}
+	// Once a tool result is in the conversation (above), the model only
+	// talks; before, a request offering Bash with the prompt gets the
+	// tool call.
 	var text strings.Builder
-	for _, b := range req.Messages[0].Blocks() {
-		text.WriteString(b.Text)
+	for _, msg := range req.Messages {
+		if msg.Role != "user" {
+			continue
+		}
+		for _, b := range msg.Blocks() {
+			text.WriteString(b.Text + "\n")
+		}
 	}
 	m := markerPrompt.FindStringSubmatch(text.String())
 	if m == nil {
@@ -140,10 +150,10 @@ func TestClaudeCodeHooks(t *testing.T) {
 			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
 		}
 	}
-	e.env = append(e.env, claudeEnv(t, fake.URL)...)
+	home, work := t.TempDir(), t.TempDir()
+	e.env = append(e.env, claudeEnv(home, fake.URL)...)
 	up, _ := e.up()
 	defer e.down(up)
-	work := t.TempDir()
 
 	run := func(name, marker string, extra ...string) string {
 		args := append([]string{"agent", "claude", "--name", name, "--cwd", work, "--", "claude", "-p", "please create " + marker}, extra...)
@@ -206,6 +216,48 @@ func TestClaudeCodeHooks(t *testing.T) {
 	if code, _, errb := e.run(e.ts, "answer", d.ID, "allow"); code != ExitNo || !strings.Contains(errb, "timed out") {
 		t.Fatalf("answer after the timeout: exit %d, %q", code, errb)
 	}
+	// Interactive, in its TUI in the node: Claude Code runs without a
+	// login when its first-run questions are answered in its own state
+	// file under this test's HOME (onboarding done, the dummy key
+	// approved, the folder trusted). --permission-mode default: the
+	// default mode may be auto, where a classifier decides instead of
+	// asking.
+	state := map[string]any{"hasCompletedOnboarding": true,
+		"customApiKeyResponses": map[string]any{"approved": []string{dummyKey[len(dummyKey)-20:]}, "rejected": []string{}},
+		"projects": map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}}
+	b, _ := json.Marshal(state)
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inter := filepath.Join(work, "interactive")
+	node = strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "tui", "--cwd", work, "--", "claude", "--permission-mode", "default"))
+	wargs, _ := json.Marshal(map[string]any{"terminal": node, "wait": "text", "text": "shortcuts", "timeout_ms": 40000})
+	if out := e.must(e.ctl, "--session", e.oper, "call", "terminal_wait_for", string(wargs)); !strings.Contains(out, `"matched": true`) {
+		t.Fatalf("the TUI did not start: %s", out)
+	}
+	e.must(e.ts, "send", node, "please create "+inter)
+	d = e.waitDialog(node, 60*time.Second)
+	if !strings.HasPrefix(d.Title, "Bash: touch "+inter) {
+		t.Fatalf("interactive dialog %+v", d)
+	}
+	if st := e.agentState(node); st.State != tools.AgentWaiting {
+		t.Fatalf("agent_status while the TUI waits: %+v", st)
+	}
+	e.must(e.ts, "answer", d.ID, "allow")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, errStat := os.Stat(inter)
+		if st := e.agentState(node); errStat == nil && st.State == tools.AgentIdle {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, snap, _ := e.run(e.ts, "snapshot", node)
+			t.Fatalf("the interactive run did not finish (marker: %v, state %+v); screen:\n%s", errStat, e.agentState(node), snap)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.must(e.ts, "kill", node)
+
 	for _, p := range fake.Paths() {
 		if p != "POST /v1/messages" {
 			t.Logf("Claude Code also asked the fake for %s", p)

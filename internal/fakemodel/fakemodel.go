@@ -98,19 +98,18 @@ func (r *Request) HasTool(name string) bool {
 	return false
 }
 
-// ToolResults are the tool_result blocks of the last user message.
+// ToolResults are the tool_result blocks of the conversation, oldest
+// first (the CLI may add a user message of its own after them).
 func (r *Request) ToolResults() []ContentBlock {
-	if len(r.Messages) == 0 {
-		return nil
-	}
-	last := r.Messages[len(r.Messages)-1]
-	if last.Role != "user" {
-		return nil
-	}
 	var out []ContentBlock
-	for _, b := range last.Blocks() {
-		if b.Type == "tool_result" {
-			out = append(out, b)
+	for _, m := range r.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		for _, b := range m.Blocks() {
+			if b.Type == "tool_result" {
+				out = append(out, b)
+			}
 		}
 	}
 	return out
