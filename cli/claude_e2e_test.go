@@ -224,7 +224,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 	// asking.
 	state := map[string]any{"hasCompletedOnboarding": true,
 		"customApiKeyResponses": map[string]any{"approved": []string{dummyKey[len(dummyKey)-20:]}, "rejected": []string{}},
-		"projects": map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}}
+		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}}
 	b, _ := json.Marshal(state)
 	if err := os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600); err != nil {
 		t.Fatal(err)

@@ -256,12 +256,29 @@ func (h *hookRun) askHuman(title string) (tools.DialogOutcome, error) {
 		default:
 			return tools.DialogOutcome{}, fmt.Errorf("waiting on dialog %s failed: %s", id, res.Error)
 		}
+		if h.ctx.Err() != nil {
+			h.withdraw(id)
+			return tools.DialogOutcome{}, fmt.Errorf("the agent stopped the hook while dialog %s was open", id)
+		}
 		left := time.Until(deadline)
-		if left <= 0 || h.ctx.Err() != nil {
+		if left <= 0 {
 			return tools.DialogOutcome{}, fmt.Errorf("dialog %s got no answer in time (last: %s)", id, res.Error)
 		}
 		wargs, _ := json.Marshal(map[string]any{"dialog": id, "wait_ms": min(hookWaitMS, int(left.Milliseconds())+1)})
 		res = tools.Call(h.ctx, h.session, tools.Request{Operation: "dialog_request", Args: wargs}, tools.CallOptions{Wait: left})
+	}
+}
+
+// withdraw ends a dialog nobody needs any more (the agent stopped the
+// hook, e.g. because the human answered in the agent's own window), so it
+// does not linger in termsprawl dialogs: as a deny, the only answer an
+// agent may give.
+func (h *hookRun) withdraw(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	args, _ := json.Marshal(map[string]any{"dialog": id, "mode": tools.AnswerDeny, "reason": "the agent stopped asking (answered in its own window, or interrupted)"})
+	if res := tools.Call(ctx, h.session, tools.Request{Operation: "dialog_answer", Args: args}, tools.CallOptions{}); !res.OK {
+		h.say("withdraw dialog %s: %s", id, res.Error)
 	}
 }
 

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -268,4 +269,33 @@ func FuzzHookInput(f *testing.F) {
 			t.Fatalf("title of %d runes", utf8.RuneCountInString(title))
 		}
 	})
+}
+
+// A hook the agent stops (SIGTERM: the human answered in the agent's own
+// window) withdraws its dialog as a deny, so it does not linger.
+func TestHookWithdrawsWhenStopped(t *testing.T) {
+	fs := newFakeState(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	waits := 0
+	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+		if op == "dialog_answer" {
+			return tools.OKResult(map[string]any{})
+		}
+		waits++
+		if waits == 2 {
+			cancel()
+		}
+		return tools.ErrResult(tools.Errorf(tools.KindTimeout, "still waiting").WithDetails("dialog", "dialog-3").WithDetails("open", true))
+	})
+	var out, errb bytes.Buffer
+	code := runHook(ctx, ctlHook{Agent: "claude", Event: "PermissionRequest"}, fs.Agent, strings.NewReader(permissionInput), &out, &errb)
+	if code != 2 || strings.Contains(out.String(), "allow") || !strings.Contains(errb.String(), "stopped the hook") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out.String(), errb.String())
+	}
+	calls := fs.Backend.Calls()
+	last := calls[len(calls)-1]
+	if last.Op != "dialog_answer" || !strings.Contains(string(last.Args), `"dialog":"dialog-3"`) || !strings.Contains(string(last.Args), `"mode":"deny"`) {
+		t.Fatalf("the dialog was not withdrawn: %+v", calls)
+	}
 }
