@@ -768,12 +768,16 @@ func (h *human) dialogs(asJSON bool) int {
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNODE\tKIND\tTITLE\tOPTIONS")
+	fmt.Fprintln(tw, "ID\tNODE\tKIND\tTITLE\tOPTIONS\tDENIED IF UNANSWERED")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")))
+		ends := "-"
+		if !r.Expires.IsZero() {
+			ends = "in " + time.Until(r.Expires).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")), ends)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--selection OPTION]")
+	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--selection OPTION] [--reason TEXT]")
 	return ExitOK
 }
 

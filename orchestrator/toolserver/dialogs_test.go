@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -161,5 +163,46 @@ func TestToolTablesSurviveRestart(t *testing.T) {
 	}
 	if strings.Contains(string(raw), `"node": "`+gone+`"`) || strings.Contains(string(raw), `"node":"`+gone+`"`) {
 		t.Fatalf("a closed node's dialog is still on disk:\n%s", raw)
+	}
+}
+
+// A human attached to any node sees one line when an agent starts
+// waiting on a permission dialog: the node and how to answer.
+func TestDialogTellsAttachedHumans(t *testing.T) {
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	op := s.op()
+	watched := apiLaunch(t, op, "cat")
+	asker := apiLaunch(t, op, "cat")
+	outer := tmuxtest.New(t)
+	outer.Must("new-session", "-d", "-s", "human", "-x", "160", "-y", "20",
+		"env", "-u", "TMUX", "tmux", "-L", tmux.Socket, "-f", os.DevNull, "attach-session", "-t", "=ts-"+watched)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		var l tools.NodeList
+		apiOK(t, op, "terminal_list", nil, &l)
+		attached := false
+		for _, n := range l.Terminals {
+			attached = attached || (n.Terminal == watched && n.Clients == 1)
+		}
+		if attached {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the human client never attached: %+v", l)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	res := apiFail(t, s.session(asker), "dialog_request", apiM{"kind": "permission", "title": "Bash: make #deploy", "timeout_ms": 60000, "wait_ms": 20}, tools.KindTimeout)
+	want := asker + " asks: Bash: make #deploy (termsprawl answer " + res.Details["dialog"].(string) + " allow|deny"
+	for {
+		pane, _ := outer.Cmd("capture-pane", "-p", "-t", "=human:")
+		if strings.Contains(pane, want) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the human's screen lacks %q:\n%s", want, pane)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
