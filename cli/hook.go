@@ -33,7 +33,7 @@ type ctlHook struct {
 }
 
 func (ctlHook) Examples() string {
-	return `echo '{"hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"make"}}' | termsprawlctl hook claude PermissionRequest
+	return `termsprawlctl hook claude PermissionRequest < input.json   # Claude Code's hook JSON on stdin
 termsprawlctl hook codex notify '{"type":"agent-turn-complete","last-assistant-message":"done"}'`
 }
 
