@@ -401,7 +401,3 @@ func alreadyEnded(id string, out tools.DialogOutcome, ended time.Time) error {
 	return tools.Errorf(tools.KindConflict, "dialog %s was already answered (%s) at %s", id, out.Answer.Mode, ended.Format(time.RFC3339)).
 		WithDetails("dialog", id).WithDetails("answer", out.Answer.Mode)
 }
-
-// PendingDialogs are the open dialogs of every agent, oldest first (for
-// the read-only monitor: shown, not answerable).
-func (s *Server) PendingDialogs() []tools.Dialog { return s.dialogs.list() }

@@ -21,7 +21,7 @@ const firedWatchTTL = 10 * time.Minute
 type watch struct {
 	id, terminal string
 	owner        tools.Identity // who started it
-	spec         tools.WaitSpec // the condition, for the table on disk
+	spec         tools.WaitSpec // what it waits for (the monitor shows it, the table on disk keeps it)
 	after        uint64
 	started      time.Time
 	cancel       context.CancelFunc
