@@ -131,6 +131,7 @@ type agentLaunchArgs struct {
 	Command []string `json:"command"`
 	Name    string   `json:"name"`
 	Cwd     string   `json:"cwd"`
+	Host    string   `json:"host"`
 }
 
 func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
@@ -143,12 +144,35 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		}
 	}
 	extra := map[string]string{"TERMSPRAWL_AGENT": a.Agent}
-	if len(a.Command) == 0 {
-		if err := checkAgentProgram(a.Agent, cmd[0]); err != nil {
+	switch {
+	case a.Host != "":
+		// On a host: its termsprawlctl and an MCP registration written
+		// there; the hooks' files are local to this machine, so an agent
+		// on a host gets the MCP server only (README's table).
+		ctlPath, mcpPath, err := s.o.HostAgentConfig(c.ctx, a.Host)
+		if err != nil {
 			return tools.NodeInfo{}, nil, err
 		}
-	}
-	if s.ctlPath != "" {
+		if ctlPath != "" {
+			extra["TERMSPRAWL_MCP_CONFIG"] = mcpPath
+			if len(a.Command) == 0 || isAgentProgram(a.Agent, a.Command[0]) {
+				switch a.Agent {
+				case "claude":
+					cmd = append(slices.Clone(cmd), "--mcp-config", mcpPath)
+				case "codex":
+					cmd = append(slices.Clone(cmd), "-c", fmt.Sprintf("mcp_servers.termsprawl.command=%q", ctlPath), "-c", `mcp_servers.termsprawl.args=["mcp"]`)
+				}
+			}
+		}
+	default:
+		if len(a.Command) == 0 {
+			if err := checkAgentProgram(a.Agent, cmd[0]); err != nil {
+				return tools.NodeInfo{}, nil, err
+			}
+		}
+		if s.ctlPath == "" {
+			break
+		}
 		args, env, err := s.wireAgent(a.Agent)
 		if err != nil {
 			return tools.NodeInfo{}, nil, err
@@ -166,7 +190,7 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 	if name == "" {
 		name = a.Agent
 	}
-	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra}
+	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: a.Host}
 	info, err := c.launchFor(spec)
 	if err != nil {
 		return tools.NodeInfo{}, nil, err
