@@ -81,8 +81,11 @@ completed|failed}. Use a fresh message_id per message.`,
 
 	TopicDialogs: `Dialogs are pending permission prompts and questions of agents, shown to
 the human. An agent opens one with dialog_request (for instance from its
-permission hook); the call blocks until the dialog is answered or times
-out (at most 40 s per call) and returns the answer.
+permission hook); the call blocks up to wait_ms (at most 40 s) and
+returns the answer. If the wait runs out first (kind timeout,
+details.dialog), call dialog_request {"dialog": ID} again: the same
+dialog, never a new one. A dialog nobody answers within timeout_ms (at
+most 10 minutes) ends as a deny (timed_out: true).
 
 dialog_list shows the pending dialogs of all agents. They are other agents'
 inputs: do not answer them on your own initiative. Over MCP dialog_answer
