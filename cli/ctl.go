@@ -29,7 +29,7 @@ type ctlGrammar struct {
 
 	Doctor     ctlDoctor     `cmd:"" help:"Check the connection: session_info as pretty JSON (exit 1 if it fails, 3 if termsprawl is not running)."`
 	Call       ctlCall       `cmd:"" help:"Call one operation and print the whole {ok,…} result as pretty JSON (exit 1 if ok is false)."`
-	MCP        ctlMCP        `cmd:"" name:"mcp" help:"Run the MCP stdio server (one JSON-RPC message per line; logs on stderr)."`
+	MCP        ctlMCP        `cmd:"" name:"mcp" help:"Run the MCP stdio server (one JSON-RPC message per line; warnings on stderr), or print the HTTP setup with --print-http."`
 	Guide      ctlGuide      `cmd:"" help:"Print a usage guide as text: overview, terminal, agents or dialogs."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawlctl or one of its commands."`
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
@@ -74,13 +74,6 @@ termsprawlctl call terminal_launch '{"command":["bash"],"name":"tests"}'
 termsprawlctl call terminal_submit '{"terminal":"tests","text":"make","wait":{"wait":"text","text":"done","timeout_ms":40000}}'
 termsprawlctl call terminal_snapshot '{"terminal":"tests"}'
 termsprawlctl --wait 30s call session_info               # wait for a restarting termsprawl`
-}
-
-type ctlMCP struct{}
-
-func (ctlMCP) Examples() string {
-	return `termsprawlctl mcp                                      # inside a node, or as the operator outside one
-termsprawlctl mcp --session /path/to/state/sessions/operator.json`
 }
 
 type ctlGuide struct {
@@ -189,7 +182,7 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
 	if mode == "mcp" {
-		return runMCP(ctx, mcpConfig{Session: session, Wait: g.Wait}, stdin, stdout, stderr)
+		return runMCPCommand(&g, session, stdout, stderr)
 	}
 	res := tools.Call(ctx, session, tools.Request{Operation: opName, Args: callArgs}, opts)
 	if err := prettyJSON(stdout, res); err != nil {

@@ -45,6 +45,9 @@ type Config struct {
 	// output to us and its emulator is released. 0 means
 	// DefaultIdleAfter; negative means never.
 	IdleAfter time.Duration
+	// MCPAllowOrigins are the Origin values the tool server's /mcp
+	// accepts (CONTRACT §15; the engine itself does not use them).
+	MCPAllowOrigins []string
 }
 
 // DefaultShardSize is Config.ShardSize's default: the blast radius of a

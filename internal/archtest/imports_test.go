@@ -28,10 +28,19 @@ var allowed = map[string][]string{
 	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen"},
 	// The tool server drives the engine; tmux is the engine's business.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator"},
-	"cli": {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong", "github.com/mark3labs/mcp-go/",
+	// cli is linked by termsprawlctl: no mcp-go (the MCP server is in the
+	// termsprawl binary, internal/mcpserve).
+	"cli": {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong",
 		// shell completion (docs/CHOICES.md)
 		"github.com/willabides/kongplete", "github.com/posener/complete"},
-	"cmd/...":             {module + "/cli"},
+	// cmd/termsprawl wires the MCP engine (internal/mcpserve, mcp-go) into
+	// the tool server and runs the stdio bridge; cmd/termsprawlctl links
+	// only cli, so mcp-go's start-up stays out of `termsprawlctl call`
+	// (TestCtlDoesNotLinkMCPGo).
+	"cmd/...": {module + "/cli", module + "/internal/mcpserve", module + "/orchestrator/toolserver"},
+	// MCP from the operation table, built with mcp-go (stdio bridge and
+	// the protocol engine behind /mcp).
+	"internal/mcpserve":   {module + "/tools", "github.com/mark3labs/mcp-go/"},
 	"internal/schematest": {module + "/tools", "github.com/santhosh-tekuri/jsonschema/"},
 	"internal/...":        {},
 }

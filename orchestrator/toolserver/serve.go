@@ -138,7 +138,7 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return err
 	}
 	hostPort := ln.Addr().(*net.TCPAddr).AddrPort().String()
-	srv := tools.NewHTTPServer(tools.NewHandler(api, func() string { return hostPort }))
+	srv := tools.NewHTTPServer(api.withMCP(tools.NewHandler(api, func() string { return hostPort }), func() string { return hostPort }, MCPOptions{AllowOrigins: cfg.MCPAllowOrigins}))
 	srv.BaseContext = func(net.Listener) context.Context { return api.Context() }
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
