@@ -126,12 +126,19 @@ func (b *bridge) respond(ctx context.Context, m message, raw json.RawMessage) {
 	resp := b.dispatch(ctx, raw)
 	if b.finish(m.ID) {
 		b.log.Debug("reply dropped: the request was cancelled", "method", m.Method)
+		if testHookDropped != nil {
+			testHookDropped(m.ID)
+		}
 		return
 	}
 	if resp != nil {
 		b.write(resp)
 	}
 }
+
+// testHookDropped, when set by a test, hears of every reply dropped for
+// a cancelled request.
+var testHookDropped func(id json.RawMessage)
 
 // dispatch runs one message through mcp-go and returns its reply (nil for
 // notifications).
