@@ -317,13 +317,27 @@ func clipText(s string, n int) string {
 	return s[:n] + "…"
 }
 
+// mcpClock is the door's clock (tests replace it to expire sessions
+// without waiting ten minutes); testHookMCPDoor, when set, gets every door
+// built.
+var (
+	mcpClock        = time.Now
+	testHookMCPDoor func(*mcpDoor)
+)
+
 // withMCP routes /mcp to the MCP door (when an engine is installed) and
 // everything else to next (POST /call's handler and its guards). The
 // door's idle sweeper runs until the server's context ends.
 func (s *Server) withMCP(next http.Handler, hostPort func() string, opts MCPOptions) http.Handler {
+	if opts.Now == nil {
+		opts.Now = mcpClock
+	}
 	d := s.newMCPDoor(hostPort, opts)
 	if d == nil {
 		return next
+	}
+	if testHookMCPDoor != nil {
+		testHookMCPDoor(d)
 	}
 	go d.sweepEvery(s.ctx, time.Minute)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
