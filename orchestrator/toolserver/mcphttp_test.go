@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -52,10 +53,32 @@ func (c *fakeClock) advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
+// logBuffer is a log destination safe for concurrent writers.
+type logBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// mcpLog is the log of the last mcpServe.
+var mcpLog *logBuffer
+
 // mcpServe runs Serve with the MCP engine and returns it, its door and
 // the /mcp URL.
 func mcpServe(t *testing.T, origins ...string) (*apiServe, *mcpDoor, *fakeClock, string) {
 	t.Helper()
+	mcpLog = &logBuffer{}
 	clk, doors := useTestMCP(t)
 	tmux, dir := apiNewState(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -63,7 +86,8 @@ func mcpServe(t *testing.T, origins ...string) (*apiServe, *mcpDoor, *fakeClock,
 	ready := make(chan ServeInfo, 1)
 	go func() {
 		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test",
-			LaunchWatch: 100 * time.Millisecond, MCPAllowOrigins: origins}, func(i ServeInfo) { ready <- i })
+			LaunchWatch: 100 * time.Millisecond, MCPAllowOrigins: origins,
+			Logger: slog.New(slog.NewTextHandler(mcpLog, nil))}, func(i ServeInfo) { ready <- i })
 	}()
 	select {
 	case s.info = <-ready:
@@ -263,6 +287,11 @@ func TestMCPHTTPSessionLimitDeleteExpiry(t *testing.T) {
 	}
 	if r := mcpDo(t, http.MethodPost, url, tok, sids[2], `{"jsonrpc":"2.0","id":4,"method":"ping"}`, nil); r.status != 404 || !strings.Contains(string(r.body), "expired") {
 		t.Fatalf("an expired session answers: HTTP %d %s", r.status, r.body)
+	}
+	for _, want := range []string{"mcp session opened", "mcp session ended", "mcp session expired", "mcp session refused"} {
+		if !strings.Contains(mcpLog.String(), want) {
+			t.Errorf("the log lacks %q", want)
+		}
 	}
 	if n := door.sessions.open(operatorIdentity.Incarnation); n != 1 {
 		t.Fatalf("%d open sessions after expiry, want 1", n)

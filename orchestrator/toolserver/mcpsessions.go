@@ -117,6 +117,18 @@ func (t *mcpSessions) open(owner string) int {
 	return n
 }
 
+// allIdle reports whether none of the sessions has a request in flight.
+func (t *mcpSessions) allIdle(ids []string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, id := range ids {
+		if s, ok := t.byID[id]; ok && s.inFlight > 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // sweep tears down sessions idle for ttl and returns how many.
 func (t *mcpSessions) sweep() int {
 	t.mu.Lock()
