@@ -11,6 +11,13 @@ if [ "${CI:-}" = true ]; then
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq asciinema
 	fi
+	# node and npm: the MCP tests drive /mcp with the official TypeScript
+	# SDK (@modelcontextprotocol/sdk, installed by the test with npm).
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		echo "node or npm not found; installing them with apt-get" >&2
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+	fi
 	# In CI a test that would skip for a missing tool or permission fails.
 	export TERMSPRAWL_REQUIRE_ALL=1
 fi
