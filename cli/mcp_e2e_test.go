@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/mcpserve"
 	"github.com/termsprawl/termsprawl/internal/schematest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -307,4 +309,45 @@ func TestMCPPrintHTTPThroughTheBinaries(t *testing.T) {
 		t.Fatalf("--print-http while down: exit %d %q", code, errb)
 	}
 	up, _ = e.up()
+}
+
+// inspector is the MCP Inspector, whose --cli mode is a headless MCP host.
+const inspector = "@modelcontextprotocol/inspector@0.15.0"
+
+// The MCP Inspector's CLI mode drives `termsprawlctl mcp` as a host does:
+// it lists the tools and calls one.
+func TestMCPInspectorCLI(t *testing.T) {
+	e := newE2E(t)
+	node := testenv.LookPath(t, "node", "apt-get install nodejs")
+	dir := testenv.NPM(t, inspector)
+	up, _ := e.up()
+	defer e.down(up)
+	bin := filepath.Join(dir, "node_modules", "@modelcontextprotocol", "inspector", "cli", "build", "cli.js")
+	run := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(node, append([]string{bin, "--cli", e.ctl, "mcp", "--session", e.oper}, args...)...)
+		cmd.Env = e.env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("inspector %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	var list struct {
+		Tools []struct {
+			Name         string         `json:"name"`
+			OutputSchema map[string]any `json:"outputSchema"`
+		} `json:"tools"`
+	}
+	out := run("--method", "tools/list")
+	if err := json.Unmarshal([]byte(out[strings.Index(out, "{"):]), &list); err != nil {
+		t.Fatalf("tools/list: %v\n%s", err, out)
+	}
+	if len(list.Tools) != len(tools.Operations()) {
+		t.Fatalf("the Inspector lists %d tools, the table has %d", len(list.Tools), len(tools.Operations()))
+	}
+	out = run("--method", "tools/call", "--tool-name", "session_info")
+	if !strings.Contains(out, `\"node\":\"operator\"`) {
+		t.Fatalf("session_info through the Inspector:\n%s", out)
+	}
 }
