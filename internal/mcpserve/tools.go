@@ -4,6 +4,13 @@
 // protocol engine behind the orchestrator's Streamable HTTP endpoint /mcp
 // (§15, mounted and guarded by orchestrator/toolserver).
 //
+// The stdio transport's own answers: a failed handshake is JSON-RPC error
+// -32000 whose data is the unavailable envelope; an over-long line is
+// -32600 carrying the id found in its first 256 KiB (or null); a batch is
+// -32600 except under protocol 2025-03-26. An image result keeps its text
+// block, with value.image replaced by a short note instead of repeating
+// the base64.
+//
 // Only the termsprawl binary links this package (and with it mcp-go's
 // server package): `termsprawlctl mcp` executes `termsprawl mcp-bridge`,
 // so termsprawlctl's call and doctor do not pay mcp-go's start-up
@@ -170,7 +177,8 @@ func dropInjected(op *tools.Operation, args json.RawMessage) json.RawMessage {
 	if len(t) == 0 || t[0] != '{' {
 		return args
 	}
-	hit := false
+	// A key may be written with escapes (\u005f): then look closer.
+	hit := bytes.IndexByte(t, '\\') >= 0
 	for name := range ClientInjectedArgs {
 		if op.Param(name) == nil && bytes.Contains(t, []byte(`"`+name+`"`)) {
 			hit = true

@@ -161,6 +161,7 @@ func (d *mcpDoor) sweepEvery(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 			d.sessions.sweep()
+			d.limiter.prune()
 		}
 	}
 }

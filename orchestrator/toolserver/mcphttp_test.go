@@ -350,3 +350,33 @@ func TestMCPHTTPBatch(t *testing.T) {
 		t.Fatalf("batch under 2025-06-18: HTTP %d %s", r.status, r.body)
 	}
 }
+
+func TestMCPRateLimiterRefillAndPrune(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	l := newRateLimiter(clk.now, 10, 3)
+	for i := range 3 {
+		if ok, _ := l.allow("a"); !ok {
+			t.Fatalf("request %d of the burst refused", i)
+		}
+	}
+	ok, wait := l.allow("a")
+	if ok || wait <= 0 || wait > 100*time.Millisecond {
+		t.Fatalf("over the burst: ok %v, wait %s", ok, wait)
+	}
+	if ok, _ := l.allow("b"); !ok {
+		t.Fatal("another key shares the bucket")
+	}
+	clk.advance(100 * time.Millisecond)
+	if ok, _ := l.allow("a"); !ok {
+		t.Fatal("no refill after 100 ms at 10/s")
+	}
+	l.prune() // b has refilled (2 + 1 token in 100 ms), a has not
+	if _, ok := l.buckets["a"]; !ok || len(l.buckets) != 1 {
+		t.Fatalf("prune kept %v, want only a", l.buckets)
+	}
+	clk.advance(time.Second)
+	l.prune()
+	if len(l.buckets) != 0 {
+		t.Fatalf("%d full buckets kept", len(l.buckets))
+	}
+}

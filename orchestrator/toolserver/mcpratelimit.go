@@ -54,9 +54,16 @@ func (l *rateLimiter) allow(key string) (bool, time.Duration) {
 	return false, time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
 }
 
-// forget drops the bucket of a key (a node that is gone).
-func (l *rateLimiter) forget(key string) {
+// prune drops the buckets that have refilled completely: they hold no
+// state a fresh bucket would not (so the map does not grow with every
+// node that ever called).
+func (l *rateLimiter) prune() {
 	l.mu.Lock()
-	delete(l.buckets, key)
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	now := l.now()
+	for k, b := range l.buckets {
+		if b.tokens+now.Sub(b.last).Seconds()*l.rate >= l.burst {
+			delete(l.buckets, k)
+		}
+	}
 }
