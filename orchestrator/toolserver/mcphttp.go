@@ -150,14 +150,17 @@ func cmpOr(d, def time.Duration) time.Duration {
 	return def
 }
 
-// sweepEvery runs the idle expiry until ctx ends (goroutine owned by
-// Serve, ends with its context).
+// sweepEvery runs the idle expiry until ctx ends, then ends the engine's
+// open event streams (goroutine owned by Serve, ends with its context).
 func (d *mcpDoor) sweepEvery(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+			cctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			d.engine.Close(cctx)
+			cancel()
 			return
 		case <-t.C:
 			d.sessions.sweep()
