@@ -117,7 +117,8 @@ func newBridge(cfg StdioConfig, out io.Writer, log *slog.Logger) *bridge {
 			b.write(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
 				Method: string(mcp.MethodNotificationProgress), Params: mcp.NotificationParams{AdditionalFields: params}}})
 		},
-		structured: func(context.Context) bool { return structuredFor(b.sess.ProtocolVersion()) },
+		// The request's version (stateless protocol) or the session's.
+		structured: func(ctx context.Context) bool { return structuredFor(server.RequestProtocolVersion(ctx)) },
 	})
 	return b
 }
