@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -136,7 +137,9 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if g.Retry < 0 {
 		return usageError(stderr, ctlName, errors.New("--retry must not be negative"), "")
 	}
-	opts := tools.CallOptions{Wait: g.Wait, Retry: g.Retry}
+	// One call per process: the one-shot transport (no pool, no transport
+	// goroutines) starts faster (docs/PERFORMANCE.md).
+	opts := tools.CallOptions{Wait: g.Wait, Retry: g.Retry, HTTPClient: &http.Client{Transport: tools.OneShotTransport}}
 
 	var (
 		opName   string
