@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/signal"
 	"strings"
@@ -126,6 +125,9 @@ func printVersion(stdout io.Writer, name string, asJSON bool) int {
 // 3 termsprawl is not running, 4 an input operation's wait timed out (the
 // input was sent).
 func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if f, ok := parseFastCtl(args); ok {
+		return f.run(stdout, stderr)
+	}
 	var g ctlGrammar
 	kctx, code, stop := parseArgs(ctlName, &g, args, stdout, stderr, ctlPredictors(), ctlOptions()...)
 	if stop {
@@ -137,9 +139,7 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if g.Retry < 0 {
 		return usageError(stderr, ctlName, errors.New("--retry must not be negative"), "")
 	}
-	// One call per process: the one-shot transport (no pool, no transport
-	// goroutines) starts faster (docs/PERFORMANCE.md).
-	opts := tools.CallOptions{Wait: g.Wait, Retry: g.Retry, HTTPClient: &http.Client{Transport: tools.OneShotTransport}}
+	opts := ctlCallOptions(g.Wait, g.Retry)
 
 	var (
 		opName   string
@@ -159,23 +159,44 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "doctor":
 		opName, callArgs = "session_info", json.RawMessage("{}")
 	case "call":
-		_, a, err := validateCall(g.Call.Operation, json.RawMessage(g.Call.Args))
-		if err != nil {
-			hint := "usage: termsprawlctl [--session PATH] call OP [JSON_ARGS]"
-			if op, ok := tools.Lookup(g.Call.Operation); ok {
-				hint += "\n" + tools.OperationHelp(op)
-			} else {
-				hint += "\n(termsprawlctl call --help lists the operations)"
-			}
-			return usageError(stderr, ctlName, err, hint)
+		a, code, ok := validateCtlCall(g.Call.Operation, g.Call.Args, stderr)
+		if !ok {
+			return code
 		}
 		opName, callArgs = g.Call.Operation, a
 	case "mcp":
+		sc := resolveSession(g.Session)
+		if sc.Path == "" {
+			printMissingSession(stderr, sc)
+			return ExitUsage
+		}
+		return runMCPCommand(&g, sc.Path, stdout, stderr)
 	default:
 		return usageError(stderr, ctlName, fmt.Errorf("unknown command %q", mode), "")
 	}
+	return runCtlCall(g.Session, opName, callArgs, opts, stdout, stderr)
+}
 
-	sc := resolveSession(g.Session)
+// validateCtlCall checks `call OP [JSON_ARGS]` against the table (no
+// I/O); on failure it prints the usage error and returns its exit code.
+func validateCtlCall(opName, args string, stderr io.Writer) (json.RawMessage, int, bool) {
+	_, a, err := validateCall(opName, json.RawMessage(args))
+	if err != nil {
+		hint := "usage: termsprawlctl [--session PATH] call OP [JSON_ARGS]"
+		if op, ok := tools.Lookup(opName); ok {
+			hint += "\n" + tools.OperationHelp(op)
+		} else {
+			hint += "\n(termsprawlctl call --help lists the operations)"
+		}
+		return nil, usageError(stderr, ctlName, err, hint), false
+	}
+	return a, 0, true
+}
+
+// runCtlCall is call and doctor once their arguments are known: resolve
+// the session, make the one call, print it, pick the exit code.
+func runCtlCall(sessionFlag, opName string, callArgs json.RawMessage, opts tools.CallOptions, stdout, stderr io.Writer) int {
+	sc := resolveSession(sessionFlag)
 	if sc.Path == "" {
 		printMissingSession(stderr, sc)
 		return ExitUsage
@@ -184,9 +205,6 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if mode == "mcp" {
-		return runMCPCommand(&g, session, stdout, stderr)
-	}
 	res := tools.Call(ctx, session, tools.Request{Operation: opName, Args: callArgs}, opts)
 	if err := prettyJSON(stdout, res); err != nil {
 		fmt.Fprintf(stderr, "%s: write result: %v\n", ctlName, err)
