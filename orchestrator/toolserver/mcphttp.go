@@ -228,7 +228,7 @@ func (d *mcpDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnauthorized, "missing, malformed or unknown bearer token: send \"Authorization: Bearer <token>\" with the token of a live node's session file on every request (`termsprawlctl mcp --print-http` prints it)")
 		return
 	}
-	tools.MarkAuthenticated(r.Context())
+	tools.MarkAuthenticated(r)
 	if ok, wait := d.limiter.allow(id.Incarnation); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		rpcFail(w, http.StatusTooManyRequests, codeLimited, "rate limit: at most %d MCP requests per second per token (bursts of %d); retry after %s", mcpRatePerSecond, mcpRateBurst, wait.Round(time.Millisecond))
