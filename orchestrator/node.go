@@ -34,6 +34,9 @@ type NodeMeta struct {
 	// the high part of the node's revisions, so revisions never repeat
 	// across restarts (see revisionBase).
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Host is the machine the session is on (a name of Config.Hosts);
+	// empty: this one.
+	Host string `json:"host,omitempty"`
 	// Recording is the directory the node is being recorded into: a
 	// restarted orchestrator goes on recording there.
 	Recording string `json:"recording,omitempty"`
@@ -260,7 +263,7 @@ func (n *node) info(clients int) tools.NodeInfo {
 	n.mu.Unlock()
 	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.socket, Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
-		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus()}
+		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host}
 }
 
 // errUnexpectedReply is the cause of a tmux reply of the wrong shape.

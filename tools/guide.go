@@ -61,7 +61,14 @@ types the text, lets the program take it, then presses Enter exactly once
 (use it for shells and TUIs alike); terminal_press sends key names such as
 Enter, Escape, Up, C-c, M-x, F5; terminal_paste pastes (bracketed when the
 program asked for it). Only terminal_focus and terminal_external move a
-human's view.`,
+human's view.
+
+Other machines: terminal_launch (and agent_launch) {host: NAME} runs the
+program on a host the human added (termsprawl up --host NAME=DEST; see
+terminal_list's host); cwd is then a path there. Everything above works
+the same. While a host is unreachable its terminals show status
+unreachable and calls on them answer kind unavailable, retryable: retry
+later, the program keeps running there.`,
 
 	TopicAgents: `Agents are nodes launched with agent_launch: their environment carries
 TERMSPRAWL_SESSION_FILE and TERMSPRAWL_CTL, and known agents get
