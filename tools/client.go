@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -231,7 +232,8 @@ func attempt(ctx context.Context, client *http.Client, sessionFile string, op *O
 			return notRunning(Unavailable(fmt.Sprintf("connection to %s refused", ep.URL), true), unwrapURLError(err)), info
 		case ctx.Err() != nil:
 			return Unavailable(fmt.Sprintf("the call to %s was canceled: %v", ep.URL, ctx.Err()), safe), info
-		case actx.Err() != nil:
+		case actx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded):
+			// The attempt's deadline (the caller's context is not done).
 			return Unavailable(fmt.Sprintf("no reply from %s within %s", ep.URL, timeout), safe), info
 		}
 		return Unavailable(fmt.Sprintf("request to %s failed: %v", ep.URL, unwrapURLError(err)), safe), info
@@ -239,7 +241,7 @@ func attempt(ctx context.Context, client *http.Client, sessionFile string, op *O
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, MaxReplyBytes+1))
 	if err != nil {
-		if actx.Err() != nil && ctx.Err() == nil {
+		if (actx.Err() != nil || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded)) && ctx.Err() == nil {
 			return Unavailable(fmt.Sprintf("no complete reply from %s within %s", ep.URL, timeout), safe), info
 		}
 		return Unavailable(fmt.Sprintf("reading the reply from %s failed: %v", ep.URL, err), safe), info

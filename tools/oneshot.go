@@ -3,10 +3,12 @@ package tools
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 )
@@ -56,10 +58,16 @@ func (oneShot) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// ctxErr prefers the context's error when it ended the exchange.
+// ctxErr prefers the context's error when it ended the exchange. The
+// connection's deadline is the context's, and the poller may report it a
+// moment before the context's own timer marks the context done: a
+// deadline error then is the context's deadline.
 func ctxErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
+	}
+	if _, ok := ctx.Deadline(); ok && errors.Is(err, os.ErrDeadlineExceeded) {
+		return context.DeadlineExceeded
 	}
 	return err
 }
