@@ -405,7 +405,10 @@ func BenchmarkWakeLatency(b *testing.B) {
 const floodBytes = 40 << 20
 
 // floodFile writes floodBytes of base64 text in 76-column lines.
-func floodFile(b *testing.B) string {
+func floodFile(b *testing.B) string { return floodFileOf(b, floodBytes) }
+
+// floodFileOf writes size bytes of base64 text in 76-column lines.
+func floodFileOf(b *testing.B, size int) string {
 	b.Helper()
 	p := filepath.Join(b.TempDir(), "flood.txt")
 	f, err := os.Create(p)
@@ -416,7 +419,7 @@ func floodFile(b *testing.B) string {
 	rng := rand.NewChaCha8([32]byte{1, 2, 3})
 	raw := make([]byte, 57) // 57 bytes = one 76-column base64 line
 	line := make([]byte, 77)
-	for written := 0; written < floodBytes; written += len(line) {
+	for written := 0; written < size; written += len(line) {
 		rng.Read(raw)
 		base64.StdEncoding.Encode(line, raw)
 		line[76] = '\n'
@@ -718,21 +721,39 @@ type memSample struct {
 	nclients              int
 }
 
-func sampleMem(b *testing.B, socket string) memSample {
+// sampleMem reads the memory of this process and of the tmux servers on
+// sockets and their control clients. The processes are listed first and
+// this process's PSS is read right after the GC: listing them reads every
+// /proc/PID/cmdline, whose garbage (about 2 MiB a pass) would otherwise
+// land on pages the GC has just returned and count as the orchestrator's.
+func sampleMem(b *testing.B, sockets ...string) memSample {
 	b.Helper()
+	var clients, servers []int
+	for _, socket := range sockets {
+		clients = append(clients, tmuxtest.ControlClients(socket)...)
+		servers = append(servers, serverPID(b, socket))
+	}
 	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	clients := tmuxtest.ControlClients(socket)
 	self, err := pssKiB(os.Getpid())
 	if err != nil {
 		b.Fatal(err)
 	}
 	return memSample{
-		server: sumPSS(b, []int{serverPID(b, socket)}), clients: sumPSS(b, clients), self: self,
+		server: sumPSS(b, servers), clients: sumPSS(b, clients), self: self,
 		heap: int64(ms.HeapInuse >> 10), stack: int64(ms.StackInuse >> 10), nclients: len(clients),
 	}
+}
+
+// sockets lists the tmux servers (shards) the orchestrator runs.
+func sockets(o *Orchestrator) []string {
+	var out []string
+	for _, s := range o.servers() {
+		out = append(out, s.socket)
+	}
+	return out
 }
 
 func perNode(after, before int64) float64 { return float64(after-before) / idleNodes }
@@ -869,10 +890,13 @@ func benchIdleOrchestrator(b *testing.B, idle time.Duration) {
 			asleep++
 		}
 	}
-	after := sampleMem(b, srv.Socket)
-	if got := after.nclients - before.nclients; got != idleNodes {
-		b.Fatalf("%d new control clients for %d nodes", got, idleNodes)
+	after := sampleMem(b, sockets(o)...)
+	// One client per node, and an admin and a waiter client per shard
+	// after the first (the first's are in the baseline).
+	if got, want := after.nclients-before.nclients, idleNodes+2*(len(sockets(o))-1); got != want {
+		b.Fatalf("%d new control clients for %d nodes on %d shards, want %d", got, idleNodes, len(sockets(o)), want)
 	}
+	b.ReportMetric(float64(len(sockets(o))), "shards")
 	b.ReportMetric(float64(launch.Milliseconds())/idleNodes, "launch-ms/node")
 	b.ReportMetric(float64(asleep), "asleep-nodes")
 	b.ReportMetric(perNode(after.clients, before.clients), "client-PSS-KiB/node")

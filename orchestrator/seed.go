@@ -163,7 +163,8 @@ func (n *node) reseed(ctx context.Context) error {
 		n.watchProcess(pid)
 	}
 	if !dead && pending != nil {
-		dead, code = true, *pending
+		// The process watcher saw the end before tmux did (exitcheck.go).
+		dead, code = n.confirmExit(*pending)
 	}
 	if dead {
 		if n.deadSeeds < maxDeadSeeds && len(n.excerpt(1)) == 0 {

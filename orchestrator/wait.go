@@ -114,41 +114,6 @@ func findEcho(text, line string) (int, int) {
 	return loc[0], loc[1]
 }
 
-// match reports whether the text condition holds for output after
-// baseline, and what matched.
-func (n *node) match(c *compiled, baseline uint64) (bool, string) {
-	txt, err := n.scr.TextSince(baseline)
-	n.mu.Lock()
-	seeded := n.seedRev > baseline
-	n.mu.Unlock()
-	if err != nil || seeded {
-		// The text log no longer reaches back that far (a flood), or a
-		// seed painted rows that never passed through the log: judge by
-		// the rows changed since the baseline as well.
-		if ch, cerr := n.scr.ChangesSince(baseline); cerr == nil {
-			var b strings.Builder
-			for _, r := range ch.Rows {
-				b.WriteString(r.Text)
-				b.WriteByte('\n')
-			}
-			txt += "\n" + b.String()
-		} else {
-			txt += "\n" + strings.Join(n.scr.Rows(), "\n")
-		}
-	}
-	txt = maskEcho(txt, n.inputsSince(baseline))
-	if c.re != nil {
-		if loc := c.re.FindStringIndex(txt); loc != nil {
-			return true, txt[loc[0]:loc[1]]
-		}
-		return false, ""
-	}
-	if strings.Contains(txt, c.Text) {
-		return true, c.Text
-	}
-	return false, ""
-}
-
 // waitFor blocks until spec holds, the timeout passes or ctx ends. It
 // sleeps on the mirror's change channel and the node's status channel.
 // A timeout is a tools.WaitResult with TimedOut set, not an error.
@@ -201,6 +166,7 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 		return tools.WaitResult{Matched: matched, Wait: c.Wait, Revision: n.scr.Revision(), After: baseline, Match: m,
 			ElapsedMS: time.Since(start).Milliseconds(), Status: status, ExitCode: code}
 	}
+	var scan *textScan // text and regex waits: the text seen so far
 	for {
 		if n.isClosing() {
 			// A gone node stays quiet, and its program has ended.
@@ -224,7 +190,10 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 				return result(true, ""), nil
 			}
 		case tools.WaitText, tools.WaitRegex:
-			if ok, m := n.match(&c, baseline); ok {
+			if scan == nil {
+				scan = newTextScan(&c, baseline)
+			}
+			if ok, m := scan.match(n); ok {
 				return result(true, m), nil
 			}
 		}

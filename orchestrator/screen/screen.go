@@ -272,6 +272,7 @@ func (s *Screen) commit(textStart uint64, textAdded, all, force bool) {
 	}
 	clear(touched)
 	s.live.fullScan = false
+	s.t.shrinkAlt()
 	pos := emu.CursorPosition()
 	cursor := Cursor{X: pos.X, Y: pos.Y, Visible: !emu.CursorHidden()}
 	if pos.X == s.cols-1 && atPhantom(emu) {

@@ -1,0 +1,280 @@
+package orchestrator
+
+import (
+	"bytes"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+)
+
+// A text or regex wait follows the node's text log instead of re-reading
+// it: each turn appends only the text logged since the last turn to the
+// wait's own buffer, masks the echoes of input found in it (echoMask),
+// and searches the new text plus the part of the old text a match could
+// still begin in — the last len(text)-1 bytes for a text wait, the last
+// (unfinished) line for a regex that cannot match across a line end, and
+// everything for a regex that can (those are searched from the baseline
+// every turn, as before). Earlier text was searched already and found
+// wanting, and a match there cannot begin to exist by text appended after
+// it, so the result is the one a search of the whole text would give.
+//
+// When the baseline's text is no longer all in the log (a flood passed
+// it) or a seed painted rows that never went through the log, the rows
+// changed since the baseline (or the whole screen) are searched too, with
+// the inputs' echoes masked, as before.
+
+// textScan is one wait's view of the text since its baseline. Only the
+// waiting goroutine uses it.
+type textScan struct {
+	c        *compiled
+	baseline uint64
+	started  bool
+	logOff   uint64 // the screen's text-log offset read up to
+	complete bool   // all the text since the baseline passed through buf
+	// buf holds the (masked) text from scan offset bufAt on; scan offsets
+	// count the bytes appended since the baseline.
+	buf      []byte
+	bufAt    int
+	searched int // scan offset up to which the text was searched
+	whole    bool
+	echo     echoMask
+}
+
+func newTextScan(c *compiled, baseline uint64) *textScan {
+	return &textScan{c: c, baseline: baseline, whole: c.re != nil && !lineLocal(c.re.String())}
+}
+
+// end is the scan offset of the end of the text read so far.
+func (s *textScan) end() int { return s.bufAt + len(s.buf) }
+
+// match reports whether the wait's condition holds for the output after
+// the baseline, and what matched.
+func (s *textScan) match(n *node) (bool, string) {
+	if !s.started {
+		off, complete, err := n.scr.TextStart(s.baseline)
+		s.logOff, s.complete, s.started = off, complete && err == nil, true
+	}
+	var from uint64
+	prev := s.logOff
+	s.buf, from, s.logOff = n.scr.AppendTextFrom(s.buf, prev)
+	if from > prev {
+		s.complete = false // the log dropped text before this turn read it
+	}
+	s.echo.add(n.inputsAfter(s.baseline, s.echo.seq))
+	masked := s.echo.find(s.buf, s.bufAt)
+	ws := s.windowStart(min(s.searched, masked))
+	s.searched = s.end()
+	if ok, m := s.search(s.buf[ws-s.bufAt:]); ok {
+		return true, m
+	}
+	s.trim()
+	n.mu.Lock()
+	seeded := n.seedRev > s.baseline
+	n.mu.Unlock()
+	if !s.complete || seeded {
+		return s.matchRows(n)
+	}
+	return false, ""
+}
+
+// windowStart is the scan offset from which text changed at or after at
+// (new text, or old text masked this turn) must be searched again.
+func (s *textScan) windowStart(at int) int {
+	switch {
+	case s.whole:
+		return s.bufAt // bufAt stays 0: everything is kept
+	case s.c.re == nil:
+		at -= len(s.c.Text) - 1
+	default:
+		// The start of the line holding at: a match is on one line.
+		at = s.bufAt + bytes.LastIndexByte(s.buf[:max(at-s.bufAt, 0)], '\n') + 1
+	}
+	return max(at, s.bufAt)
+}
+
+func (s *textScan) search(b []byte) (bool, string) {
+	if s.c.re != nil {
+		if loc := s.c.re.FindIndex(b); loc != nil {
+			return true, string(b[loc[0]:loc[1]])
+		}
+		return false, ""
+	}
+	if bytes.Contains(b, []byte(s.c.Text)) {
+		return true, s.c.Text
+	}
+	return false, ""
+}
+
+// trim drops the text no later turn needs: before the next window's start
+// and before where the echoes still looked for may begin.
+func (s *textScan) trim() {
+	if s.whole {
+		return
+	}
+	keep := min(s.windowStart(s.end()), s.echo.keepFrom(s.end()))
+	if drop := keep - s.bufAt; drop > 64<<10 && drop > len(s.buf)/2 {
+		s.buf = append(s.buf[:0], s.buf[drop:]...)
+		s.bufAt = keep
+	}
+}
+
+// matchRows searches the rows changed since the baseline (all rows if
+// the history does not reach back that far), with echoes masked.
+func (s *textScan) matchRows(n *node) (bool, string) {
+	var b strings.Builder
+	if ch, err := n.scr.ChangesSince(s.baseline); err == nil {
+		for _, r := range ch.Rows {
+			b.WriteString(r.Text)
+			b.WriteByte('\n')
+		}
+	} else {
+		b.WriteString(strings.Join(n.scr.Rows(), "\n"))
+	}
+	txt := maskEcho(b.String(), n.inputsSince(s.baseline))
+	return s.search([]byte(txt))
+}
+
+// lineLocal reports whether every match of the pattern lies within one
+// line: nothing in it matches a line end, and it does not use \A or \z,
+// whose meaning depends on where the searched text starts and ends.
+func lineLocal(pattern string) bool {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return false
+	}
+	var local func(*syntax.Regexp) bool
+	local = func(re *syntax.Regexp) bool {
+		switch re.Op {
+		case syntax.OpAnyChar, syntax.OpBeginText, syntax.OpEndText:
+			return false
+		case syntax.OpLiteral:
+			if strings.ContainsRune(string(re.Rune), '\n') {
+				return false
+			}
+		case syntax.OpCharClass:
+			for i := 0; i+1 < len(re.Rune); i += 2 {
+				if re.Rune[i] <= '\n' && '\n' <= re.Rune[i+1] {
+					return false
+				}
+			}
+		}
+		for _, sub := range re.Sub {
+			if !local(sub) {
+				return false
+			}
+		}
+		return true
+	}
+	return local(re)
+}
+
+// echoMask finds, in text that arrives in pieces, the echo of each line
+// of each input sent after the baseline, in order: each line's echo is
+// its first occurrence (exact, or broken by the line editor's wrapping)
+// after the end of the echo found before it; a line not seen yet is
+// looked for again in later text, the lines after it independently. Found
+// echoes are blanked (NUL) in place.
+type echoMask struct {
+	seq     uint64      // the node's input sequence number consumed
+	pending []*echoLine // lines whose echo has not been seen, in order
+	from    int         // scan offset of the end of the last echo found
+}
+
+type echoLine struct {
+	text  string
+	re    *regexp.Regexp // wrap-aware search; compiled on first use
+	to    int            // scan offset up to which it was looked for
+	fresh bool           // never looked for
+}
+
+// add queues the lines of new inputs.
+func (m *echoMask) add(inputs []string, seq uint64) {
+	if seq <= m.seq {
+		return
+	}
+	m.seq = seq
+	for _, in := range inputs {
+		for _, line := range strings.Split(strings.ReplaceAll(in, "\r", "\n"), "\n") {
+			if line != "" {
+				m.pending = append(m.pending, &echoLine{text: line, fresh: true})
+			}
+		}
+	}
+}
+
+// lookback is how far before the end of the text already searched an
+// echo of l may begin and still be cut by it. A wrapped echo carries line
+// ends and padding between its characters: up to three bytes of it per
+// byte of the line plus a row's padding are allowed for.
+func (l *echoLine) lookback() int {
+	if len(l.text) > maxWrapAware {
+		return len(l.text) - 1
+	}
+	return 4*len(l.text) + 512
+}
+
+// keepFrom is the oldest scan offset a later search for a pending echo
+// may read (end: the end of the text so far).
+func (m *echoMask) keepFrom(end int) int {
+	keep := end
+	for _, l := range m.pending {
+		keep = min(keep, max(m.from, end-l.lookback()))
+	}
+	return keep
+}
+
+// find looks for the pending echoes in buf (scan offset bufAt), blanks
+// those found and returns the scan offset of the first byte blanked, or
+// the end of buf.
+func (m *echoMask) find(buf []byte, bufAt int) int {
+	end := bufAt + len(buf)
+	first := end
+	kept := m.pending[:0]
+	for _, l := range m.pending {
+		start := m.from
+		if !l.fresh {
+			start = max(start, l.to-l.lookback())
+		}
+		start = max(start, bufAt)
+		i, j := l.findIn(buf[start-bufAt:])
+		if i < 0 {
+			l.to, l.fresh = end, false
+			kept = append(kept, l)
+			continue
+		}
+		clear(buf[start-bufAt+i : start-bufAt+j])
+		first = min(first, start+i)
+		m.from = start + j
+	}
+	clear(m.pending[len(kept):])
+	m.pending = kept
+	return first
+}
+
+// findIn finds l's echo in b, exactly or with wrap points inserted.
+func (l *echoLine) findIn(b []byte) (int, int) {
+	if i := bytes.Index(b, []byte(l.text)); i >= 0 {
+		return i, i + len(l.text)
+	}
+	if len(l.text) > maxWrapAware {
+		return -1, -1
+	}
+	if l.re == nil {
+		var pat strings.Builder
+		for i, r := range l.text {
+			if i > 0 {
+				pat.WriteString(`[ \n]*`)
+			}
+			pat.WriteString(regexp.QuoteMeta(string(r)))
+		}
+		re, err := regexp.Compile(pat.String())
+		if err != nil {
+			return -1, -1
+		}
+		l.re = re
+	}
+	if loc := l.re.FindIndex(b); loc != nil {
+		return loc[0], loc[1]
+	}
+	return -1, -1
+}
