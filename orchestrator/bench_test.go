@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -41,6 +42,12 @@ import (
 // newBenchOrchestrator is newTestOrchestrator for benchmarks; idleAfter is
 // Config.IdleAfter (0: the default).
 func newBenchOrchestrator(b *testing.B, idleAfter time.Duration) (*Orchestrator, *tmuxtest.Server) {
+	return newBenchOrchestratorWith(b, idleAfter, nil)
+}
+
+// newBenchOrchestratorWith is newBenchOrchestrator with a chance to change
+// the config.
+func newBenchOrchestratorWith(b *testing.B, idleAfter time.Duration, mod func(*Config)) (*Orchestrator, *tmuxtest.Server) {
 	b.Helper()
 	srv := tmuxtest.New(b)
 	dir := filepath.Join(b.TempDir(), "state")
@@ -49,7 +56,20 @@ func newBenchOrchestrator(b *testing.B, idleAfter time.Duration) (*Orchestrator,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	o, err := New(ctx, Config{StateDir: dir, Socket: srv.Socket, IdleAfter: idleAfter})
+	cfg := Config{StateDir: dir, Socket: srv.Socket, IdleAfter: idleAfter}
+	if path := os.Getenv("TERMSPRAWL_BENCH_LOG"); path != "" {
+		// The orchestrator's debug log, to look into an odd iteration.
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		cfg.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	o, err := New(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -434,6 +454,15 @@ func floodFileOf(b *testing.B, size int) string {
 	return p
 }
 
+// floodWaitSpec is the k-th wait kept active during a flood: waits an
+// agent would use (text, and line regexes), for strings that never come.
+func floodWaitSpec(k int, after *uint64) tools.WaitSpec {
+	if k%4 == 3 {
+		return tools.WaitSpec{Wait: tools.WaitRegex, Pattern: fmt.Sprintf(`^(ok|FAIL) +never-%d$`, k), After: after, TimeoutMS: 40000}
+	}
+	return tools.WaitSpec{Wait: tools.WaitText, Text: fmt.Sprintf("never-appears-%d", k), After: after, TimeoutMS: 40000}
+}
+
 // floodScript blocks until channel goCh is signalled, cats file, prints
 // endTok and signals doneCh.
 func floodScript(tmux, socket, file, goCh, doneCh, endTok string) string {
@@ -470,6 +499,9 @@ func (c *floodCPU) report(b *testing.B, withSelf bool) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
 	if withSelf {
 		b.ReportMetric(ms(c.self), "orch-cpu-ms/op")
+		if c.server > 0 {
+			b.ReportMetric(float64(c.self)/float64(c.server), "orch/server-cpu")
+		}
 	}
 	b.ReportMetric(ms(c.server), "tmux-server-cpu-ms/op")
 	b.ReportMetric(ms(c.clients), "tmux-clients-cpu-ms/op")
@@ -525,7 +557,11 @@ func BenchmarkFlood40MB(b *testing.B) {
 	orch := func(mode string) func(b *testing.B) {
 		return func(b *testing.B) {
 			b.SetBytes(size)
-			waiting := mode == "waiting"
+			waiting := mode == "waiting" || mode == "waiting8"
+			nwaits := 1
+			if mode == "waiting8" {
+				nwaits = 8
+			}
 			idle := time.Duration(0) // the default: nothing sleeps during a run
 			switch mode {
 			case "awake":
@@ -566,12 +602,14 @@ func BenchmarkFlood40MB(b *testing.B) {
 				if waiting {
 					var ctx context.Context
 					ctx, cancel = context.WithCancel(context.Background())
-					waitEnded = make(chan time.Time, 1)
-					go func() {
-						o.WaitFor(ctx, id, tools.WaitSpec{Wait: tools.WaitText, Text: "never-appears", After: &rev0, TimeoutMS: 40000})
-						waitEnded <- time.Now()
-					}()
-					time.Sleep(20 * time.Millisecond) // let it park
+					waitEnded = make(chan time.Time, nwaits)
+					for k := range nwaits {
+						go func() {
+							o.WaitFor(ctx, id, floodWaitSpec(k, &rev0))
+							waitEnded <- time.Now()
+						}()
+					}
+					time.Sleep(20 * time.Millisecond) // let them park
 				}
 				timeFlood(b, srv.Socket, goCh, doneCh, &cpu)
 				doneAt := time.Now()
@@ -608,7 +646,9 @@ func BenchmarkFlood40MB(b *testing.B) {
 				}
 				cancel()
 				if waiting {
-					<-waitEnded
+					for range nwaits {
+						<-waitEnded
+					}
 				}
 				if err := o.CloseNode(bctx(b, 20*time.Second), id); err != nil {
 					b.Fatal(err)
@@ -660,6 +700,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 		}
 	}
 	b.Run("waiting", orch("waiting"))
+	b.Run("waiting8", orch("waiting8"))
 	b.Run("awake", orch("awake"))
 	b.Run("unobserved", orch("unobserved"))
 	b.Run("bare", plain("bare"))
@@ -787,15 +828,16 @@ func createSessions(b *testing.B, socket, conf string, n int) {
 // set-up and measurement and `-bench .` with the default -benchtime stops
 // after one iteration instead of multiplying b.N (use -benchtime 1x).
 func BenchmarkIdleNodeMemory(b *testing.B) {
-	orch := func(idle time.Duration) func(b *testing.B) {
+	orch := func(idle time.Duration, rest bool) func(b *testing.B) {
 		return func(b *testing.B) {
 			for range b.N {
-				benchIdleOrchestrator(b, idle)
+				benchIdleOrchestrator(b, idle, rest)
 			}
 		}
 	}
-	b.Run("orchestrator-awake", orch(-1))
-	b.Run("orchestrator-asleep", orch(benchIdleAfter))
+	b.Run("orchestrator-awake-live", orch(-1, false))
+	b.Run("orchestrator-awake-resting", orch(-1, true))
+	b.Run("orchestrator-asleep", orch(benchIdleAfter, false))
 	plain := func(mode string) func(b *testing.B) {
 		return func(b *testing.B) {
 			for range b.N {
@@ -865,8 +907,11 @@ func BenchmarkIdleNodeMemory(b *testing.B) {
 // benchIdleOrchestrator launches idleNodes idle nodes on an orchestrator
 // with Config.IdleAfter idle and reports what they cost. With idle > 0 it
 // samples once every node sleeps.
-func benchIdleOrchestrator(b *testing.B, idle time.Duration) {
-	o, srv := newBenchOrchestrator(b, idle)
+//
+// rest lets the awake nodes' mirrors rest (Config.RestAfter 1 s) and
+// measures once every one does; without it they never rest.
+func benchIdleOrchestrator(b *testing.B, idle time.Duration, rest bool) {
+	o, srv := newBenchOrchestratorWith(b, idle, func(c *Config) { setRestAfter(c, rest) })
 	time.Sleep(300 * time.Millisecond)
 	before := sampleMem(b, srv.Socket)
 	start := time.Now()
@@ -884,6 +929,9 @@ func benchIdleOrchestrator(b *testing.B, idle time.Duration) {
 	asleep := 0
 	if idle > 0 {
 		waitAsleep(b, o, ids...)
+	}
+	if rest {
+		waitResting(b, o, ids...)
 	}
 	for _, id := range ids {
 		if o.node(id).asleep.Load() {

@@ -167,6 +167,7 @@ func (n *node) reseed(ctx context.Context) error {
 		dead, code = n.confirmExit(*pending)
 	}
 	if dead {
+		n.log.Debug("exit published by a seed", "code", code, "reported", pending != nil, "blank", len(n.excerpt(1)) == 0, "mark", n.dropUntil)
 		if n.deadSeeds < maxDeadSeeds && len(n.excerpt(1)) == 0 {
 			// tmux 3.3a may mark a pane dead before it has read the
 			// program's last output from the pty: look again, later

@@ -88,6 +88,24 @@ func maskEcho(text string, inputs []string) string {
 // maxWrapAware bounds the input lines searched with wrap points allowed.
 const maxWrapAware = 2048
 
+// wrapPattern is the regular expression of line's echo as a line editor
+// may break it: line ends and spaces between any two characters, and a
+// space of the line itself may be gone (a row's trailing space, trimmed
+// where the editor wrapped at it).
+func wrapPattern(line string) string {
+	var pat strings.Builder
+	for i, r := range line {
+		if i > 0 {
+			pat.WriteString(`[ \n]*`)
+		}
+		if r == ' ' {
+			continue
+		}
+		pat.WriteString(regexp.QuoteMeta(string(r)))
+	}
+	return pat.String()
+}
+
 // findEcho finds line in text, exactly or with wrap points inserted.
 func findEcho(text, line string) (int, int) {
 	if i := strings.Index(text, line); i >= 0 {
@@ -96,14 +114,7 @@ func findEcho(text, line string) (int, int) {
 	if len(line) > maxWrapAware {
 		return -1, -1
 	}
-	var pat strings.Builder
-	for i, r := range line {
-		if i > 0 {
-			pat.WriteString(`[ \n]*`)
-		}
-		pat.WriteString(regexp.QuoteMeta(string(r)))
-	}
-	re, err := regexp.Compile(pat.String())
+	re, err := regexp.Compile(wrapPattern(line))
 	if err != nil {
 		return -1, -1
 	}

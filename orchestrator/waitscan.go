@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"regexp/syntax"
 	"strings"
+
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
 )
 
 // A text or regex wait follows the node's text log instead of re-reading
@@ -22,6 +24,10 @@ import (
 // it) or a seed painted rows that never went through the log, the rows
 // changed since the baseline (or the whole screen) are searched too, with
 // the inputs' echoes masked, as before.
+
+// wholeMax bounds the text a multi-line regex wait keeps (and searches
+// every turn): the text log's default bound.
+const wholeMax = screen.DefaultTextLog
 
 // textScan is one wait's view of the text since its baseline. Only the
 // waiting goroutine uses it.
@@ -82,7 +88,7 @@ func (s *textScan) match(n *node) (bool, string) {
 func (s *textScan) windowStart(at int) int {
 	switch {
 	case s.whole:
-		return s.bufAt // bufAt stays 0: everything is kept
+		return s.bufAt // everything kept is searched
 	case s.c.re == nil:
 		at -= len(s.c.Text) - 1
 	default:
@@ -109,6 +115,14 @@ func (s *textScan) search(b []byte) (bool, string) {
 // and before where the echoes still looked for may begin.
 func (s *textScan) trim() {
 	if s.whole {
+		// Searched whole every turn: bounded as the node's text log is
+		// (the oldest text then goes, and the screen's rows join in).
+		if len(s.buf) > wholeMax+wholeMax/4 {
+			drop := len(s.buf) - wholeMax
+			s.buf = append(s.buf[:0], s.buf[drop:]...)
+			s.bufAt += drop
+			s.complete = false
+		}
 		return
 	}
 	keep := min(s.windowStart(s.end()), s.echo.keepFrom(s.end()))
@@ -260,14 +274,7 @@ func (l *echoLine) findIn(b []byte) (int, int) {
 		return -1, -1
 	}
 	if l.re == nil {
-		var pat strings.Builder
-		for i, r := range l.text {
-			if i > 0 {
-				pat.WriteString(`[ \n]*`)
-			}
-			pat.WriteString(regexp.QuoteMeta(string(r)))
-		}
-		re, err := regexp.Compile(pat.String())
+		re, err := regexp.Compile(wrapPattern(l.text))
 		if err != nil {
 			return -1, -1
 		}
