@@ -50,7 +50,7 @@ func BenchmarkFloodLastLine(b *testing.B) {
 		r, err := o.WaitFor(bctx(b, 45*time.Second), id, tools.WaitSpec{Wait: tools.WaitText, Text: endTok, After: &rev0, TimeoutMS: 40000})
 		if err != nil || !r.Matched {
 			failed++
-			b.Logf("iteration %d: the wait for the last line failed: %+v %v", i, r, err)
+			b.Logf("iteration %d at %s: the wait for the last line failed: %+v %v", i, time.Now().UTC().Format("15:04:05.000"), r, err)
 		}
 		if err := o.CloseNode(bctx(b, 20*time.Second), id); err != nil {
 			b.Fatal(err)

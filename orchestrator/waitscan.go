@@ -43,11 +43,19 @@ type textScan struct {
 	bufAt    int
 	searched int // scan offset up to which the text was searched
 	whole    bool
-	echo     echoMask
+	// lit is a string every match of the regex contains (empty if none
+	// is known): the regex runs only where it occurs.
+	lit  []byte
+	echo echoMask
 }
 
 func newTextScan(c *compiled, baseline uint64) *textScan {
-	return &textScan{c: c, baseline: baseline, whole: c.re != nil && !lineLocal(c.re.String())}
+	s := &textScan{c: c, baseline: baseline}
+	if c.re != nil {
+		s.whole = !lineLocal(c.re.String())
+		s.lit = []byte(requiredLiteral(c.re.String()))
+	}
+	return s
 }
 
 // end is the scan offset of the end of the text read so far.
@@ -99,6 +107,19 @@ func (s *textScan) windowStart(at int) int {
 }
 
 func (s *textScan) search(b []byte) (bool, string) {
+	if s.c.re != nil && len(s.lit) > 0 {
+		// Go's regexp runs its slow engine on long unanchored input;
+		// the literal is found at memchr speed. A match holds it, and on
+		// a line-local regex no match lies on a line before its first
+		// occurrence.
+		i := bytes.Index(b, s.lit)
+		if i < 0 {
+			return false, ""
+		}
+		if !s.whole {
+			b = b[bytes.LastIndexByte(b[:i], '\n')+1:]
+		}
+	}
 	if s.c.re != nil {
 		if loc := s.c.re.FindIndex(b); loc != nil {
 			return true, string(b[loc[0]:loc[1]])
@@ -180,6 +201,43 @@ func lineLocal(pattern string) bool {
 		return true
 	}
 	return local(re)
+}
+
+// requiredLiteral returns the longest literal string that every match of
+// the pattern contains, or "" (case-folded literals do not count).
+func requiredLiteral(pattern string) string {
+	re, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return ""
+	}
+	var best func(*syntax.Regexp) string
+	best = func(re *syntax.Regexp) string {
+		switch re.Op {
+		case syntax.OpLiteral:
+			if re.Flags&syntax.FoldCase != 0 {
+				return ""
+			}
+			return string(re.Rune)
+		case syntax.OpCapture:
+			return best(re.Sub[0])
+		case syntax.OpPlus:
+			return best(re.Sub[0]) // at least once
+		case syntax.OpRepeat:
+			if re.Min >= 1 {
+				return best(re.Sub[0])
+			}
+		case syntax.OpConcat:
+			var out string
+			for _, sub := range re.Sub {
+				if l := best(sub); len(l) > len(out) {
+					out = l
+				}
+			}
+			return out
+		}
+		return "" // alternations, optional parts, classes: nothing certain
+	}
+	return best(re)
 }
 
 // echoMask finds, in text that arrives in pieces, the echo of each line

@@ -136,6 +136,9 @@ func TestTextScanMatchesWholeText(t *testing.T) {
 		{Wait: tools.WaitRegex, Pattern: `(?s)start.*stop`},
 		{Wait: tools.WaitRegex, Pattern: `DONE\n+x`},
 		{Wait: tools.WaitRegex, Pattern: `日本{2}`},
+		{Wait: tools.WaitRegex, Pattern: `^(ok|FAIL) +pkg$`},
+		{Wait: tools.WaitRegex, Pattern: `(?s)DONE.*RE`},
+		{Wait: tools.WaitRegex, Pattern: `x(ok)?\s*READY`},
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	n := scanNode(t)
@@ -215,6 +218,18 @@ func TestLineLocal(t *testing.T) {
 		re := regexp.MustCompile("(?m)" + tt.pattern)
 		if got := lineLocal(re.String()); got != tt.local {
 			t.Errorf("lineLocal(%q) = %v, want %v", tt.pattern, got, tt.local)
+		}
+	}
+}
+
+func TestRequiredLiteral(t *testing.T) {
+	for _, tt := range []struct{ pattern, lit string }{
+		{`^(ok|FAIL) +never-3$`, "never-3"}, {`error: \d+`, "error: "}, {`(ab)+c`, "ab"}, {`x(abc)?`, "x"},
+		{`a|b`, ""}, {`(?i)ready`, ""}, {`[0-9]+`, ""}, {`READY`, "READY"}, {`(?:go){2,}!`, "go"},
+	} {
+		re := regexp.MustCompile("(?m)" + tt.pattern)
+		if got := requiredLiteral(re.String()); got != tt.lit {
+			t.Errorf("requiredLiteral(%q) = %q, want %q", tt.pattern, got, tt.lit)
 		}
 	}
 }

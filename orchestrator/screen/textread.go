@@ -57,13 +57,19 @@ func (s *Screen) AppendTextFrom(dst []byte, off uint64) (out []byte, from, end u
 	if utf8.Valid(b) {
 		return append(dst, b...), from, end
 	}
-	return appendValidUTF8(dst, b), from, end
+	// A run of invalid bytes that began before off was replaced then.
+	inRun := false
+	if from == off && from > s.text.start {
+		r, size := utf8.DecodeLastRune(s.text.buf[:from-s.text.start])
+		inRun = r == utf8.RuneError && size == 1
+	}
+	return appendValidUTF8(dst, b, inRun), from, end
 }
 
 // appendValidUTF8 appends b with each run of invalid bytes replaced by
-// U+FFFD, as strings.ToValidUTF8 does.
-func appendValidUTF8(dst, b []byte) []byte {
-	invalid := false
+// U+FFFD, as strings.ToValidUTF8 does; invalid says a run is already
+// under way (its U+FFFD was appended before).
+func appendValidUTF8(dst, b []byte, invalid bool) []byte {
 	for len(b) > 0 {
 		r, size := utf8.DecodeRune(b)
 		if r == utf8.RuneError && size == 1 {
