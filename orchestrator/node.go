@@ -100,6 +100,11 @@ type node struct {
 	observers    atomic.Int32 // waits in progress
 	lastObserved atomic.Int64 // unix nanoseconds
 
+	// scanMu guards scans: the text and regex waits the pump evaluates
+	// (waitreg.go).
+	scanMu sync.Mutex
+	scans  []*scanReg
+
 	mu          sync.Mutex // guards the fields below
 	status      string
 	exitCode    *int

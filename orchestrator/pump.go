@@ -54,6 +54,7 @@ func (n *node) pump() {
 			return
 		case <-n.stream.Ready():
 			n.apply(n.stream.Take())
+			n.evalScans()
 			heal.Reset(healQuiet)
 			if n.o.cfg.RestAfter > 0 {
 				rest.Reset(n.o.cfg.RestAfter)
@@ -89,6 +90,7 @@ func (n *node) pump() {
 		case <-n.client.Done():
 			// Apply what arrived before the end.
 			n.apply(n.stream.Take())
+			n.evalScans()
 			n.o.clientEnded(n)
 			return
 		}

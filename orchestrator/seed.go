@@ -154,6 +154,7 @@ func (n *node) reseed(ctx context.Context) error {
 	n.mu.Lock()
 	n.reseeds++
 	n.seedRev = n.scr.Revision()
+	defer n.evalScans() // after the status, below
 	newPid := pid > 0 && pid != n.pid
 	n.pid = pid
 	pending := n.pendingExit

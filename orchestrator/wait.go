@@ -177,7 +177,11 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 		return tools.WaitResult{Matched: matched, Wait: c.Wait, Revision: n.scr.Revision(), After: baseline, Match: m,
 			ElapsedMS: time.Since(start).Milliseconds(), Status: status, ExitCode: code}
 	}
-	var scan *textScan // text and regex waits: the text seen so far
+	var scan *scanReg // text and regex waits: evaluated by the pump too
+	if c.Wait == tools.WaitText || c.Wait == tools.WaitRegex {
+		scan = n.addScan(newTextScan(&c, baseline))
+		defer n.removeScan(scan)
+	}
 	for {
 		if n.isClosing() {
 			// A gone node stays quiet, and its program has ended.
@@ -201,10 +205,7 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 				return result(true, ""), nil
 			}
 		case tools.WaitText, tools.WaitRegex:
-			if scan == nil {
-				scan = newTextScan(&c, baseline)
-			}
-			if ok, m := scan.match(n); ok {
+			if ok, m := scan.eval(n); ok {
 				return result(true, m), nil
 			}
 		}
@@ -218,6 +219,12 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 					WithDetails("status", r.Status).WithDetails("exit_code", r.ExitCode).
 					WithDetails("revision", r.Revision).WithDetails("excerpt", n.excerpt(10))
 			}
+		}
+		if scan != nil && status != tools.StatusExited {
+			// The pump takes the scan's turns and says when it holds. An
+			// exited node's last output is waited for revision by
+			// revision (above).
+			changed = scan.ready
 		}
 		select {
 		case <-changed:

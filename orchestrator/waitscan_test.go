@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"bytes"
+	"fmt"
 	"math/rand/v2"
 	"regexp"
 	"strings"
@@ -248,5 +250,44 @@ func TestTextScanKeepsLittle(t *testing.T) {
 	}
 	if len(scan.buf) > 128<<10 {
 		t.Fatalf("the scan keeps %d bytes of text", len(scan.buf))
+	}
+}
+
+// BenchmarkTextScanFlood is the waits' share of a flood: 4 MiB of base64
+// lines logged in 16 KiB pieces with 1 or 8 waits (text and line regexes
+// for strings that never come) taking a turn after each piece, against
+// the logging alone (0). MB/s is of flood text.
+func BenchmarkTextScanFlood(b *testing.B) {
+	line := []byte(strings.Repeat("QUJD", 19) + "\r\n")
+	piece := bytes.Repeat(line, (16<<10)/len(line))
+	for _, waits := range []int{0, 1, 8} {
+		b.Run(fmt.Sprintf("waits=%d", waits), func(b *testing.B) {
+			s := screen.New(80, 24)
+			defer s.Close()
+			n := &node{scr: s}
+			b.SetBytes(4 << 20)
+			cpu0 := selfCPU()
+			defer func() { b.ReportMetric(float64(selfCPU()-cpu0)/1e6/float64(b.N), "cpu-ms/op") }()
+			for range b.N {
+				base := s.Revision()
+				var scans []*textScan
+				for k := range waits {
+					spec := floodWaitSpec(k, &base)
+					c, err := compileWait(spec)
+					if err != nil {
+						b.Fatal(err)
+					}
+					scans = append(scans, newTextScan(&c, base))
+				}
+				for sent := 0; sent < 4<<20; sent += len(piece) {
+					s.LogText(piece)
+					for _, sc := range scans {
+						if ok, _ := sc.match(n); ok {
+							b.Fatal("matched")
+						}
+					}
+				}
+			}
+		})
 	}
 }
