@@ -205,7 +205,7 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 				return result(true, ""), nil
 			}
 		case tools.WaitText, tools.WaitRegex:
-			if ok, m := scan.eval(n); ok {
+			if ok, m := scan.eval(n, nil); ok {
 				return result(true, m), nil
 			}
 		}

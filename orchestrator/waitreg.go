@@ -27,11 +27,11 @@ type scanReg struct {
 }
 
 // eval gives the scan a turn unless its condition already held.
-func (r *scanReg) eval(n *node) (bool, string) {
+func (r *scanReg) eval(n *node, rc *rowsCache) (bool, string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.ok {
-		if ok, m := r.scan.match(n); ok {
+		if ok, m := r.scan.match(n, rc); ok {
 			r.ok, r.m = true, m
 			close(r.ready)
 		}
@@ -65,7 +65,8 @@ func (n *node) evalScans() {
 	}
 	regs := slices.Clone(n.scans)
 	n.scanMu.Unlock()
+	var rc rowsCache
 	for _, r := range regs {
-		r.eval(n)
+		r.eval(n, &rc)
 	}
 }

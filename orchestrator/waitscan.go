@@ -63,7 +63,10 @@ func (s *textScan) end() int { return s.bufAt + len(s.buf) }
 
 // match reports whether the wait's condition holds for the output after
 // the baseline, and what matched.
-func (s *textScan) match(n *node) (bool, string) {
+//
+// rc, if not nil, shares the screen rows searched between the scans that
+// take their turns together (evalScans).
+func (s *textScan) match(n *node, rc *rowsCache) (bool, string) {
 	if !s.started {
 		off, complete, err := n.scr.TextStart(s.baseline)
 		s.logOff, s.complete, s.started = off, complete && err == nil, true
@@ -86,7 +89,7 @@ func (s *textScan) match(n *node) (bool, string) {
 	seeded := n.seedRev > s.baseline
 	n.mu.Unlock()
 	if !s.complete || seeded {
-		return s.matchRows(n)
+		return s.matchRows(n, rc)
 	}
 	return false, ""
 }
@@ -155,9 +158,28 @@ func (s *textScan) trim() {
 
 // matchRows searches the rows changed since the baseline (all rows if
 // the history does not reach back that far), with echoes masked.
-func (s *textScan) matchRows(n *node) (bool, string) {
+func (s *textScan) matchRows(n *node, rc *rowsCache) (bool, string) {
+	if rc == nil {
+		rc = &rowsCache{}
+	}
+	return s.search(rc.rows(n, s.baseline))
+}
+
+// rowsCache keeps the masked rows of one baseline for the scans that take
+// their turns together: the union of up to a history's worth of changed
+// rows is built once, not once per wait.
+type rowsCache struct {
+	baseline uint64
+	text     []byte
+	ok       bool
+}
+
+func (rc *rowsCache) rows(n *node, baseline uint64) []byte {
+	if rc.ok && rc.baseline == baseline {
+		return rc.text
+	}
 	var b strings.Builder
-	if ch, err := n.scr.ChangesSince(s.baseline); err == nil {
+	if ch, err := n.scr.ChangesSince(baseline); err == nil {
 		for _, r := range ch.Rows {
 			b.WriteString(r.Text)
 			b.WriteByte('\n')
@@ -165,8 +187,9 @@ func (s *textScan) matchRows(n *node) (bool, string) {
 	} else {
 		b.WriteString(strings.Join(n.scr.Rows(), "\n"))
 	}
-	txt := maskEcho(b.String(), n.inputsSince(s.baseline))
-	return s.search([]byte(txt))
+	rc.baseline, rc.ok = baseline, true
+	rc.text = []byte(maskEcho(b.String(), n.inputsSince(baseline)))
+	return rc.text
 }
 
 // lineLocal reports whether every match of the pattern lies within one

@@ -102,7 +102,7 @@ func TestTextScanAcrossChunks(t *testing.T) {
 					n.recordInput(n.scr.Revision(), st.input)
 				}
 				n.scr.LogText([]byte(st.out))
-				ok, m := scan.match(n)
+				ok, m := scan.match(n, nil)
 				if ok != st.match {
 					txt, _ := n.scr.TextSince(baseline)
 					t.Fatalf("step %d (%q): matched %v (%q), want %v; text so far %q", i, st.out, ok, m, st.match, txt)
@@ -158,7 +158,7 @@ func TestTextScanMatchesWholeText(t *testing.T) {
 			k := min(len(out), 1+rng.IntN(8))
 			n.scr.LogText(out[:k])
 			out = out[k:]
-			ok, m := scan.match(n)
+			ok, m := scan.match(n, nil)
 			fok, fm := fullMatch(n, c, baseline)
 			if ok != fok || (ok && m != fm) {
 				txt, _ := n.scr.TextSince(baseline)
@@ -196,7 +196,7 @@ func TestTextScanEchoAcrossChunks(t *testing.T) {
 			k := min(len(stream)-pos, 1+rng.IntN(6))
 			n.scr.LogText([]byte(stream[pos : pos+k]))
 			pos += k
-			ok, _ := scan.match(n)
+			ok, _ := scan.match(n, nil)
 			if ok != (pos >= echoEnd+len("READY")) {
 				txt, _ := n.scr.TextSince(baseline)
 				t.Fatalf("trial %d after %d of %d bytes: matched %v; text %q", trial, pos, len(stream), ok, txt)
@@ -244,7 +244,7 @@ func TestTextScanKeepsLittle(t *testing.T) {
 	line := strings.Repeat("x", 75) + "\r\n"
 	for range 4000 { // 300 KB
 		n.scr.LogText([]byte(line))
-		if ok, _ := scan.match(n); ok {
+		if ok, _ := scan.match(n, nil); ok {
 			t.Fatal("matched")
 		}
 	}
@@ -282,7 +282,7 @@ func BenchmarkTextScanFlood(b *testing.B) {
 				for sent := 0; sent < 4<<20; sent += len(piece) {
 					s.LogText(piece)
 					for _, sc := range scans {
-						if ok, _ := sc.match(n); ok {
+						if ok, _ := sc.match(n, nil); ok {
 							b.Fatal("matched")
 						}
 					}
