@@ -73,7 +73,7 @@ func (s *textScan) match(n *node, rc *rowsCache) (bool, string) {
 	}
 	var from uint64
 	prev := s.logOff
-	s.buf, from, s.logOff = n.scr.AppendTextFrom(s.buf, prev)
+	s.buf, from, s.logOff = n.scr.AppendTextFrom(s.buf, prev, s.end() == 0)
 	if from > prev {
 		s.complete = false // the log dropped text before this turn read it
 	}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tools"
@@ -290,4 +291,47 @@ func BenchmarkTextScanFlood(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzTextScan cuts arbitrary pane output at arbitrary places: the
+// incremental scan must agree with a search of the whole text after every
+// piece, for a text wait, a line regex and a multi-line regex.
+func FuzzTextScan(f *testing.F) {
+	f.Add([]byte("ok  pkg\r\nREADY\r\n"), []byte{3, 1, 7}, "READY")
+	f.Add([]byte("\x1b[31mRE\x1b[0mADY\xff\xfe日本\r\nDONE"), []byte{1, 2, 3, 4, 5}, "DONE")
+	f.Add([]byte("start\r\n\x1b]0;t\x07stop"), []byte{9}, "stop")
+	f.Fuzz(func(t *testing.T, out, cuts []byte, text string) {
+		if text == "" || !utf8.ValidString(text) || len(out) > 4096 || len(cuts) > 64 {
+			return
+		}
+		specs := []tools.WaitSpec{
+			{Wait: tools.WaitText, Text: text},
+			{Wait: tools.WaitRegex, Pattern: "^" + regexp.QuoteMeta(text) + "$"},
+			{Wait: tools.WaitRegex, Pattern: `(?s)start.*` + regexp.QuoteMeta(text)},
+		}
+		for _, spec := range specs {
+			n := scanNode(t)
+			c := mustCompile(t, spec)
+			baseline := n.scr.Revision()
+			scan := newTextScan(c, baseline)
+			rest, k := out, 0
+			for len(rest) > 0 {
+				size := len(rest)
+				if k < len(cuts) {
+					size = min(len(rest), int(cuts[k])+1)
+					k++
+				}
+				n.scr.LogText(rest[:size])
+				rest = rest[size:]
+				ok, m := scan.match(n, nil)
+				fok, fm := fullMatch(n, c, baseline)
+				if ok != fok || (ok && m != fm) {
+					t.Fatalf("%+v: incremental %v %q, whole text %v %q", spec, ok, m, fok, fm)
+				}
+				if ok {
+					break
+				}
+			}
+		}
+	})
 }

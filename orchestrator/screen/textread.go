@@ -38,8 +38,10 @@ func (s *Screen) TextStart(rev uint64) (off uint64, complete bool, err error) {
 // the log to dst (as TextSince: plain text, invalid UTF-8 as U+FFFD) and
 // returns it with the offset of the end, to pass as off next time. If the
 // log no longer holds off, the text starts at the oldest byte it holds,
-// whose offset is from (from > off); otherwise from is off.
-func (s *Screen) AppendTextFrom(dst []byte, off uint64) (out []byte, from, end uint64) {
+// whose offset is from (from > off); otherwise from is off. first says
+// this read starts a text, as TextSince's does: a partial rune at its
+// start is skipped.
+func (s *Screen) AppendTextFrom(dst []byte, off uint64, first bool) (out []byte, from, end uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	from = max(off, s.text.start)
@@ -48,7 +50,7 @@ func (s *Screen) AppendTextFrom(dst []byte, off uint64) (out []byte, from, end u
 		return dst, from, end
 	}
 	b := s.text.buf[from-s.text.start:]
-	if from > off {
+	if from > off || first {
 		// The bound may have cut a rune: skip a leading partial one.
 		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {
 			b = b[1:]
