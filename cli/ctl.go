@@ -30,6 +30,7 @@ type ctlGrammar struct {
 	Doctor     ctlDoctor     `cmd:"" help:"Check the connection: session_info as pretty JSON (exit 1 if it fails, 3 if termsprawl is not running)."`
 	Call       ctlCall       `cmd:"" help:"Call one operation and print the whole {ok,…} result as pretty JSON (exit 1 if ok is false)."`
 	MCP        ctlMCP        `cmd:"" name:"mcp" help:"Run the MCP stdio server (one JSON-RPC message per line; logs on stderr)."`
+	Hook       ctlHook       `cmd:"" help:"Run as an agent's hook (claude, codex, gemini): permission requests become dialogs for the human, state events agent_report."`
 	Guide      ctlGuide      `cmd:"" help:"Print a usage guide as text: overview, terminal, agents or dialogs."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawlctl or one of its commands."`
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
@@ -174,12 +175,15 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return usageError(stderr, ctlName, err, hint)
 		}
 		opName, callArgs = g.Call.Operation, a
-	case "mcp":
+	case "mcp", "hook":
 	default:
 		return usageError(stderr, ctlName, fmt.Errorf("unknown command %q", mode), "")
 	}
 
 	sc := resolveSession(g.Session)
+	if sc.Path == "" && mode == "hook" {
+		return hookSessionMissing(g.Hook, stderr)
+	}
 	if sc.Path == "" {
 		printMissingSession(stderr, sc)
 		return ExitUsage
@@ -190,6 +194,9 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer cancel()
 	if mode == "mcp" {
 		return runMCP(ctx, mcpConfig{Session: session, Wait: g.Wait}, stdin, stdout, stderr)
+	}
+	if mode == "hook" {
+		return runHook(ctx, g.Hook, session, stdin, stdout, stderr)
 	}
 	res := tools.Call(ctx, session, tools.Request{Operation: opName, Args: callArgs}, opts)
 	if err := prettyJSON(stdout, res); err != nil {

@@ -40,8 +40,11 @@ type humanGrammar struct {
 	Snapshot   snapshotCmd   `cmd:"" help:"Print a node's visible screen."`
 	Send       sendCmd       `cmd:"" help:"Submit text to a node (types it, then presses Enter once)."`
 	Kill       killCmd       `cmd:"" help:"Close a node: end its program and its tmux session."`
+	Record     recordCmd     `cmd:"" help:"Record a node into <state>/traces (asciicast v2); --off stops it."`
+	Replay     replayCmd     `cmd:"" help:"Play a recording in this terminal at its recorded pace (--speed for faster)."`
 	Dialogs    dialogsCmd    `cmd:"" help:"List pending dialogs (permission prompts and questions) of agents."`
 	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always."`
+	Monitor    monitorCmd    `cmd:"" help:"Print the read-only web monitor's URL and open it in the browser (--no-open: print only)."`
 	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawl or one of its commands."`
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
@@ -70,13 +73,17 @@ type upCmd struct {
 	MaxNodes  int           `name:"max-nodes" default:"512" help:"Most nodes this orchestrator runs at once."`
 	IdleAfter time.Duration `name:"idle-after" default:"30s" help:"Unobserved nodes sleep after this long (their mirror is rebuilt from tmux when observed); a negative value disables sleeping."`
 	LogLevel  string        `name:"log-level" enum:"auto,debug,info,warn,error" default:"auto" help:"Log level of the log on stderr: debug, info, warn or error; auto is warn when stderr is a terminal, else info."`
+	Hosts     []string      `name:"host" sep:"none" placeholder:"NAME=DEST" help:"Also drive the tmux server of another machine over ssh (repeatable; DEST is [user@]host or an ssh config alias). Saved in <state>/hosts.json, so later runs reconnect to it."`
+	HostCtls  []string      `name:"host-ctl" sep:"none" placeholder:"NAME=PATH" help:"Absolute path of termsprawlctl on host NAME (default: the one on its PATH)."`
+	Monitor   bool          `name:"monitor" help:"Also print the read-only web monitor's URL and open it with xdg-open (see termsprawl monitor)."`
 }
 
 func (upCmd) Examples() string {
 	return `termsprawl up                              # foreground: banner on stdout, log on stderr; Ctrl-C stops it
 termsprawl up --detach                     # background: log in <state>/termsprawl.log
 termsprawl up --log-level info             # show the info log on a terminal too
-TERMSPRAWL_HOME=/tmp/ts termsprawl --tmux-socket ts2 up --detach   # a second, separate termsprawl`
+TERMSPRAWL_HOME=/tmp/ts termsprawl --tmux-socket ts2 up --detach   # a second, separate termsprawl
+termsprawl up --host big=me@big.example    # also run nodes on big: termsprawl new --host big`
 }
 
 type downCmd struct {
@@ -90,6 +97,7 @@ termsprawl down --all                      # stop termsprawl and end every node`
 
 type newCmd struct {
 	Name    string   `name:"name" placeholder:"N" help:"Name shown in ls (and usable as NODE while it is unique)."`
+	Host    string   `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
 	Cwd     string   `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
 	JSON    bool     `name:"json" help:"Print the new node as JSON instead of its id."`
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: your shell)."`
@@ -104,6 +112,7 @@ termsprawl new --json -- python3`
 
 type agentCmd struct {
 	Kind    string   `arg:"" name:"KIND" enum:"claude,codex,gemini,opencode,custom" help:"Agent kind: claude, codex, gemini, opencode or custom (custom needs a command)."`
+	Host    string   `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
 	Name    string   `name:"name" placeholder:"N" help:"Name shown in ls."`
 	Cwd     string   `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
 	JSON    bool     `name:"json" help:"Print the new node as JSON instead of its id."`
@@ -187,11 +196,12 @@ type answerCmd struct {
 	Dialog    string `arg:"" name:"ID" predictor:"dialog" help:"Dialog id (see termsprawl dialogs)."`
 	Mode      string `arg:"" name:"MODE" enum:"deny,allow,always" help:"deny, allow or always (allow and remember)."`
 	Selection string `name:"selection" placeholder:"OPTION" help:"The chosen option of a question."`
+	Reason    string `name:"reason" placeholder:"TEXT" help:"Why: the agent is told (e.g. why a permission was denied)."`
 }
 
 func (answerCmd) Examples() string {
 	return `termsprawl answer dialog-1 allow
-termsprawl answer dialog-2 deny
+termsprawl answer dialog-2 deny --reason 'use the staging database, not production'
 termsprawl answer dialog-3 allow --selection 'Use the staging database'`
 }
 
@@ -310,9 +320,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "down":
 		return h.down(g.Down.All)
 	case "new":
-		return h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Command, g.New.JSON)
+		return h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Host, g.New.Command, g.New.JSON)
 	case "agent":
-		return h.launch("agent_launch", g.Agent.Kind, g.Agent.Name, g.Agent.Cwd, g.Agent.Command, g.Agent.JSON)
+		return h.launch("agent_launch", g.Agent.Kind, g.Agent.Name, g.Agent.Cwd, g.Agent.Host, g.Agent.Command, g.Agent.JSON)
 	case "ls":
 		return h.ls(g.Ls.JSON)
 	case "attach":
@@ -332,6 +342,10 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(h.stdout, "closed node %s\n", id)
 		})
+	case "record":
+		return h.recordNode(g.Record.Node, g.Record.Off, g.Record.JSON)
+	case "replay":
+		return h.replay(g.Replay)
 	case "dialogs":
 		return h.dialogs(g.Dialogs.JSON)
 	case "answer":
@@ -339,17 +353,22 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		if g.Answer.Selection != "" {
 			args["selection"] = g.Answer.Selection
 		}
+		if g.Answer.Reason != "" {
+			args["reason"] = g.Answer.Reason
+		}
 		return h.simple("dialog_answer", args, func(v json.RawMessage) {
 			var r tools.ReceiptOf[tools.DialogOutcome]
 			_ = tools.DecodeValue(v, &r)
 			note := ""
-			if r.Result.Remembered {
-				note = " (remembered for this node until termsprawl stops)"
+			if g.Answer.Mode == tools.AnswerAlways {
+				note = " (remembered for this node until it closes)"
 			}
 			fmt.Fprintf(h.stdout, "answered %s: %s%s\n", g.Answer.Dialog, g.Answer.Mode, note)
 		})
 	case "doctor":
 		return h.doctor(g.Doctor.JSON)
+	case "monitor":
+		return h.monitor(g.Monitor.NoOpen)
 	default:
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")
 	}
@@ -459,16 +478,15 @@ type earlyExit struct {
 // launch runs terminal_launch or agent_launch and prints the new id (or
 // the node as JSON). A program that exited right away is exit 1, with its
 // exit code and last lines.
-func (h *human) launch(op, kind, name, cwd string, command []string, asJSON bool) int {
+func (h *human) launch(op, kind, name, cwd, host string, command []string, asJSON bool) int {
 	args := map[string]any{}
-	if kind != "" {
-		args["agent"] = kind
-	}
-	if name != "" {
-		args["name"] = name
-	}
-	if len(command) > 0 {
-		args["command"] = command
+	if host != "" {
+		// A path on that host: passed as given (default: its home).
+		args["host"] = host
+		if cwd != "" {
+			args["cwd"] = cwd
+		}
+		return h.launchWith(op, kind, name, command, asJSON, args)
 	}
 	wd, err := os.Getwd()
 	if cwd == "" {
@@ -483,6 +501,20 @@ func (h *human) launch(op, kind, name, cwd string, command []string, asJSON bool
 		cwd = filepath.Join(wd, cwd)
 	}
 	args["cwd"] = cwd
+	return h.launchWith(op, kind, name, command, asJSON, args)
+}
+
+// launchWith is launch once the cwd is settled.
+func (h *human) launchWith(op, kind, name string, command []string, asJSON bool, args map[string]any) int {
+	if kind != "" {
+		args["agent"] = kind
+	}
+	if name != "" {
+		args["name"] = name
+	}
+	if len(command) > 0 {
+		args["command"] = command
+	}
 	v, code := h.call(op, args)
 	if code != ExitOK {
 		return code
@@ -623,6 +655,9 @@ func (h *human) ls(asJSON bool) int {
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
+	if hasHosts(rows) {
+		return h.lsWithHosts(tw, rows)
+	}
 	fmt.Fprintln(tw, "ID\tNAME\tCOMMAND\tOWNER\tSTATUS\tSIZE\tCLIENTS")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), dash(statusText(r)), r.Columns, r.Rows, r.Clients)
@@ -712,6 +747,9 @@ func (h *human) attach(word string, readOnly bool) int {
 	if code != ExitOK {
 		return code
 	}
+	if n.Host != "" {
+		return h.attachRemote(n, readOnly)
+	}
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		fmt.Fprintf(h.stderr, "%s: tmux is not on PATH: install tmux (%v)\n", h.prefix(), err)
@@ -758,12 +796,16 @@ func (h *human) dialogs(asJSON bool) int {
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNODE\tKIND\tTITLE\tOPTIONS")
+	fmt.Fprintln(tw, "ID\tNODE\tKIND\tTITLE\tOPTIONS\tDENIED IF UNANSWERED")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")))
+		ends := "-"
+		if !r.Expires.IsZero() {
+			ends = "in " + time.Until(r.Expires).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")), ends)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--selection OPTION]")
+	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--selection OPTION] [--reason TEXT]")
 	return ExitOK
 }
 

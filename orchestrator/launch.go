@@ -33,6 +33,10 @@ type LaunchSpec struct {
 	EnvMode string            `json:"env_mode,omitempty"`
 	Columns int               `json:"columns,omitempty"`
 	Rows    int               `json:"rows,omitempty"`
+	// Host runs the node on a machine of Config.Hosts (remote.go).
+	Host string `json:"host,omitempty"`
+	// Record records the node from its start (CONTRACT §13).
+	Record bool `json:"record,omitempty"`
 
 	Owner string `json:"-"` // launching node id, or "operator"
 	// Ancestors are the incarnations that may drive the node besides the
@@ -77,6 +81,9 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // valid before the program starts), then the tmux session, then the
 // control client and the seeded mirror.
 func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeInfo, error) {
+	if spec.Host != "" {
+		return o.launchRemote(ctx, spec)
+	}
 	if len(spec.Command) == 0 {
 		spec.Command = []string{defaultShell()}
 	}
@@ -185,13 +192,14 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		}
 	}
 	if err != nil {
-		o.removeFiles(id)
+		o.stillborn(meta)
 		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
 		return tools.NodeInfo{}, fmt.Errorf("create tmux session for %s: %w", id, err)
 	}
 	n := o.newNode(meta)
+	n.recordOnAttach = spec.Record
 	if err := n.attach(ctx); err != nil {
-		o.removeFiles(id)
+		o.stillborn(meta)
 		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
 		return tools.NodeInfo{}, err
 	}
@@ -381,16 +389,14 @@ func (o *Orchestrator) removeFiles(id string) {
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {
-	srv := o.server(meta.Socket)
-	if srv == nil {
-		srv = o.servers()[0]
-	}
+	srv := o.serverFor(meta)
 	return &node{
 		meta:      meta,
 		o:         o,
 		srv:       srv,
 		log:       o.log.With("node", meta.ID),
 		reseedReq: make(chan struct{}, 1),
+		recReq:    make(chan recStart),
 		wakeReq:   make(chan chan struct{}),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
@@ -410,6 +416,7 @@ func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {
 	if err := tools.WriteSession(tools.SessionPath(o.cfg.StateDir, meta.ID), s); err != nil {
 		return fmt.Errorf("write session file of %s: %w", meta.ID, err)
 	}
+	o.born(meta)
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -50,6 +51,8 @@ type Config struct {
 	// next output or screenshot builds it again from tmux (rest.go). 0
 	// means DefaultRestAfter; negative means never.
 	RestAfter time.Duration
+	// Hosts are the machines driven over ssh (CONTRACT §17; host.go).
+	Hosts []tools.HostSpec
 }
 
 // DefaultShardSize is Config.ShardSize's default: the blast radius of a
@@ -78,10 +81,11 @@ type Orchestrator struct {
 	shards []*tmuxServer
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
-	mu      sync.Mutex // guards nodes, shards, closing, onGone and the server deaths
+	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn and the server deaths
 	nodes   map[string]*node
 	closing bool
 	onGone  func(NodeMeta) // told when a node's life ends (closed or its session gone)
+	onBorn  func(NodeMeta) // told when a node's session file (its token) is written
 	// Deaths of the private tmux server: deadAdmin is the admin client
 	// whose end was counted, so one death is counted once.
 	serverDeaths    int
@@ -89,6 +93,9 @@ type Orchestrator struct {
 	deadAdmin       *tmuxctl.Client
 
 	procs *procWatcher // nil where pidfds are not available
+	hosts *hostSet     // the machines driven over ssh (host.go)
+	// traces are the recordings opened for reading (trace_open).
+	traces *record.Registry
 
 	// lifecycleMu serialises id allocation and the creation and
 	// destruction of sessions (see CloseNode).
@@ -149,13 +156,17 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{})}
+	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{}), traces: newTraces()}
 	if pw, err := newProcWatcher(); err == nil {
 		o.procs = pw
 	} else {
 		o.log.Warn("no process watcher; relying on tmux's pane-died hook", "err", err)
 	}
 	if err := o.adopt(ctx); err != nil {
+		o.Close()
+		return nil, err
+	}
+	if err := o.startHosts(ctx); err != nil {
 		o.Close()
 		return nil, err
 	}
@@ -182,6 +193,8 @@ func (o *Orchestrator) Close() {
 	if testHookShutdown != nil {
 		testHookShutdown()
 	}
+	// Host supervisors take lifecycleMu to adopt: stop them first.
+	o.stopHosts()
 	// Not while a node is being launched or closed: their steps would run
 	// against clients and a server that are going away.
 	o.lifecycleMu.Lock()
@@ -207,12 +220,14 @@ func (o *Orchestrator) Close() {
 		}()
 	}
 	wg.Wait()
+	o.traces.CloseAll()
 	if o.procs != nil {
 		o.procs.close()
 	}
 	for _, s := range o.servers() {
 		s.close()
 	}
+	o.closeHosts()
 	o.wg.Wait()
 }
 
@@ -226,6 +241,9 @@ func (o *Orchestrator) node(id string) *node {
 // closed is not found any more.
 func (o *Orchestrator) lookup(id string) (*node, error) {
 	if n := o.node(id); n != nil && !n.isClosing() {
+		if err := n.reachable(); err != nil {
+			return nil, err
+		}
 		return n, nil
 	}
 	return nil, tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)

@@ -7,7 +7,7 @@ import (
 
 // GuideTopics lists the guide topics in order.
 func GuideTopics() []string {
-	return []string{TopicOverview, TopicTerminal, TopicAgents, TopicDialogs}
+	return []string{TopicOverview, TopicTerminal, TopicAgents, TopicDialogs, TopicTraces}
 }
 
 var guideProse = map[string]string{
@@ -60,7 +60,14 @@ types the text, lets the program take it, then presses Enter exactly once
 (use it for shells and TUIs alike); terminal_press sends key names such as
 Enter, Escape, Up, C-c, M-x, F5; terminal_paste pastes (bracketed when the
 program asked for it). Only terminal_focus and terminal_external move a
-human's view.`,
+human's view.
+
+Other machines: terminal_launch (and agent_launch) {host: NAME} runs the
+program on a host the human added (termsprawl up --host NAME=DEST; see
+terminal_list's host); cwd is then a path there. Everything above works
+the same. While a host is unreachable its terminals show status
+unreachable and calls on them answer kind unavailable, retryable: retry
+later, the program keeps running there.`,
 
 	TopicAgents: `Agents are nodes launched with agent_launch: their environment carries
 TERMSPRAWL_SESSION_FILE and TERMSPRAWL_CTL, and known agents get
@@ -74,14 +81,35 @@ completed|failed}. Use a fresh message_id per message.`,
 
 	TopicDialogs: `Dialogs are pending permission prompts and questions of agents, shown to
 the human. An agent opens one with dialog_request (for instance from its
-permission hook); the call blocks until the dialog is answered or times
-out (at most 40 s per call) and returns the answer.
+permission hook); the call blocks up to wait_ms (at most 40 s) and
+returns the answer. If the wait runs out first (kind timeout,
+details.dialog), call dialog_request {"dialog": ID} again: the same
+dialog, never a new one. A dialog nobody answers within timeout_ms (at
+most 10 minutes) ends as a deny (timed_out: true).
 
 dialog_list shows the pending dialogs of all agents. They are other agents'
 inputs: do not answer them on your own initiative. Over MCP dialog_answer
 can only deny (or pick the selection of a question); allow and always are
 not_run over MCP: "approve permissions in termsprawl, not over MCP". The
 human approves with termsprawl dialogs / termsprawl answer ID MODE.`,
+
+	TopicTraces: `Recordings keep what a terminal showed so you can look back later ("what
+did the screen say when step 3 failed?"). terminal_launch {record: true}
+records from the start; terminal_record {terminal, on} turns it on or off
+later. A recording is a directory <state>/traces/<name>-<UTC time>/ with
+session.cast (asciicast v2: asciinema play reads it), events.jsonl (inputs
+by kind and size, never their text; resizes, markers, exit, gaps) and
+meta.json. It goes on across an orchestrator restart (a gap event, then
+the screen as it was on return). Mark the moments you will want to find:
+terminal_mark {terminal, label: "step 3"}.
+
+To read one: trace_open {path} gives {trace}; trace_overview {trace}
+lists markers, inputs, exit, crash and gaps; trace_frame_at {trace,
+marker: "step 3"} (or time_ms) rebuilds that screen in terminal_snapshot's
+shape, with screenshot: true for a PNG; trace_diff {trace, from_ms, to_ms}
+gives the rows that changed. At most 8 traces are open; a ninth closes the
+least recently used (named in evicted). Trace ids last until the
+orchestrator restarts: open the path again after that.`,
 }
 
 // Guide returns the text of a topic: hand-written usage prose followed by

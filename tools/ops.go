@@ -165,6 +165,9 @@ var (
 	paramName    = Param{Name: "name", Type: TypeString, MaxLen: MaxNameBytes, Description: "Human-readable name shown in terminal_list."}
 	paramCwd     = strParam("cwd", "Working directory (absolute path; default: the orchestrator's).")
 	paramColumns = intParam("columns", fmt.Sprintf("Width in columns (%d to %d).", MinColumns, MaxColumns), intPtr(MinColumns), intPtr(MaxColumns))
+	// paramHost names a machine of `termsprawl up --host` (CONTRACT §17).
+	paramHost = Param{Name: "host", Type: TypeString, NonEmpty: true, MaxLen: 32,
+		Description: "Run it on this host (a name from `termsprawl up --host NAME=DEST`; see terminal_list's host). Default: this machine. cwd is then a path on that host (default: the remote home)."}
 	paramRows    = intParam("rows", fmt.Sprintf("Height in rows (%d to %d).", MinRows, MaxRows), intPtr(MinRows), intPtr(MaxRows))
 	paramCommand = Param{Name: "command", Type: TypeStringArray, NonEmpty: true,
 		Description: "Program and arguments as an argv array (default: the user's shell)."}
@@ -189,6 +192,7 @@ const (
 	TopicTerminal = "terminal"
 	TopicAgents   = "agents"
 	TopicDialogs  = "dialogs"
+	TopicTraces   = "traces"
 )
 
 var operations = buildOperations()
@@ -205,7 +209,7 @@ func buildOperations() []*Operation {
 			Description: "Who am I: node, role, instance_id, version, tmux socket and session, the operation list and the preferences file."},
 		{Name: "guide_read", Result: GuideText{}, Topic: TopicOverview, Annotations: annRead,
 			Description: "Read a usage guide: overview, terminal, agents or dialogs.",
-			Params:      []Param{required(enumParam("topic", "Guide topic.", TopicOverview, TopicTerminal, TopicAgents, TopicDialogs))}},
+			Params:      []Param{required(enumParam("topic", "Guide topic.", GuideTopics()...))}},
 
 		{Name: "terminal_launch", Result: NodeInfo{}, State: Snapshot{}, Topic: TopicTerminal, Mutation: true, Annotations: Annotations{OpenWorld: true},
 			Description: "Launch a program in a new terminal node (its own tmux session) and return its id.",
@@ -213,7 +217,8 @@ func buildOperations() []*Operation {
 				paramCommand, paramName, paramCwd,
 				{Name: "env", Type: TypeObject, Description: "Extra environment variables (string to string); values are never echoed back."},
 				enumParam("env_mode", "replace (default): a minimal environment (PATH HOME USER LOGNAME SHELL LANG TERM TMPDIR, TERMSPRAWL_*) plus env; inherit: the orchestrator's environment plus env.", "replace", "inherit"),
-				paramColumns, paramRows,
+				paramColumns, paramRows, paramHost,
+				{Name: "record", Type: TypeBoolean, Description: "Record the terminal from its start into <state>/traces (see terminal_record)."},
 			}},
 		{Name: "terminal_list", Result: NodeList{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "List every terminal node: id, name, command, owner, parent, status, exit code, size, revision and attached clients."},
@@ -289,7 +294,7 @@ func buildOperations() []*Operation {
 			Params: []Param{
 				required(enumParam("agent", "Agent kind; custom needs command.", "claude", "codex", "gemini", "opencode", "custom")),
 				{Name: "command", Type: TypeStringArray, NonEmpty: true, Description: "Program and arguments as an argv array (default: the agent's usual command; required for custom)."},
-				paramName, paramCwd,
+				paramName, paramCwd, paramHost,
 			},
 			check: checkAgentLaunch},
 		{Name: "agent_status", Result: AgentList{}, Topic: TopicAgents, Annotations: annRead,
@@ -320,13 +325,16 @@ func buildOperations() []*Operation {
 			}},
 
 		{Name: "dialog_request", Result: DialogOutcome{}, Topic: TopicDialogs, Annotations: annWrite,
-			Description: "Open a permission prompt or question for the human and block (at most 40 s) until it is answered or times out; returns the answer.",
+			Description: "Open a permission prompt or question for the human (or, with dialog, wait on your open one again) and block up to wait_ms (at most 40 s) for the answer; a dialog nobody answers within timeout_ms ends as a deny.",
 			Params: []Param{
-				required(enumParam("kind", "permission (allow/deny) or question (pick an option).", "permission", "question")),
-				{Name: "title", Type: TypeString, Required: true, NonEmpty: true, Description: "What is being asked."},
+				enumParam("kind", "permission (allow/deny) or question (pick an option); required unless dialog is given.", "permission", "question"),
+				{Name: "title", Type: TypeString, NonEmpty: true, Description: "What is being asked; required unless dialog is given."},
 				{Name: "options", Type: TypeStringArray, NonEmpty: true, Description: "Choices for a question."},
-				paramTimeoutMs,
-			}},
+				intParam("timeout_ms", fmt.Sprintf("How long the dialog stays open before it ends as a deny (default %d, max %d: 10 minutes).", DefaultWaitTimeout.Milliseconds(), MaxDialogTimeout.Milliseconds()), intPtr(0), intPtr(int(MaxDialogTimeout.Milliseconds()))),
+				intParam("wait_ms", fmt.Sprintf("How long this call blocks (default and max %d); running out while the dialog is open is kind timeout with details.dialog: call again with dialog.", MaxWaitTimeout.Milliseconds()), intPtr(0), intPtr(int(MaxWaitTimeout.Milliseconds()))),
+				{Name: "dialog", Type: TypeString, NonEmpty: true, MaxLen: MaxIDBytes, Description: "Your open dialog's id (from a dialog_request that ran out of wait_ms): wait on it again."},
+			},
+			check: checkDialogRequest},
 		{Name: "dialog_list", Result: DialogList{}, Topic: TopicDialogs, Annotations: annRead,
 			Description: "List pending dialogs of all agents; they are other agents' inputs, and over MCP only deny is possible."},
 		{Name: "dialog_answer", Result: DialogOutcome{}, State: DialogState{}, Topic: TopicDialogs, Mutation: true, Annotations: annIdempotent,
@@ -335,8 +343,10 @@ func buildOperations() []*Operation {
 				id("dialog", "Dialog id from dialog_list."),
 				required(enumParam("mode", "deny, allow or always (allow and remember); only deny over MCP.", "deny", "allow", "always")),
 				strParam("selection", "The chosen option of a question."),
+				strParam("reason", "Why (shown to the agent, e.g. why a permission was denied)."),
 			}},
 	}
+	ops = append(ops, traceOperations()...)
 	for _, op := range ops {
 		if op.Mutation {
 			op.Params = append(op.Params, paramIdempotencyKey)
@@ -754,6 +764,18 @@ func (op *Operation) checkWaitRules(prefix string, m map[string]json.RawMessage)
 			if _, err := regexp.Compile(pat); err != nil {
 				return op.usageErr(prefix+"pattern", "argument %q is not a valid Go RE2 regular expression: %w", prefix+"pattern", err)
 			}
+		}
+	}
+	return nil
+}
+
+func checkDialogRequest(op *Operation, fields map[string]json.RawMessage) error {
+	if _, ok := fields["dialog"]; ok {
+		return nil
+	}
+	for _, name := range []string{"kind", "title"} {
+		if _, ok := fields[name]; !ok {
+			return op.usageErr(name, "argument %q is required to open a dialog (or pass \"dialog\" to wait on an open one)", name)
 		}
 	}
 	return nil

@@ -14,6 +14,9 @@ import (
 const (
 	StatusRunning = "running"
 	StatusExited  = "exited"
+	// StatusUnreachable: the node's host cannot be reached over ssh; its
+	// program keeps running there (CONTRACT §17).
+	StatusUnreachable = "unreachable"
 )
 
 // NodeInfo is one row of terminal_list.
@@ -273,6 +276,9 @@ type SessionInfo struct {
 	// orchestrator ran; LastTmuxServerDeath says when and why.
 	TmuxServerDeaths    int    `json:"tmux_server_deaths"`
 	LastTmuxServerDeath string `json:"last_tmux_server_death,omitempty"`
+	// MonitorURL is the read-only web monitor's capability URL
+	// (CONTRACT §14); only the operator is told it.
+	MonitorURL string `json:"monitor_url,omitempty"`
 }
 
 // GuideText is guide_read's value.
@@ -369,6 +375,8 @@ type Dialog struct {
 	Title   string    `json:"title"`
 	Options []string  `json:"options,omitempty"`
 	Created time.Time `json:"created"`
+	// Expires is when an unanswered dialog ends as a deny.
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // DialogList is dialog_list's value.
@@ -387,6 +395,9 @@ const (
 type DialogAnswer struct {
 	Mode      string `json:"mode"`
 	Selection string `json:"selection,omitempty"`
+	// Reason is the human's reason (dialog_answer reason), or why the
+	// dialog ended as a deny (it timed out).
+	Reason string `json:"reason,omitempty"`
 }
 
 // DialogOutcome is dialog_request's value and dialog_answer's result.
@@ -394,6 +405,9 @@ type DialogOutcome struct {
 	Dialog     string       `json:"dialog,omitempty"`
 	Answer     DialogAnswer `json:"answer"`
 	Remembered bool         `json:"remembered,omitempty"`
+	// TimedOut: nobody answered before the dialog expired, so it ended as
+	// a deny (never an allow).
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // DialogState is the state of dialog_answer's receipt.
