@@ -47,8 +47,13 @@ func TestQuietNodeRests(t *testing.T) {
 	if err != nil || snap.Lines[0] != "RED plain" {
 		t.Fatalf("snapshot of a resting node: %q %v", snap.Lines, err)
 	}
-	// A screenshot needs the styles: they come back from tmux.
+	// A screenshot needs the styles: they come back from tmux, and since
+	// nothing changed the revision stays (a render wait must not fire).
+	before := n.scr.Revision()
 	g := n.cells(tctx(t))
+	if after := n.scr.Revision(); after != before {
+		t.Fatalf("reseeding a resting mirror that did not change moved the revision %d → %d", before, after)
+	}
 	if c := g.At(0, 0); c.Content != "R" || c.Fg != render.ANSI(1) {
 		t.Fatalf("cell (0,0) of a resting node's screenshot: %+v, want a red R", c)
 	}
