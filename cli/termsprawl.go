@@ -76,6 +76,8 @@ type upCmd struct {
 	Hosts     []string      `name:"host" sep:"none" placeholder:"NAME=DEST" help:"Also drive the tmux server of another machine over ssh (repeatable; DEST is [user@]host or an ssh config alias). Saved in <state>/hosts.json, so later runs reconnect to it."`
 	HostCtls  []string      `name:"host-ctl" sep:"none" placeholder:"NAME=PATH" help:"Absolute path of termsprawlctl on host NAME (default: the one on its PATH)."`
 	Monitor   bool          `name:"monitor" help:"Also print the read-only web monitor's URL and open it with xdg-open (see termsprawl monitor)."`
+	// MCPAllowOrigin: Origins /mcp accepts (every other Origin is refused).
+	MCPAllowOrigin []string `name:"mcp-allow-origin" placeholder:"ORIGIN" help:"Accept this Origin on the MCP endpoint /mcp (repeatable; e.g. http://localhost:6274 for a browser-based MCP client). Any other Origin is refused."`
 }
 
 func (upCmd) Examples() string {

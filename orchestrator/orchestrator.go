@@ -51,6 +51,9 @@ type Config struct {
 	// next output or screenshot builds it again from tmux (rest.go). 0
 	// means DefaultRestAfter; negative means never.
 	RestAfter time.Duration
+	// MCPAllowOrigins are the Origin values the tool server's /mcp
+	// accepts (CONTRACT §15; the engine itself does not use them).
+	MCPAllowOrigins []string
 	// Hosts are the machines driven over ssh (CONTRACT §17; host.go).
 	Hosts []tools.HostSpec
 }

@@ -11,11 +11,13 @@ if [ "${CI:-}" = true ]; then
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq asciinema
 	fi
-	# npm: the agent tests install the real @anthropic-ai/claude-code with it.
-	if ! command -v npm >/dev/null 2>&1; then
-		echo "npm not found; installing it with apt-get" >&2
+	# node and npm: the MCP tests drive /mcp with the official TypeScript
+	# SDK, the agent tests run the real @anthropic-ai/claude-code and the
+	# monitor's tests playwright-core (each installed by its test with npm).
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		echo "node or npm not found; installing them with apt-get" >&2
 		apt-get update -qq
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq npm
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
 	fi
 	# openssh: the remote-host tests run a real sshd in a network namespace
 	# (internal/sshtest); iproute2 makes the namespace.
