@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -41,6 +42,12 @@ import (
 // newBenchOrchestrator is newTestOrchestrator for benchmarks; idleAfter is
 // Config.IdleAfter (0: the default).
 func newBenchOrchestrator(b *testing.B, idleAfter time.Duration) (*Orchestrator, *tmuxtest.Server) {
+	return newBenchOrchestratorWith(b, idleAfter, nil)
+}
+
+// newBenchOrchestratorWith is newBenchOrchestrator with a chance to change
+// the config.
+func newBenchOrchestratorWith(b *testing.B, idleAfter time.Duration, mod func(*Config)) (*Orchestrator, *tmuxtest.Server) {
 	b.Helper()
 	srv := tmuxtest.New(b)
 	dir := filepath.Join(b.TempDir(), "state")
@@ -49,7 +56,20 @@ func newBenchOrchestrator(b *testing.B, idleAfter time.Duration) (*Orchestrator,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	o, err := New(ctx, Config{StateDir: dir, Socket: srv.Socket, IdleAfter: idleAfter})
+	cfg := Config{StateDir: dir, Socket: srv.Socket, IdleAfter: idleAfter}
+	if path := os.Getenv("TERMSPRAWL_BENCH_LOG"); path != "" {
+		// The orchestrator's debug log, to look into an odd iteration.
+		f, err := os.Create(path)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { f.Close() })
+		cfg.Logger = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	o, err := New(ctx, cfg)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -405,7 +425,10 @@ func BenchmarkWakeLatency(b *testing.B) {
 const floodBytes = 40 << 20
 
 // floodFile writes floodBytes of base64 text in 76-column lines.
-func floodFile(b *testing.B) string {
+func floodFile(b *testing.B) string { return floodFileOf(b, floodBytes) }
+
+// floodFileOf writes size bytes of base64 text in 76-column lines.
+func floodFileOf(b *testing.B, size int) string {
 	b.Helper()
 	p := filepath.Join(b.TempDir(), "flood.txt")
 	f, err := os.Create(p)
@@ -416,7 +439,7 @@ func floodFile(b *testing.B) string {
 	rng := rand.NewChaCha8([32]byte{1, 2, 3})
 	raw := make([]byte, 57) // 57 bytes = one 76-column base64 line
 	line := make([]byte, 77)
-	for written := 0; written < floodBytes; written += len(line) {
+	for written := 0; written < size; written += len(line) {
 		rng.Read(raw)
 		base64.StdEncoding.Encode(line, raw)
 		line[76] = '\n'
@@ -429,6 +452,15 @@ func floodFile(b *testing.B) string {
 		b.Fatal(err)
 	}
 	return p
+}
+
+// floodWaitSpec is the k-th wait kept active during a flood: waits an
+// agent would use (text, and line regexes), for strings that never come.
+func floodWaitSpec(k int, after *uint64) tools.WaitSpec {
+	if k%4 == 3 {
+		return tools.WaitSpec{Wait: tools.WaitRegex, Pattern: fmt.Sprintf(`^(ok|FAIL) +never-%d$`, k), After: after, TimeoutMS: 40000}
+	}
+	return tools.WaitSpec{Wait: tools.WaitText, Text: fmt.Sprintf("never-appears-%d", k), After: after, TimeoutMS: 40000}
 }
 
 // floodScript blocks until channel goCh is signalled, cats file, prints
@@ -467,6 +499,9 @@ func (c *floodCPU) report(b *testing.B, withSelf bool) {
 	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) / float64(b.N) }
 	if withSelf {
 		b.ReportMetric(ms(c.self), "orch-cpu-ms/op")
+		if c.server > 0 {
+			b.ReportMetric(float64(c.self)/float64(c.server), "orch/server-cpu")
+		}
 	}
 	b.ReportMetric(ms(c.server), "tmux-server-cpu-ms/op")
 	b.ReportMetric(ms(c.clients), "tmux-clients-cpu-ms/op")
@@ -522,7 +557,11 @@ func BenchmarkFlood40MB(b *testing.B) {
 	orch := func(mode string) func(b *testing.B) {
 		return func(b *testing.B) {
 			b.SetBytes(size)
-			waiting := mode == "waiting"
+			waiting := mode == "waiting" || mode == "waiting8"
+			nwaits := 1
+			if mode == "waiting8" {
+				nwaits = 8
+			}
 			idle := time.Duration(0) // the default: nothing sleeps during a run
 			switch mode {
 			case "awake", "recorded":
@@ -563,12 +602,14 @@ func BenchmarkFlood40MB(b *testing.B) {
 				if waiting {
 					var ctx context.Context
 					ctx, cancel = context.WithCancel(context.Background())
-					waitEnded = make(chan time.Time, 1)
-					go func() {
-						o.WaitFor(ctx, id, tools.WaitSpec{Wait: tools.WaitText, Text: "never-appears", After: &rev0, TimeoutMS: 40000})
-						waitEnded <- time.Now()
-					}()
-					time.Sleep(20 * time.Millisecond) // let it park
+					waitEnded = make(chan time.Time, nwaits)
+					for k := range nwaits {
+						go func() {
+							o.WaitFor(ctx, id, floodWaitSpec(k, &rev0))
+							waitEnded <- time.Now()
+						}()
+					}
+					time.Sleep(20 * time.Millisecond) // let them park
 				}
 				timeFlood(b, srv.Socket, goCh, doneCh, &cpu)
 				doneAt := time.Now()
@@ -605,7 +646,9 @@ func BenchmarkFlood40MB(b *testing.B) {
 				}
 				cancel()
 				if waiting {
-					<-waitEnded
+					for range nwaits {
+						<-waitEnded
+					}
 				}
 				if err := o.CloseNode(bctx(b, 20*time.Second), id); err != nil {
 					b.Fatal(err)
@@ -657,6 +700,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 		}
 	}
 	b.Run("waiting", orch("waiting"))
+	b.Run("waiting8", orch("waiting8"))
 	b.Run("awake", orch("awake"))
 	// recorded / awake is the recording's overhead (CONTRACT §13).
 	b.Run("recorded", orch("recorded"))
@@ -720,21 +764,39 @@ type memSample struct {
 	nclients              int
 }
 
-func sampleMem(b *testing.B, socket string) memSample {
+// sampleMem reads the memory of this process and of the tmux servers on
+// sockets and their control clients. The processes are listed first and
+// this process's PSS is read right after the GC: listing them reads every
+// /proc/PID/cmdline, whose garbage (about 2 MiB a pass) would otherwise
+// land on pages the GC has just returned and count as the orchestrator's.
+func sampleMem(b *testing.B, sockets ...string) memSample {
 	b.Helper()
+	var clients, servers []int
+	for _, socket := range sockets {
+		clients = append(clients, tmuxtest.ControlClients(socket)...)
+		servers = append(servers, serverPID(b, socket))
+	}
 	runtime.GC()
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	clients := tmuxtest.ControlClients(socket)
 	self, err := pssKiB(os.Getpid())
 	if err != nil {
 		b.Fatal(err)
 	}
 	return memSample{
-		server: sumPSS(b, []int{serverPID(b, socket)}), clients: sumPSS(b, clients), self: self,
+		server: sumPSS(b, servers), clients: sumPSS(b, clients), self: self,
 		heap: int64(ms.HeapInuse >> 10), stack: int64(ms.StackInuse >> 10), nclients: len(clients),
 	}
+}
+
+// sockets lists the tmux servers (shards) the orchestrator runs.
+func sockets(o *Orchestrator) []string {
+	var out []string
+	for _, s := range o.servers() {
+		out = append(out, s.socket)
+	}
+	return out
 }
 
 func perNode(after, before int64) float64 { return float64(after-before) / idleNodes }
@@ -768,15 +830,16 @@ func createSessions(b *testing.B, socket, conf string, n int) {
 // set-up and measurement and `-bench .` with the default -benchtime stops
 // after one iteration instead of multiplying b.N (use -benchtime 1x).
 func BenchmarkIdleNodeMemory(b *testing.B) {
-	orch := func(idle time.Duration) func(b *testing.B) {
+	orch := func(idle time.Duration, rest bool) func(b *testing.B) {
 		return func(b *testing.B) {
 			for range b.N {
-				benchIdleOrchestrator(b, idle)
+				benchIdleOrchestrator(b, idle, rest)
 			}
 		}
 	}
-	b.Run("orchestrator-awake", orch(-1))
-	b.Run("orchestrator-asleep", orch(benchIdleAfter))
+	b.Run("orchestrator-awake-live", orch(-1, false))
+	b.Run("orchestrator-awake-resting", orch(-1, true))
+	b.Run("orchestrator-asleep", orch(benchIdleAfter, false))
 	plain := func(mode string) func(b *testing.B) {
 		return func(b *testing.B) {
 			for range b.N {
@@ -846,8 +909,11 @@ func BenchmarkIdleNodeMemory(b *testing.B) {
 // benchIdleOrchestrator launches idleNodes idle nodes on an orchestrator
 // with Config.IdleAfter idle and reports what they cost. With idle > 0 it
 // samples once every node sleeps.
-func benchIdleOrchestrator(b *testing.B, idle time.Duration) {
-	o, srv := newBenchOrchestrator(b, idle)
+//
+// rest lets the awake nodes' mirrors rest (Config.RestAfter 1 s) and
+// measures once every one does; without it they never rest.
+func benchIdleOrchestrator(b *testing.B, idle time.Duration, rest bool) {
+	o, srv := newBenchOrchestratorWith(b, idle, func(c *Config) { setRestAfter(c, rest) })
 	time.Sleep(300 * time.Millisecond)
 	before := sampleMem(b, srv.Socket)
 	start := time.Now()
@@ -866,15 +932,21 @@ func benchIdleOrchestrator(b *testing.B, idle time.Duration) {
 	if idle > 0 {
 		waitAsleep(b, o, ids...)
 	}
+	if rest {
+		waitResting(b, o, ids...)
+	}
 	for _, id := range ids {
 		if o.node(id).asleep.Load() {
 			asleep++
 		}
 	}
-	after := sampleMem(b, srv.Socket)
-	if got := after.nclients - before.nclients; got != idleNodes {
-		b.Fatalf("%d new control clients for %d nodes", got, idleNodes)
+	after := sampleMem(b, sockets(o)...)
+	// One client per node, and an admin and a waiter client per shard
+	// after the first (the first's are in the baseline).
+	if got, want := after.nclients-before.nclients, idleNodes+2*(len(sockets(o))-1); got != want {
+		b.Fatalf("%d new control clients for %d nodes on %d shards, want %d", got, idleNodes, len(sockets(o)), want)
 	}
+	b.ReportMetric(float64(len(sockets(o))), "shards")
 	b.ReportMetric(float64(launch.Milliseconds())/idleNodes, "launch-ms/node")
 	b.ReportMetric(float64(asleep), "asleep-nodes")
 	b.ReportMetric(perNode(after.clients, before.clients), "client-PSS-KiB/node")

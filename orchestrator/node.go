@@ -52,6 +52,7 @@ func (m NodeMeta) Incarnation() string {
 // the terminal's echo of it.
 type input struct {
 	rev  uint64 // the node's revision just before it was sent
+	seq  uint64 // its number among the node's inputs, from 1
 	text string
 }
 
@@ -89,7 +90,10 @@ type node struct {
 	stale     bool // text was logged but not emulated: reseed before use
 	// deadSeeds counts the extra seeds of a pane found dead and blank.
 	deadSeeds int
-	lastSeed  time.Time // when the mirror was last seeded
+	// exitChecks counts the seeds that found a watcher's exit report
+	// unconfirmed by tmux (exitcheck.go).
+	exitChecks int
+	lastSeed   time.Time // when the mirror was last seeded
 	// recFrom is the stream position from which output goes to the
 	// recording (output before it is in a recorded frame); recCols and
 	// recRows the size the recording was last told. Pump only.
@@ -113,12 +117,18 @@ type node struct {
 	observers    atomic.Int32 // waits in progress
 	lastObserved atomic.Int64 // unix nanoseconds
 
+	// scanMu guards scans: the text and regex waits the pump evaluates
+	// (waitreg.go).
+	scanMu sync.Mutex
+	scans  []*scanReg
+
 	mu          sync.Mutex // guards the fields below
 	status      string
 	exitCode    *int
 	pid         int
 	statusCh    chan struct{} // closed when status changes
 	inputs      []input
+	inputSeq    uint64 // the seq of the last input recorded
 	gone        bool   // the tmux session no longer exists
 	exitReason  string // why the program ended, when not by itself (the server died)
 	reseeds     int    // how often the mirror was reseeded (observability)
@@ -215,10 +225,25 @@ func (n *node) recordInput(rev uint64, text string) {
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.inputs = append(n.inputs, input{rev: rev, text: text})
+	n.inputSeq++
+	n.inputs = append(n.inputs, input{rev: rev, seq: n.inputSeq, text: text})
 	if len(n.inputs) > maxInputs {
 		n.inputs = append([]input(nil), n.inputs[len(n.inputs)-maxInputs:]...)
 	}
+}
+
+// inputsAfter returns the texts sent at or after revision rev whose
+// seq is above seq, and the seq of the last input recorded.
+func (n *node) inputsAfter(rev, seq uint64) ([]string, uint64) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var out []string
+	for _, in := range n.inputs {
+		if in.rev >= rev && in.seq > seq {
+			out = append(out, in.text)
+		}
+	}
+	return out, n.inputSeq
 }
 
 // inputsSince returns the texts sent at or after revision rev.

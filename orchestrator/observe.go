@@ -52,8 +52,9 @@ func (s *Showing) Close() {
 // ID is the node's id.
 func (s *Showing) ID() string { return s.n.meta.ID }
 
-// Cells is the node's styled cell grid (a copy; see screen.Screen.Cells).
-func (s *Showing) Cells() render.Grid { return s.n.scr.Cells() }
+// Cells is the node's styled cell grid (a copy; see screen.Screen.Cells);
+// a resting mirror is reseeded from tmux first (rest.go).
+func (s *Showing) Cells() render.Grid { return s.n.cells(context.Background()) }
 
 // Changed returns the node's current revision and a channel closed at its
 // next revision, taken atomically.

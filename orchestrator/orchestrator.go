@@ -46,6 +46,11 @@ type Config struct {
 	// output to us and its emulator is released. 0 means
 	// DefaultIdleAfter; negative means never.
 	IdleAfter time.Duration
+	// RestAfter is how long an awake node's output may stay quiet before
+	// its mirror drops its emulator, keeping the published screen; the
+	// next output or screenshot builds it again from tmux (rest.go). 0
+	// means DefaultRestAfter; negative means never.
+	RestAfter time.Duration
 	// MCPAllowOrigins are the Origin values the tool server's /mcp
 	// accepts (CONTRACT §15; the engine itself does not use them).
 	MCPAllowOrigins []string
@@ -63,6 +68,9 @@ const DefaultLaunchWatch = time.Second
 
 // DefaultIdleAfter is Config.IdleAfter's default.
 const DefaultIdleAfter = 30 * time.Second
+
+// DefaultRestAfter is Config.RestAfter's default.
+const DefaultRestAfter = 5 * time.Second
 
 // Orchestrator owns the nodes of one state dir on one private tmux server.
 type Orchestrator struct {
@@ -133,6 +141,9 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	}
 	if cfg.IdleAfter == 0 {
 		cfg.IdleAfter = DefaultIdleAfter
+	}
+	if cfg.RestAfter == 0 {
+		cfg.RestAfter = DefaultRestAfter
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -34,6 +34,14 @@ func (n *node) pump() {
 	doze := time.NewTimer(time.Hour)
 	doze.Stop()
 	defer doze.Stop()
+	// rest fires when output has been quiet for RestAfter (rest.go).
+	rest := time.NewTimer(time.Hour)
+	if n.o.cfg.RestAfter > 0 {
+		rest.Reset(n.o.cfg.RestAfter)
+	} else {
+		rest.Stop()
+	}
+	defer rest.Stop()
 	arm := func() {
 		if idle > 0 {
 			doze.Reset(idle)
@@ -46,7 +54,13 @@ func (n *node) pump() {
 			return
 		case <-n.stream.Ready():
 			n.apply(n.stream.Take())
+			n.evalScans()
 			heal.Reset(healQuiet)
+			if n.o.cfg.RestAfter > 0 {
+				rest.Reset(n.o.cfg.RestAfter)
+			}
+		case <-rest.C:
+			n.rest()
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -59,8 +73,11 @@ func (n *node) pump() {
 		case req := <-n.recReq:
 			n.serveRecStart(req)
 		case done := <-n.wakeReq:
-			if n.asleep.Load() {
+			if n.asleep.Load() || n.scr.Asleep() {
 				n.reseedLogged("observed")
+				if n.o.cfg.RestAfter > 0 {
+					rest.Reset(n.o.cfg.RestAfter)
+				}
 			}
 			close(done)
 			arm()
@@ -75,6 +92,7 @@ func (n *node) pump() {
 		case <-n.client.Done():
 			// Apply what arrived before the end.
 			n.apply(n.stream.Take())
+			n.evalScans()
 			n.o.clientEnded(n)
 			return
 		}

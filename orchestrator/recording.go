@@ -306,7 +306,7 @@ func (n *node) serveRecStart(req recStart) {
 		req.reply <- nil
 		return
 	}
-	if n.stale || n.asleep.Load() {
+	if n.stale || n.asleep.Load() || n.scr.Asleep() { // a resting mirror too (rest.go)
 		if err := n.reseed(context.Background()); err != nil {
 			req.reply <- n.tmuxErr("record", err)
 			return

@@ -18,7 +18,7 @@ func (o *Orchestrator) Screenshot(id string, scale int, theme string) ([]byte, t
 		return nil, tools.ScreenshotFacts{}, err
 	}
 	n.observe(context.Background())
-	img, f, err := render.PNG(n.scr.Cells(), render.Options{Scale: scale, Theme: theme})
+	img, f, err := render.PNG(n.cells(context.Background()), render.Options{Scale: scale, Theme: theme})
 	switch {
 	case errors.Is(err, render.ErrTooLarge):
 		return nil, tools.ScreenshotFacts{}, tools.Errorf(tools.KindRejected, "screenshot of %q: %w", id, err).

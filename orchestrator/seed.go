@@ -155,6 +155,7 @@ func (n *node) reseed(ctx context.Context) error {
 	n.mu.Lock()
 	n.reseeds++
 	n.seedRev = n.scr.Revision()
+	defer n.evalScans() // after the status, below
 	newPid := pid > 0 && pid != n.pid
 	n.pid = pid
 	pending := n.pendingExit
@@ -164,9 +165,11 @@ func (n *node) reseed(ctx context.Context) error {
 		n.watchProcess(pid)
 	}
 	if !dead && pending != nil {
-		dead, code = true, *pending
+		// The process watcher saw the end before tmux did (exitcheck.go).
+		dead, code = n.confirmExit(*pending)
 	}
 	if dead {
+		n.log.Debug("exit published by a seed", "code", code, "reported", pending != nil, "blank", len(n.excerpt(1)) == 0, "mark", n.dropUntil)
 		if n.deadSeeds < maxDeadSeeds && len(n.excerpt(1)) == 0 {
 			// tmux 3.3a may mark a pane dead before it has read the
 			// program's last output from the pty: look again, later

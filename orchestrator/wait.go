@@ -88,6 +88,24 @@ func maskEcho(text string, inputs []string) string {
 // maxWrapAware bounds the input lines searched with wrap points allowed.
 const maxWrapAware = 2048
 
+// wrapPattern is the regular expression of line's echo as a line editor
+// may break it: line ends and spaces between any two characters, and a
+// space of the line itself may be gone (a row's trailing space, trimmed
+// where the editor wrapped at it).
+func wrapPattern(line string) string {
+	var pat strings.Builder
+	for i, r := range line {
+		if i > 0 {
+			pat.WriteString(`[ \n]*`)
+		}
+		if r == ' ' {
+			continue
+		}
+		pat.WriteString(regexp.QuoteMeta(string(r)))
+	}
+	return pat.String()
+}
+
 // findEcho finds line in text, exactly or with wrap points inserted.
 func findEcho(text, line string) (int, int) {
 	if i := strings.Index(text, line); i >= 0 {
@@ -96,14 +114,7 @@ func findEcho(text, line string) (int, int) {
 	if len(line) > maxWrapAware {
 		return -1, -1
 	}
-	var pat strings.Builder
-	for i, r := range line {
-		if i > 0 {
-			pat.WriteString(`[ \n]*`)
-		}
-		pat.WriteString(regexp.QuoteMeta(string(r)))
-	}
-	re, err := regexp.Compile(pat.String())
+	re, err := regexp.Compile(wrapPattern(line))
 	if err != nil {
 		return -1, -1
 	}
@@ -112,41 +123,6 @@ func findEcho(text, line string) (int, int) {
 		return -1, -1
 	}
 	return loc[0], loc[1]
-}
-
-// match reports whether the text condition holds for output after
-// baseline, and what matched.
-func (n *node) match(c *compiled, baseline uint64) (bool, string) {
-	txt, err := n.scr.TextSince(baseline)
-	n.mu.Lock()
-	seeded := n.seedRev > baseline
-	n.mu.Unlock()
-	if err != nil || seeded {
-		// The text log no longer reaches back that far (a flood), or a
-		// seed painted rows that never passed through the log: judge by
-		// the rows changed since the baseline as well.
-		if ch, cerr := n.scr.ChangesSince(baseline); cerr == nil {
-			var b strings.Builder
-			for _, r := range ch.Rows {
-				b.WriteString(r.Text)
-				b.WriteByte('\n')
-			}
-			txt += "\n" + b.String()
-		} else {
-			txt += "\n" + strings.Join(n.scr.Rows(), "\n")
-		}
-	}
-	txt = maskEcho(txt, n.inputsSince(baseline))
-	if c.re != nil {
-		if loc := c.re.FindStringIndex(txt); loc != nil {
-			return true, txt[loc[0]:loc[1]]
-		}
-		return false, ""
-	}
-	if strings.Contains(txt, c.Text) {
-		return true, c.Text
-	}
-	return false, ""
 }
 
 // waitFor blocks until spec holds, the timeout passes or ctx ends. It
@@ -201,6 +177,11 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 		return tools.WaitResult{Matched: matched, Wait: c.Wait, Revision: n.scr.Revision(), After: baseline, Match: m,
 			ElapsedMS: time.Since(start).Milliseconds(), Status: status, ExitCode: code}
 	}
+	var scan *scanReg // text and regex waits: evaluated by the pump too
+	if c.Wait == tools.WaitText || c.Wait == tools.WaitRegex {
+		scan = n.addScan(newTextScan(&c, baseline))
+		defer n.removeScan(scan)
+	}
 	for {
 		if n.isClosing() {
 			// A gone node stays quiet, and its program has ended.
@@ -224,7 +205,7 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 				return result(true, ""), nil
 			}
 		case tools.WaitText, tools.WaitRegex:
-			if ok, m := n.match(&c, baseline); ok {
+			if ok, m := scan.eval(n, nil); ok {
 				return result(true, m), nil
 			}
 		}
@@ -238,6 +219,12 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 					WithDetails("status", r.Status).WithDetails("exit_code", r.ExitCode).
 					WithDetails("revision", r.Revision).WithDetails("excerpt", n.excerpt(10))
 			}
+		}
+		if scan != nil && status != tools.StatusExited {
+			// The pump takes the scan's turns and says when it holds. An
+			// exited node's last output is waited for revision by
+			// revision (above).
+			changed = scan.ready
 		}
 		select {
 		case <-changed:

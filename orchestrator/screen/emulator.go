@@ -27,7 +27,11 @@ type live struct {
 // term is one emulator and the goroutine draining its input pipe. All its
 // fields are guarded by Screen.mu (it is only reached through Screen).
 type term struct {
-	emu       *vt.Emulator
+	emu *vt.Emulator
+	// main and alt are the emulator's two screens (nil if this x/vt's
+	// layout is unknown); alt is kept at one cell while main is shown
+	// (see lean.go).
+	main, alt *vt.Screen
 	drainDone chan struct{} // closed when the drain goroutine has returned
 	poisoned  bool          // the emulator panicked; unusable until replaced
 }
@@ -36,21 +40,30 @@ type term struct {
 //
 // Memory: vt.NewEmulator allocates a 4 MiB parser data buffer (shrunk to
 // parserDataSize by shrinkParser), plus two cell buffers of cols*rows
-// cells (~100 B per cell). Scrollback is removed (see disableScrollback).
+// cells (112 B per cell); the alternate one is shrunk to one cell while
+// it is not shown (shrinkAlt). Scrollback is removed (see
+// disableScrollback).
 func newTerm(cols, rows int, lv *live) *term {
 	emu := vt.NewEmulator(cols, rows)
 	disableScrollback(emu)
 	shrinkParser(emu)
+	t := &term{emu: emu, drainDone: make(chan struct{})}
+	t.main, t.alt = altScreens(emu)
+	t.shrinkAlt()
 	emu.SetCallbacks(vt.Callbacks{
 		EnableMode:  func(m ansi.Mode) { lv.setMode(m, true) },
 		DisableMode: func(m ansi.Mode) { lv.setMode(m, false) },
 		// Switching screens clears the touched marks of the new screen.
-		AltScreen: func(bool) { lv.fullScan = true },
+		AltScreen: func(on bool) {
+			lv.fullScan = true
+			if on {
+				t.growAlt()
+			}
+		},
 	})
 	lv.fullScan = true
 	registerGuards(emu, lv)
 
-	t := &term{emu: emu, drainDone: make(chan struct{})}
 	// x/vt writes answers to queries (DA, DSR, DECRQM, OSC 10/11/12 ...) into
 	// an io.Pipe and blocks until they are read. tmux has already answered
 	// the program, so read and discard forever; stop closes the pipe.
@@ -231,8 +244,9 @@ func appendRow(dst []byte, emu *vt.Emulator, y, cols int) []byte {
 
 // parserDataSize bounds the data of one OSC/DCS/APC string the emulator
 // keeps (titles, hyperlinks); longer strings are cut. x/vt's own 4 MiB per
-// emulator would dominate a node's memory.
-const parserDataSize = 64 << 10
+// emulator would dominate a node's memory; the mirror reads nothing from
+// these strings but titles (OSC 0/2) and hyperlink targets, which fit.
+const parserDataSize = 4 << 10
 
 // shrinkParser replaces x/vt's 4 MiB parser data buffer with a
 // parserDataSize one. The parser is unexported, so this reaches it with

@@ -7,19 +7,29 @@ type histEntry struct {
 	rows      []uint64 // bitset of the rows whose text changed
 }
 
-// history is a ring of the last len(ring) revisions. Guarded by Screen.mu.
+// history is a ring of the last max revisions. Guarded by Screen.mu.
+//
+// The ring starts small and doubles up to max as revisions come, so a
+// quiet screen does not hold max entries (160 KiB at the default 4096).
 type history struct {
 	ring  []histEntry
+	max   int
 	count int // entries filled, ≤ len(ring)
 }
 
+// initialHistory is the ring's first size.
+const initialHistory = 16
+
 func newHistory(n int) history {
-	return history{ring: make([]histEntry, n)}
+	return history{ring: make([]histEntry, min(n, initialHistory)), max: n}
 }
 
 // add records revision rev and returns its entry, cleared, for the caller to
 // fill. The entry's bitset has room for rows rows.
 func (h *history) add(rev uint64, rows int) *histEntry {
+	if h.count == len(h.ring) && len(h.ring) < h.max {
+		h.grow(rev - 1)
+	}
 	e := &h.ring[rev%uint64(len(h.ring))]
 	words := (rows + 63) / 64
 	if cap(e.rows) < words {
@@ -34,6 +44,17 @@ func (h *history) add(rev uint64, rows int) *histEntry {
 		h.count++
 	}
 	return e
+}
+
+// grow doubles the ring (up to max), keeping the entries of the count
+// revisions up to cur at their places in the new ring.
+func (h *history) grow(cur uint64) {
+	ring := make([]histEntry, min(2*len(h.ring), h.max))
+	for i := range h.count {
+		r := cur - uint64(i)
+		ring[r%uint64(len(ring))] = h.ring[r%uint64(len(h.ring))]
+	}
+	h.ring = ring
 }
 
 // entry returns the entry of revision rev, which must be within the kept

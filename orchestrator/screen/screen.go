@@ -176,8 +176,11 @@ func (s *Screen) Write(p []byte) error {
 }
 
 // Seed replaces the whole state with tmux's view of the pane: size, rows,
-// cursor, scroll region, modes and title. It always bumps the revision; the
-// rows whose text differs are recorded as changed. It clears a poisoned
+// cursor, scroll region, modes and title. It bumps the revision — always,
+// except when it rebuilds the emulator Sleep released and nothing visible
+// differs from what was published (a resting or sleeping mirror looked at
+// again has not changed); the rows whose text differs are recorded as
+// changed. It clears a poisoned
 // emulator by building a fresh one. Output written after Seed continues from
 // the seeded state; any escape sequence cut by the seed is dropped.
 func (s *Screen) Seed(st SeedState) error {
@@ -190,6 +193,7 @@ func (s *Screen) Seed(st SeedState) error {
 		return ErrClosed
 	}
 	resized := st.Columns != s.cols || st.Rows != s.rows
+	released := s.t.emu == nil // after Sleep: the published state stands
 	if s.t.poisoned {
 		s.t.stop()
 		s.live = live{}
@@ -209,7 +213,7 @@ func (s *Screen) Seed(st SeedState) error {
 	setPhantom(s.t.emu, st.CursorX >= st.Columns)
 	s.live.title = st.Title
 	s.text.strip.reset()
-	s.commit(s.text.end(), false, resized, true)
+	s.commit(s.text.end(), false, resized, !released)
 	return nil
 }
 
@@ -272,6 +276,7 @@ func (s *Screen) commit(textStart uint64, textAdded, all, force bool) {
 	}
 	clear(touched)
 	s.live.fullScan = false
+	s.t.shrinkAlt()
 	pos := emu.CursorPosition()
 	cursor := Cursor{X: pos.X, Y: pos.Y, Visible: !emu.CursorHidden()}
 	if pos.X == s.cols-1 && atPhantom(emu) {
