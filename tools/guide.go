@@ -163,5 +163,12 @@ func writeOperationHelp(b *strings.Builder, op *Operation) {
 				fmt.Fprintf(b, "      %s.%s (%s, %s): %s\n", p.Name, w.Name, w.typeText(), wr, w.Description)
 			}
 		}
+		for _, f := range p.Fields {
+			fr := "optional"
+			if f.Required {
+				fr = "required"
+			}
+			fmt.Fprintf(b, "      %s.%s (%s, %s): %s\n", p.Name, f.Name, f.typeText(), fr, f.Description)
+		}
 	}
 }
