@@ -26,7 +26,7 @@ func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wa
 		}
 	}
 	if status, _, gone := n.state(); gone || status == tools.StatusExited {
-		return tools.InputResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id)
+		return tools.InputResult{}, n.withCrash(tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id))
 	}
 	n.observe(ctx)
 	rev := n.scr.Revision()
@@ -51,7 +51,7 @@ func (o *Orchestrator) Type(ctx context.Context, id, text string, wait *tools.Wa
 	if text == "" {
 		return tools.InputResult{}, usage("text is empty: nothing to type")
 	}
-	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error { return n.typeText(ctx, text) })
+	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error { n.noteInput("text", clipText(text)); return n.typeText(ctx, text) })
 	r.Bytes = len(text)
 	return r, err
 }
@@ -69,7 +69,7 @@ func (o *Orchestrator) Press(ctx context.Context, id, keys string, wait *tools.W
 	if err != nil {
 		return tools.InputResult{}, tools.Errorf(tools.KindUsage, "%w", err)
 	}
-	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error { return n.pressKeys(ctx, parsed) })
+	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error { n.noteInput("keys", strings.Join(parsed, " ")); return n.pressKeys(ctx, parsed) })
 	r.Keys = parsed
 	return r, err
 }
@@ -87,7 +87,7 @@ func (o *Orchestrator) Paste(ctx context.Context, id, text string, wait *tools.W
 	if text == "" {
 		return tools.InputResult{}, usage("text is empty: nothing to paste")
 	}
-	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error { return n.pasteText(ctx, text) })
+	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error { n.noteInput("paste", sizeText(text)); return n.pasteText(ctx, text) })
 	r.Bytes = len(text)
 	return r, err
 }
@@ -119,6 +119,7 @@ const (
 // program take it, then presses Enter exactly once.
 func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
 	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error {
+		n.noteInput(submitKind(text))
 		if text != "" {
 			var err error
 			if strings.ContainsAny(text, "\n\r") {
@@ -173,7 +174,7 @@ func (n *node) settle(ctx context.Context) {
 
 // Interrupt presses Ctrl+C.
 func (o *Orchestrator) Interrupt(ctx context.Context, id string, wait *tools.WaitSpec) (tools.InputResult, error) {
-	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error { return n.pressKeys(ctx, []string{"C-c"}) })
+	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error { n.noteInput("keys", "C-c"); return n.pressKeys(ctx, []string{"C-c"}) })
 	r.Keys = []string{"C-c"}
 	return r, err
 }

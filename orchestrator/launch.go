@@ -33,6 +33,7 @@ type LaunchSpec struct {
 	EnvMode string            `json:"env_mode,omitempty"`
 	Columns int               `json:"columns,omitempty"`
 	Rows    int               `json:"rows,omitempty"`
+	Logs    []tools.LogSpec   `json:"logs,omitempty"`
 
 	Owner string `json:"-"` // launching node id, or "operator"
 	// Ancestors are the incarnations that may drive the node besides the
@@ -123,6 +124,10 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	if err := o.checkProgram(spec); err != nil {
 		return tools.NodeInfo{}, err
 	}
+	logs, err := resolveLogs(spec.Logs, spec.Cwd)
+	if err != nil {
+		return tools.NodeInfo{}, err
+	}
 
 	o.lifecycleMu.Lock()
 	defer o.lifecycleMu.Unlock()
@@ -148,7 +153,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		name = id
 	}
 	meta := NodeMeta{ID: id, Name: name, Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
-		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.socket}
+		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.socket, Logs: logs}
 	if err := tools.WriteJSONAtomic(o.metaPath(id), meta); err != nil {
 		return tools.NodeInfo{}, fmt.Errorf("write node metadata: %w", err)
 	}

@@ -34,6 +34,8 @@ type NodeMeta struct {
 	// the high part of the node's revisions, so revisions never repeat
 	// across restarts (see revisionBase).
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Logs are the application logs the node follows (CONTRACT §11).
+	Logs []tools.LogSpec `json:"logs,omitempty"`
 }
 
 // Incarnation names this life of the node: its id and creation time. A
@@ -112,6 +114,8 @@ type node struct {
 	// last column (a pending wrap that x/vt does not show, e.g. with
 	// autowrap off); the snapshot of that revision reports it as tmux does.
 	edgeRev uint64
+
+	tw termwright // crash report, last input, query refs, logs (termtools.go)
 }
 
 func (n *node) session() string { return "ts-" + n.meta.ID }
@@ -241,7 +245,7 @@ func (n *node) info(clients int) tools.NodeInfo {
 	n.mu.Unlock()
 	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.socket, Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
-		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients}
+		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Crash: n.crashReport()}
 }
 
 // errUnexpectedReply is the cause of a tmux reply of the wrong shape.
@@ -251,7 +255,7 @@ var errUnexpectedReply = errors.New("unexpected reply from tmux")
 // found when the node is gone, else unavailable with the cause kept.
 func (n *node) tmuxErr(op string, err error) error {
 	if _, _, gone := n.state(); gone {
-		return tools.Errorf(tools.KindNotFound, "terminal %q is gone (its tmux session ended)", n.meta.ID)
+		return n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q is gone (its tmux session ended)", n.meta.ID))
 	}
 	if err == nil {
 		err = errUnexpectedReply

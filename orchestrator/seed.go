@@ -55,6 +55,7 @@ func (n *node) attach(ctx context.Context) error {
 		return err
 	}
 	go n.pump()
+	n.startLogs()
 	return nil
 }
 
@@ -176,6 +177,7 @@ func (n *node) reseed(ctx context.Context) error {
 			time.AfterFunc(deadReseed<<(n.deadSeeds-1), n.requestReseed)
 		}
 		n.setStatus(tools.StatusExited, &code)
+		n.recordCrash(ctx, code)
 	}
 	return nil
 }

@@ -117,6 +117,9 @@ type Snapshot struct {
 	Status     string `json:"status"`
 	ExitCode   *int   `json:"exit_code,omitempty"`
 	ExitReason string `json:"exit_reason,omitempty"`
+	// Crash is how the program died, when it died on its own with a
+	// non-zero code or a signal (CONTRACT §11).
+	Crash *Crash `json:"crash,omitempty"`
 	// Scrollback holds history lines above the screen, only when asked for.
 	Scrollback *[]string `json:"scrollback,omitempty"`
 	// Image is a base64 PNG of the screen, only when asked for, and
