@@ -108,9 +108,10 @@ type logFollower struct {
 	n     *node
 	files []*logFile
 
-	mu      sync.Mutex // guards entries, dropped, and each logFile's missing flag
+	mu      sync.Mutex // guards entries, dropped, kept, and each logFile's missing flag
 	entries []logEntry // oldest first, at most tools.MaxLogLines
 	dropped []dropRun
+	kept    chan struct{} // closed (and replaced) whenever lines were kept or a file went missing or came back
 }
 
 // logFile is one followed file. f, off, partial, skipping and ino are only
@@ -122,6 +123,7 @@ type logFile struct {
 	ino      uint64
 	partial  []byte
 	skipping bool // inside a line longer than maxLogLineBytes
+	gone     bool // f was renamed or removed: read on until a new file appears
 	missing  bool // guarded by logFollower.mu
 }
 
@@ -130,7 +132,7 @@ func (n *node) startLogs() {
 	if len(n.meta.Logs) == 0 {
 		return
 	}
-	lf := &logFollower{n: n}
+	lf := &logFollower{n: n, kept: make(chan struct{})}
 	for _, s := range n.meta.Logs {
 		lf.files = append(lf.files, &logFile{spec: s})
 	}
@@ -184,8 +186,24 @@ func inode(fi os.FileInfo) uint64 {
 
 func (lf *logFollower) setMissing(lg *logFile, missing bool) {
 	lf.mu.Lock()
-	lg.missing = missing
-	lf.mu.Unlock()
+	defer lf.mu.Unlock()
+	if lg.missing != missing {
+		lg.missing = missing
+		lf.notify()
+	}
+}
+
+// notify wakes whoever waits for the follower to change. Called with mu held.
+func (lf *logFollower) notify() {
+	close(lf.kept)
+	lf.kept = make(chan struct{})
+}
+
+// changed returns the channel closed at the follower's next change.
+func (lf *logFollower) changed() <-chan struct{} {
+	lf.mu.Lock()
+	defer lf.mu.Unlock()
+	return lf.kept
 }
 
 // run reacts to the directories' events until the node's pump ends.
@@ -217,8 +235,12 @@ func (lf *logFollower) run(w *fsnotify.Watcher) {
 			}
 			name := filepath.Clean(ev.Name)
 			for _, lg := range lf.files {
-				if lg.spec.Path == name {
+				switch {
+				case lg.spec.Path == name:
 					lf.event(lg, ev.Op)
+				case lg.gone:
+					// Perhaps a write to the file under its rotated name.
+					lf.read(lg)
 				}
 			}
 		}
@@ -229,29 +251,30 @@ func (lf *logFollower) run(w *fsnotify.Watcher) {
 func (lf *logFollower) event(lg *logFile, op fsnotify.Op) {
 	switch {
 	case op.Has(fsnotify.Remove) || op.Has(fsnotify.Rename):
-		// Rotated away or deleted: what was written before is still in
-		// the open file.
-		if lg.f != nil {
-			lf.read(lg)
-			lg.f.Close()
-			lg.f = nil
-		}
+		// Rotated away or deleted: the program may still write to the
+		// file it has open, so keep reading it until a new file appears.
+		lf.read(lg)
+		lg.gone = lg.f != nil
 		lf.setMissing(lg, true)
 	case op.Has(fsnotify.Create):
 		if lg.f != nil {
 			if fi, err := os.Stat(lg.spec.Path); err == nil && inode(fi) == lg.ino {
+				lg.gone = false
+				lf.setMissing(lg, false)
 				lf.read(lg)
 				return
 			}
-			lf.read(lg)
+			lf.read(lg) // the rest of the old file
 			lg.f.Close()
-			lg.f = nil
+			lg.f, lg.gone = nil, false
 		}
 		lf.open(lg, false) // a new file: everything in it is new
 		lf.read(lg)
 	case op.Has(fsnotify.Write):
-		if lg.f == nil {
-			lf.open(lg, false)
+		if lg.f == nil || lg.gone {
+			// Created without a Create event seen (or one lost).
+			lf.event(lg, fsnotify.Create)
+			return
 		}
 		lf.read(lg)
 	}
@@ -338,6 +361,7 @@ func (lf *logFollower) keep(lg *logFile, lines []string) {
 		}
 		lf.entries = append(lf.entries[:0], lf.entries[extra:]...)
 	}
+	lf.notify()
 }
 
 // drop counts n lines of revision rev as no longer kept. Called with mu held.

@@ -176,8 +176,8 @@ func (n *node) reseed(ctx context.Context) error {
 			n.deadSeeds++
 			time.AfterFunc(deadReseed<<(n.deadSeeds-1), n.requestReseed)
 		}
+		n.recordCrash(ctx, code) // before the exit is published: waiters see it
 		n.setStatus(tools.StatusExited, &code)
-		n.recordCrash(ctx, code)
 	}
 	return nil
 }
