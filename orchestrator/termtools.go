@@ -78,6 +78,13 @@ func (o *Orchestrator) Query(id string, q QuerySpec) (tools.QueryResult, error) 
 // the mirror lays the row out. cellAt[i] is the cell of byte i of line.
 func rowCells(line string) (cellAt []int, cells int) {
 	cellAt = make([]int, len(line)+1)
+	if isASCII(line) {
+		// One byte, one cell: the common case needs no grapheme walk.
+		for i := range cellAt {
+			cellAt[i] = i
+		}
+		return cellAt, len(line)
+	}
 	x := 0
 	rest := line
 	for len(rest) > 0 {
@@ -91,6 +98,15 @@ func rowCells(line string) (cellAt []int, cells int) {
 	}
 	cellAt[len(line)] = x
 	return cellAt, x
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 // queryLines finds text (or re) in each row, in reading order.
@@ -117,9 +133,15 @@ func queryLines(lines []string, rev uint64, text string, re *regexp.Regexp) []to
 		if len(spans) == 0 {
 			continue
 		}
-		cellAt, _ := rowCells(line)
+		var cellAt []int // nil: an ASCII row, one byte a cell
+		if !isASCII(line) {
+			cellAt, _ = rowCells(line)
+		}
 		for _, s := range spans {
-			col, end := cellAt[s[0]], cellAt[s[1]]
+			col, end := s[0], s[1]
+			if cellAt != nil {
+				col, end = cellAt[s[0]], cellAt[s[1]]
+			}
 			length := max(end-col, 1)
 			out = append(out, tools.QueryMatch{Row: row, Column: col, Length: length, Text: line[s[0]:s[1]],
 				Ref: tools.Ref{Row: row, Column: col, Length: length, Revision: rev}.String()})
