@@ -8,16 +8,17 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // mousecat is testdata/mousecat.py: it enables the DECSET modes it is
 // given and prints every read from its terminal as "IN <hex>".
-func mousecat(t *testing.T, modes ...string) []string {
+func mousecat(t testing.TB, modes ...string) []string {
 	t.Helper()
-	need(t, "python3")
+	py := testenv.LookPath(t, "python3", "apt-get install python3")
 	_, file, _, _ := runtime.Caller(0)
-	return append([]string{"python3", filepath.Join(filepath.Dir(file), "testdata", "mousecat.py")}, modes...)
+	return append([]string{py, filepath.Join(filepath.Dir(file), "testdata", "mousecat.py")}, modes...)
 }
 
 // launchMousecat starts mousecat with modes and waits until it is ready.

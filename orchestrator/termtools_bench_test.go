@@ -2,8 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"path/filepath"
-	"runtime"
 	"syscall"
 	"testing"
 	"time"
@@ -70,8 +68,7 @@ func BenchmarkQuery200x50(b *testing.B) {
 // raw byte (terminal_write_raw with a wait) as the baseline.
 func BenchmarkClickRoundTrip(b *testing.B) {
 	o, _ := newBenchOrchestrator(b, 0)
-	_, file, _, _ := runtime.Caller(0)
-	id := benchNode(b, o, 80, 24, "READY", "python3", filepath.Join(filepath.Dir(file), "testdata", "mousecat.py"), "1000", "1006")
+	id := benchNode(b, o, 80, 24, "READY", mousecat(b, "1000", "1006")...)
 	ctx := context.Background()
 	b.Run("write_raw", func(b *testing.B) {
 		defer reportCPU(b)()

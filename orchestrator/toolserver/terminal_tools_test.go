@@ -9,13 +9,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 func mousecatArgv(t *testing.T, modes ...string) []string {
 	t.Helper()
+	py := testenv.LookPath(t, "python3", "apt-get install python3")
 	_, file, _, _ := runtime.Caller(0)
-	return append([]string{"python3", filepath.Join(filepath.Dir(file), "..", "testdata", "mousecat.py")}, modes...)
+	return append([]string{py, filepath.Join(filepath.Dir(file), "..", "testdata", "mousecat.py")}, modes...)
 }
 
 // termwright's tools over the real wire: every value matches its output
