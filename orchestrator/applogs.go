@@ -405,11 +405,13 @@ func (n *node) changesWithLogs(cursor uint64) (tools.Changes, error) {
 			ch.Logs = append(ch.Logs, e.line)
 		}
 	}
+	omitted := 0
 	for _, d := range lf.dropped {
 		if d.rev >= cursor {
-			ch.LogsOmitted += d.n
+			omitted += d.n
 		}
 	}
+	ch.LogsOmitted = &omitted
 	return ch, nil
 }
 

@@ -88,7 +88,7 @@ func TestAppLogsFollow(t *testing.T) {
 	appendFile(t, db, "half a ")
 	appendFile(t, db, "line\n")
 	ch := logsUntil(t, o, id, start, hasLines("app: first", "app: second", "db.log: half a line"))
-	if ch.Logs[0].MS < before || ch.LogsOmitted != 0 {
+	if ch.Logs[0].MS < before || ch.LogsOmitted == nil || *ch.LogsOmitted != 0 {
 		t.Fatalf("capture %+v", ch)
 	}
 	// The returned revision is a cursor past every returned line.
@@ -168,15 +168,15 @@ func TestAppLogsFlood(t *testing.T) {
 	ch := logsUntil(t, o, id, cur, func(c tools.Changes) bool {
 		return len(c.Logs) > 0 && strings.HasPrefix(c.Logs[len(c.Logs)-1].Line, last)
 	})
-	if len(ch.Logs) != tools.MaxLogLines || ch.LogsOmitted != lines-tools.MaxLogLines {
-		t.Fatalf("%d lines kept, %d omitted; want %d and %d", len(ch.Logs), ch.LogsOmitted, tools.MaxLogLines, lines-tools.MaxLogLines)
+	if len(ch.Logs) != tools.MaxLogLines || *ch.LogsOmitted != lines-tools.MaxLogLines {
+		t.Fatalf("%d lines kept, %d omitted; want %d and %d", len(ch.Logs), *ch.LogsOmitted, tools.MaxLogLines, lines-tools.MaxLogLines)
 	}
 	if want := fmt.Sprintf("line %07d", lines-tools.MaxLogLines); !strings.HasPrefix(ch.Logs[0].Line, want) {
 		t.Fatalf("first kept line %q, want %s", ch.Logs[0].Line[:12], want)
 	}
 	// A cursor after the flood omits nothing.
-	if after, _ := o.CaptureSince(id, ch.Revision); after.LogsOmitted != 0 || len(after.Logs) != 0 {
-		t.Fatalf("after the flood: %d omitted, %d lines", after.LogsOmitted, len(after.Logs))
+	if after, _ := o.CaptureSince(id, ch.Revision); *after.LogsOmitted != 0 || len(after.Logs) != 0 {
+		t.Fatalf("after the flood: %d omitted, %d lines", *after.LogsOmitted, len(after.Logs))
 	}
 }
 
@@ -259,4 +259,60 @@ func TestAppLogsAfterRestart(t *testing.T) {
 	cur := revisionBase(o2.node(id).meta.Epoch)
 	appendFile(t, p, "after the restart\n")
 	logsUntil(t, o2, id, cur, hasLines("app: after the restart"))
+}
+
+// However a file's bytes arrive in reads, the follower's lines are the
+// file's lines (cut at maxLogLineBytes), never holding a newline.
+func FuzzLogSplit(f *testing.F) {
+	f.Add([]byte("one\ntwo\r\nthree"), uint16(3))
+	f.Add([]byte(strings.Repeat("x", 5000)+"\ny\n"), uint16(1000))
+	f.Add([]byte("\n\n\xff\xfe\n"), uint16(1))
+	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
+		lf := &logFollower{}
+		lg := &logFile{}
+		k := int(cut) % (len(data) + 1)
+		lines := append(lf.split(lg, data[:k]), lf.split(lg, data[k:])...)
+		var want []string
+		whole := string(data)
+		parts := strings.Split(whole, "\n")
+		for _, p := range parts[:len(parts)-1] { // the last has no newline yet
+			if len(p) > maxLogLineBytes {
+				p = p[:maxLogLineBytes]
+				want = append(want, logText([]byte(p))+"…")
+				continue
+			}
+			want = append(want, logText([]byte(p)))
+		}
+		if last := parts[len(parts)-1]; len(last) > maxLogLineBytes {
+			// An unfinished line that is already too long is given early.
+			want = append(want, logText([]byte(last[:maxLogLineBytes]))+"…")
+		}
+		if strings.Join(lines, "\x00") != strings.Join(want, "\x00") {
+			t.Fatalf("split %q at %d: %q, want %q", data, k, lines, want)
+		}
+		for _, l := range lines {
+			if strings.Contains(l, "\n") {
+				t.Fatalf("a line holds a newline: %q", l)
+			}
+		}
+	})
+}
+
+// A node with logs always has logs and logs_omitted in its captures; a
+// node without has neither.
+func TestAppLogsFieldsPresent(t *testing.T) {
+	o, _ := newTestOrchestrator(t)
+	p := filepath.Join(t.TempDir(), "app.log")
+	with := launchWithLogs(t, o, tools.LogSpec{Path: p})
+	without := launch(t, o, "sleep", "600")
+	for id, want := range map[string]bool{with: true, without: false} {
+		ch, err := o.CaptureSince(id, revisionBase(o.node(id).meta.Epoch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := mustJSON(t, ch)
+		if strings.Contains(b, `"logs":[]`) != want || strings.Contains(b, `"logs_omitted":0`) != want {
+			t.Errorf("%s: %s", id, b)
+		}
+	}
 }

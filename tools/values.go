@@ -160,8 +160,8 @@ type Changes struct {
 	// after the cursor, oldest first, and LogsOmitted how many more did
 	// but are no longer kept (CONTRACT §11); both only for nodes
 	// launched with logs.
-	Logs        []LogLine `json:"logs,omitempty"`
-	LogsOmitted int       `json:"logs_omitted,omitempty"`
+	Logs        []LogLine `json:"logs,omitzero"`
+	LogsOmitted *int      `json:"logs_omitted,omitempty"`
 }
 
 // ReadResult is terminal_read's value.
