@@ -274,7 +274,7 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 		}
 		mm := mouseModeOf(n.scr.Modes())
 		if ok, needs := a.allowed(mm.Tracking); !ok {
-			return tools.Errorf(tools.KindNotRun, "input-mode-disabled: %s needs %s, and the program in %q has %s tracking on; nothing was sent (terminal_capabilities shows the mouse modes; use terminal_press for keys)",
+			return tools.Errorf(tools.KindNotRun, "input-mode-disabled: terminal_%s needs %s and the program in %q has not enabled it (its mouse tracking is %s); nothing was sent. terminal_capabilities shows the program's mouse modes; drive it with terminal_press or terminal_type instead",
 				spec.Kind, needs, id, mm.Tracking).WithDetails("reason", "input-mode-disabled").WithDetails("mouse", mm)
 		}
 		data, ok := encodeAction(a, mm)
