@@ -40,6 +40,8 @@ type humanGrammar struct {
 	Snapshot   snapshotCmd   `cmd:"" help:"Print a node's visible screen."`
 	Send       sendCmd       `cmd:"" help:"Submit text to a node (types it, then presses Enter once)."`
 	Kill       killCmd       `cmd:"" help:"Close a node: end its program and its tmux session."`
+	Record     recordCmd     `cmd:"" help:"Record a node into <state>/traces (asciicast v2); --off stops it."`
+	Replay     replayCmd     `cmd:"" help:"Play a recording in this terminal at its recorded pace (--speed for faster)."`
 	Dialogs    dialogsCmd    `cmd:"" help:"List pending dialogs (permission prompts and questions) of agents."`
 	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always."`
 	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
@@ -332,6 +334,10 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(h.stdout, "closed node %s\n", id)
 		})
+	case "record":
+		return h.recordNode(g.Record.Node, g.Record.Off, g.Record.JSON)
+	case "replay":
+		return h.replay(g.Replay)
 	case "dialogs":
 		return h.dialogs(g.Dialogs.JSON)
 	case "answer":

@@ -525,7 +525,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 			waiting := mode == "waiting"
 			idle := time.Duration(0) // the default: nothing sleeps during a run
 			switch mode {
-			case "awake":
+			case "awake", "recorded":
 				idle = -1
 			case "unobserved":
 				idle = benchIdleAfter
@@ -541,7 +541,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 				endTok := fmt.Sprintf("FLOOD-END-%d", i)
 				info, err := o.Launch(bctx(b, 20*time.Second), LaunchSpec{
 					Command: []string{"sh", "-c", floodScript(tmux, srv.Socket, file, goCh, doneCh, endTok)},
-					Cwd:     b.TempDir(), Columns: 80, Rows: 24})
+					Cwd:     b.TempDir(), Columns: 80, Rows: 24, Record: mode == "recorded"})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -658,6 +658,8 @@ func BenchmarkFlood40MB(b *testing.B) {
 	}
 	b.Run("waiting", orch("waiting"))
 	b.Run("awake", orch("awake"))
+	// recorded / awake is the recording's overhead (CONTRACT §13).
+	b.Run("recorded", orch("recorded"))
 	b.Run("unobserved", orch("unobserved"))
 	b.Run("bare", plain("bare"))
 	b.Run("bare-paneoff", plain("paneoff"))

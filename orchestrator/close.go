@@ -146,6 +146,7 @@ func (n *node) detach() {
 	})
 	n.client.Close()
 	<-n.done
+	n.stopRecording()
 	n.scr.Close()
 }
 
@@ -194,6 +195,12 @@ func (o *Orchestrator) reattach(old *node) {
 	<-old.done
 	old.scr.Close()
 	meta := old.meta
+	meta.Recording = ""
+	if rec := old.rec.Load(); rec != nil {
+		// The new mirror goes on with the recording: a gap, then a frame.
+		meta.Recording = rec.dir
+		old.stopRecording()
+	}
 	meta.Epoch++
 	if err := tools.WriteJSONAtomic(o.metaPath(meta.ID), meta); err != nil {
 		o.log.Warn("reattach: write node metadata", "node", meta.ID, "err", err)
@@ -258,6 +265,7 @@ func (o *Orchestrator) forget(id string) {
 	o.mu.Unlock()
 	o.removeFiles(id)
 	if n != nil {
+		n.stopRecording()
 		go n.scr.Close()
 		o.gone(n)
 	}

@@ -14,7 +14,8 @@ func (n *node) decideSleep(idle time.Duration) (bool, time.Duration) {
 	n.idleMu.Lock()
 	defer n.idleMu.Unlock()
 	since := time.Since(time.Unix(0, n.lastObserved.Load()))
-	if n.asleep.Load() || n.observers.Load() != 0 || since < idle {
+	// A recorded node stays awake: asleep, tmux sends us none of its output.
+	if n.asleep.Load() || n.observers.Load() != 0 || since < idle || n.rec.Load() != nil {
 		return false, since
 	}
 	n.asleep.Store(true)

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -46,12 +47,24 @@ func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wa
 	return res, nil
 }
 
+// noted wraps an input's send so a recording notes the input, by kind and
+// size only, once it was sent.
+func noted(kind string, size int, keys []string, send func(n *node) error) func(n *node) error {
+	return func(n *node) error {
+		err := send(n)
+		if err == nil {
+			n.recordInputEvent(kind, size, keys)
+		}
+		return err
+	}
+}
+
 // Type sends literal text as keystrokes.
 func (o *Orchestrator) Type(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
 	if text == "" {
 		return tools.InputResult{}, usage("text is empty: nothing to type")
 	}
-	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error { n.noteInput("text", clipText(text)); return n.typeText(ctx, text) })
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputType, len(text), nil, func(n *node) error { n.noteInput("text", clipText(text)); return n.typeText(ctx, text) }))
 	r.Bytes = len(text)
 	return r, err
 }
@@ -69,7 +82,7 @@ func (o *Orchestrator) Press(ctx context.Context, id, keys string, wait *tools.W
 	if err != nil {
 		return tools.InputResult{}, tools.Errorf(tools.KindUsage, "%w", err)
 	}
-	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error { n.noteInput("keys", strings.Join(parsed, " ")); return n.pressKeys(ctx, parsed) })
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, len(parsed), parsed, func(n *node) error { n.noteInput("keys", strings.Join(parsed, " ")); return n.pressKeys(ctx, parsed) }))
 	r.Keys = parsed
 	return r, err
 }
@@ -87,7 +100,7 @@ func (o *Orchestrator) Paste(ctx context.Context, id, text string, wait *tools.W
 	if text == "" {
 		return tools.InputResult{}, usage("text is empty: nothing to paste")
 	}
-	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error { n.noteInput("paste", sizeText(text)); return n.pasteText(ctx, text) })
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputPaste, len(text), nil, func(n *node) error { n.noteInput("paste", sizeText(text)); return n.pasteText(ctx, text) }))
 	r.Bytes = len(text)
 	return r, err
 }
@@ -118,7 +131,7 @@ const (
 // Submit types (or, for multi-line text, pastes) the text, lets the
 // program take it, then presses Enter exactly once.
 func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
-	r, err := o.sendInput(ctx, id, text, wait, func(n *node) error {
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputSubmit, len(text), nil, func(n *node) error {
 		n.noteInput(submitKind(text))
 		if text != "" {
 			var err error
@@ -133,7 +146,7 @@ func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.
 			n.settle(ctx)
 		}
 		return n.pressKeys(ctx, []string{"Enter"})
-	})
+	}))
 	r.Bytes = len(text)
 	return r, err
 }
@@ -174,7 +187,7 @@ func (n *node) settle(ctx context.Context) {
 
 // Interrupt presses Ctrl+C.
 func (o *Orchestrator) Interrupt(ctx context.Context, id string, wait *tools.WaitSpec) (tools.InputResult, error) {
-	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error { n.noteInput("keys", "C-c"); return n.pressKeys(ctx, []string{"C-c"}) })
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, 1, []string{"C-c"}, func(n *node) error { n.noteInput("keys", "C-c"); return n.pressKeys(ctx, []string{"C-c"}) }))
 	r.Keys = []string{"C-c"}
 	return r, err
 }

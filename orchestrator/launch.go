@@ -34,6 +34,8 @@ type LaunchSpec struct {
 	Columns int               `json:"columns,omitempty"`
 	Rows    int               `json:"rows,omitempty"`
 	Logs    []tools.LogSpec   `json:"logs,omitempty"`
+	// Record records the node from its start (CONTRACT §13).
+	Record bool `json:"record,omitempty"`
 
 	Owner string `json:"-"` // launching node id, or "operator"
 	// Ancestors are the incarnations that may drive the node besides the
@@ -195,6 +197,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		return tools.NodeInfo{}, fmt.Errorf("create tmux session for %s: %w", id, err)
 	}
 	n := o.newNode(meta)
+	n.recordOnAttach = spec.Record
 	if err := n.attach(ctx); err != nil {
 		o.removeFiles(id)
 		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
@@ -396,6 +399,7 @@ func (o *Orchestrator) newNode(meta NodeMeta) *node {
 		srv:       srv,
 		log:       o.log.With("node", meta.ID),
 		reseedReq: make(chan struct{}, 1),
+		recReq:    make(chan recStart),
 		wakeReq:   make(chan chan struct{}),
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),

@@ -36,6 +36,9 @@ type NodeMeta struct {
 	Epoch uint64 `json:"epoch,omitempty"`
 	// Logs are the application logs the node follows (CONTRACT §11).
 	Logs []tools.LogSpec `json:"logs,omitempty"`
+	// Recording is the directory the node is being recorded into: a
+	// restarted orchestrator goes on recording there.
+	Recording string `json:"recording,omitempty"`
 }
 
 // Incarnation names this life of the node: its id and creation time. A
@@ -66,6 +69,7 @@ type node struct {
 	log    *slog.Logger
 
 	reseedReq chan struct{} // capacity 1
+	recReq    chan recStart // asks the pump to start recording
 	wakeReq   chan chan struct{}
 	quit      chan struct{}
 	done      chan struct{} // closed when pump returns
@@ -85,6 +89,16 @@ type node struct {
 	// deadSeeds counts the extra seeds of a pane found dead and blank.
 	deadSeeds int
 	lastSeed  time.Time // when the mirror was last seeded
+	// recFrom is the stream position from which output goes to the
+	// recording (output before it is in a recorded frame); recCols and
+	// recRows the size the recording was last told. Pump only.
+	recFrom          uint64
+	recCols, recRows int
+	// recordOnAttach: attach starts a recording (terminal_launch {record}).
+	recordOnAttach bool
+
+	// rec is the recording in progress, nil when the node is not recorded.
+	rec atomic.Pointer[recording]
 
 	// A node nobody observes sleeps: tmux stops sending its output to us
 	// and its emulator is released (see pump and observe). asleep changes
@@ -116,6 +130,8 @@ type node struct {
 	edgeRev uint64
 
 	tw termwright // crash report, last input, query refs, logs (termtools.go)
+	// lastRecDir is the directory of the node's latest recording.
+	lastRecDir string
 }
 
 func (n *node) session() string { return "ts-" + n.meta.ID }
@@ -156,6 +172,9 @@ func (n *node) setStatus(status string, code *int) {
 	if code != nil {
 		c := *code
 		n.exitCode = &c
+		if status == tools.StatusExited {
+			n.recordExit(c)
+		}
 	}
 	close(n.statusCh)
 	n.statusCh = make(chan struct{})
@@ -245,7 +264,7 @@ func (n *node) info(clients int) tools.NodeInfo {
 	n.mu.Unlock()
 	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.socket, Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
-		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Crash: n.crashReport()}
+		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Crash: n.crashReport()}
 }
 
 // errUnexpectedReply is the cause of a tmux reply of the wrong shape.

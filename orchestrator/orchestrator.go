@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -81,6 +82,8 @@ type Orchestrator struct {
 	deadAdmin       *tmuxctl.Client
 
 	procs *procWatcher // nil where pidfds are not available
+	// traces are the recordings opened for reading (trace_open).
+	traces *record.Registry
 
 	// lifecycleMu serialises id allocation and the creation and
 	// destruction of sessions (see CloseNode).
@@ -138,7 +141,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{})}
+	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{}), traces: newTraces()}
 	if pw, err := newProcWatcher(); err == nil {
 		o.procs = pw
 	} else {
@@ -196,6 +199,7 @@ func (o *Orchestrator) Close() {
 		}()
 	}
 	wg.Wait()
+	o.traces.CloseAll()
 	if o.procs != nil {
 		o.procs.close()
 	}

@@ -56,6 +56,8 @@ func (n *node) pump() {
 		case <-n.reseedReq:
 			n.reseedLogged("requested")
 			arm()
+		case req := <-n.recReq:
+			n.serveRecStart(req)
 		case done := <-n.wakeReq:
 			if n.asleep.Load() {
 				n.reseedLogged("observed")
@@ -154,9 +156,10 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		n.client.Continue(ctx, n.pane)
 		cancel()
-		n.reseedLogged("paused")
+		n.reseedFramed("paused")
 		return
 	}
+	n.recordOutput(ch)
 	n.applied = ch.Total
 	if n.asleep.Load() {
 		// Output that crossed the switch-off: keep its text only.
@@ -164,7 +167,7 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 		return
 	}
 	if ch.Lost {
-		n.reseedLogged("backlog")
+		n.reseedFramed("backlog")
 		return
 	}
 	data := ch.Data
@@ -211,7 +214,7 @@ func (n *node) event(ev tmuxctl.Event) {
 		for _, p := range e.Panes {
 			if p.Pane == n.pane {
 				// tmux reflows on resize without sending output: reseed.
-				n.reseedLogged("layout-change")
+				n.reseedFramed("layout-change")
 			}
 		}
 	}

@@ -54,6 +54,11 @@ func (n *node) attach(ctx context.Context) error {
 		n.scr.Close()
 		return err
 	}
+	if err := n.recordOnStart(); err != nil {
+		c.Close()
+		n.scr.Close()
+		return err
+	}
 	go n.pump()
 	n.startLogs()
 	return nil

@@ -9,6 +9,8 @@ import (
 
 	"github.com/charmbracelet/x/ansi"
 
+	"github.com/termsprawl/termsprawl/orchestrator/record"
+
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -287,7 +289,11 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 			res.To = &to
 		}
 		n.noteInput("mouse", fmt.Sprintf("%s %s at %d,%d", spec.Kind, cmpOr(spec.Button, "left"), a.at.Row, a.at.Column))
-		return n.sendRaw(ctx, data)
+		if err := n.sendRaw(ctx, data); err != nil {
+			return err
+		}
+		n.recordInputEvent(record.InputMouse, len(data), nil) // a recording notes it by kind and size
+		return nil
 	})
 	res.Terminal, res.Revision, res.Wait = id, r.Revision, r.Wait
 	return res, err
@@ -363,10 +369,10 @@ func (o *Orchestrator) WriteRaw(ctx context.Context, id string, data []byte, wai
 	if len(data) == 0 {
 		return tools.InputResult{}, usage("no bytes to write: give text or base64")
 	}
-	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error {
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputRaw, len(data), nil, func(n *node) error {
 		n.noteInput("raw", fmt.Sprintf("%d bytes", len(data)))
 		return n.sendRaw(ctx, data)
-	})
+	}))
 	r.Bytes = len(data)
 	return r, err
 }

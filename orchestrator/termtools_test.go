@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -200,4 +202,50 @@ func regexpMust(t *testing.T, p string) *regexp.Regexp {
 		t.Fatal(err)
 	}
 	return re
+}
+
+// A recorded node: mouse and raw inputs are events by kind and size, and
+// the crash report goes into events.jsonl and meta.json.
+func TestRecordedCrashAndInputs(t *testing.T) {
+	o, _ := newTestOrchestrator(t)
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: mousecat(t, "1000", "1006"), Cwd: t.TempDir(), Columns: 80, Rows: 24, Record: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, dir := info.Terminal, info.Recording.Path
+	waitText(t, o, id, "READY")
+	if _, err := o.Mouse(tctx(t), id, MouseSpec{Kind: "click", At: &tools.Cell{Row: 1, Column: 1}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	received(t, o, id) // a raw write, and the click's echo
+	// mousecat dies by a signal (terminal_signal TERM).
+	if _, err := o.Signal(id, "TERM"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Record(tctx(t), id, false); err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[string]int{}
+	var crash *tools.Crash
+	for _, e := range readEvents(t, dir) {
+		if e.Type == "input" {
+			kinds[e.Kind]++
+		}
+		if e.Type == "crash" {
+			crash = e.Crash
+		}
+	}
+	if kinds["mouse"] != 1 || kinds["raw"] != 1 {
+		t.Errorf("input events %v", kinds)
+	}
+	if crash == nil || crash.Signal != "SIGTERM" || crash.LastInput == nil || crash.LastInput.Kind != "raw" {
+		t.Fatalf("crash event %+v", crash)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "meta.json"))
+	if err != nil || !strings.Contains(string(raw), `"signal": "SIGTERM"`) && !strings.Contains(string(raw), `"signal":"SIGTERM"`) {
+		t.Fatalf("meta.json %s %v", raw, err)
+	}
 }

@@ -7,7 +7,7 @@ import (
 
 // GuideTopics lists the guide topics in order.
 func GuideTopics() []string {
-	return []string{TopicOverview, TopicTerminal, TopicAgents, TopicDialogs}
+	return []string{TopicOverview, TopicTerminal, TopicAgents, TopicDialogs, TopicTraces}
 }
 
 var guideProse = map[string]string{
@@ -100,6 +100,24 @@ inputs: do not answer them on your own initiative. Over MCP dialog_answer
 can only deny (or pick the selection of a question); allow and always are
 not_run over MCP: "approve permissions in termsprawl, not over MCP". The
 human approves with termsprawl dialogs / termsprawl answer ID MODE.`,
+
+	TopicTraces: `Recordings keep what a terminal showed so you can look back later ("what
+did the screen say when step 3 failed?"). terminal_launch {record: true}
+records from the start; terminal_record {terminal, on} turns it on or off
+later. A recording is a directory <state>/traces/<name>-<UTC time>/ with
+session.cast (asciicast v2: asciinema play reads it), events.jsonl (inputs
+by kind and size, never their text; resizes, markers, exit, gaps) and
+meta.json. It goes on across an orchestrator restart (a gap event, then
+the screen as it was on return). Mark the moments you will want to find:
+terminal_mark {terminal, label: "step 3"}.
+
+To read one: trace_open {path} gives {trace}; trace_overview {trace}
+lists markers, inputs, exit, crash and gaps; trace_frame_at {trace,
+marker: "step 3"} (or time_ms) rebuilds that screen in terminal_snapshot's
+shape, with screenshot: true for a PNG; trace_diff {trace, from_ms, to_ms}
+gives the rows that changed. At most 8 traces are open; a ninth closes the
+least recently used (named in evicted). Trace ids last until the
+orchestrator restarts: open the path again after that.`,
 }
 
 // Guide returns the text of a topic: hand-written usage prose followed by

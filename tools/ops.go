@@ -197,6 +197,7 @@ const (
 	TopicTerminal = "terminal"
 	TopicAgents   = "agents"
 	TopicDialogs  = "dialogs"
+	TopicTraces   = "traces"
 )
 
 var operations = buildOperations()
@@ -213,7 +214,7 @@ func buildOperations() []*Operation {
 			Description: "Who am I: node, role, instance_id, version, tmux socket and session, the operation list and the preferences file."},
 		{Name: "guide_read", Result: GuideText{}, Topic: TopicOverview, Annotations: annRead,
 			Description: "Read a usage guide: overview, terminal, agents or dialogs.",
-			Params:      []Param{required(enumParam("topic", "Guide topic.", TopicOverview, TopicTerminal, TopicAgents, TopicDialogs))}},
+			Params:      []Param{required(enumParam("topic", "Guide topic.", GuideTopics()...))}},
 
 		{Name: "terminal_launch", Result: NodeInfo{}, State: Snapshot{}, Topic: TopicTerminal, Mutation: true, Annotations: Annotations{OpenWorld: true},
 			Description: "Launch a program in a new terminal node (its own tmux session) and return its id.",
@@ -221,7 +222,9 @@ func buildOperations() []*Operation {
 				paramCommand, paramName, paramCwd,
 				{Name: "env", Type: TypeObject, Description: "Extra environment variables (string to string); values are never echoed back."},
 				enumParam("env_mode", "replace (default): a minimal environment (PATH HOME USER LOGNAME SHELL LANG TERM TMPDIR, TERMSPRAWL_*) plus env; inherit: the orchestrator's environment plus env.", "replace", "inherit"),
-				paramColumns, paramRows, paramLogs,
+				paramColumns, paramRows,
+				{Name: "record", Type: TypeBoolean, Description: "Record the terminal from its start into <state>/traces (see terminal_record)."},
+				paramLogs,
 			}},
 		{Name: "terminal_list", Result: NodeList{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "List every terminal node: id, name, command, owner, parent, status, exit code, size, revision and attached clients."},
@@ -364,6 +367,7 @@ func buildOperations() []*Operation {
 				strParam("selection", "The chosen option of a question."),
 			}},
 	}
+	ops = append(ops, traceOperations()...)
 	for _, op := range ops {
 		if op.Mutation {
 			op.Params = append(op.Params, paramIdempotencyKey)

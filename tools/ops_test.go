@@ -17,6 +17,8 @@ var contractOps = []string{
 	"watch_start", "watch_wait", "watch_cancel",
 	"agent_launch", "agent_status", "agent_report", "agent_send", "agent_task",
 	"agent_reply", "dialog_request", "dialog_list", "dialog_answer",
+	// §13 recordings and traces
+	"terminal_record", "terminal_mark", "trace_open", "trace_overview", "trace_frame_at", "trace_diff",
 }
 
 func TestOperationTable(t *testing.T) {
@@ -24,7 +26,8 @@ func TestOperationTable(t *testing.T) {
 		t.Fatalf("operations differ from the contract:\n got %v\nwant %v", got, contractOps)
 	}
 	readOnly := []string{"session_info", "guide_read", "terminal_list", "terminal_snapshot", "terminal_read",
-		"terminal_capture_since", "terminal_wait_for", "terminal_scrollback", "terminal_capabilities", "terminal_query", "agent_status", "agent_task", "dialog_list"}
+		"terminal_capture_since", "terminal_wait_for", "terminal_scrollback", "terminal_capabilities", "terminal_query", "agent_status", "agent_task", "dialog_list",
+		"trace_open", "trace_overview", "trace_frame_at", "trace_diff"}
 	for _, op := range Operations() {
 		if op.Description == "" || strings.Contains(op.Description, "\n") {
 			t.Errorf("%s: description must be one line", op.Name)
@@ -282,7 +285,7 @@ func TestInputSchemaStrict(t *testing.T) {
 }
 
 func TestGuides(t *testing.T) {
-	if !slices.Equal(GuideTopics(), []string{"overview", "terminal", "agents", "dialogs"}) {
+	if !slices.Equal(GuideTopics(), []string{"overview", "terminal", "agents", "dialogs", "traces"}) {
 		t.Fatal(GuideTopics())
 	}
 	for _, topic := range GuideTopics() {

@@ -97,3 +97,18 @@ func NPM(t testing.TB, packages ...string) string {
 	}
 	return dir
 }
+
+// AsciinemaCat runs the real `asciinema cat` on a cast under script(1)
+// (asciinema opens /dev/tty) and returns what it printed; a Python
+// traceback counts as a failure. Without asciinema the test skips (fails
+// in CI) naming the install command.
+func AsciinemaCat(t testing.TB, path string) (string, error) {
+	t.Helper()
+	bin := LookPath(t, "asciinema", "apt-get install -y asciinema")
+	script := LookPath(t, "script", "apt-get install -y util-linux")
+	out, err := exec.Command(script, "-q", "-e", "-c", bin+" cat '"+path+"'", "/dev/null").CombinedOutput()
+	if err == nil && strings.Contains(string(out), "Traceback") {
+		err = fmt.Errorf("asciinema cat %s failed", path)
+	}
+	return string(out), err
+}

@@ -263,3 +263,5 @@ func genEvents(seed uint64, cols, rows, tokens, richPct int, resizes bool) []cas
 	}
 	return evs
 }
+
+func intp(i int) *int { return &i }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // The files of a recording directory.
@@ -20,52 +22,20 @@ const (
 // in meta.json.
 const FormatVersion = 1
 
-// Meta is meta.json: what was recorded. It is written when the recording
-// starts and rewritten atomically (temporary file and rename) on Exit,
-// Resume and Close.
-type Meta struct {
-	Format  int      `json:"format"`
-	Node    string   `json:"node"`
-	Command []string `json:"command"`
-	// Columns and Rows are the size when the recording started (the cast
-	// header's width and height); resizes are events.
-	Columns int `json:"columns"`
-	Rows    int `json:"rows"`
-	// Start is the wall-clock time of offset 0: every time in the cast and
-	// in events.jsonl is measured from it, across restarts.
-	Start time.Time `json:"start"`
-	// End is set by Close.
-	End      time.Time `json:"end,omitzero"`
-	ExitCode *int      `json:"exit_code,omitempty"`
-	Signal   string    `json:"signal,omitempty"`
-	Crash    *Crash    `json:"crash,omitempty"`
-	// Version is termsprawl's version.
-	Version string `json:"version"`
-	// Resumes counts how often the recording was reopened after an
-	// orchestrator restart.
-	Resumes int `json:"resumes,omitempty"`
-	// Error says why the recording stopped early (a write error such as a
-	// full disk); the files hold what was written before it.
-	Error string `json:"error,omitempty"`
-}
+// Meta is meta.json: what was recorded (tools.TraceMeta, the value
+// trace_open returns). It is written when the recording starts and
+// rewritten atomically (temporary file and rename) on Exit, Resume and
+// Close.
+type Meta = tools.TraceMeta
 
 // Crash is the crash report of CONTRACT §11: a program that exited on its
 // own with a non-zero code or a signal. Pasted text never appears in it,
 // only its size.
-type Crash struct {
-	ExitCode   int        `json:"exit_code"`
-	Signal     string     `json:"signal,omitempty"`
-	AfterMS    int64      `json:"after_ms"`
-	LastInput  *LastInput `json:"last_input,omitempty"`
-	ScreenTail []string   `json:"screen_tail"`
-}
+type Crash = tools.Crash
 
 // LastInput is the last input a crashed program received, by kind, with a
 // summary that never holds typed or pasted text.
-type LastInput struct {
-	Kind    string `json:"kind"`
-	Summary string `json:"summary"`
-}
+type LastInput = tools.InputSummary
 
 // DirName is the directory name of a recording of node started at t:
 // "<node>-<UTC time>", e.g. "build-20261201T101500Z". Characters other

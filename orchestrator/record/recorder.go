@@ -207,6 +207,13 @@ type castHeader struct {
 // Dir returns the recording directory.
 func (r *Recorder) Dir() string { return r.dir }
 
+// Start is the wall-clock time of the recording's offset 0 (Meta.Start).
+func (r *Recorder) Start() time.Time {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.meta.Start
+}
+
 // Err returns the error that stopped the recording, or nil.
 func (r *Recorder) Err() error {
 	r.mu.Lock()
@@ -464,22 +471,26 @@ func appendDecimal(b []byte, n int) []byte {
 	return append(b, byte('0'+n%10))
 }
 
-// Mark adds a marker (an "m" event in the cast and a marker event).
-// Labels are cut to 200 characters.
-func (r *Recorder) Mark(label string) {
+// Mark adds a marker (an "m" event in the cast and a marker event) and
+// returns its time in milliseconds from the start. Labels are cut to 200
+// characters (see ClipLabel).
+func (r *Recorder) Mark(label string) (tMS int64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped || r.closed {
-		return
+		return r.nowMS()
 	}
-	label = clipLabel(label)
+	label = ClipLabel(label)
 	us := r.stamp()
 	r.q = appendRecord(r.q, recMark, us, []byte(label))
 	r.addEvent(Event{TMS: us / 1000, Type: "marker", Label: label})
 	r.kick()
+	return us / 1000
 }
 
-func clipLabel(s string) string {
+// ClipLabel is a marker label as recorded: valid UTF-8, at most 200
+// characters.
+func ClipLabel(s string) string {
 	s = strings.ToValidUTF8(s, "\uFFFD")
 	if utf8.RuneCountInString(s) <= maxLabelLen {
 		return s

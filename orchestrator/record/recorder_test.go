@@ -14,6 +14,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
+
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -204,19 +206,7 @@ func TestCastIsAsciicastV2(t *testing.T) {
 // /dev/tty, so it runs under script(1), which gives it a terminal.
 func asciinemaCat(t *testing.T, path string) (string, error) {
 	t.Helper()
-	bin, err := exec.LookPath("asciinema")
-	if err != nil {
-		skipOrFail(t, "asciinema is not installed (apt-get install -y asciinema)")
-	}
-	script, err := exec.LookPath("script")
-	if err != nil {
-		skipOrFail(t, "script(1) is not installed (apt-get install -y util-linux)")
-	}
-	out, err := exec.Command(script, "-q", "-e", "-c", bin+" cat '"+path+"'", "/dev/null").CombinedOutput()
-	if err == nil && strings.Contains(string(out), "Traceback") {
-		err = errors.New("asciinema failed")
-	}
-	return string(out), err
+	return testenv.AsciinemaCat(t, path)
 }
 
 // TestAsciinemaCatAcceptsCast runs the real asciinema on a recording.
@@ -357,7 +347,7 @@ func TestPasteTextAppearsNowhere(t *testing.T) {
 	r.Input(InputPress, 1, []string{"h", "u", "n", "t", "e", "r", "2", secret, "C-c", "Enter", "M-S-Up", "C-hunter"})
 	r.Input("bogus-"+secret, 1, nil)
 	clk.add(time.Second)
-	r.Exit(1, "", &Crash{ExitCode: 1, AfterMS: 1000, LastInput: &LastInput{Kind: InputPaste, Summary: fmt.Sprintf("paste of %d bytes", len(secret))}, ScreenTail: []string{"password: "}})
+	r.Exit(1, "", &Crash{ExitCode: intp(1), AfterMS: 1000, LastInput: &LastInput{Kind: InputPaste, Summary: fmt.Sprintf("paste of %d bytes", len(secret))}, ScreenTail: []string{"password: "}})
 	if err := r.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +419,7 @@ func TestDirName(t *testing.T) {
 func TestExitWritesMetaBeforeClose(t *testing.T) {
 	r, dir, clk := startRec(t, Meta{})
 	clk.add(2 * time.Second)
-	r.Exit(139, "SIGSEGV", &Crash{ExitCode: 139, Signal: "SIGSEGV", AfterMS: 2000, ScreenTail: []string{"Segmentation fault"}})
+	r.Exit(139, "SIGSEGV", &Crash{ExitCode: intp(139), Signal: "SIGSEGV", AfterMS: 2000, ScreenTail: []string{"Segmentation fault"}})
 	deadline := time.Now().Add(5 * time.Second)
 	for {
 		m, err := readMeta(dir)

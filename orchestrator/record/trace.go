@@ -25,55 +25,15 @@ import (
 // or a zip and what it holds).
 const MaxTraceBytes = 128 << 20
 
-// Overview is trace_overview's value.
-type Overview struct {
-	DurationMS  int64          `json:"duration_ms"`
-	Markers     []Marker       `json:"markers"`
-	Inputs      []InputSummary `json:"inputs"`
-	Resizes     []Resize       `json:"resizes"`
-	Exit        *ExitInfo      `json:"exit,omitempty"`
-	Crash       *Crash         `json:"crash,omitempty"`
-	Gaps        []Gap          `json:"gaps"`
-	Events      int            `json:"events"`       // events in the cast
-	OutputBytes int64          `json:"output_bytes"` // bytes of output in the cast
-	// Truncated: the cast ends in a line that does not parse (the writer
-	// was stopped mid-line); what comes before it is used.
-	Truncated bool     `json:"truncated"`
-	Warnings  []string `json:"warnings,omitempty"`
-}
-
-// Marker is a marker of the cast.
-type Marker struct {
-	TMS   int64  `json:"t_ms"`
-	Label string `json:"label"`
-}
-
-// InputSummary counts the inputs of one kind.
-type InputSummary struct {
-	Kind  string `json:"kind"`
-	Count int    `json:"count"`
-	Bytes int64  `json:"bytes"`
-}
-
-// Resize is a size change of the cast.
-type Resize struct {
-	TMS     int64 `json:"t_ms"`
-	Columns int   `json:"columns"`
-	Rows    int   `json:"rows"`
-}
-
-// ExitInfo is how the program ended.
-type ExitInfo struct {
-	TMS      int64  `json:"t_ms"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Signal   string `json:"signal,omitempty"`
-}
-
-// Gap is a time the orchestrator was down: nothing was recorded.
-type Gap struct {
-	FromMS int64 `json:"from_ms"`
-	ToMS   int64 `json:"to_ms"`
-}
+// The values of trace_overview, shared with the operation table.
+type (
+	Overview     = tools.TraceOverview
+	Marker       = tools.TraceMarker
+	InputSummary = tools.TraceInputs
+	Resize       = tools.TraceResize
+	ExitInfo     = tools.TraceExit
+	Gap          = tools.TraceGap
+)
 
 // CastEvent is one event of a cast.
 type CastEvent struct {

@@ -1,0 +1,115 @@
+package orchestrator
+
+import (
+	"encoding/base64"
+	"errors"
+	"path/filepath"
+	"strings"
+
+	"github.com/termsprawl/termsprawl/orchestrator/record"
+	"github.com/termsprawl/termsprawl/orchestrator/render"
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Traces: recordings reopened for reading (CONTRACT §13). At most
+// record.MaxOpenTraces are open at once, for the orchestrator's life; ids
+// ("trace-1", …) do not survive a restart (open the path again).
+
+// tracePath resolves trace_open's path: an absolute path as it is, a bare
+// name (no slash) in <state>/traces. Anything else is refused: the
+// orchestrator has no working directory of the caller's.
+func (o *Orchestrator) tracePath(p string) (string, error) {
+	switch {
+	case filepath.IsAbs(p):
+		return filepath.Clean(p), nil
+	case !strings.ContainsRune(p, '/') && p != "." && p != "..":
+		return filepath.Join(o.cfg.StateDir, TracesDir, p), nil
+	}
+	return "", usage("trace path %q is relative: give an absolute path, or the name of a recording in %s", p, filepath.Join(o.cfg.StateDir, TracesDir))
+}
+
+// TraceOpen opens a recording directory, a .zip of one or a bare .cast.
+func (o *Orchestrator) TraceOpen(path string) (tools.TraceOpened, error) {
+	p, err := o.tracePath(path)
+	if err != nil {
+		return tools.TraceOpened{}, err
+	}
+	id, t, evicted, err := o.traces.Open(p)
+	if err != nil {
+		return tools.TraceOpened{}, err
+	}
+	return tools.TraceOpened{Trace: id, Path: t.Path(), Meta: t.Meta(), Evicted: evicted}, nil
+}
+
+// TraceOverview summarises an open trace.
+func (o *Orchestrator) TraceOverview(id string) (tools.TraceOverview, error) {
+	t, err := o.traces.Get(id)
+	if err != nil {
+		return tools.TraceOverview{}, err
+	}
+	ov := t.Overview()
+	ov.Trace = id
+	return ov, nil
+}
+
+// FrameSpec says which moment of a trace to show, and how to draw it.
+type FrameSpec struct {
+	TimeMS     *int64
+	Marker     string
+	Screenshot bool
+	Scale      int
+	Theme      string
+}
+
+// TraceFrameAt rebuilds the screen at a moment of an open trace, through
+// the same mirror as live nodes, with a screenshot when asked for.
+func (o *Orchestrator) TraceFrameAt(id string, spec FrameSpec) (tools.TraceFrame, error) {
+	if spec.TimeMS != nil && spec.Marker != "" {
+		return tools.TraceFrame{}, usage("give time_ms or marker, not both")
+	}
+	t, err := o.traces.Get(id)
+	if err != nil {
+		return tools.TraceFrame{}, err
+	}
+	if !spec.Screenshot {
+		s, at, err := t.FrameAt(spec.TimeMS, spec.Marker)
+		if err != nil {
+			return tools.TraceFrame{}, err
+		}
+		return tools.TraceFrame{Trace: id, TimeMS: at, Screen: s}, nil
+	}
+	var (
+		s    tools.Screen
+		img  []byte
+		f    render.Facts
+		rerr error
+	)
+	at, err := t.WithFrame(spec.TimeMS, spec.Marker, func(scr *screen.Screen) {
+		s = scr.Snapshot()
+		img, f, rerr = render.PNG(scr.Cells(), render.Options{Scale: spec.Scale, Theme: spec.Theme})
+	})
+	if err != nil {
+		return tools.TraceFrame{}, err
+	}
+	switch {
+	case errors.Is(rerr, render.ErrTooLarge):
+		return tools.TraceFrame{}, tools.Errorf(tools.KindRejected, "screenshot of %s: %w", id, rerr).WithDetails("reason", "capacity")
+	case rerr != nil:
+		return tools.TraceFrame{}, tools.Errorf(tools.KindUsage, "screenshot of %s: %w", id, rerr)
+	}
+	return tools.TraceFrame{Trace: id, TimeMS: at, Screen: s, Image: base64.StdEncoding.EncodeToString(img),
+		Screenshot: &tools.ScreenshotFacts{Width: f.Width, Height: f.Height, SelfContained: f.SelfContained, FallbackCharacters: f.FallbackCharacters}}, nil
+}
+
+// TraceDiff is the rows that changed between two moments of a trace.
+func (o *Orchestrator) TraceDiff(id string, fromMS, toMS int64) (tools.Changes, error) {
+	t, err := o.traces.Get(id)
+	if err != nil {
+		return tools.Changes{}, err
+	}
+	return t.Diff(fromMS, toMS)
+}
+
+// newTraces is the orchestrator's registry of open traces.
+func newTraces() *record.Registry { return record.NewRegistry() }
