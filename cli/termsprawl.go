@@ -44,6 +44,7 @@ type humanGrammar struct {
 	Replay     replayCmd     `cmd:"" help:"Play a recording in this terminal at its recorded pace (--speed for faster)."`
 	Dialogs    dialogsCmd    `cmd:"" help:"List pending dialogs (permission prompts and questions) of agents."`
 	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always."`
+	Monitor    monitorCmd    `cmd:"" help:"Print the read-only web monitor's URL and open it in the browser (--no-open: print only)."`
 	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawl or one of its commands."`
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
@@ -72,6 +73,7 @@ type upCmd struct {
 	MaxNodes  int           `name:"max-nodes" default:"512" help:"Most nodes this orchestrator runs at once."`
 	IdleAfter time.Duration `name:"idle-after" default:"30s" help:"Unobserved nodes sleep after this long (their mirror is rebuilt from tmux when observed); a negative value disables sleeping."`
 	LogLevel  string        `name:"log-level" enum:"auto,debug,info,warn,error" default:"auto" help:"Log level of the log on stderr: debug, info, warn or error; auto is warn when stderr is a terminal, else info."`
+	Monitor   bool          `name:"monitor" help:"Also print the read-only web monitor's URL and open it with xdg-open (see termsprawl monitor)."`
 }
 
 func (upCmd) Examples() string {
@@ -356,6 +358,8 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		})
 	case "doctor":
 		return h.doctor(g.Doctor.JSON)
+	case "monitor":
+		return h.monitor(g.Monitor.NoOpen)
 	default:
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")
 	}

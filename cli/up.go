@@ -139,6 +139,10 @@ func (h *human) up() int {
 	}
 	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
 		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
+		if h.upOpts.Monitor {
+			fmt.Fprintf(h.stdout, "monitor (read-only): %s\n", info.MonitorURL)
+			h.openBrowser(info.MonitorURL)
+		}
 	})
 	if err != nil {
 		var le *toolserver.LockError
@@ -229,6 +233,10 @@ func (h *human) upDetached() int {
 	}
 	printServing(h.stdout, ep, h.stateDir, h.socket, tools.OperatorSessionPath(h.stateDir), -1)
 	fmt.Fprintf(h.stdout, "log:                 %s\n", logPath)
+	if h.upOpts.Monitor {
+		// Asked of the child, so its log never holds the capability URL.
+		return h.monitor(false)
+	}
 	return ExitOK
 }
 

@@ -39,6 +39,11 @@ func (o *Orchestrator) TraceOpen(path string) (tools.TraceOpened, error) {
 	if err != nil {
 		return tools.TraceOpened{}, err
 	}
+	// Keyframes are built in the background while the caller reads the
+	// overview, so the first trace_frame_at near the end does not replay
+	// the whole cast. The goroutine ends when they are built or the trace
+	// is closed.
+	go t.Warm()
 	return tools.TraceOpened{Trace: id, Path: t.Path(), Meta: t.Meta(), Evicted: evicted}, nil
 }
 

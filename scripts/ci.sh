@@ -17,6 +17,13 @@ if [ "${CI:-}" = true ]; then
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3
 	fi
+	# chromium: the web monitor's tests open it headless (driven by
+	# playwright-core from npm, which the tests install themselves).
+	if ! [ -x /usr/bin/chromium ]; then
+		echo "chromium not found; installing it with apt-get" >&2
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+	fi
 	# In CI a test that would skip for a missing tool or permission fails.
 	export TERMSPRAWL_REQUIRE_ALL=1
 fi

@@ -282,6 +282,9 @@ type SessionInfo struct {
 	// orchestrator ran; LastTmuxServerDeath says when and why.
 	TmuxServerDeaths    int    `json:"tmux_server_deaths"`
 	LastTmuxServerDeath string `json:"last_tmux_server_death,omitempty"`
+	// MonitorURL is the read-only web monitor's capability URL
+	// (CONTRACT §14); only the operator is told it.
+	MonitorURL string `json:"monitor_url,omitempty"`
 }
 
 // GuideText is guide_read's value.

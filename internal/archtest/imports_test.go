@@ -29,7 +29,12 @@ var allowed = map[string][]string{
 	// Recordings and traces, replayed through the same mirror.
 	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen"},
 	// The tool server drives the engine; tmux is the engine's business.
-	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator"},
+	// It mounts the web monitor and feeds it through monitor's interfaces.
+	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor"},
+	// The read-only web monitor: the contract's value types and the cell
+	// grid; it reads the engine and the tool server only through the
+	// interfaces it defines (Engine, Side), so it imports neither.
+	"orchestrator/monitor": {module + "/tools", module + "/orchestrator/render"},
 	"cli": {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong", "github.com/mark3labs/mcp-go/",
 		// `termsprawl replay` reads recordings without the orchestrator
 		module + "/orchestrator/record",
@@ -37,7 +42,10 @@ var allowed = map[string][]string{
 		"github.com/willabides/kongplete", "github.com/posener/complete"},
 	"cmd/...":             {module + "/cli"},
 	"internal/schematest": {module + "/tools", "github.com/santhosh-tekuri/jsonschema/"},
-	"internal/...":        {},
+	// Headless Chromium for the monitor's tests installs what it needs
+	// through testenv.
+	"internal/browsertest": {module + "/internal/testenv"},
+	"internal/...":         {},
 }
 
 // cliEngineFiles are the only files of cli that may import the engine or

@@ -144,6 +144,9 @@ func sessionInfo(c *call, _ noArgs) (tools.SessionInfo, error) {
 	}
 	info.MirrorReseeds, info.MirrorHeals = s.o.MirrorCounts()
 	info.TmuxServerDeaths, info.LastTmuxServerDeath = s.o.ServerHealth()
+	if c.caller.Role == tools.RoleOperator {
+		info.MonitorURL = s.monitorURL()
+	}
 	return info, nil
 }
 

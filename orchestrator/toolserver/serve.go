@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/monitor"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -24,6 +25,7 @@ type ServeInfo struct {
 	Socket          string
 	OperatorSession string
 	Nodes           int
+	MonitorURL      string // the read-only web monitor (CONTRACT §14)
 }
 
 // LockError means another live orchestrator owns the state dir.
@@ -133,12 +135,28 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return err
 	}
 	defer api.Close()
-	ln, err := tools.ListenLoopback()
+	mon, err := monitor.Load(cfg.StateDir)
+	if err != nil {
+		return err
+	}
+	// The port of the last run when free: an open monitor page reconnects.
+	ln, err := tools.ListenLoopbackOn(mon.Port)
+	if err != nil {
+		ln, err = tools.ListenLoopback()
+	}
 	if err != nil {
 		return err
 	}
 	hostPort := ln.Addr().(*net.TCPAddr).AddrPort().String()
-	srv := tools.NewHTTPServer(tools.NewHandler(api, func() string { return hostPort }))
+	if err := monitor.SavePort(cfg.StateDir, mon, ln.Addr().(*net.TCPAddr).Port); err != nil {
+		api.log.Warn("the monitor's port is not kept for the next run", "err", err)
+	}
+	page, handler, err := api.mountMonitor(mon, func() string { return hostPort }, tools.NewHandler(api, func() string { return hostPort }))
+	if err != nil {
+		return err
+	}
+	defer page.Close()
+	srv := tools.NewHTTPServer(handler)
 	srv.BaseContext = func(net.Listener) context.Context { return api.Context() }
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()
@@ -154,7 +172,7 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 	api.log.Info("serving", "url", ep.URL, "state_dir", cfg.StateDir, "socket", o.Socket(), "nodes", nodes)
 	if ready != nil {
 		ready(ServeInfo{Endpoint: ep, StateDir: cfg.StateDir, Socket: o.Socket(),
-			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: nodes})
+			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: nodes, MonitorURL: page.URL()})
 	}
 	select {
 	case <-ctx.Done():
@@ -163,8 +181,10 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 			return fmt.Errorf("serve: %w", err)
 		}
 	}
-	// Cancel waits in flight so shutdown is not held up by them.
+	// Cancel waits in flight and end the monitor's streams so shutdown is
+	// not held up by them.
 	api.Close()
+	page.Close()
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -37,6 +37,8 @@ type Server struct {
 	watches *watchTable
 	agents  *agentTable
 	dialogs *dialogTable
+
+	monitor monitorLink // the web monitor's URL (monitor.go)
 }
 
 // New builds the tool server of o. op is the operator's session.

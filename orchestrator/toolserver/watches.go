@@ -19,6 +19,7 @@ const firedWatchTTL = 10 * time.Minute
 
 type watch struct {
 	id, terminal string
+	spec         tools.WaitSpec // what it waits for (the monitor shows it)
 	owner        tools.Identity // who started it
 	cancel       context.CancelFunc
 	done         chan struct{} // closed when the wait ended; then result and err are set
@@ -105,7 +106,7 @@ func watchStart(c *call, a waitArgs) (tools.WatchStarted, error) {
 	w.next++
 	id := fmt.Sprintf("watch-%d", w.next)
 	wctx, cancel := context.WithCancel(c.s.ctx)
-	wt := &watch{id: id, terminal: a.Terminal, owner: c.caller, cancel: cancel, done: make(chan struct{})}
+	wt := &watch{id: id, terminal: a.Terminal, spec: spec, owner: c.caller, cancel: cancel, done: make(chan struct{})}
 	w.m[id] = wt
 	w.mu.Unlock()
 	// The watch's goroutine ends when the wait does: it fires, the node

@@ -1,0 +1,230 @@
+package monitor
+
+import (
+	"encoding/json"
+	"image/color"
+	"slices"
+	"strconv"
+
+	"github.com/termsprawl/termsprawl/orchestrator/render"
+)
+
+// The page's wire format: every event's data is one JSON object.
+//
+//	frame   {"nodes":[Node…],"dialogs":[…],"watches":[…],"show":ID,"screen":Screen|null}  on connect
+//	state   {"nodes":[Node…],"dialogs":[…],"watches":[…]}                                  when a row, an agent, a dialog or a watch changed
+//	screen  Screen                                                                          the shown node's changed rows, per revision
+//
+// A Screen is {"node","rev","cols","rows","full","cursor":{x,y,visible,shape},"lines":[{"y":N,"r":[Run…]}]};
+// full is true when lines hold every row (connect, resize).
+
+// Attribute bits of a Run ("a"); the underline style is a << 8.
+const (
+	attrBold      = 1 << 0
+	attrItalic    = 1 << 1
+	attrFaint     = 1 << 2
+	attrStrike    = 1 << 3
+	attrInverse   = 1 << 4
+	attrInvisible = 1 << 5
+	attrBlink     = 1 << 6
+	underlineBits = 8
+)
+
+// run is a stretch of cells of one style. Colours are resolved with the
+// screenshot's palette (render.Palette), so inverse, faint and bold
+// brightening look the same as in terminal_screenshot; "" is the
+// theme's default. C is the cursor's shape + 1 on the cursor's cell.
+type run struct {
+	T string `json:"t"`
+	F string `json:"f,omitempty"`
+	B string `json:"b,omitempty"`
+	U string `json:"u,omitempty"` // underline colour, when not the foreground
+	A int    `json:"a,omitempty"`
+	C int    `json:"c,omitempty"`
+	W int    `json:"w,omitempty"` // 1: one wide character, drawn two cells wide
+}
+
+type lineMsg struct {
+	Y int   `json:"y"`
+	R []run `json:"r"`
+}
+
+type cursorMsg struct {
+	X       int  `json:"x"`
+	Y       int  `json:"y"`
+	Visible bool `json:"visible"`
+	Shape   int  `json:"shape"` // 0 block, 1 underline, 2 bar
+}
+
+type screenMsg struct {
+	Node   string            `json:"node"`
+	Rev    uint64            `json:"rev"`
+	Cols   int               `json:"cols"`
+	Rows   int               `json:"rows"`
+	Full   bool              `json:"full"`
+	Cursor cursorMsg         `json:"cursor"`
+	Lines  []json.RawMessage `json:"lines"`
+}
+
+// encoder turns cell grids into rows of runs.
+type encoder struct {
+	pal    render.Palette
+	fg, bg color.RGBA
+}
+
+func newEncoder() encoder {
+	pal, _ := render.NewPalette("dark")
+	fg, bg := pal.Defaults()
+	return encoder{pal: pal, fg: fg, bg: bg}
+}
+
+func hexOf(c color.RGBA) string {
+	const digits = "0123456789abcdef"
+	return string([]byte{'#', digits[c.R>>4], digits[c.R&15], digits[c.G>>4], digits[c.G&15], digits[c.B>>4], digits[c.B&15]})
+}
+
+// cursorX is where the cursor is drawn: a pending wrap (X = Columns) in
+// the last column.
+func cursorX(g render.Grid) int { return min(g.Cursor.X, g.Columns-1) }
+
+// style is a cell's run without its text.
+func (e encoder) style(c render.Cell, cursor bool, shape render.CursorShape) run {
+	fg, bg, ul := e.pal.Colours(c)
+	if cursor && shape == render.CursorBlock {
+		fg, bg, ul = bg, fg, bg
+	}
+	var r run
+	if fg != e.fg {
+		r.F = hexOf(fg)
+	}
+	if bg != e.bg {
+		r.B = hexOf(bg)
+	}
+	if c.Underline != render.UnderlineNone && ul != fg {
+		r.U = hexOf(ul)
+	}
+	for _, m := range [...]struct {
+		a   render.Attr
+		bit int
+	}{
+		{render.AttrBold, attrBold}, {render.AttrItalic, attrItalic}, {render.AttrFaint, attrFaint},
+		{render.AttrStrikethrough, attrStrike}, {render.AttrInverse, attrInverse},
+		{render.AttrInvisible, attrInvisible}, {render.AttrBlink, attrBlink},
+	} {
+		if c.Attrs&m.a != 0 {
+			r.A |= m.bit
+		}
+	}
+	r.A |= int(c.Underline) << underlineBits
+	if cursor {
+		r.C = int(shape) + 1
+	}
+	return r
+}
+
+// runs encodes row y of g as a JSON array of runs.
+func (e encoder) runs(g render.Grid, y int) []byte {
+	cx := -1
+	if g.Cursor.Visible && g.Cursor.Y == y {
+		cx = cursorX(g)
+	}
+	rs := make([]run, 0, 4)
+	for x := 0; x < g.Columns; x++ {
+		c := g.At(x, y)
+		if c.Width == 0 && x > 0 {
+			continue // a wide character's continuation: drawn by its cell
+		}
+		text := c.Content
+		if text == "" {
+			text = " "
+		}
+		cur := x == cx || (c.Width == 2 && x+1 == cx)
+		var st run
+		if !cur && c.Fg == (render.Color{}) && c.Bg == (render.Color{}) && c.Attrs == 0 && c.Underline == render.UnderlineNone {
+			// The common cell: default colours, no attributes.
+		} else {
+			st = e.style(c, cur, g.Cursor.Shape)
+		}
+		if c.Width == 2 {
+			// Alone in its run, so the page can give it exactly two cells
+			// whatever the font's glyph is.
+			st.W = 1
+		}
+		if n := len(rs); n > 0 && !cur && rs[n-1].C == 0 && st.W == 0 && sameStyle(rs[n-1], st) {
+			rs[n-1].T += text
+			continue
+		}
+		st.T = text
+		rs = append(rs, st)
+	}
+	data, _ := json.Marshal(rs)
+	return data
+}
+
+// line is the {"y":y,"r":runs} of one row.
+func line(y int, runs []byte) json.RawMessage {
+	b := make([]byte, 0, len(runs)+16)
+	b = append(b, `{"y":`...)
+	b = strconv.AppendInt(b, int64(y), 10)
+	b = append(b, `,"r":`...)
+	b = append(b, runs...)
+	return append(b, '}')
+}
+
+// row encodes row y of g as {"y":y,"r":[runs]}.
+func (e encoder) row(g render.Grid, y int) json.RawMessage { return line(y, e.runs(g, y)) }
+
+// memo is the last frame's cells and runs per row: a row whose cells are
+// those of a row of the last frame (the same row, or one scrolled by a
+// few lines) reuses its runs instead of being encoded again.
+type memo struct {
+	cells  [][]render.Cell
+	runs   [][]byte
+	cursor int // the row the cursor was drawn in, -1 if none
+	reused int // rows reused so far (tests)
+}
+
+// maxScroll is how far back a scrolled row is looked for.
+const maxScroll = 4
+
+// rows encodes every row of g, reusing m's runs where it can, and
+// updates m.
+func (e encoder) rows(g render.Grid, m *memo) []json.RawMessage {
+	out := make([]json.RawMessage, g.Rows)
+	cur := -1
+	if g.Cursor.Visible {
+		cur = g.Cursor.Y
+	}
+	cells := make([][]render.Cell, g.Rows)
+	runs := make([][]byte, g.Rows)
+	for y := range g.Rows {
+		lo, hi := y*g.Columns, (y+1)*g.Columns
+		if hi <= len(g.Cells) {
+			cells[y] = g.Cells[lo:hi]
+		}
+		if y != cur && cells[y] != nil {
+			for k := 0; k <= maxScroll; k++ {
+				old := y + k
+				if old < len(m.cells) && old != m.cursor && slices.Equal(m.cells[old], cells[y]) {
+					runs[y] = m.runs[old]
+					m.reused++
+					break
+				}
+			}
+		}
+		if runs[y] == nil {
+			runs[y] = e.runs(g, y)
+		}
+		out[y] = line(y, runs[y])
+	}
+	m.cells, m.runs, m.cursor = cells, runs, cur
+	return out
+}
+
+func cursorOf(g render.Grid) cursorMsg {
+	return cursorMsg{X: cursorX(g), Y: g.Cursor.Y, Visible: g.Cursor.Visible, Shape: int(g.Cursor.Shape)}
+}
+
+func sameStyle(a, b run) bool {
+	return a.F == b.F && a.B == b.B && a.U == b.U && a.A == b.A && a.C == b.C && a.W == b.W
+}

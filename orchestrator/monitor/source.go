@@ -1,0 +1,58 @@
+package monitor
+
+import (
+	"context"
+	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator/render"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Engine is what the monitor reads from the orchestrator.
+type Engine interface {
+	// Peek returns the live nodes' rows without asking tmux and without
+	// observing (waking) any node.
+	Peek() []tools.NodeInfo
+	// Show opens a look at one node that counts as observing it until it
+	// is closed (orchestrator.Showing).
+	Show(ctx context.Context, id string) (Shown, error)
+}
+
+// Shown is one open look at a node.
+type Shown interface {
+	Cells() render.Grid
+	// Changed returns the revision and a channel closed at the next one.
+	Changed() (uint64, <-chan struct{})
+	// Closing is closed when the node's life ends.
+	Closing() <-chan struct{}
+	Close()
+}
+
+// Side is what the tool server knows of the nodes and the engine does
+// not: agent states, pending dialogs, watches.
+type Side interface {
+	MonitorSide() SideState
+}
+
+// SideState is one reading of the tool server's tables.
+type SideState struct {
+	Agents  map[string]AgentState `json:"agents"` // by node id
+	Dialogs []tools.Dialog        `json:"dialogs"`
+	Watches []Watch               `json:"watches"`
+}
+
+// AgentState is what an agent last reported (agent_report).
+type AgentState struct {
+	State   string    `json:"state"`
+	Message string    `json:"message,omitempty"`
+	Updated time.Time `json:"updated,omitzero"`
+}
+
+// Watch is a watch in progress or fired and not yet read.
+type Watch struct {
+	ID       string `json:"watch"`
+	Terminal string `json:"terminal"`
+	Owner    string `json:"owner"` // the node that started it, or "operator"
+	What     string `json:"what"`  // the condition, in words
+	Fired    bool   `json:"fired"`
+}

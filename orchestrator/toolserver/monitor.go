@@ -1,0 +1,102 @@
+package toolserver
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/monitor"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// The web monitor (CONTRACT §14) reads the engine and this server's
+// tables through the interfaces package monitor defines.
+
+// monitorLink holds the monitor's URL once Serve mounted it.
+type monitorLink struct{ url atomic.Pointer[string] }
+
+func (s *Server) setMonitorURL(u string) { s.monitor.url.Store(&u) }
+
+func (s *Server) monitorURL() string {
+	if p := s.monitor.url.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// MonitorSide is monitor.Side: agent states, pending dialogs, watches.
+func (s *Server) MonitorSide() monitor.SideState {
+	st := monitor.SideState{Agents: map[string]monitor.AgentState{}, Dialogs: s.dialogs.list()}
+	s.agents.mu.Lock()
+	for id, a := range s.agents.states {
+		st.Agents[id] = monitor.AgentState{State: a.State, Message: a.Message, Updated: a.Updated}
+	}
+	s.agents.mu.Unlock()
+	st.Watches = s.watches.view()
+	return st
+}
+
+// view lists the watches for the monitor, oldest first.
+func (w *watchTable) view() []monitor.Watch {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]monitor.Watch, 0, len(w.m))
+	for _, wt := range w.m {
+		fired := false
+		select {
+		case <-wt.done:
+			fired = true
+		default:
+		}
+		out = append(out, monitor.Watch{ID: wt.id, Terminal: wt.terminal, Owner: wt.owner.Node, What: describeWait(wt.spec), Fired: fired})
+	}
+	// Ids are watch-N: order by N.
+	num := func(id string) int {
+		n, _ := strconv.Atoi(strings.TrimPrefix(id, "watch-"))
+		return n
+	}
+	slices.SortFunc(out, func(a, b monitor.Watch) int { return num(a.ID) - num(b.ID) })
+	return out
+}
+
+// describeWait says what a wait waits for, in words.
+func describeWait(sp tools.WaitSpec) string {
+	switch {
+	case sp.Text != "":
+		return fmt.Sprintf("%s %q", sp.Wait, sp.Text)
+	case sp.Pattern != "":
+		return fmt.Sprintf("%s /%s/", sp.Wait, sp.Pattern)
+	case sp.QuietMS > 0:
+		return fmt.Sprintf("%s %d ms", sp.Wait, sp.QuietMS)
+	}
+	return sp.Wait
+}
+
+// monitorEngine is monitor.Engine over the orchestrator.
+type monitorEngine struct{ o *orchestrator.Orchestrator }
+
+func (e monitorEngine) Peek() []tools.NodeInfo { return e.o.Peek() }
+
+func (e monitorEngine) Show(ctx context.Context, id string) (monitor.Shown, error) {
+	sh, err := e.o.Show(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	return sh, nil
+}
+
+// mountMonitor builds the monitor of this server, served beside /call on
+// the same listener; it returns the handler for every request.
+func (s *Server) mountMonitor(saved monitor.Saved, hostPort func() string, next http.Handler) (*monitor.Monitor, http.Handler, error) {
+	m, err := monitor.New(monitor.Config{Saved: saved, Engine: monitorEngine{s.o}, Side: s, HostPort: hostPort, Log: s.log})
+	if err != nil {
+		return nil, nil, err
+	}
+	s.setMonitorURL(m.URL())
+	return m, m.Mount(next), nil
+}
