@@ -101,6 +101,12 @@ func findEcho(text, line string) (int, int) {
 		if i > 0 {
 			pat.WriteString(`[ \n]*`)
 		}
+		if r == ' ' {
+			// A wrap may fall on the space, and screen rows have their
+			// trailing spaces trimmed: the space may be only a newline.
+			pat.WriteString(`[ \n]`)
+			continue
+		}
 		pat.WriteString(regexp.QuoteMeta(string(r)))
 	}
 	re, err := regexp.Compile(pat.String())
@@ -118,6 +124,8 @@ func findEcho(text, line string) (int, int) {
 // baseline, and what matched.
 func (n *node) match(c *compiled, baseline uint64) (bool, string) {
 	txt, err := n.scr.TextSince(baseline)
+	inputs := n.inputsSince(baseline)
+	txt = maskEcho(txt, inputs)
 	n.mu.Lock()
 	seeded := n.seedRev > baseline
 	n.mu.Unlock()
@@ -131,12 +139,13 @@ func (n *node) match(c *compiled, baseline uint64) (bool, string) {
 				b.WriteString(r.Text)
 				b.WriteByte('\n')
 			}
-			txt += "\n" + b.String()
+			txt += "\n" + maskEcho(b.String(), inputs)
 		} else {
-			txt += "\n" + strings.Join(n.scr.Rows(), "\n")
+			txt += "\n" + maskEcho(strings.Join(n.scr.Rows(), "\n"), inputs)
 		}
+		// Each part is masked on its own: the rows repeat what the log
+		// holds, and an echo masked in one must be masked in the other.
 	}
-	txt = maskEcho(txt, n.inputsSince(baseline))
 	if c.re != nil {
 		if loc := c.re.FindStringIndex(txt); loc != nil {
 			return true, txt[loc[0]:loc[1]]

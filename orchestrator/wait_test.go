@@ -20,6 +20,7 @@ func TestMaskEcho(t *testing.T) {
 		{"output after echo kept", "$ sleep 1; echo READY\nREADY\n", []string{"sleep 1; echo READY"}, "", "READY", true},
 		{"wrapped echo hidden", "$ sleep 1; echo RE \nADY\n", []string{"sleep 1; echo READY"}, "", "READY", false},
 		{"wrapped at a word", "$ head; echo \nFLOOD-DONE\n", []string{"head; echo FLOOD-DONE"}, "", "FLOOD-DONE", false},
+		{"wrapped on the space, in trimmed screen rows", "$ head; echo\nFLOOD-DONE\n", []string{"head; echo FLOOD-DONE"}, "", "FLOOD-DONE", false},
 		{"no inputs", "READY", nil, "", "READY", true},
 		{"multi-line input", "> a READY\n> b\nREADY", []string{"a READY\nb"}, "", "READY", true},
 		{"input never echoed", "READY", []string{"secret"}, "", "READY", true},
