@@ -137,6 +137,13 @@ func (h *human) doctorChecks() doctorReport {
 	default:
 		for _, r := range rows {
 			name := "node " + r.Terminal
+			if r.Host != "" {
+				// On another machine: termsprawl's own view of it (a check
+				// from here would be one more ssh login).
+				ok := r.Status == tools.StatusRunning
+				report(ok, name, "%s", remoteNodeText(r))
+				continue
+			}
 			sock := r.TmuxSocket // the node's shard
 			if sock == "" {
 				sock = socket

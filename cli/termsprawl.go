@@ -73,6 +73,8 @@ type upCmd struct {
 	MaxNodes  int           `name:"max-nodes" default:"512" help:"Most nodes this orchestrator runs at once."`
 	IdleAfter time.Duration `name:"idle-after" default:"30s" help:"Unobserved nodes sleep after this long (their mirror is rebuilt from tmux when observed); a negative value disables sleeping."`
 	LogLevel  string        `name:"log-level" enum:"auto,debug,info,warn,error" default:"auto" help:"Log level of the log on stderr: debug, info, warn or error; auto is warn when stderr is a terminal, else info."`
+	Hosts     []string      `name:"host" sep:"none" placeholder:"NAME=DEST" help:"Also drive the tmux server of another machine over ssh (repeatable; DEST is [user@]host or an ssh config alias). Saved in <state>/hosts.json, so later runs reconnect to it."`
+	HostCtls  []string      `name:"host-ctl" sep:"none" placeholder:"NAME=PATH" help:"Absolute path of termsprawlctl on host NAME (default: the one on its PATH)."`
 	Monitor   bool          `name:"monitor" help:"Also print the read-only web monitor's URL and open it with xdg-open (see termsprawl monitor)."`
 }
 
@@ -80,7 +82,8 @@ func (upCmd) Examples() string {
 	return `termsprawl up                              # foreground: banner on stdout, log on stderr; Ctrl-C stops it
 termsprawl up --detach                     # background: log in <state>/termsprawl.log
 termsprawl up --log-level info             # show the info log on a terminal too
-TERMSPRAWL_HOME=/tmp/ts termsprawl --tmux-socket ts2 up --detach   # a second, separate termsprawl`
+TERMSPRAWL_HOME=/tmp/ts termsprawl --tmux-socket ts2 up --detach   # a second, separate termsprawl
+termsprawl up --host big=me@big.example    # also run nodes on big: termsprawl new --host big`
 }
 
 type downCmd struct {
@@ -94,6 +97,7 @@ termsprawl down --all                      # stop termsprawl and end every node`
 
 type newCmd struct {
 	Name    string   `name:"name" placeholder:"N" help:"Name shown in ls (and usable as NODE while it is unique)."`
+	Host    string   `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
 	Cwd     string   `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
 	JSON    bool     `name:"json" help:"Print the new node as JSON instead of its id."`
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: your shell)."`
@@ -108,6 +112,7 @@ termsprawl new --json -- python3`
 
 type agentCmd struct {
 	Kind    string   `arg:"" name:"KIND" enum:"claude,codex,gemini,opencode,custom" help:"Agent kind: claude, codex, gemini, opencode or custom (custom needs a command)."`
+	Host    string   `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
 	Name    string   `name:"name" placeholder:"N" help:"Name shown in ls."`
 	Cwd     string   `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
 	JSON    bool     `name:"json" help:"Print the new node as JSON instead of its id."`
@@ -314,9 +319,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "down":
 		return h.down(g.Down.All)
 	case "new":
-		return h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Command, g.New.JSON)
+		return h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Host, g.New.Command, g.New.JSON)
 	case "agent":
-		return h.launch("agent_launch", g.Agent.Kind, g.Agent.Name, g.Agent.Cwd, g.Agent.Command, g.Agent.JSON)
+		return h.launch("agent_launch", g.Agent.Kind, g.Agent.Name, g.Agent.Cwd, g.Agent.Host, g.Agent.Command, g.Agent.JSON)
 	case "ls":
 		return h.ls(g.Ls.JSON)
 	case "attach":
@@ -469,16 +474,15 @@ type earlyExit struct {
 // launch runs terminal_launch or agent_launch and prints the new id (or
 // the node as JSON). A program that exited right away is exit 1, with its
 // exit code and last lines.
-func (h *human) launch(op, kind, name, cwd string, command []string, asJSON bool) int {
+func (h *human) launch(op, kind, name, cwd, host string, command []string, asJSON bool) int {
 	args := map[string]any{}
-	if kind != "" {
-		args["agent"] = kind
-	}
-	if name != "" {
-		args["name"] = name
-	}
-	if len(command) > 0 {
-		args["command"] = command
+	if host != "" {
+		// A path on that host: passed as given (default: its home).
+		args["host"] = host
+		if cwd != "" {
+			args["cwd"] = cwd
+		}
+		return h.launchWith(op, kind, name, command, asJSON, args)
 	}
 	wd, err := os.Getwd()
 	if cwd == "" {
@@ -493,6 +497,20 @@ func (h *human) launch(op, kind, name, cwd string, command []string, asJSON bool
 		cwd = filepath.Join(wd, cwd)
 	}
 	args["cwd"] = cwd
+	return h.launchWith(op, kind, name, command, asJSON, args)
+}
+
+// launchWith is launch once the cwd is settled.
+func (h *human) launchWith(op, kind, name string, command []string, asJSON bool, args map[string]any) int {
+	if kind != "" {
+		args["agent"] = kind
+	}
+	if name != "" {
+		args["name"] = name
+	}
+	if len(command) > 0 {
+		args["command"] = command
+	}
 	v, code := h.call(op, args)
 	if code != ExitOK {
 		return code
@@ -633,6 +651,9 @@ func (h *human) ls(asJSON bool) int {
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
+	if hasHosts(rows) {
+		return h.lsWithHosts(tw, rows)
+	}
 	fmt.Fprintln(tw, "ID\tNAME\tCOMMAND\tOWNER\tSTATUS\tSIZE\tCLIENTS")
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), dash(statusText(r)), r.Columns, r.Rows, r.Clients)
@@ -721,6 +742,9 @@ func (h *human) attach(word string, readOnly bool) int {
 	n, code := h.findNode(word)
 	if code != ExitOK {
 		return code
+	}
+	if n.Host != "" {
+		return h.attachRemote(n, readOnly)
 	}
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {

@@ -128,17 +128,32 @@ func (h *human) config(logger *slog.Logger) orchestrator.Config {
 	}
 }
 
+// hostsConfig sets cfg.Hosts from hosts.json and up's --host flags.
+func (h *human) hostsConfig(cfg *orchestrator.Config) bool {
+	hosts, err := h.resolveHosts()
+	if err != nil {
+		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, err)
+		return false
+	}
+	cfg.Hosts = hosts
+	return true
+}
+
 // up runs the orchestrator in the foreground until SIGINT or SIGTERM.
 func (h *human) up() int {
 	logger := slog.New(slog.NewTextHandler(h.stderr, &slog.HandlerOptions{Level: logLevel(h.upOpts.LogLevel, h.stderr)}))
 	ctx, stop := signalContext(h.ctx)
 	defer stop()
 	cfg := h.config(logger)
+	if !h.hostsConfig(&cfg) {
+		return ExitNo
+	}
 	if cfg.CtlPath == "" {
 		logger.Warn("termsprawlctl not found next to this binary or on PATH: agent nodes get no TERMSPRAWL_CTL and no MCP registration; build both with `go build -o bin/ ./cmd/...` and run bin/termsprawl up")
 	}
 	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
 		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
+		printHosts(h.stdout, info.Hosts)
 		if h.upOpts.Monitor {
 			fmt.Fprintf(h.stdout, "monitor (read-only): %s\n", info.MonitorURL)
 			h.openBrowser(info.MonitorURL)
@@ -161,6 +176,10 @@ func (h *human) up() int {
 // and prints the same information as up.
 func (h *human) upDetached() int {
 	if err := tools.EnsureStateDir(h.stateDir); err != nil {
+		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, err)
+		return ExitNo
+	}
+	if _, err := h.resolveHosts(); err != nil { // saved for the child; errors shown here
 		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, err)
 		return ExitNo
 	}
@@ -470,4 +489,15 @@ func shortErr(err error) string {
 		return "no server.lock"
 	}
 	return err.Error()
+}
+
+// printHosts adds the hosts to up's banner: each connected, or why not.
+func printHosts(w io.Writer, hosts []orchestrator.HostStatus) {
+	for _, st := range hosts {
+		if st.State == orchestrator.HostConnected {
+			fmt.Fprintf(w, "host %s (%s): connected, %s; `termsprawl new --host %s` launches there\n", st.Name, st.Dest, st.Tmux, st.Name)
+			continue
+		}
+		fmt.Fprintf(w, "host %s (%s): %s, retrying in the background: %s\n", st.Name, st.Dest, st.State, st.Error)
+	}
 }

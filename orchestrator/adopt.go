@@ -62,6 +62,9 @@ func (o *Orchestrator) liveSessions(ctx context.Context, srv *tmuxServer) (map[s
 // not exist: its shard's server is not running, or tmux says "can't find
 // session" (any other error is not certainty).
 func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
+	if m.Host != "" {
+		return o.remoteSessionGone(ctx, m)
+	}
 	socket := cmp.Or(m.Socket, o.cfg.Socket)
 	srv := o.server(socket)
 	if srv == nil {
@@ -195,8 +198,8 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 	}
 	// Forget nodes whose sessions are gone: each one confirmed.
 	for id, m := range metas {
-		if live[id] != nil {
-			continue
+		if live[id] != nil || m.Host != "" {
+			continue // remote nodes are the host's business (remote.go)
 		}
 		if !o.sessionGone(ctx, m.NodeMeta) {
 			o.log.Warn("node not adopted but its session may exist: keeping its files", "node", id)

@@ -219,6 +219,11 @@ func TestAppLogsBadPaths(t *testing.T) {
 			t.Errorf("%s: %v, want usage containing %q", tc.name, err, tc.want)
 		}
 	}
+	// Logs are files of this machine: a node on another host cannot have them.
+	_, err = o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Host: "elsewhere", Logs: []tools.LogSpec{{Path: "/tmp/x.log"}}})
+	if !isKind(err, tools.KindUsage) || !strings.Contains(err.Error(), "this machine only") {
+		t.Errorf("logs on another host: %v", err)
+	}
 	if len(o.List(tctx(t))) != 0 {
 		t.Fatal("a refused launch left a node")
 	}

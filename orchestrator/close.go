@@ -52,7 +52,7 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	// Our client leaves first: tmux 3.3a also crashed when the pane died
 	// with our control client still attached. detach pauses the pane's
 	// output for it before it goes (docs/TMUX-CRASHES.md).
-	clientPid := n.client.PID()
+	clientPid := o.clientPID(ctx, n)
 	n.detach()
 	if testHookClosed != nil {
 		testHookClosed(n)
@@ -67,8 +67,7 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 		if ended {
 			break
 		}
-		syscall.Kill(-pid, step.sig)
-		syscall.Kill(pid, step.sig)
+		o.signalGroup(ctx, n, pid, step.sig)
 		ended = o.waitSessionGone(ctx, n.srv, n.session(), step.wait)
 	}
 	if _, err := n.srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session())); err != nil && !ended {
@@ -133,6 +132,10 @@ const (
 
 // detach ends the node's client and pump, leaving the session running.
 func (n *node) detach() {
+	if n.client == nil { // a node of a host not reached yet (remote.go)
+		n.scr.Close()
+		return
+	}
 	n.quitOnce.Do(func() {
 		// tmux 3.3a can crash when a client leaves with the pane's output
 		// queued for it: pause the pane for this client first.
@@ -162,6 +165,9 @@ func (o *Orchestrator) clientEnded(n *node) {
 	case <-n.quit:
 		return // closed on purpose
 	default:
+	}
+	if o.remoteLost(n) {
+		return // its host is unreachable: the host reconnects (host.go)
 	}
 	if reason, dead := o.serverDied(n.srv); dead {
 		// Every node of the server is lost at once: keep each listed as

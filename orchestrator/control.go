@@ -67,6 +67,9 @@ func (o *Orchestrator) Signal(id, sig string) (tools.SignalResult, error) {
 	if status, _, _ := n.state(); status == tools.StatusExited || pid <= 0 {
 		return tools.SignalResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has no running program to signal", id)
 	}
+	if n.meta.Host != "" {
+		return o.remoteSignal(n, pid, strings.ToUpper(sig), s)
+	}
 	// The pane's program leads its own process group (tmux made it a
 	// session leader): signal the group, falling back to the process.
 	if err := syscall.Kill(-pid, s); err != nil {
@@ -112,6 +115,9 @@ func (o *Orchestrator) Focus(ctx context.Context, id string) (tools.FocusResult,
 
 // AttachArgv is the command that attaches a terminal to the node.
 func (o *Orchestrator) AttachArgv(id string) []string {
+	if argv := o.remoteAttachArgv(id); argv != nil {
+		return argv
+	}
 	socket := o.cfg.Socket
 	if m, ok := o.Meta(id); ok && m.Socket != "" {
 		socket = m.Socket

@@ -18,8 +18,8 @@ import (
 // pane's program ends; its status is then read from /proc if tmux has not
 // reaped it, or tmux's pane-died hook follows.
 func (n *node) watchProcess(pid int) {
-	if n.o.procs == nil {
-		return
+	if n.o.procs == nil || n.meta.Host != "" {
+		return // a remote pane's pid is not ours to watch: tmux's hook tells
 	}
 	err := n.o.procs.watch(pid, func() {
 		if code, ok := zombieStatus(pid); ok {
@@ -98,7 +98,7 @@ func (o *Orchestrator) watchDeaths() {
 		}
 		// Every shard's panes: the hook does not say which server fired.
 		var out []string
-		for _, srv := range o.servers() {
+		for _, srv := range append(o.servers(), o.hostServers()...) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			lines, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
 			cancel()

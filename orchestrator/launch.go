@@ -34,6 +34,8 @@ type LaunchSpec struct {
 	Columns int               `json:"columns,omitempty"`
 	Rows    int               `json:"rows,omitempty"`
 	Logs    []tools.LogSpec   `json:"logs,omitempty"`
+	// Host runs the node on a machine of Config.Hosts (remote.go).
+	Host string `json:"host,omitempty"`
 	// Record records the node from its start (CONTRACT §13).
 	Record bool `json:"record,omitempty"`
 
@@ -80,6 +82,12 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // valid before the program starts), then the tmux session, then the
 // control client and the seeded mirror.
 func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeInfo, error) {
+	if spec.Host != "" {
+		if len(spec.Logs) > 0 {
+			return tools.NodeInfo{}, usage("logs are followed on this machine only, and host %s is another: launch without logs, or tail the log in a node on that host", spec.Host)
+		}
+		return o.launchRemote(ctx, spec)
+	}
 	if len(spec.Command) == 0 {
 		spec.Command = []string{defaultShell()}
 	}
@@ -192,14 +200,14 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		}
 	}
 	if err != nil {
-		o.removeFiles(id)
+		o.stillborn(meta)
 		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
 		return tools.NodeInfo{}, fmt.Errorf("create tmux session for %s: %w", id, err)
 	}
 	n := o.newNode(meta)
 	n.recordOnAttach = spec.Record
 	if err := n.attach(ctx); err != nil {
-		o.removeFiles(id)
+		o.stillborn(meta)
 		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
 		return tools.NodeInfo{}, err
 	}
@@ -389,10 +397,7 @@ func (o *Orchestrator) removeFiles(id string) {
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {
-	srv := o.server(meta.Socket)
-	if srv == nil {
-		srv = o.servers()[0]
-	}
+	srv := o.serverFor(meta)
 	return &node{
 		meta:      meta,
 		o:         o,
@@ -419,6 +424,7 @@ func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {
 	if err := tools.WriteSession(tools.SessionPath(o.cfg.StateDir, meta.ID), s); err != nil {
 		return fmt.Errorf("write session file of %s: %w", meta.ID, err)
 	}
+	o.born(meta)
 	return nil
 }
 

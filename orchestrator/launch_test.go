@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,5 +90,35 @@ func TestNodesHaveTheCtlOnPath(t *testing.T) {
 	}
 	if _, err := os.Stat(ctl); errors.Is(err, os.ErrNotExist) {
 		t.Fatal("ctl vanished")
+	}
+}
+
+// A node's token is announced (OnBorn) once its session file is written
+// and before its program exists, so the tool server knows the token by
+// the time the program can call.
+func TestOnBornBeforeTheProgramStarts(t *testing.T) {
+	o, srv := newTestOrchestrator(t)
+	type seen struct {
+		id              string
+		sessionFile     bool
+		sessionExisting bool
+	}
+	born := make(chan seen, 4)
+	o.OnBorn(func(m NodeMeta) {
+		_, err := tools.ReadSession(tools.SessionPath(o.cfg.StateDir, m.ID))
+		has := exec.Command("tmux", "-L", srv.Socket, "has-session", "-t", "=ts-"+m.ID).Run() == nil
+		born <- seen{m.ID, err == nil, has}
+	})
+	gone := make(chan string, 4)
+	o.OnGone(func(m NodeMeta) { gone <- m.ID })
+	id := launch(t, o, "sleep", "60")
+	b := <-born
+	if b.id != id || !b.sessionFile || b.sessionExisting {
+		t.Fatalf("OnBorn saw %+v: want node %s with its session file and no tmux session yet", b, id)
+	}
+	select {
+	case g := <-gone:
+		t.Fatalf("OnGone for %s during a good launch", g)
+	default:
 	}
 }

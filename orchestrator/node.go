@@ -36,6 +36,9 @@ type NodeMeta struct {
 	Epoch uint64 `json:"epoch,omitempty"`
 	// Logs are the application logs the node follows (CONTRACT §11).
 	Logs []tools.LogSpec `json:"logs,omitempty"`
+	// Host is the machine the session is on (a name of Config.Hosts);
+	// empty: this one.
+	Host string `json:"host,omitempty"`
 	// Recording is the directory the node is being recorded into: a
 	// restarted orchestrator goes on recording there.
 	Recording string `json:"recording,omitempty"`
@@ -264,7 +267,7 @@ func (n *node) info(clients int) tools.NodeInfo {
 	n.mu.Unlock()
 	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.socket, Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
-		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Crash: n.crashReport()}
+		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host, Crash: n.crashReport()}
 }
 
 // errUnexpectedReply is the cause of a tmux reply of the wrong shape.

@@ -46,6 +46,8 @@ type Config struct {
 	// output to us and its emulator is released. 0 means
 	// DefaultIdleAfter; negative means never.
 	IdleAfter time.Duration
+	// Hosts are the machines driven over ssh (CONTRACT §17; host.go).
+	Hosts []tools.HostSpec
 }
 
 // DefaultShardSize is Config.ShardSize's default: the blast radius of a
@@ -71,10 +73,11 @@ type Orchestrator struct {
 	shards []*tmuxServer
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
-	mu      sync.Mutex // guards nodes, shards, closing, onGone and the server deaths
+	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn and the server deaths
 	nodes   map[string]*node
 	closing bool
 	onGone  func(NodeMeta) // told when a node's life ends (closed or its session gone)
+	onBorn  func(NodeMeta) // told when a node's session file (its token) is written
 	// Deaths of the private tmux server: deadAdmin is the admin client
 	// whose end was counted, so one death is counted once.
 	serverDeaths    int
@@ -82,6 +85,7 @@ type Orchestrator struct {
 	deadAdmin       *tmuxctl.Client
 
 	procs *procWatcher // nil where pidfds are not available
+	hosts *hostSet     // the machines driven over ssh (host.go)
 	// traces are the recordings opened for reading (trace_open).
 	traces *record.Registry
 
@@ -151,6 +155,10 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		o.Close()
 		return nil, err
 	}
+	if err := o.startHosts(ctx); err != nil {
+		o.Close()
+		return nil, err
+	}
 	o.wg.Add(1)
 	go o.watchDeaths()
 	return o, nil
@@ -174,6 +182,8 @@ func (o *Orchestrator) Close() {
 	if testHookShutdown != nil {
 		testHookShutdown()
 	}
+	// Host supervisors take lifecycleMu to adopt: stop them first.
+	o.stopHosts()
 	// Not while a node is being launched or closed: their steps would run
 	// against clients and a server that are going away.
 	o.lifecycleMu.Lock()
@@ -206,6 +216,7 @@ func (o *Orchestrator) Close() {
 	for _, s := range o.servers() {
 		s.close()
 	}
+	o.closeHosts()
 	o.wg.Wait()
 }
 
@@ -219,6 +230,9 @@ func (o *Orchestrator) node(id string) *node {
 // closed is not found any more.
 func (o *Orchestrator) lookup(id string) (*node, error) {
 	if n := o.node(id); n != nil && !n.isClosing() {
+		if err := n.reachable(); err != nil {
+			return nil, err
+		}
 		return n, nil
 	}
 	return nil, tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)

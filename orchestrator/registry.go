@@ -25,8 +25,41 @@ func (o *Orchestrator) OnGone(f func(NodeMeta)) {
 	o.mu.Unlock()
 }
 
+// OnBorn sets the function told when a node's session file, with its
+// token, has been written: before its program starts, so the tool server
+// knows the token by the time the program can use it. f must not block
+// for long.
+func (o *Orchestrator) OnBorn(f func(NodeMeta)) {
+	o.mu.Lock()
+	o.onBorn = f
+	o.mu.Unlock()
+}
+
+// born tells the OnBorn hook about a node's session file.
+func (o *Orchestrator) born(m NodeMeta) {
+	o.mu.Lock()
+	f := o.onBorn
+	o.mu.Unlock()
+	if f != nil {
+		f(m)
+	}
+}
+
+// stillborn undoes a launch that failed after the node's files were
+// written: the files go, and the OnGone hook forgets its token.
+func (o *Orchestrator) stillborn(m NodeMeta) {
+	o.removeFiles(m.ID)
+	o.mu.Lock()
+	f := o.onGone
+	o.mu.Unlock()
+	if f != nil {
+		f(m)
+	}
+}
+
 // gone tells the OnGone hook that n's life ended.
 func (o *Orchestrator) gone(n *node) {
+	o.remoteGone(n)
 	o.mu.Lock()
 	f := o.onGone
 	o.mu.Unlock()
@@ -37,8 +70,8 @@ func (o *Orchestrator) gone(n *node) {
 
 // Meta returns a live node's metadata.
 func (o *Orchestrator) Meta(id string) (NodeMeta, bool) {
-	n, err := o.lookup(id)
-	if err != nil {
+	n := o.node(id) // an unreachable node still has its metadata
+	if n == nil || n.isClosing() {
 		return NodeMeta{}, false
 	}
 	return n.meta, true

@@ -16,11 +16,7 @@ import (
 // attach starts the node's control client and its pump, and seeds the
 // mirror before returning.
 func (n *node) attach(ctx context.Context) error {
-	o := n.o
-	c, err := tmuxctl.Start(ctx, tmuxctl.Config{
-		Tmux: o.cfg.Tmux, Socket: n.srv.socket, ConfigFile: n.srv.conf,
-		Args: []string{"attach-session", "-t", "=" + n.session()},
-	})
+	c, err := tmuxctl.Start(ctx, n.srv.clientConfig("attach-session", "-t", "="+n.session()))
 	if err != nil {
 		return fmt.Errorf("attach control client to %s: %w", n.session(), err)
 	}

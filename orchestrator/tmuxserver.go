@@ -45,8 +45,11 @@ type tmuxServer struct {
 	bin, socket, conf string
 	minimalEnv        []string
 	deaths            chan struct{} // signalled (capacity 1) when some pane died
-	stop              chan struct{}
-	wg                sync.WaitGroup
+	// prefix runs tmux through ssh for a server on another machine
+	// (host.go); nil for a local one.
+	prefix []string
+	stop   chan struct{}
+	wg     sync.WaitGroup
 
 	mu     sync.Mutex // guards admin and waiter (replaced by ensure)
 	admin  *tmuxctl.Client
@@ -64,8 +67,8 @@ func running(ctx context.Context, bin, socket string, env []string) bool {
 // cli runs one tmux command through the tmux binary (used only before the
 // admin client exists: to start the server).
 func (s *tmuxServer) cli(ctx context.Context, args ...string) (string, error) {
-	argv := append([]string{"-L", s.socket, "-f", s.conf}, args...)
-	cmd := exec.CommandContext(ctx, s.bin, argv...)
+	argv := tmuxctl.PrefixArgv(s.prefix, true, append([]string{s.bin, "-L", s.socket, "-f", s.conf}, args...))
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = s.minimalEnv
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -105,7 +108,7 @@ func (s *tmuxServer) connectLocked(ctx context.Context) error {
 			}
 		}
 	}
-	cfg := tmuxctl.Config{Tmux: s.bin, Socket: s.socket, ConfigFile: s.conf, Args: []string{"attach-session", "-t", "=" + adminSession}}
+	cfg := s.clientConfig("attach-session", "-t", "="+adminSession)
 	admin, err := tmuxctl.Start(ctx, cfg)
 	if err != nil {
 		return fmt.Errorf("attach admin client: %w", err)
@@ -134,6 +137,12 @@ func (s *tmuxServer) connectLocked(ctx context.Context) error {
 	s.wg.Add(1)
 	go s.waitDeaths(waiter)
 	return nil
+}
+
+// clientConfig is the tmuxctl configuration of a control client of this
+// server that starts with args.
+func (s *tmuxServer) clientConfig(args ...string) tmuxctl.Config {
+	return tmuxctl.Config{Tmux: s.bin, Socket: s.socket, ConfigFile: s.conf, Args: args, Prefix: s.prefix, ShellQuote: s.prefix != nil}
 }
 
 // adminClient returns the current admin client.

@@ -17,6 +17,13 @@ if [ "${CI:-}" = true ]; then
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3
 	fi
+	# openssh: the remote-host tests run a real sshd in a network namespace
+	# (internal/sshtest); iproute2 makes the namespace.
+	if ! [ -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1; then
+		echo "openssh-server, openssh-client or iproute2 not found; installing them with apt-get" >&2
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq openssh-server openssh-client iproute2
+	fi
 	# chromium: the web monitor's tests open it headless (driven by
 	# playwright-core from npm, which the tests install themselves).
 	if ! [ -x /usr/bin/chromium ]; then

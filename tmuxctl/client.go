@@ -42,6 +42,37 @@ type Config struct {
 	// CloseTimeout is how long Close waits for the child to exit before it
 	// kills it (default 2s).
 	CloseTimeout time.Duration
+	// Prefix runs tmux through another program, for example
+	// {"ssh", "-o", "BatchMode=yes", "DEST", "--"} for a tmux server on
+	// another machine: the child is Prefix[0] with Prefix[1:], then the
+	// tmux argv. With ShellQuote the tmux argv is passed as words quoted
+	// for a POSIX shell (ssh joins its arguments into one remote shell
+	// command line).
+	Prefix     []string
+	ShellQuote bool
+}
+
+// Argv is the child's argv for cfg: [tmux -L SOCKET -f CONF -C ARGS…],
+// behind Prefix when one is set.
+func (cfg Config) Argv() []string {
+	argv := append([]string{cfg.Tmux, "-L", cfg.Socket, "-f", cfg.ConfigFile, "-C"}, cfg.Args...)
+	return PrefixArgv(cfg.Prefix, cfg.ShellQuote, argv)
+}
+
+// PrefixArgv puts argv behind prefix (quoting each word for a POSIX shell
+// when shellQuote is set); with no prefix it returns argv.
+func PrefixArgv(prefix []string, shellQuote bool, argv []string) []string {
+	if len(prefix) == 0 {
+		return argv
+	}
+	out := append([]string(nil), prefix...)
+	for _, a := range argv {
+		if shellQuote {
+			a = ShellQuote(a)
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // CommandError is a command that tmux answered with %error.
@@ -175,8 +206,8 @@ func Start(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.CloseTimeout <= 0 {
 		cfg.CloseTimeout = 2 * time.Second
 	}
-	argv := append([]string{"-L", cfg.Socket, "-f", cfg.ConfigFile, "-C"}, cfg.Args...)
-	cmd := exec.Command(cfg.Tmux, argv...)
+	argv := cfg.Argv()
+	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Env = append(clientEnv(os.Environ()), cfg.Env...)
 	cmd.SysProcAttr = childSysProcAttr()
 	c := &Client{

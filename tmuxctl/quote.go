@@ -149,3 +149,24 @@ func hasUnquotedSemicolon(line string) bool {
 	}
 	return false
 }
+
+// ShellQuote returns arg as one word for a POSIX shell: unchanged when it
+// is made only of characters no shell treats specially, else in single
+// quotes (a single quote itself written as '\”).
+func ShellQuote(arg string) string {
+	if arg == "" {
+		return "''"
+	}
+	safe := true
+	for i := 0; i < len(arg); i++ {
+		c := arg[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("@%+=:,./_-", c) >= 0) {
+			safe = false
+			break
+		}
+	}
+	if safe {
+		return arg
+	}
+	return "'" + strings.ReplaceAll(arg, "'", `'\''`) + "'"
+}

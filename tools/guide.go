@@ -78,7 +78,14 @@ terminal_snapshot and terminal_capabilities carry crash {exit_code or
 signal, after_ms, last_input, screen_tail}, and so do the details of the
 next call that fails because it is gone. terminal_launch {logs: [{path,
 label}]} follows log files from their end; terminal_capture_since then
-adds logs [{ms, label, line}] read since the cursor and logs_omitted.`,
+adds logs [{ms, label, line}] read since the cursor and logs_omitted.
+
+Other machines: terminal_launch (and agent_launch) {host: NAME} runs the
+program on a host the human added (termsprawl up --host NAME=DEST; see
+terminal_list's host); cwd is then a path there. Everything above works
+the same. While a host is unreachable its terminals show status
+unreachable and calls on them answer kind unavailable, retryable: retry
+later, the program keeps running there.`,
 
 	TopicAgents: `Agents are nodes launched with agent_launch: their environment carries
 TERMSPRAWL_SESSION_FILE and TERMSPRAWL_CTL, and known agents get

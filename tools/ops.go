@@ -173,6 +173,9 @@ var (
 	paramName    = Param{Name: "name", Type: TypeString, MaxLen: MaxNameBytes, Description: "Human-readable name shown in terminal_list."}
 	paramCwd     = strParam("cwd", "Working directory (absolute path; default: the orchestrator's).")
 	paramColumns = intParam("columns", fmt.Sprintf("Width in columns (%d to %d).", MinColumns, MaxColumns), intPtr(MinColumns), intPtr(MaxColumns))
+	// paramHost names a machine of `termsprawl up --host` (CONTRACT §17).
+	paramHost = Param{Name: "host", Type: TypeString, NonEmpty: true, MaxLen: 32,
+		Description: "Run it on this host (a name from `termsprawl up --host NAME=DEST`; see terminal_list's host). Default: this machine. cwd is then a path on that host (default: the remote home)."}
 	paramRows    = intParam("rows", fmt.Sprintf("Height in rows (%d to %d).", MinRows, MaxRows), intPtr(MinRows), intPtr(MaxRows))
 	paramCommand = Param{Name: "command", Type: TypeStringArray, NonEmpty: true,
 		Description: "Program and arguments as an argv array (default: the user's shell)."}
@@ -222,7 +225,7 @@ func buildOperations() []*Operation {
 				paramCommand, paramName, paramCwd,
 				{Name: "env", Type: TypeObject, Description: "Extra environment variables (string to string); values are never echoed back."},
 				enumParam("env_mode", "replace (default): a minimal environment (PATH HOME USER LOGNAME SHELL LANG TERM TMPDIR, TERMSPRAWL_*) plus env; inherit: the orchestrator's environment plus env.", "replace", "inherit"),
-				paramColumns, paramRows,
+				paramColumns, paramRows, paramHost,
 				{Name: "record", Type: TypeBoolean, Description: "Record the terminal from its start into <state>/traces (see terminal_record)."},
 				paramLogs,
 			}},
@@ -319,7 +322,7 @@ func buildOperations() []*Operation {
 			Params: []Param{
 				required(enumParam("agent", "Agent kind; custom needs command.", "claude", "codex", "gemini", "opencode", "custom")),
 				{Name: "command", Type: TypeStringArray, NonEmpty: true, Description: "Program and arguments as an argv array (default: the agent's usual command; required for custom)."},
-				paramName, paramCwd,
+				paramName, paramCwd, paramHost,
 			},
 			check: checkAgentLaunch},
 		{Name: "agent_status", Result: AgentList{}, Topic: TopicAgents, Annotations: annRead,

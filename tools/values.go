@@ -14,6 +14,9 @@ import (
 const (
 	StatusRunning = "running"
 	StatusExited  = "exited"
+	// StatusUnreachable: the node's host cannot be reached over ssh; its
+	// program keeps running there (CONTRACT §17).
+	StatusUnreachable = "unreachable"
 )
 
 // NodeInfo is one row of terminal_list.

@@ -77,6 +77,7 @@ type agentLaunchArgs struct {
 	Command []string `json:"command"`
 	Name    string   `json:"name"`
 	Cwd     string   `json:"cwd"`
+	Host    string   `json:"host"`
 }
 
 func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
@@ -89,7 +90,18 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		}
 	}
 	extra := map[string]string{"TERMSPRAWL_AGENT": a.Agent}
-	if s.ctlPath != "" {
+	ctlPath, mcpPath := s.ctlPath, s.mcpConfigPath()
+	if a.Host != "" {
+		// On a host: its termsprawlctl, a registration written there.
+		var err error
+		if ctlPath, mcpPath, err = s.o.HostAgentConfig(c.ctx, a.Host); err != nil {
+			return tools.NodeInfo{}, nil, err
+		}
+		if ctlPath != "" {
+			extra["TERMSPRAWL_MCP_CONFIG"] = mcpPath
+		}
+	}
+	if ctlPath != "" && a.Host == "" {
 		reg := map[string]any{"mcpServers": map[string]any{"termsprawl": map[string]any{"command": s.ctlPath, "args": []string{"mcp"}}}}
 		b, err := json.MarshalIndent(reg, "", "  ")
 		if err != nil {
@@ -99,20 +111,20 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 			return tools.NodeInfo{}, nil, err
 		}
 		extra["TERMSPRAWL_MCP_CONFIG"] = s.mcpConfigPath()
-		if len(a.Command) == 0 {
-			switch a.Agent {
-			case "claude":
-				cmd = append(cmd, "--mcp-config", s.mcpConfigPath())
-			case "codex":
-				cmd = append(cmd, "-c", fmt.Sprintf("mcp_servers.termsprawl.command=%q", s.ctlPath), "-c", `mcp_servers.termsprawl.args=["mcp"]`)
-			}
+	}
+	if ctlPath != "" && len(a.Command) == 0 {
+		switch a.Agent {
+		case "claude":
+			cmd = append(cmd, "--mcp-config", mcpPath)
+		case "codex":
+			cmd = append(cmd, "-c", fmt.Sprintf("mcp_servers.termsprawl.command=%q", ctlPath), "-c", `mcp_servers.termsprawl.args=["mcp"]`)
 		}
 	}
 	name := a.Name
 	if name == "" {
 		name = a.Agent
 	}
-	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra}
+	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: a.Host}
 	info, err := c.launchFor(spec)
 	if err != nil {
 		return tools.NodeInfo{}, nil, err

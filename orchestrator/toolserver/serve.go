@@ -25,7 +25,8 @@ type ServeInfo struct {
 	Socket          string
 	OperatorSession string
 	Nodes           int
-	MonitorURL      string // the read-only web monitor (CONTRACT §14)
+	Hosts           []orchestrator.HostStatus // the machines driven over ssh
+	MonitorURL      string                    // the read-only web monitor (CONTRACT §14)
 }
 
 // LockError means another live orchestrator owns the state dir.
@@ -168,11 +169,12 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return fmt.Errorf("write endpoint: %w", err)
 	}
 	defer tools.RemoveEndpointIfOwned(epPath, instance)
+	o.SetEndpoint(ep) // hosts: the reverse forward and their endpoint.json
 	nodes := len(o.Nodes())
 	api.log.Info("serving", "url", ep.URL, "state_dir", cfg.StateDir, "socket", o.Socket(), "nodes", nodes)
 	if ready != nil {
 		ready(ServeInfo{Endpoint: ep, StateDir: cfg.StateDir, Socket: o.Socket(),
-			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: nodes, MonitorURL: page.URL()})
+			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: nodes, Hosts: o.Hosts(), MonitorURL: page.URL()})
 	}
 	select {
 	case <-ctx.Done():

@@ -54,6 +54,10 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		watches: newWatchTable(), agents: newAgentTable(), dialogs: newDialogTable()}
 	s.handlers = s.buildHandlers()
 	o.OnGone(s.nodeGone)
+	// A node's token is known from the moment its session file exists,
+	// before its program starts: an agent's first call never races its
+	// launch.
+	o.OnBorn(s.loadToken)
 	for _, m := range o.Nodes() {
 		s.loadToken(m)
 	}

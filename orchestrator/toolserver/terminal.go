@@ -54,7 +54,7 @@ func (c *call) stateOf(id string) any {
 // as the new node's ancestors, and registers the new node's token.
 func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 	spec.Owner = c.caller.Node
-	if spec.Cwd == "" && c.caller.Role != tools.RoleOperator {
+	if m, _ := c.s.o.Meta(c.caller.Node); spec.Cwd == "" && c.caller.Role != tools.RoleOperator && m.Host == spec.Host {
 		// A node's launches start where its program is (CONTRACT §10).
 		spec.Cwd = c.s.o.CurrentPath(c.ctx, c.caller.Node)
 	}

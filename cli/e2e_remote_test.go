@@ -1,0 +1,139 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// upWith starts `termsprawl up ARGS…` and waits for its endpoint.json.
+func (e *e2e) upWith(args ...string) (*proc, *syncBuffer, *syncBuffer) {
+	e.t.Helper()
+	out, errb := &syncBuffer{}, &syncBuffer{}
+	p := e.start(e.ts, out, errb, append([]string{"up"}, args...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.exited:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	if err := os.MkdirAll(e.state, 0o700); err != nil {
+		e.t.Fatal(err)
+	}
+	pid := p.cmd.Process.Pid
+	if _, err := tools.WaitForEndpoint(ctx, tools.EndpointPath(e.state), func(ep tools.Endpoint) bool { return ep.PID == pid }); err != nil {
+		e.t.Fatalf("termsprawl up did not serve: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
+	}
+	// up prints its banner once it serves (as e.up waits for it).
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(out.String(), "termsprawlctl --session") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	return p, out, errb
+}
+
+// waitFor waits (termsprawl's own event-driven wait) for text on a node.
+func (e *e2e) waitFor(id, text string) {
+	e.t.Helper()
+	args, _ := json.Marshal(map[string]any{"terminal": id, "wait": "text", "text": text, "after": 0, "timeout_ms": 30000})
+	code, out, errb := e.run(e.ctl, "--session", e.oper, "call", "terminal_wait_for", string(args))
+	if code != 0 {
+		_, snap, _ := e.run(e.ctl, "--session", e.oper, "call", "terminal_snapshot", `{"terminal":"`+id+`"}`)
+		e.t.Fatalf("wait for %q on %s: exit %d\n%s%s\nscreen: %s", text, id, code, out, errb, snap)
+	}
+}
+
+// The human's whole path to another machine: up --host (saved in
+// hosts.json), new --host, ls with the host, an agent there calling
+// termsprawlctl doctor through the reverse forward, attach over ssh from
+// a terminal, and a restart that adopts the remote node again.
+func TestE2ERemoteHost(t *testing.T) {
+	f := sshtest.New(t)
+	e := newE2E(t)
+	if err := tools.EnsureStateDir(e.state); err != nil {
+		t.Fatal(err)
+	}
+	// The fixture's ssh config and a private remote tmux socket come
+	// from hosts.json; the flags name the host and its termsprawlctl.
+	if err := tools.WriteHosts(e.state, []tools.HostSpec{{Name: "big", Dest: sshtest.Good, SSHOptions: f.SSHOptions(),
+		Socket: f.RemoteSocket, RemoteDir: f.RemoteDir("big")}}); err != nil {
+		t.Fatal(err)
+	}
+	// A name that collides with hosts.json is refused before anything runs.
+	if code, _, errb := e.run(e.ts, "up", "--host", "big=elsewhere"); code != ExitNo || !strings.Contains(errb, `host name "big" is already tsgood in hosts.json`) {
+		t.Fatalf("colliding --host: exit %d: %s", code, errb)
+	}
+	up, upOut, upErr := e.upWith("--host", "big="+sshtest.Good, "--host-ctl", "big="+e.ctl)
+	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(upOut.String(), "host big") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond) // the host lines follow the banner
+	}
+	if !strings.Contains(upOut.String(), "host big (tsgood): connected, tmux 3.3a") {
+		t.Errorf("up's banner does not name the host:\n%s", upOut.String())
+	}
+	hosts, err := tools.ReadHosts(e.state)
+	if err != nil || len(hosts) != 1 || hosts[0].Ctl != e.ctl {
+		t.Fatalf("hosts.json after up: %+v %v", hosts, err)
+	}
+
+	id := strings.TrimSpace(e.must(e.ts, "new", "--host", "big", "--name", "far", "--", "bash", "--norc", "--noprofile"))
+	e.submit(e.oper, id, "ip -4 -o addr show; echo marker-$((40+2))", "marker-42")
+	e.waitFor(id, f.HostIP+"/30")
+	ls := e.must(e.ts, "ls")
+	if !strings.Contains(ls, "HOST") || !strings.Contains(ls, "far") || !strings.Contains(ls, "big") {
+		t.Fatalf("ls:\n%s", ls)
+	}
+
+	// An agent on the host reaches termsprawl through the reverse forward.
+	agent := strings.TrimSpace(e.must(e.ts, "agent", "custom", "--host", "big", "--name", "remote-agent", "--",
+		"sh", "-c", `read go; echo "session=$TERMSPRAWL_SESSION_FILE"; "$TERMSPRAWL_CTL" doctor; echo "rc=$?"; exec sleep 600`))
+	// The agent calls once its launch has answered (the tool server knows
+	// a node's token from then on).
+	e.submit(e.oper, agent, "go", "rc=")
+	read := e.must(e.ctl, "--session", e.oper, "call", "terminal_read", `{"terminal":"`+agent+`","max_chars":8000}`)
+	var rr struct {
+		Value tools.ReadResult `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(read), &rr); err != nil {
+		t.Fatal(err)
+	}
+	text := strings.ReplaceAll(rr.Value.Text, "\n", "")
+	for _, want := range []string{"rc=0", `"node": "` + agent + `"`, `"role": "agent"`, "session=" + f.RemoteDir("big") + "/sessions/" + agent + ".json"} {
+		if !strings.Contains(text, want) {
+			t.Fatalf("the remote agent's doctor lacks %q:\n%s\nlog:\n%s", want, rr.Value.Text, upErr.String())
+		}
+	}
+
+	if out := e.must(e.ts, "doctor"); !strings.Contains(out, "on host big") {
+		t.Fatalf("doctor says nothing of the host:\n%s", out)
+	}
+
+	// attach from a terminal (a local node is one) shows the remote pane.
+	viewer := strings.TrimSpace(e.must(e.ts, "new", "--name", "viewer", "--", e.ts, "attach", id))
+	e.waitFor(viewer, "marker-42")
+
+	// A restart without flags: hosts.json brings the host back, the node
+	// is adopted.
+	e.must(e.ts, "kill", viewer)
+	e.down(up)
+	up, _, _ = e.upWith()
+	ls = e.must(e.ts, "ls")
+	if !strings.Contains(ls, "far") || !strings.Contains(ls, "big") || !strings.Contains(ls, "running") {
+		t.Fatalf("ls after restart:\n%s", ls)
+	}
+	e.submit(e.oper, id, "echo again-$((1+1))", "again-2")
+	e.must(e.ts, "kill", id)
+	e.must(e.ts, "kill", agent)
+	if out, err := f.Tmux("list-sessions", "-F", "#{session_name}"); err == nil && strings.Contains(out, "ts-") {
+		t.Fatalf("remote sessions left after kill: %s", out)
+	}
+	e.down(up)
+}
