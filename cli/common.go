@@ -254,7 +254,7 @@ func validateCall(opName string, args json.RawMessage) (*tools.Operation, json.R
 	if err := op.Validate(args); err != nil {
 		return op, nil, err
 	}
-	return op, args, nil
+	return op, op.CanonicalArgs(args), nil
 }
 
 // printGuide prints a guide topic as plain text (both CLIs' `guide`).

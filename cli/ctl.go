@@ -29,7 +29,8 @@ type ctlGrammar struct {
 
 	Doctor     ctlDoctor     `cmd:"" help:"Check the connection: session_info as pretty JSON (exit 1 if it fails, 3 if termsprawl is not running)."`
 	Call       ctlCall       `cmd:"" help:"Call one operation and print the whole {ok,…} result as pretty JSON (exit 1 if ok is false)."`
-	MCP        ctlMCP        `cmd:"" name:"mcp" help:"Run the MCP stdio server (one JSON-RPC message per line; logs on stderr)."`
+	MCP        ctlMCP        `cmd:"" name:"mcp" help:"Run the MCP stdio server (one JSON-RPC message per line; warnings on stderr), or print the HTTP setup with --print-http."`
+	Hook       ctlHook       `cmd:"" help:"Run as an agent's hook (claude, codex, gemini): permission requests become dialogs for the human, state events agent_report."`
 	Guide      ctlGuide      `cmd:"" help:"Print a usage guide as text: overview, terminal, agents or dialogs."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawlctl or one of its commands."`
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
@@ -78,13 +79,6 @@ termsprawlctl call terminal_launch '{"command":["bash"],"name":"tests"}'
 termsprawlctl call terminal_submit '{"terminal":"tests","text":"make","wait":{"wait":"text","text":"done","timeout_ms":40000}}'
 termsprawlctl call terminal_snapshot '{"terminal":"tests"}'
 termsprawlctl --wait 30s call session_info               # wait for a restarting termsprawl`
-}
-
-type ctlMCP struct{}
-
-func (ctlMCP) Examples() string {
-	return `termsprawlctl mcp                                      # inside a node, or as the operator outside one
-termsprawlctl mcp --session /path/to/state/sessions/operator.json`
 }
 
 type ctlGuide struct {
@@ -136,6 +130,9 @@ func printVersion(stdout io.Writer, name string, asJSON bool) int {
 // 3 termsprawl is not running, 4 an input operation's wait timed out (the
 // input was sent).
 func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if f, ok := parseFastCtl(args); ok {
+		return f.run(stdout, stderr)
+	}
 	var g ctlGrammar
 	kctx, code, stop := parseArgs(ctlName, &g, args, stdout, stderr, ctlPredictors(), ctlOptions()...)
 	if stop {
@@ -147,7 +144,7 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if g.Retry < 0 {
 		return usageError(stderr, ctlName, errors.New("--retry must not be negative"), "")
 	}
-	opts := tools.CallOptions{Wait: g.Wait, Retry: g.Retry}
+	opts := ctlCallOptions(g.Wait, g.Retry)
 
 	var (
 		opName   string
@@ -174,23 +171,52 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case "doctor":
 		opName, callArgs = "session_info", json.RawMessage("{}")
 	case "call":
-		_, a, err := validateCall(g.Call.Operation, json.RawMessage(g.Call.Args))
-		if err != nil {
-			hint := "usage: termsprawlctl [--session PATH] call OP [JSON_ARGS]"
-			if op, ok := tools.Lookup(g.Call.Operation); ok {
-				hint += "\n" + tools.OperationHelp(op)
-			} else {
-				hint += "\n(termsprawlctl call --help lists the operations)"
-			}
-			return usageError(stderr, ctlName, err, hint)
+		a, code, ok := validateCtlCall(g.Call.Operation, g.Call.Args, stderr)
+		if !ok {
+			return code
 		}
 		opName, callArgs = g.Call.Operation, a
 	case "mcp":
+		sc := resolveSession(g.Session)
+		if sc.Path == "" {
+			printMissingSession(stderr, sc)
+			return ExitUsage
+		}
+		return runMCPCommand(&g, sc.Path, stdout, stderr)
+	case "hook":
+		sc := resolveSession(g.Session)
+		if sc.Path == "" {
+			return hookSessionMissing(g.Hook, stderr)
+		}
+		ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer cancel()
+		return runHook(ctx, g.Hook, sc.Path, stdin, stdout, stderr)
 	default:
 		return usageError(stderr, ctlName, fmt.Errorf("unknown command %q", mode), "")
 	}
+	return runCtlCall(g.Session, opName, callArgs, opts, stdout, stderr)
+}
 
-	sc := resolveSession(g.Session)
+// validateCtlCall checks `call OP [JSON_ARGS]` against the table (no
+// I/O); on failure it prints the usage error and returns its exit code.
+func validateCtlCall(opName, args string, stderr io.Writer) (json.RawMessage, int, bool) {
+	_, a, err := validateCall(opName, json.RawMessage(args))
+	if err != nil {
+		hint := "usage: termsprawlctl [--session PATH] call OP [JSON_ARGS]"
+		if op, ok := tools.Lookup(opName); ok {
+			hint += "\n" + tools.OperationHelp(op)
+		} else {
+			hint += "\n(termsprawlctl call --help lists the operations)"
+		}
+		return nil, usageError(stderr, ctlName, err, hint), false
+	}
+	return a, 0, true
+}
+
+// runCtlCall is call and doctor once their arguments are known: resolve
+// the session, make the one call, print it, pick the exit code.
+func runCtlCall(sessionFlag, opName string, callArgs json.RawMessage, opts tools.CallOptions, stdout, stderr io.Writer) int {
+	sc := resolveSession(sessionFlag)
 	if sc.Path == "" {
 		printMissingSession(stderr, sc)
 		return ExitUsage
@@ -199,9 +225,6 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if mode == "mcp" {
-		return runMCP(ctx, mcpConfig{Session: session, Wait: g.Wait}, stdin, stdout, stderr)
-	}
 	res := tools.Call(ctx, session, tools.Request{Operation: opName, Args: callArgs}, opts)
 	if err := prettyJSON(stdout, res); err != nil {
 		fmt.Fprintf(stderr, "%s: write result: %v\n", ctlName, err)

@@ -8,10 +8,11 @@
 //     is readable (CONTRACT §10). Operation names and arguments are
 //     checked against the operation table before any file is read or any
 //     connection is made.
-//   - The MCP stdio bridge (termsprawlctl mcp, CONTRACT §6) serves the
-//     same operation table through mcp-go: one JSON-RPC message per line on
-//     stdin/stdout, logs on stderr, tools/list generated from
-//     tools.Operations(), tools/call forwarded to tools.Call.
+//   - termsprawlctl mcp (CONTRACT §6) resolves the session and executes
+//     the MCP stdio bridge of the termsprawl binary (`termsprawl
+//     mcp-bridge`, package internal/mcpserve), found next to termsprawlctl
+//     or on PATH, so that termsprawlctl never links mcp-go;
+//     `mcp --print-http` prints the Streamable HTTP URL and header.
 //   - MainTermsprawl is the human's termsprawl CLI (CONTRACT §7): up,
 //     down, new, agent, ls, attach, open, snapshot, send, kill, dialogs,
 //     answer and doctor, plus help, version and completion. Every command
@@ -30,11 +31,6 @@
 //
 //   - termsprawlctl doctor prints the whole session_info envelope, like
 //     call. A relative --session path is made absolute.
-//   - MCP: a failed handshake is JSON-RPC error -32000 whose data is the
-//     unavailable envelope; an over-long line is -32600 carrying the id
-//     found in its first 256 KiB (or null); a JSON array (batch) is -32600.
-//     An image result keeps its text block, with value.image replaced by a
-//     short note instead of repeating the base64.
 //   - termsprawl down polls (every 50 ms, at most 10 s) for the pid to be
 //     gone, since there is no portable event for an unrelated process
 //     exiting; it refuses to signal a pid that is neither the endpoint's
@@ -44,6 +40,6 @@
 //     log is <state>/termsprawl.log.
 //
 // The package imports tools, orchestrator (only to run it for `up`), kong,
-// kongplete and posener/complete (completion), mcp-go and the standard
-// library; nothing imports it but the two mains.
+// kongplete and posener/complete (completion) and the standard library,
+// never mcp-go; nothing imports it but the two mains.
 package cli

@@ -76,6 +76,8 @@ type upCmd struct {
 	Hosts     []string      `name:"host" sep:"none" placeholder:"NAME=DEST" help:"Also drive the tmux server of another machine over ssh (repeatable; DEST is [user@]host or an ssh config alias). Saved in <state>/hosts.json, so later runs reconnect to it."`
 	HostCtls  []string      `name:"host-ctl" sep:"none" placeholder:"NAME=PATH" help:"Absolute path of termsprawlctl on host NAME (default: the one on its PATH)."`
 	Monitor   bool          `name:"monitor" help:"Also print the read-only web monitor's URL and open it with xdg-open (see termsprawl monitor)."`
+	// MCPAllowOrigin: Origins /mcp accepts (every other Origin is refused).
+	MCPAllowOrigin []string `name:"mcp-allow-origin" placeholder:"ORIGIN" help:"Accept this Origin on the MCP endpoint /mcp (repeatable; e.g. http://localhost:6274 for a browser-based MCP client). Any other Origin is refused."`
 }
 
 func (upCmd) Examples() string {
@@ -196,11 +198,12 @@ type answerCmd struct {
 	Dialog    string `arg:"" name:"ID" predictor:"dialog" help:"Dialog id (see termsprawl dialogs)."`
 	Mode      string `arg:"" name:"MODE" enum:"deny,allow,always" help:"deny, allow or always (allow and remember)."`
 	Selection string `name:"selection" placeholder:"OPTION" help:"The chosen option of a question."`
+	Reason    string `name:"reason" placeholder:"TEXT" help:"Why: the agent is told (e.g. why a permission was denied)."`
 }
 
 func (answerCmd) Examples() string {
 	return `termsprawl answer dialog-1 allow
-termsprawl answer dialog-2 deny
+termsprawl answer dialog-2 deny --reason 'use the staging database, not production'
 termsprawl answer dialog-3 allow --selection 'Use the staging database'`
 }
 
@@ -352,12 +355,15 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		if g.Answer.Selection != "" {
 			args["selection"] = g.Answer.Selection
 		}
+		if g.Answer.Reason != "" {
+			args["reason"] = g.Answer.Reason
+		}
 		return h.simple("dialog_answer", args, func(v json.RawMessage) {
 			var r tools.ReceiptOf[tools.DialogOutcome]
 			_ = tools.DecodeValue(v, &r)
 			note := ""
-			if r.Result.Remembered {
-				note = " (remembered for this node until termsprawl stops)"
+			if g.Answer.Mode == tools.AnswerAlways {
+				note = " (remembered for this node until it closes)"
 			}
 			fmt.Fprintf(h.stdout, "answered %s: %s%s\n", g.Answer.Dialog, g.Answer.Mode, note)
 		})
@@ -792,12 +798,16 @@ func (h *human) dialogs(asJSON bool) int {
 		return ExitOK
 	}
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tNODE\tKIND\tTITLE\tOPTIONS")
+	fmt.Fprintln(tw, "ID\tNODE\tKIND\tTITLE\tOPTIONS\tDENIED IF UNANSWERED")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")))
+		ends := "-"
+		if !r.Expires.IsZero() {
+			ends = "in " + time.Until(r.Expires).Round(time.Second).String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")), ends)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--selection OPTION]")
+	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--selection OPTION] [--reason TEXT]")
 	return ExitOK
 }
 

@@ -125,6 +125,8 @@ func (h *human) config(logger *slog.Logger) orchestrator.Config {
 		Logger:    logger,
 		MaxNodes:  h.upOpts.MaxNodes,
 		IdleAfter: h.upOpts.IdleAfter,
+
+		MCPAllowOrigins: h.upOpts.MCPAllowOrigin,
 	}
 }
 
@@ -211,6 +213,9 @@ func (h *human) upDetached() int {
 		"--max-nodes", strconv.Itoa(h.upOpts.MaxNodes), "--idle-after", h.upOpts.IdleAfter.String())
 	if lvl := h.upOpts.LogLevel; lvl != "" && lvl != "auto" {
 		cmd.Args = append(cmd.Args, "--log-level", lvl)
+	}
+	for _, o := range h.upOpts.MCPAllowOrigin {
+		cmd.Args = append(cmd.Args, "--mcp-allow-origin", o)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

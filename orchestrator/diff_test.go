@@ -28,7 +28,7 @@ func tmuxView(t *testing.T, srv *tmuxtest.Server, id string) ([]string, string) 
 // mirror's rows and cursor to equal tmux's.
 func requireSameAsTmux(t *testing.T, o *Orchestrator, srv *tmuxtest.Server, id, what string) {
 	t.Helper()
-	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 400, TimeoutMS: 20000}); err != nil {
+	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 400, TimeoutMS: 40000}); err != nil {
 		t.Fatalf("%s: quiet: %v", what, err)
 	}
 	snap, err := o.Snapshot(id)

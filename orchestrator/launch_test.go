@@ -51,7 +51,7 @@ func TestLaunchReportsAnEarlyExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = DefaultLaunchWatch })
-	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo cannot open config; exit 3"}, Cwd: t.TempDir()})
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo cannot open config; sleep 0.1; exit 3"}, Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

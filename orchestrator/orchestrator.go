@@ -46,6 +46,9 @@ type Config struct {
 	// output to us and its emulator is released. 0 means
 	// DefaultIdleAfter; negative means never.
 	IdleAfter time.Duration
+	// MCPAllowOrigins are the Origin values the tool server's /mcp
+	// accepts (CONTRACT §15; the engine itself does not use them).
+	MCPAllowOrigins []string
 	// Hosts are the machines driven over ssh (CONTRACT §17; host.go).
 	Hosts []tools.HostSpec
 }

@@ -17,6 +17,14 @@ if [ "${CI:-}" = true ]; then
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3
 	fi
+	# node and npm: the MCP tests drive /mcp with the official TypeScript
+	# SDK, the agent tests run the real @anthropic-ai/claude-code and the
+	# monitor's tests playwright-core (each installed by its test with npm).
+	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
+		echo "node or npm not found; installing them with apt-get" >&2
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm
+	fi
 	# openssh: the remote-host tests run a real sshd in a network namespace
 	# (internal/sshtest); iproute2 makes the namespace.
 	if ! [ -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null 2>&1 || ! command -v ip >/dev/null 2>&1; then

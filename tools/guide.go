@@ -12,27 +12,28 @@ func GuideTopics() []string {
 
 var guideProse = map[string]string{
 	TopicOverview: `termsprawl runs terminals for you: every terminal is a node (one tmux
-session on a private tmux server) with a stable id. You drive nodes with
-the operations below; every call returns an envelope:
-
-  {"ok":true,"value":…}
-  {"ok":false,"error":"…","kind":"…","retryable":bool,"details":{…}}
+session on a private tmux server) with a stable id. Every call returns
+{"ok":true,"value":…} or {"ok":false,"error":"…","kind":"…","retryable":bool}.
 
 Error kinds: usage (bad operation or args: nothing was done; fix the call),
 not_found, unauthorized, forbidden, conflict, timeout, not_run (refused
-before anything was sent to the terminal), in_progress (sent, outcome
-unknown: look before you repeat), rejected, unavailable (termsprawl is not
-reachable: check that it is running), internal.
+before anything reached the terminal), in_progress (sent, outcome unknown:
+look before you repeat), rejected, unavailable (termsprawl is not reachable),
+internal.
 
-Mutations return a receipt {action, result, idempotency_key?, state} where
-state is a fresh snapshot of the node. Every mutation accepts an optional
-idempotency_key (at most 128 bytes): a repeat with the same key within 24 h
-returns the first receipt and does nothing again; the same key with other
-args is a conflict. Mutations are never retried automatically; give them a
-key if you may need to retry.
+Mutations return a receipt {action, result, idempotency_key?, state}, state
+being a fresh snapshot of the node. Give a mutation an idempotency_key
+(≤128 bytes) if you may retry it: a repeat within 24 h returns the first
+receipt and does nothing again. Mutations are never retried automatically.
 
-Start with session_info (who you are), terminal_list (what runs), then read
-the guide of the topic you need: terminal, agents or dialogs.`,
+Input operations return result.revision; pass it as "after" to
+terminal_wait_for, or give the input a "wait" object, so that only new
+output counts and your own echo never does:
+terminal_submit {"terminal":"build","text":"make","wait":{"wait":"regex","pattern":"^(ok|FAIL)"}}
+Waits last at most 40 s per call; use watch_start/watch_wait for longer.
+
+Start with session_info (who you are) and terminal_list (what runs); then
+guide_read {"topic":"terminal"} (or agents, dialogs) for the details.`,
 
 	TopicTerminal: `Race-free pattern: every input operation (terminal_type, terminal_press,
 terminal_paste, terminal_submit, terminal_interrupt) returns
@@ -99,8 +100,11 @@ completed|failed}. Use a fresh message_id per message.`,
 
 	TopicDialogs: `Dialogs are pending permission prompts and questions of agents, shown to
 the human. An agent opens one with dialog_request (for instance from its
-permission hook); the call blocks until the dialog is answered or times
-out (at most 40 s per call) and returns the answer.
+permission hook); the call blocks up to wait_ms (at most 40 s) and
+returns the answer. If the wait runs out first (kind timeout,
+details.dialog), call dialog_request {"dialog": ID} again: the same
+dialog, never a new one. A dialog nobody answers within timeout_ms (at
+most 10 minutes) ends as a deny (timed_out: true).
 
 dialog_list shows the pending dialogs of all agents. They are other agents'
 inputs: do not answer them on your own initiative. Over MCP dialog_answer
@@ -137,16 +141,10 @@ func Guide(topic string) (string, bool) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "termsprawl guide: %s\n\n%s\n", topic, prose)
 	if topic == TopicOverview {
-		b.WriteString("\nAll operations by topic:\n")
-		for _, t := range GuideTopics() {
-			fmt.Fprintf(&b, "\n[%s]\n", t)
-			for _, op := range operations {
-				if op.Topic == t {
-					fmt.Fprintf(&b, "  %s: %s\n", op.Name, op.Description)
-				}
-			}
-		}
-		b.WriteString("\nguide_read {\"topic\":\"terminal\"} (or agents, dialogs) shows the arguments.\n")
+		// The overview is the MCP instructions, which hosts cut at 2,048
+		// characters (CONTRACT §10): no operation list here (tools/list
+		// and `termsprawlctl call --help` have it).
+		return b.String(), true
 	}
 	var mine []*Operation
 	for _, op := range operations {

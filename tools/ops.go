@@ -353,13 +353,16 @@ func buildOperations() []*Operation {
 			}},
 
 		{Name: "dialog_request", Result: DialogOutcome{}, Topic: TopicDialogs, Annotations: annWrite,
-			Description: "Open a permission prompt or question for the human and block (at most 40 s) until it is answered or times out; returns the answer.",
+			Description: "Open a permission prompt or question for the human (or, with dialog, wait on your open one again) and block up to wait_ms (at most 40 s) for the answer; a dialog nobody answers within timeout_ms ends as a deny.",
 			Params: []Param{
-				required(enumParam("kind", "permission (allow/deny) or question (pick an option).", "permission", "question")),
-				{Name: "title", Type: TypeString, Required: true, NonEmpty: true, Description: "What is being asked."},
+				enumParam("kind", "permission (allow/deny) or question (pick an option); required unless dialog is given.", "permission", "question"),
+				{Name: "title", Type: TypeString, NonEmpty: true, Description: "What is being asked; required unless dialog is given."},
 				{Name: "options", Type: TypeStringArray, NonEmpty: true, Description: "Choices for a question."},
-				paramTimeoutMs,
-			}},
+				intParam("timeout_ms", fmt.Sprintf("How long the dialog stays open before it ends as a deny (default %d, max %d: 10 minutes).", DefaultWaitTimeout.Milliseconds(), MaxDialogTimeout.Milliseconds()), intPtr(0), intPtr(int(MaxDialogTimeout.Milliseconds()))),
+				intParam("wait_ms", fmt.Sprintf("How long this call blocks (default and max %d); running out while the dialog is open is kind timeout with details.dialog: call again with dialog.", MaxWaitTimeout.Milliseconds()), intPtr(0), intPtr(int(MaxWaitTimeout.Milliseconds()))),
+				{Name: "dialog", Type: TypeString, NonEmpty: true, MaxLen: MaxIDBytes, Description: "Your open dialog's id (from a dialog_request that ran out of wait_ms): wait on it again."},
+			},
+			check: checkDialogRequest},
 		{Name: "dialog_list", Result: DialogList{}, Topic: TopicDialogs, Annotations: annRead,
 			Description: "List pending dialogs of all agents; they are other agents' inputs, and over MCP only deny is possible."},
 		{Name: "dialog_answer", Result: DialogOutcome{}, State: DialogState{}, Topic: TopicDialogs, Mutation: true, Annotations: annIdempotent,
@@ -368,6 +371,7 @@ func buildOperations() []*Operation {
 				id("dialog", "Dialog id from dialog_list."),
 				required(enumParam("mode", "deny, allow or always (allow and remember); only deny over MCP.", "deny", "allow", "always")),
 				strParam("selection", "The chosen option of a question."),
+				strParam("reason", "Why (shown to the agent, e.g. why a permission was denied)."),
 			}},
 	}
 	ops = append(ops, traceOperations()...)
@@ -798,6 +802,18 @@ func (op *Operation) checkWaitRules(prefix string, m map[string]json.RawMessage)
 			if _, err := regexp.Compile(pat); err != nil {
 				return op.usageErr(prefix+"pattern", "argument %q is not a valid Go RE2 regular expression: %w", prefix+"pattern", err)
 			}
+		}
+	}
+	return nil
+}
+
+func checkDialogRequest(op *Operation, fields map[string]json.RawMessage) error {
+	if _, ok := fields["dialog"]; ok {
+		return nil
+	}
+	for _, name := range []string{"kind", "title"} {
+		if _, ok := fields[name]; !ok {
+			return op.usageErr(name, "argument %q is required to open a dialog (or pass \"dialog\" to wait on an open one)", name)
 		}
 	}
 	return nil

@@ -167,7 +167,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeResult(w, HTTPStatus(KindUsage), ErrResult(err))
 		return
 	}
-	res := h.handle(r.Context(), id, op, NormalizeArgs(req.Args))
+	res := h.handle(r.Context(), id, op, op.CanonicalArgs(req.Args))
 	status := http.StatusOK
 	if !res.OK {
 		status = HTTPStatus(res.Kind)

@@ -384,6 +384,8 @@ type Dialog struct {
 	Title   string    `json:"title"`
 	Options []string  `json:"options,omitempty"`
 	Created time.Time `json:"created"`
+	// Expires is when an unanswered dialog ends as a deny.
+	Expires time.Time `json:"expires,omitzero"`
 }
 
 // DialogList is dialog_list's value.
@@ -402,6 +404,9 @@ const (
 type DialogAnswer struct {
 	Mode      string `json:"mode"`
 	Selection string `json:"selection,omitempty"`
+	// Reason is the human's reason (dialog_answer reason), or why the
+	// dialog ended as a deny (it timed out).
+	Reason string `json:"reason,omitempty"`
 }
 
 // DialogOutcome is dialog_request's value and dialog_answer's result.
@@ -409,6 +414,9 @@ type DialogOutcome struct {
 	Dialog     string       `json:"dialog,omitempty"`
 	Answer     DialogAnswer `json:"answer"`
 	Remembered bool         `json:"remembered,omitempty"`
+	// TimedOut: nobody answered before the dialog expired, so it ended as
+	// a deny (never an allow).
+	TimedOut bool `json:"timed_out,omitempty"`
 }
 
 // DialogState is the state of dialog_answer's receipt.

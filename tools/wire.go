@@ -25,6 +25,9 @@ const (
 	MaxWaitTimeout = 40 * time.Second
 	// DefaultWaitTimeout is the timeout of a wait without timeout_ms.
 	DefaultWaitTimeout = 30 * time.Second
+	// MaxDialogTimeout is the longest a dialog stays open (CONTRACT §16);
+	// each dialog_request still blocks at most MaxWaitTimeout.
+	MaxDialogTimeout = 10 * time.Minute
 	// MaxIdempotencyKey is the longest idempotency_key, in bytes.
 	MaxIdempotencyKey = 128
 	// MaxReplyBytes caps a reply body read by the client.

@@ -1,13 +1,36 @@
 // Command termsprawl runs the termsprawl orchestrator and is the human's
-// CLI for it (see package cli).
+// CLI for it (see package cli). It also carries the MCP server:
+// `termsprawlctl mcp` executes `termsprawl mcp-bridge` (internal/mcpserve),
+// and the orchestrator serves MCP over HTTP at /mcp with the same engine,
+// so that termsprawlctl itself never links mcp-go.
 package main
 
 import (
+	"net/http"
 	"os"
 
 	"github.com/termsprawl/termsprawl/cli"
+	"github.com/termsprawl/termsprawl/internal/mcpserve"
+	"github.com/termsprawl/termsprawl/orchestrator/toolserver"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == mcpserve.BridgeCommand {
+		os.Exit(mcpserve.MainBridge(os.Args[2:], cli.VersionString(), os.Stdin, os.Stdout, os.Stderr))
+	}
+	toolserver.UseMCP(mcpEngine(cli.VersionString()))
 	os.Exit(cli.MainTermsprawl(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// mcpEngine builds /mcp's protocol engine for the tool server.
+func mcpEngine(version string) toolserver.MCPEngineFactory {
+	return func(c toolserver.MCPEngineConfig) toolserver.MCPEngine {
+		return mcpserve.NewHTTP(mcpserve.HTTPConfig{
+			Version:  version,
+			Call:     c.Call,
+			Sessions: func(r *http.Request) mcpserve.SessionIDs { return c.Sessions(r) },
+			IdleTTL:  c.IdleTTL,
+			Logger:   c.Logger,
+		})
+	}
 }

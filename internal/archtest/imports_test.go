@@ -35,12 +35,21 @@ var allowed = map[string][]string{
 	// grid; it reads the engine and the tool server only through the
 	// interfaces it defines (Engine, Side), so it imports neither.
 	"orchestrator/monitor": {module + "/tools", module + "/orchestrator/render"},
-	"cli": {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong", "github.com/mark3labs/mcp-go/",
+	// cli is linked by termsprawlctl: no mcp-go (the MCP server is in the
+	// termsprawl binary, internal/mcpserve).
+	"cli": {module + "/tools", module + "/orchestrator", "github.com/alecthomas/kong",
 		// `termsprawl replay` reads recordings without the orchestrator
 		module + "/orchestrator/record",
 		// shell completion (docs/CHOICES.md)
 		"github.com/willabides/kongplete", "github.com/posener/complete"},
-	"cmd/...":             {module + "/cli"},
+	// cmd/termsprawl wires the MCP engine (internal/mcpserve, mcp-go) into
+	// the tool server and runs the stdio bridge; cmd/termsprawlctl links
+	// only cli, so mcp-go's start-up stays out of `termsprawlctl call`
+	// (TestCtlDoesNotLinkMCPGo).
+	"cmd/...": {module + "/cli", module + "/internal/mcpserve", module + "/orchestrator/toolserver"},
+	// MCP from the operation table, built with mcp-go (stdio bridge and
+	// the protocol engine behind /mcp).
+	"internal/mcpserve":   {module + "/tools", "github.com/mark3labs/mcp-go/"},
 	"internal/schematest": {module + "/tools", "github.com/santhosh-tekuri/jsonschema/"},
 	// The ssh test fixture skips (or fails in CI) through testenv's one rule.
 	"internal/sshtest": {module + "/internal/testenv"},

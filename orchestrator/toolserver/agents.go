@@ -1,9 +1,8 @@
 package toolserver
 
 import (
-	"encoding/json"
 	"fmt"
-	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -12,10 +11,11 @@ import (
 )
 
 type agentState struct {
-	State        string
-	Message      string
-	Updated      time.Time
-	AcceptsTasks bool // opted in to agent_send from agents that may not drive it
+	State        string    `json:"state"`
+	Message      string    `json:"message,omitempty"`
+	Updated      time.Time `json:"updated"`
+	AcceptsTasks bool      `json:"accepts_tasks,omitempty"` // opted in to agent_send from agents that may not drive it
+	Incarnation  string    `json:"incarnation"`             // the node life the state belongs to
 }
 
 // task is a tools.Task with the incarnations of its two ends, so a reply
@@ -23,7 +23,8 @@ type agentState struct {
 // reuses its id.
 type task struct {
 	tools.Task
-	fromInc, toInc string
+	FromInc string `json:"from_incarnation"`
+	ToInc   string `json:"to_incarnation"`
 }
 
 type agentTable struct {
@@ -32,23 +33,81 @@ type agentTable struct {
 	tasks  map[string]*task
 	byMsg  map[string]string // sender incarnation + "\x00" + message_id → task id
 	next   int
+	store  *store
 }
 
-func newAgentTable() *agentTable {
-	return &agentTable{states: map[string]agentState{}, tasks: map[string]*task{}, byMsg: map[string]string{}}
+func newAgentTable(st *store) *agentTable {
+	return &agentTable{states: map[string]agentState{}, tasks: map[string]*task{}, byMsg: map[string]string{}, store: st}
+}
+
+// agentsOnDisk is agents.json.
+type agentsOnDisk struct {
+	Next   int                   `json:"next"`
+	States map[string]agentState `json:"states"`
+	Tasks  []*task               `json:"tasks"`
+}
+
+// saveLocked writes the table; t.mu is held.
+func (t *agentTable) saveLocked() {
+	d := agentsOnDisk{Next: t.next, States: t.states, Tasks: make([]*task, 0, len(t.tasks))}
+	for _, tk := range t.tasks {
+		d.Tasks = append(d.Tasks, tk)
+	}
+	t.store.save(agentsFile, d)
+}
+
+// restore loads agents.json, keeping what belongs to live incarnations
+// (a task needs both of its ends alive).
+func (t *agentTable) restore(st *store, live map[string]bool) error {
+	var d agentsOnDisk
+	if err := st.load(agentsFile, &d); err != nil {
+		return err
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.next = max(t.next, d.Next)
+	for id, s := range d.States {
+		if live[s.Incarnation] {
+			t.states[id] = s
+		}
+	}
+	for _, tk := range d.Tasks {
+		if tk == nil || tk.ID == "" || !live[tk.FromInc] || !live[tk.ToInc] {
+			continue
+		}
+		t.tasks[tk.ID] = tk
+		t.byMsg[tk.FromInc+"\x00"+tk.MessageID] = tk.ID
+	}
+	return nil
+}
+
+// setState records a node's state (from its hooks, or while it waits on a
+// dialog).
+func (t *agentTable) setState(node, incarnation, state, message string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	prev := t.states[node]
+	if prev.Incarnation != incarnation {
+		prev = agentState{}
+	}
+	t.states[node] = agentState{State: state, Message: message, Updated: time.Now().UTC(), AcceptsTasks: prev.AcceptsTasks, Incarnation: incarnation}
+	t.saveLocked()
 }
 
 // forget drops a gone node's state and every task it sent or received.
 func (t *agentTable) forget(id, incarnation string) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	delete(t.states, id)
+	if st, ok := t.states[id]; ok && (st.Incarnation == incarnation || st.Incarnation == "") {
+		delete(t.states, id)
+	}
 	for tid, tk := range t.tasks {
-		if tk.fromInc == incarnation || tk.toInc == incarnation {
+		if tk.FromInc == incarnation || tk.ToInc == incarnation {
 			delete(t.tasks, tid)
-			delete(t.byMsg, tk.fromInc+"\x00"+tk.MessageID)
+			delete(t.byMsg, tk.FromInc+"\x00"+tk.MessageID)
 		}
 	}
+	t.saveLocked()
 }
 
 func agentHandlers() map[string]handler {
@@ -65,11 +124,6 @@ func agentHandlers() map[string]handler {
 // agentCommands are the default commands of known agents.
 var agentCommands = map[string][]string{
 	"claude": {"claude"}, "codex": {"codex"}, "gemini": {"gemini"}, "opencode": {"opencode"},
-}
-
-// mcpConfigPath is the MCP registration file agents are pointed at.
-func (s *Server) mcpConfigPath() string {
-	return filepath.Join(s.stateDir, tools.AgentToolsDir, "mcp.json")
 }
 
 type agentLaunchArgs struct {
@@ -90,34 +144,46 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		}
 	}
 	extra := map[string]string{"TERMSPRAWL_AGENT": a.Agent}
-	ctlPath, mcpPath := s.ctlPath, s.mcpConfigPath()
-	if a.Host != "" {
-		// On a host: its termsprawlctl, a registration written there.
-		var err error
-		if ctlPath, mcpPath, err = s.o.HostAgentConfig(c.ctx, a.Host); err != nil {
+	switch {
+	case a.Host != "":
+		// On a host: its termsprawlctl and an MCP registration written
+		// there; the hooks' files are local to this machine, so an agent
+		// on a host gets the MCP server only (README's table).
+		ctlPath, mcpPath, err := s.o.HostAgentConfig(c.ctx, a.Host)
+		if err != nil {
 			return tools.NodeInfo{}, nil, err
 		}
 		if ctlPath != "" {
 			extra["TERMSPRAWL_MCP_CONFIG"] = mcpPath
+			if len(a.Command) == 0 || isAgentProgram(a.Agent, a.Command[0]) {
+				switch a.Agent {
+				case "claude":
+					cmd = append(slices.Clone(cmd), "--mcp-config", mcpPath)
+				case "codex":
+					cmd = append(slices.Clone(cmd), "-c", fmt.Sprintf("mcp_servers.termsprawl.command=%q", ctlPath), "-c", `mcp_servers.termsprawl.args=["mcp"]`)
+				}
+			}
 		}
-	}
-	if ctlPath != "" && a.Host == "" {
-		reg := map[string]any{"mcpServers": map[string]any{"termsprawl": map[string]any{"command": s.ctlPath, "args": []string{"mcp"}}}}
-		b, err := json.MarshalIndent(reg, "", "  ")
+	default:
+		if len(a.Command) == 0 {
+			if err := checkAgentProgram(a.Agent, cmd[0]); err != nil {
+				return tools.NodeInfo{}, nil, err
+			}
+		}
+		if s.ctlPath == "" {
+			break
+		}
+		args, env, err := s.wireAgent(a.Agent)
 		if err != nil {
-			return tools.NodeInfo{}, nil, fmt.Errorf("encode MCP registration: %w", err)
-		}
-		if err := tools.WriteFileAtomic(s.mcpConfigPath(), b); err != nil {
 			return tools.NodeInfo{}, nil, err
 		}
-		extra["TERMSPRAWL_MCP_CONFIG"] = s.mcpConfigPath()
-	}
-	if ctlPath != "" && len(a.Command) == 0 {
-		switch a.Agent {
-		case "claude":
-			cmd = append(cmd, "--mcp-config", mcpPath)
-		case "codex":
-			cmd = append(cmd, "-c", fmt.Sprintf("mcp_servers.termsprawl.command=%q", ctlPath), "-c", `mcp_servers.termsprawl.args=["mcp"]`)
+		for k, v := range env {
+			extra[k] = v
+		}
+		// The agent's own program, default or named: wired. Another
+		// program (a wrapper) is the user's business.
+		if len(a.Command) == 0 || isAgentProgram(a.Agent, a.Command[0]) {
+			cmd = append(slices.Clone(cmd), args...)
 		}
 	}
 	name := a.Name
@@ -129,9 +195,9 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 	if err != nil {
 		return tools.NodeInfo{}, nil, err
 	}
-	s.agents.mu.Lock()
-	s.agents.states[info.Terminal] = agentState{State: tools.AgentWorking, Message: "launched", Updated: time.Now().UTC()}
-	s.agents.mu.Unlock()
+	if m, ok := s.o.Meta(info.Terminal); ok {
+		s.agents.setState(info.Terminal, m.Incarnation(), tools.AgentWorking, "launched")
+	}
 	return info, c.stateOf(info.Terminal), nil
 }
 
@@ -166,12 +232,20 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 	}
 	t := c.s.agents
 	t.mu.Lock()
-	st := agentState{State: a.State, Message: a.Message, Updated: time.Now().UTC(), AcceptsTasks: t.states[c.caller.Node].AcceptsTasks}
+	prev := t.states[c.caller.Node]
+	if prev.Incarnation != c.caller.Incarnation {
+		prev = agentState{}
+	}
+	st := agentState{State: a.State, Message: a.Message, Updated: time.Now().UTC(), AcceptsTasks: prev.AcceptsTasks, Incarnation: c.caller.Incarnation}
 	if a.AcceptsTasks != nil {
 		st.AcceptsTasks = *a.AcceptsTasks
 	}
 	t.states[c.caller.Node] = st
+	t.saveLocked()
 	t.mu.Unlock()
+	if a.State == tools.AgentWaiting {
+		c.s.notifyWaiting(c.caller.Node, a.Message, "")
+	}
 	return tools.AgentReport{Node: c.caller.Node, State: st.State, Message: st.Message, AcceptsTasks: st.AcceptsTasks}, nil
 }
 
@@ -208,7 +282,7 @@ func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
 	}
 	pending := 0
 	for _, other := range t.tasks {
-		if other.fromInc == c.caller.Incarnation && other.State == tools.TaskPending {
+		if other.FromInc == c.caller.Incarnation && other.State == tools.TaskPending {
 			pending++
 		}
 	}
@@ -219,14 +293,16 @@ func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
 	t.next++
 	tk := &task{Task: tools.Task{ID: fmt.Sprintf("task-%d", t.next), From: c.caller.Node, To: a.Node, Text: a.Text,
 		MessageID: a.MessageID, State: tools.TaskPending, Created: time.Now().UTC()},
-		fromInc: c.caller.Incarnation, toInc: target.Incarnation()}
+		FromInc: c.caller.Incarnation, ToInc: target.Incarnation()}
 	t.tasks[tk.ID] = tk
 	t.byMsg[msgKey] = tk.ID
+	t.saveLocked()
 	t.mu.Unlock()
 	if _, err := s.o.Submit(c.ctx, a.Node, a.Text, nil); err != nil {
 		t.mu.Lock()
 		delete(t.tasks, tk.ID)
 		delete(t.byMsg, msgKey)
+		t.saveLocked()
 		t.mu.Unlock()
 		return tools.TaskSent{}, nil, err
 	}
@@ -262,12 +338,13 @@ func agentReply(c *call, a agentReplyArgs) (tools.Task, any, error) {
 	if !ok {
 		return tools.Task{}, nil, tools.Errorf(tools.KindNotFound, "no task %q", a.Task)
 	}
-	if tk.toInc != c.caller.Incarnation {
+	if tk.ToInc != c.caller.Incarnation {
 		return tools.Task{}, nil, tools.Errorf(tools.KindForbidden, "task %q was sent to %q: only its recipient may reply", a.Task, tk.To)
 	}
 	if tk.State != tools.TaskPending {
 		return tools.Task{}, nil, tools.Errorf(tools.KindConflict, "task %q already has a reply (%s)", a.Task, tk.State)
 	}
 	tk.State, tk.Reply, tk.Replied = a.State, a.Text, time.Now().UTC()
+	t.saveLocked()
 	return tk.Task, tk.Task, nil
 }

@@ -147,7 +147,7 @@ func buildProbe(b *testing.B, name, main string, requires ...string) string {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		b.Fatal(err)
 	}
-	root, err := filepath.Abs("..")
+	root, err := filepath.Abs(filepath.Join("..", ".."))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func buildProbe(b *testing.B, name, main string, requires ...string) string {
 		mod += "\nrequire " + r + "\n"
 	}
 	mod += "\nreplace github.com/termsprawl/termsprawl => " + root + "\n"
-	sum, err := os.ReadFile(filepath.Join("..", "go.sum"))
+	sum, err := os.ReadFile(filepath.Join("..", "..", "go.sum"))
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -175,10 +175,10 @@ func buildProbe(b *testing.B, name, main string, requires ...string) string {
 	return bin
 }
 
-// goModVersion returns the version of module path required in ../go.mod.
+// goModVersion returns the version of module path required in the repository's go.mod.
 func goModVersion(b *testing.B, path string) string {
 	b.Helper()
-	mod, err := os.ReadFile(filepath.Join("..", "go.mod"))
+	mod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -946,7 +946,10 @@ func TestAPIDialogs(t *testing.T) {
 	if len(l.Dialogs) != 0 {
 		t.Fatalf("answered dialog still listed: %+v", l)
 	}
-	apiFail(t, op, "dialog_answer", apiM{"dialog": d.Dialog, "mode": "deny"}, tools.KindNotFound)
+	// Answered twice: conflict, naming the first answer.
+	if res := apiFail(t, op, "dialog_answer", apiM{"dialog": d.Dialog, "mode": "deny"}, tools.KindConflict); !strings.Contains(res.Error, "already answered (allow)") {
+		t.Fatalf("second answer text %q", res.Error)
+	}
 
 	// An agent may deny another's permission.
 	ch = request(sa, apiM{"kind": "permission", "title": "push --force", "timeout_ms": 30000})
@@ -956,10 +959,16 @@ func TestAPIDialogs(t *testing.T) {
 		t.Fatalf("request answered %q", mode)
 	}
 
-	// Unanswered: timeout.
-	res := apiFail(t, sa, "dialog_request", apiM{"kind": "permission", "title": "nobody answers", "timeout_ms": 200}, tools.KindTimeout)
-	if !strings.Contains(res.Error, "denied") {
-		t.Fatalf("timeout text %q", res.Error)
+	// Unanswered: the dialog ends as a deny, never an allow.
+	var unanswered tools.DialogOutcome
+	apiOK(t, sa, "dialog_request", apiM{"kind": "permission", "title": "nobody answers", "timeout_ms": 200}, &unanswered)
+	if !unanswered.TimedOut || unanswered.Answer.Mode != tools.AnswerDeny || unanswered.Answer.Reason == "" {
+		t.Fatalf("unanswered dialog: %+v", unanswered)
+	}
+	// Answered after its timeout: conflict, saying it was denied.
+	res := apiFail(t, op, "dialog_answer", apiM{"dialog": unanswered.Dialog, "mode": "allow"}, tools.KindConflict)
+	if !strings.Contains(res.Error, "timed out") || !strings.Contains(res.Error, "denied") {
+		t.Fatalf("late answer text %q", res.Error)
 	}
 }
 

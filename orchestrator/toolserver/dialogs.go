@@ -4,52 +4,207 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// dialog is a pending tools.Dialog with the channel its answer arrives on.
+// Dialogs are permission prompts and questions of agents, answered by a
+// human. A dialog lives up to its timeout (at most 10 minutes); each
+// dialog_request blocks at most 40 s, and a caller whose wait ran out
+// calls again with the dialog's id: repeated bounded waits on the SAME
+// dialog, never a second one. A dialog nobody answers ends as a deny.
+// An ended dialog is kept for endedTTL so a late wait still gets its
+// answer and a second answer is told the first.
+
+// endedTTL is how long an ended dialog's outcome is kept.
+const endedTTL = 15 * time.Minute
+
+// maxEnded bounds the ended dialogs kept.
+const maxEnded = 512
+
+// dialog is one dialog and, once it ended, its outcome.
 type dialog struct {
 	tools.Dialog
-	incarnation string // the asking node's
-	answered    chan tools.DialogAnswer
+	Incarnation string              `json:"incarnation"` // the asking node's
+	Outcome     tools.DialogOutcome `json:"outcome,omitzero"`
+	Ended       time.Time           `json:"ended,omitzero"` // zero while open
+
+	done  chan struct{} // closed when the dialog ends
+	timer *time.Timer   // ends it at Expires
 }
+
+func (d *dialog) open() bool { return d.Ended.IsZero() }
 
 type dialogTable struct {
-	mu      sync.Mutex // guards all fields
+	mu      sync.Mutex // guards every field and every dialog's Outcome/Ended
 	next    int
-	pending map[string]*dialog
-	always  map[string]bool // incarnation + kind + title allowed for good
+	dialogs map[string]*dialog
+	always  map[string]bool // alwaysKey(incarnation, kind, title): allowed for good
+	store   *store
+	// onOpen is told of a dialog that just opened (the tmux message to
+	// humans, the agent's state); it runs on its own goroutine.
+	onOpen func(tools.Dialog, string)
+	// onEnd is told of a dialog that just ended, under no lock.
+	onEnd func(d tools.Dialog, incarnation string, out tools.DialogOutcome)
 }
 
-func newDialogTable() *dialogTable {
-	return &dialogTable{pending: map[string]*dialog{}, always: map[string]bool{}}
+func newDialogTable(st *store) *dialogTable {
+	return &dialogTable{dialogs: map[string]*dialog{}, always: map[string]bool{}, store: st}
 }
 
 func alwaysKey(incarnation, kind, title string) string {
 	return incarnation + "\x00" + kind + "\x00" + title
 }
 
-// forget drops a gone node's "always" answers.
-func (t *dialogTable) forget(incarnation string) {
+// dialogsOnDisk is dialogs.json.
+type dialogsOnDisk struct {
+	Next    int       `json:"next"`
+	Dialogs []*dialog `json:"dialogs"`
+	Always  []string  `json:"always"`
+}
+
+// saveLocked writes the table; t.mu is held.
+func (t *dialogTable) saveLocked() {
+	d := dialogsOnDisk{Next: t.next, Dialogs: make([]*dialog, 0, len(t.dialogs)), Always: make([]string, 0, len(t.always))}
+	for _, x := range t.dialogs {
+		d.Dialogs = append(d.Dialogs, x)
+	}
+	sort.Slice(d.Dialogs, func(i, j int) bool { return d.Dialogs[i].Created.Before(d.Dialogs[j].Created) })
+	for k := range t.always {
+		d.Always = append(d.Always, k)
+	}
+	sort.Strings(d.Always)
+	t.store.save(dialogsFile, d)
+}
+
+// restore loads dialogs.json: open dialogs of live incarnations are open
+// again (their expiry kept), ended ones keep their outcome.
+func (t *dialogTable) restore(st *store, live map[string]bool) error {
+	var d dialogsOnDisk
+	if err := st.load(dialogsFile, &d); err != nil {
+		return err
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	prefix := incarnation + "\x00"
-	for k := range t.always {
-		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
-			delete(t.always, k)
+	t.next = max(t.next, d.Next)
+	for _, x := range d.Dialogs {
+		if x == nil || !live[x.Incarnation] || x.ID == "" {
+			continue
+		}
+		x.done = make(chan struct{})
+		t.dialogs[x.ID] = x
+		if x.open() {
+			t.armLocked(x)
+		} else {
+			close(x.done)
+		}
+	}
+	for _, k := range d.Always {
+		inc, _, _ := strings.Cut(k, "\x00")
+		if live[inc] {
+			t.always[k] = true
+		}
+	}
+	t.pruneLocked(time.Now())
+	return nil
+}
+
+// armLocked starts the timer that ends an open dialog as a deny.
+func (t *dialogTable) armLocked(d *dialog) {
+	d.timer = time.AfterFunc(time.Until(d.Expires), func() {
+		t.end(d.ID, tools.DialogOutcome{Dialog: d.ID, TimedOut: true,
+			Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: "nobody answered in termsprawl before the dialog timed out"}})
+	})
+}
+
+// end ends an open dialog with out; false if it had already ended.
+func (t *dialogTable) end(id string, out tools.DialogOutcome) bool {
+	t.mu.Lock()
+	d, ok := t.dialogs[id]
+	if !ok || !d.open() {
+		t.mu.Unlock()
+		return false
+	}
+	d.Outcome, d.Ended = out, time.Now().UTC()
+	if d.timer != nil {
+		d.timer.Stop()
+	}
+	close(d.done)
+	t.saveLocked()
+	onEnd, info, inc := t.onEnd, d.Dialog, d.Incarnation
+	t.mu.Unlock()
+	if onEnd != nil {
+		onEnd(info, inc, out)
+	}
+	return true
+}
+
+// pruneLocked drops ended dialogs past endedTTL, and the oldest beyond
+// maxEnded.
+func (t *dialogTable) pruneLocked(now time.Time) {
+	var ended []*dialog
+	for id, d := range t.dialogs {
+		switch {
+		case d.open():
+		case now.Sub(d.Ended) > endedTTL:
+			delete(t.dialogs, id)
+		default:
+			ended = append(ended, d)
+		}
+	}
+	if len(ended) > maxEnded {
+		sort.Slice(ended, func(i, j int) bool { return ended[i].Ended.Before(ended[j].Ended) })
+		for _, d := range ended[:len(ended)-maxEnded] {
+			delete(t.dialogs, d.ID)
 		}
 	}
 }
 
+// forget drops a gone node's dialogs and "always" answers; its open
+// dialogs end as denies first, so a waiter is not left hanging.
+func (t *dialogTable) forget(incarnation string) {
+	t.mu.Lock()
+	var open []string
+	for id, d := range t.dialogs {
+		if d.Incarnation == incarnation && d.open() {
+			open = append(open, id)
+		}
+	}
+	t.mu.Unlock()
+	for _, id := range open {
+		t.end(id, tools.DialogOutcome{Dialog: id, Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: "the node closed"}})
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, d := range t.dialogs {
+		if d.Incarnation == incarnation {
+			if d.timer != nil {
+				d.timer.Stop()
+			}
+			delete(t.dialogs, id)
+		}
+	}
+	prefix := incarnation + "\x00"
+	for k := range t.always {
+		if strings.HasPrefix(k, prefix) {
+			delete(t.always, k)
+		}
+	}
+	t.saveLocked()
+}
+
+// list returns the open dialogs, oldest first.
 func (t *dialogTable) list() []tools.Dialog {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	out := make([]tools.Dialog, 0, len(t.pending))
-	for _, d := range t.pending {
-		out = append(out, d.Dialog)
+	out := make([]tools.Dialog, 0, len(t.dialogs))
+	for _, d := range t.dialogs {
+		if d.open() {
+			out = append(out, d.Dialog)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Created.Before(out[j].Created) })
 	return out
@@ -72,80 +227,177 @@ type dialogRequestArgs struct {
 	Title     string   `json:"title"`
 	Options   []string `json:"options"`
 	TimeoutMS int      `json:"timeout_ms"`
+	WaitMS    int      `json:"wait_ms"`
+	Dialog    string   `json:"dialog"`
 }
 
 func dialogRequest(c *call, a dialogRequestArgs) (tools.DialogOutcome, error) {
-	if a.Kind == "question" && len(a.Options) == 0 {
-		return tools.DialogOutcome{}, tools.Errorf(tools.KindUsage, "a question needs options to choose from")
-	}
 	t := c.s.dialogs
+	var d *dialog
+	var err error
+	if a.Dialog != "" {
+		d, err = t.resume(c.caller, a.Dialog)
+	} else {
+		var remembered bool
+		d, remembered, err = t.open(c, a)
+		if remembered {
+			return tools.DialogOutcome{Answer: tools.DialogAnswer{Mode: tools.AnswerAllow, Reason: "always allowed in termsprawl"}, Remembered: true}, nil
+		}
+	}
+	if err != nil {
+		return tools.DialogOutcome{}, err
+	}
+	wait := tools.MaxWaitTimeout
+	if a.WaitMS > 0 {
+		wait = time.Duration(a.WaitMS) * time.Millisecond
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-d.done:
+		t.mu.Lock()
+		out := d.Outcome
+		t.mu.Unlock()
+		return out, nil
+	case <-timer.C:
+		return tools.DialogOutcome{}, stillOpen(d, wait)
+	case <-c.ctx.Done():
+		return tools.DialogOutcome{}, tools.Errorf(tools.KindTimeout, "the wait on dialog %s was cancelled (%v); the dialog stays open: call dialog_request {\"dialog\":%q} again", d.ID, c.ctx.Err(), d.ID).
+			WithDetails("dialog", d.ID).WithDetails("open", true)
+	}
+}
+
+// stillOpen is the timeout of one bounded wait on a dialog that is open.
+func stillOpen(d *dialog, wait time.Duration) error {
+	err := tools.Errorf(tools.KindTimeout, "dialog %s is still waiting for a human after %v: call dialog_request {\"dialog\":%q} again (it ends as a deny at %s)",
+		d.ID, wait, d.ID, d.Expires.Format(time.RFC3339)).WithDetails("dialog", d.ID).WithDetails("open", true).WithDetails("expires", d.Expires)
+	err.Retryable = true
+	return err
+}
+
+// resume finds the caller's own dialog to wait on again.
+func (t *dialogTable) resume(caller tools.Identity, id string) (*dialog, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d, ok := t.dialogs[id]
+	if !ok {
+		return nil, tools.Errorf(tools.KindNotFound, "no dialog %q (it ended more than %v ago, its node closed, or it never existed): open a new one", id, endedTTL)
+	}
+	if d.Incarnation != caller.Incarnation {
+		return nil, tools.Errorf(tools.KindForbidden, "dialog %q was opened by node %q: only it may wait on it", id, d.Node)
+	}
+	return d, nil
+}
+
+// open opens a new dialog, unless an "always" answer covers it
+// (remembered).
+func (t *dialogTable) open(c *call, a dialogRequestArgs) (*dialog, bool, error) {
+	if a.Kind == "question" && len(a.Options) == 0 {
+		return nil, false, tools.Errorf(tools.KindUsage, "a question needs options to choose from")
+	}
+	life := tools.DefaultWaitTimeout
+	if a.TimeoutMS > 0 {
+		life = time.Duration(a.TimeoutMS) * time.Millisecond
+	}
 	t.mu.Lock()
 	if t.always[alwaysKey(c.caller.Incarnation, a.Kind, a.Title)] {
 		t.mu.Unlock()
-		return tools.DialogOutcome{Answer: tools.DialogAnswer{Mode: tools.AnswerAllow}, Remembered: true}, nil
+		return nil, true, nil
 	}
+	t.pruneLocked(time.Now())
 	open := 0
-	for _, p := range t.pending {
-		if p.incarnation == c.caller.Incarnation {
+	for _, p := range t.dialogs {
+		if p.Incarnation == c.caller.Incarnation && p.open() {
 			open++
 		}
 	}
 	if open >= maxDialogsPerNode {
 		t.mu.Unlock()
-		return tools.DialogOutcome{}, quotaErr("dialogs", maxDialogsPerNode, "node %q has %d dialogs waiting for an answer (the limit is %d): wait for them to be answered or time out", c.caller.Node, open, maxDialogsPerNode)
+		return nil, false, quotaErr("dialogs", maxDialogsPerNode, "node %q has %d dialogs waiting for an answer (the limit is %d): wait for them to be answered or time out", c.caller.Node, open, maxDialogsPerNode)
 	}
 	t.next++
+	now := time.Now().UTC()
 	d := &dialog{Dialog: tools.Dialog{ID: fmt.Sprintf("dialog-%d", t.next), Node: c.caller.Node, Kind: a.Kind, Title: a.Title,
-		Options: a.Options, Created: time.Now().UTC()}, incarnation: c.caller.Incarnation, answered: make(chan tools.DialogAnswer, 1)}
-	t.pending[d.ID] = d
+		Options: a.Options, Created: now, Expires: now.Add(life)}, Incarnation: c.caller.Incarnation, done: make(chan struct{})}
+	t.dialogs[d.ID] = d
+	t.armLocked(d)
+	t.saveLocked()
+	onOpen := t.onOpen
 	t.mu.Unlock()
-	defer func() {
-		t.mu.Lock()
-		delete(t.pending, d.ID)
-		t.mu.Unlock()
-	}()
-	timeout := tools.DefaultWaitTimeout
-	if a.TimeoutMS > 0 {
-		timeout = time.Duration(a.TimeoutMS) * time.Millisecond
+	if onOpen != nil {
+		go onOpen(d.Dialog, d.Incarnation)
 	}
-	timer := time.NewTimer(timeout)
-	defer timer.Stop()
-	select {
-	case ans := <-d.answered:
-		return tools.DialogOutcome{Dialog: d.ID, Answer: ans}, nil
-	case <-timer.C:
-		return tools.DialogOutcome{}, tools.Errorf(tools.KindTimeout, "dialog %s was not answered within %v: treat it as denied", d.ID, timeout).WithDetails("dialog", d.ID)
-	case <-c.ctx.Done():
-		return tools.DialogOutcome{}, tools.Errorf(tools.KindTimeout, "dialog %s abandoned: %w", d.ID, c.ctx.Err())
-	}
+	return d, false, nil
 }
 
 type dialogAnswerArgs struct {
 	Dialog    string `json:"dialog"`
 	Mode      string `json:"mode"`
 	Selection string `json:"selection"`
+	Reason    string `json:"reason"`
 }
 
 func dialogAnswer(c *call, a dialogAnswerArgs) (tools.DialogOutcome, any, error) {
 	t := c.s.dialogs
 	t.mu.Lock()
-	defer t.mu.Unlock()
-	d, ok := t.pending[a.Dialog]
+	d, ok := t.dialogs[a.Dialog]
 	if !ok {
+		t.mu.Unlock()
 		return tools.DialogOutcome{}, nil, tools.Errorf(tools.KindNotFound, "no pending dialog %q: call dialog_list", a.Dialog)
+	}
+	if !d.open() {
+		out, ended := d.Outcome, d.Ended
+		t.mu.Unlock()
+		return tools.DialogOutcome{}, nil, alreadyEnded(a.Dialog, out, ended)
 	}
 	isDeny := a.Mode == tools.AnswerDeny
 	if !isDeny && d.Kind == "permission" && c.caller.Role != tools.RoleOperator {
+		t.mu.Unlock()
 		return tools.DialogOutcome{}, nil, tools.Errorf(tools.KindNotRun, "agents may only deny: %s (`termsprawl answer %s %s`)", tools.DialogMCPRefusal, a.Dialog, a.Mode)
 	}
 	if d.Kind == "question" && !isDeny && a.Selection != "" && !slices.Contains(d.Options, a.Selection) {
+		t.mu.Unlock()
 		return tools.DialogOutcome{}, nil, tools.Errorf(tools.KindUsage, "selection %q is not one of %q", a.Selection, d.Options)
 	}
 	if a.Mode == tools.AnswerAlways {
-		t.always[alwaysKey(d.incarnation, d.Kind, d.Title)] = true
+		t.always[alwaysKey(d.Incarnation, d.Kind, d.Title)] = true
 	}
-	ans := tools.DialogAnswer{Mode: a.Mode, Selection: a.Selection}
-	d.answered <- ans
-	delete(t.pending, a.Dialog)
-	return tools.DialogOutcome{Dialog: d.ID, Answer: ans}, tools.DialogState{Dialog: d.ID, Node: d.Node, Answered: true}, nil
+	t.mu.Unlock()
+	ans := tools.DialogAnswer{Mode: a.Mode, Selection: a.Selection, Reason: a.Reason}
+	if ans.Reason == "" {
+		ans.Reason = defaultReason(a.Mode, c.caller)
+	}
+	out := tools.DialogOutcome{Dialog: d.ID, Answer: ans}
+	if !t.end(d.ID, out) {
+		// Another answer or the timeout got there first.
+		t.mu.Lock()
+		prev, ended := d.Outcome, d.Ended
+		t.mu.Unlock()
+		return tools.DialogOutcome{}, nil, alreadyEnded(a.Dialog, prev, ended)
+	}
+	return out, tools.DialogState{Dialog: d.ID, Node: d.Node, Answered: true}, nil
+}
+
+func defaultReason(mode string, caller tools.Identity) string {
+	who := "the human"
+	if caller.Role != tools.RoleOperator {
+		who = "node " + caller.Node
+	}
+	switch mode {
+	case tools.AnswerDeny:
+		return "denied by " + who + " in termsprawl"
+	case tools.AnswerAlways:
+		return "always allowed by " + who + " in termsprawl"
+	}
+	return "allowed by " + who + " in termsprawl"
+}
+
+// alreadyEnded is the conflict of an answer to a dialog that ended.
+func alreadyEnded(id string, out tools.DialogOutcome, ended time.Time) error {
+	if out.TimedOut {
+		return tools.Errorf(tools.KindConflict, "dialog %s timed out at %s and was denied: it can no longer be answered (the agent will ask again if it still needs to)", id, ended.Format(time.RFC3339)).
+			WithDetails("dialog", id).WithDetails("answer", out.Answer.Mode).WithDetails("timed_out", true)
+	}
+	return tools.Errorf(tools.KindConflict, "dialog %s was already answered (%s) at %s", id, out.Answer.Mode, ended.Format(time.RFC3339)).
+		WithDetails("dialog", id).WithDetails("answer", out.Answer.Mode)
 }

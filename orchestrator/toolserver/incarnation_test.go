@@ -87,5 +87,9 @@ func TestIncarnationsOwnStateAndControl(t *testing.T) {
 	apiFail(t, op, "agent_task", apiM{"task": sent.Task}, tools.KindNotFound)
 	apiFail(t, newChild, "agent_reply", apiM{"task": sent.Task, "text": "mine", "state": "completed"}, tools.KindNotFound)
 	// The "always" answer died with the first childC.
-	apiFail(t, newChild, "dialog_request", apiM{"kind": "permission", "title": "rm -rf build", "timeout_ms": 300}, tools.KindTimeout)
+	var reused tools.DialogOutcome
+	apiOK(t, newChild, "dialog_request", apiM{"kind": "permission", "title": "rm -rf build", "timeout_ms": 300}, &reused)
+	if reused.Remembered || !reused.TimedOut || reused.Answer.Mode != tools.AnswerDeny {
+		t.Fatalf("a new node reusing the id inherited an \"always\" answer: %+v", reused)
+	}
 }

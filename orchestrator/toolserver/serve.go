@@ -157,7 +157,7 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return err
 	}
 	defer page.Close()
-	srv := tools.NewHTTPServer(handler)
+	srv := tools.NewHTTPServer(api.withMCP(handler, func() string { return hostPort }, MCPOptions{AllowOrigins: cfg.MCPAllowOrigins}))
 	srv.BaseContext = func(net.Listener) context.Context { return api.Context() }
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

@@ -34,6 +34,7 @@ type Server struct {
 	mu     sync.Mutex // guards tokens
 	tokens map[string]tools.Identity
 
+	store   *store // the tables on disk (persist.go)
 	watches *watchTable
 	agents  *agentTable
 	dialogs *dialogTable
@@ -48,10 +49,12 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	st := newStore(cfg.StateDir, o.Logger())
 	s := &Server{o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
-		tokens:  map[string]tools.Identity{op.Token: operatorIdentity},
-		watches: newWatchTable(), agents: newAgentTable(), dialogs: newDialogTable()}
+		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
+		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st)}
+	s.dialogs.onOpen, s.dialogs.onEnd = s.dialogOpened, s.dialogEnded
 	s.handlers = s.buildHandlers()
 	o.OnGone(s.nodeGone)
 	// A node's token is known from the moment its session file exists,
@@ -61,6 +64,7 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	for _, m := range o.Nodes() {
 		s.loadToken(m)
 	}
+	s.restore()
 	return s, nil
 }
 
@@ -77,8 +81,8 @@ func (s *Server) nodeGone(m orchestrator.NodeMeta) {
 	inc := m.Incarnation()
 	s.dropToken(inc)
 	s.watches.forget(inc)
+	s.dialogs.forget(inc) // first: ending its dialogs touches its agent state
 	s.agents.forget(m.ID, inc)
-	s.dialogs.forget(inc)
 	if err := s.receipts.ForgetCaller(inc); err != nil {
 		s.log.Warn("forget receipts of a closed node", "node", m.ID, "err", err)
 	}

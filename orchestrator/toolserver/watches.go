@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -19,21 +20,148 @@ const firedWatchTTL = 10 * time.Minute
 
 type watch struct {
 	id, terminal string
-	spec         tools.WaitSpec // what it waits for (the monitor shows it)
 	owner        tools.Identity // who started it
+	spec         tools.WaitSpec // what it waits for (the monitor shows it, the table on disk keeps it)
+	after        uint64
+	started      time.Time
 	cancel       context.CancelFunc
 	done         chan struct{} // closed when the wait ended; then result and err are set
 	result       tools.WaitResult
 	err          error
+	interrupted  bool // the wait ended because the server shut down
 }
 
 type watchTable struct {
-	mu   sync.Mutex // guards next and m
-	next int
-	m    map[string]*watch
+	mu    sync.Mutex // guards next and m
+	next  int
+	m     map[string]*watch
+	store *store
 }
 
-func newWatchTable() *watchTable { return &watchTable{m: map[string]*watch{}} }
+func newWatchTable(st *store) *watchTable { return &watchTable{m: map[string]*watch{}, store: st} }
+
+// watchOnDisk is one watch in watches.json.
+type watchOnDisk struct {
+	ID          string            `json:"watch"`
+	Terminal    string            `json:"terminal"`
+	OwnerNode   string            `json:"owner_node"`
+	OwnerRole   string            `json:"owner_role"`
+	Incarnation string            `json:"incarnation"`
+	Spec        tools.WaitSpec    `json:"spec"`
+	After       uint64            `json:"after"`
+	Started     time.Time         `json:"started"`
+	Result      *tools.WaitResult `json:"result,omitempty"` // set once it fired
+	ErrKind     tools.Kind        `json:"err_kind,omitempty"`
+	ErrMsg      string            `json:"err,omitempty"`
+}
+
+type watchesOnDisk struct {
+	Next    int           `json:"next"`
+	Watches []watchOnDisk `json:"watches"`
+}
+
+// saveLocked writes the table; w.mu is held. A watch whose wait is still
+// running is saved as live; one that ended, with its outcome.
+func (w *watchTable) saveLocked() {
+	d := watchesOnDisk{Next: w.next, Watches: make([]watchOnDisk, 0, len(w.m))}
+	for _, wt := range w.m {
+		r := watchOnDisk{ID: wt.id, Terminal: wt.terminal, OwnerNode: wt.owner.Node, OwnerRole: wt.owner.Role,
+			Incarnation: wt.owner.Incarnation, Spec: wt.spec, After: wt.after, Started: wt.started}
+		select {
+		case <-wt.done:
+			if wt.interrupted {
+				break // ended by the shutdown: live for the next orchestrator
+			}
+			if wt.err != nil {
+				r.ErrKind, r.ErrMsg = tools.KindOf(wt.err), wt.err.Error()
+			}
+			res := wt.result
+			r.Result = &res
+		default:
+		}
+		d.Watches = append(d.Watches, r)
+	}
+	w.store.save(watchesFile, d)
+}
+
+// restoreWatches starts again the live watches of live incarnations and
+// keeps the fired ones for watch_wait.
+func (s *Server) restoreWatches(live map[string]bool) error {
+	w := s.watches
+	var d watchesOnDisk
+	if err := w.store.load(watchesFile, &d); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	w.next = max(w.next, d.Next)
+	w.mu.Unlock()
+	for _, r := range d.Watches {
+		if !live[r.Incarnation] || r.ID == "" {
+			continue
+		}
+		owner := tools.Identity{Node: r.OwnerNode, Role: r.OwnerRole, Incarnation: r.Incarnation}
+		wt := &watch{id: r.ID, terminal: r.Terminal, owner: owner, spec: r.Spec, after: r.After, started: r.Started, done: make(chan struct{})}
+		if r.Result != nil || r.ErrMsg != "" {
+			wt.cancel = func() {}
+			if r.Result != nil {
+				wt.result = *r.Result
+			}
+			if r.ErrMsg != "" {
+				wt.err = tools.Errorf(r.ErrKind, "%s", r.ErrMsg)
+			}
+			close(wt.done)
+			w.mu.Lock()
+			w.m[r.ID] = wt
+			w.mu.Unlock()
+			time.AfterFunc(firedWatchTTL, func() { w.remove(r.ID) })
+			continue
+		}
+		// The mirror of the node starts a new epoch of revisions after
+		// a restart, and the history before it is gone: the restored
+		// watch waits from the current revision (docs/CHOICES.md).
+		spec := r.Spec
+		spec.After = nil
+		lifetime := max(watchLifetime-time.Since(r.Started), time.Second)
+		pw, err := s.o.PrepareWait(r.Terminal, spec, lifetime)
+		if err != nil {
+			s.log.Warn("restore watch", "watch", r.ID, "err", err)
+			continue
+		}
+		wt.after = pw.After
+		w.mu.Lock()
+		w.m[r.ID] = wt
+		w.mu.Unlock()
+		w.run(s.ctx, wt, pw)
+	}
+	w.mu.Lock()
+	w.saveLocked()
+	w.mu.Unlock()
+	return nil
+}
+
+// run starts the watch's goroutine. It ends when the wait does: it fires,
+// the node goes, the watch is cancelled or the server closes (ctx).
+func (w *watchTable) run(ctx context.Context, wt *watch, pw *orchestrator.PendingWait) {
+	wctx, cancel := context.WithCancel(ctx)
+	wt.cancel = cancel
+	go func() {
+		result, err := pw.Run(wctx)
+		w.mu.Lock()
+		wt.result, wt.err = result, err
+		wt.interrupted = ctx.Err() != nil
+		close(wt.done)
+		if !wt.interrupted {
+			// Not a shutdown: the outcome goes to disk. (At shutdown
+			// the watch stays live on disk and restarts with the
+			// next orchestrator.)
+			w.saveLocked()
+		}
+		w.mu.Unlock()
+		// A fired watch nobody reads is dropped after a while, so
+		// forgotten watches do not fill the table.
+		time.AfterFunc(firedWatchTTL, func() { w.remove(wt.id) })
+	}()
+}
 
 // get returns a watch its caller may use: its owner's, or any for the
 // operator.
@@ -52,7 +180,10 @@ func (w *watchTable) get(caller tools.Identity, id string) (*watch, error) {
 
 func (w *watchTable) remove(id string) {
 	w.mu.Lock()
-	delete(w.m, id)
+	if _, ok := w.m[id]; ok {
+		delete(w.m, id)
+		w.saveLocked()
+	}
 	w.mu.Unlock()
 }
 
@@ -66,6 +197,7 @@ func (w *watchTable) forget(incarnation string) {
 			delete(w.m, id)
 		}
 	}
+	w.saveLocked()
 }
 
 func watchHandlers() map[string]handler {
@@ -105,19 +237,11 @@ func watchStart(c *call, a waitArgs) (tools.WatchStarted, error) {
 	}
 	w.next++
 	id := fmt.Sprintf("watch-%d", w.next)
-	wctx, cancel := context.WithCancel(c.s.ctx)
-	wt := &watch{id: id, terminal: a.Terminal, spec: spec, owner: c.caller, cancel: cancel, done: make(chan struct{})}
+	wt := &watch{id: id, terminal: a.Terminal, owner: c.caller, spec: spec, after: pw.After, started: time.Now().UTC(), done: make(chan struct{})}
+	w.run(c.s.ctx, wt, pw)
 	w.m[id] = wt
+	w.saveLocked()
 	w.mu.Unlock()
-	// The watch's goroutine ends when the wait does: it fires, the node
-	// goes, the watch is cancelled or the server closes (wctx).
-	go func() {
-		defer close(wt.done)
-		wt.result, wt.err = pw.Run(wctx)
-		// A fired watch nobody reads is dropped after a while, so
-		// forgotten watches do not fill the table.
-		time.AfterFunc(firedWatchTTL, func() { w.remove(id) })
-	}()
 	return tools.WatchStarted{Watch: id, Terminal: a.Terminal, After: pw.After}, nil
 }
 

@@ -1,4 +1,4 @@
-package cli
+package mcpserve
 
 import (
 	"bufio"
@@ -29,12 +29,17 @@ type mcpHarness struct {
 
 func startMCP(t *testing.T, session string) *mcpHarness {
 	t.Helper()
+	return startBridge(t, StdioConfig{Session: session, Verbose: true})
+}
+
+func startBridge(t *testing.T, cfg StdioConfig) *mcpHarness {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &mcpHarness{t: t, in: inW, lines: make(chan []byte, 64), done: make(chan int, 1), stderr: &syncBuffer{}, cancel: cancel}
 	go func() {
-		code := runMCP(ctx, mcpConfig{Session: session}, inR, outW, h.stderr)
+		code := RunStdio(ctx, cfg, inR, outW, h.stderr)
 		outW.Close()
 		h.done <- code
 	}()
@@ -259,7 +264,7 @@ func TestMCPProtocolErrors(t *testing.T) {
 
 	// A line over 256 KiB is refused with its id; nothing is called.
 	before := len(fs.Backend.Calls())
-	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"terminal_type","arguments":{"terminal":"n1","text":%q}}}`, strings.Repeat("a", MaxMCPLine))
+	big := fmt.Sprintf(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"terminal_type","arguments":{"terminal":"n1","text":%q}}}`, strings.Repeat("a", MaxLine))
 	h.send(big)
 	reply = h.recv()
 	rpcErrorCode(t, reply)
@@ -328,7 +333,7 @@ func TestMCPToolCall(t *testing.T) {
 	}
 
 	// The app says no: isError with the envelope.
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.setReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.ErrResult(tools.Errorf(tools.KindNotFound, "no such terminal"))
 	})
 	res = h.toolCall(4, "terminal_snapshot", map[string]any{"terminal": "n1"})
@@ -339,7 +344,7 @@ func TestMCPToolCall(t *testing.T) {
 	// A base64 PNG image becomes an image block plus text.
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1, 2, 3}, 10)...)
 	b64 := base64.StdEncoding.EncodeToString(png)
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.setReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.OKResult(map[string]any{"terminal": "n1", "lines": []string{"$"}, "image": b64})
 	})
 	res = h.toolCall(5, "terminal_snapshot", map[string]any{"terminal": "n1", "screenshot": true})

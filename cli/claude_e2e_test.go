@@ -1,0 +1,266 @@
+package cli
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/internal/fakemodel"
+	"github.com/termsprawl/termsprawl/internal/testenv"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// claudeCodePackage is the Claude Code release the tests run.
+const claudeCodePackage = "@anthropic-ai/claude-code@2.1.332"
+
+// claudeEnv is the environment that keeps Claude Code on this machine:
+// the fake model on loopback, a dummy key, no telemetry, error reports,
+// updates or other nonessential traffic, and a HOME of its own.
+func claudeEnv(home, baseURL string) []string {
+	return []string{"HOME=" + home, "ANTHROPIC_BASE_URL=" + baseURL, "ANTHROPIC_API_KEY=" + dummyKey,
+		"DISABLE_TELEMETRY=1", "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_AUTOUPDATER=1",
+		"DISABLE_ERROR_REPORTING=1", "DISABLE_BUG_COMMAND=1", "CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY=1"}
+}
+
+// dummyKey is the API key Claude Code is given (the fake checks none).
+const dummyKey = "sk-ant-test-dummy-key-0000"
+
+// markerScript is the fake model: asked to "create PATH", it calls Bash to
+// touch PATH; shown the tool's result, it says what it saw.
+var markerPrompt = regexp.MustCompile(`create (/\S+)`)
+
+func markerScript(req *fakemodel.Request) fakemodel.Reply {
+	if trs := req.ToolResults(); len(trs) > 0 {
+		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "tool said: " + trs[len(trs)-1].ToolResultText()}}}
+	}
+	if !req.HasTool("Bash") || len(req.Messages) == 0 {
+		return fakemodel.Reply{}
+	}
+	// Once a tool result is in the conversation (above), the model only
+	// talks; before, a request offering Bash with the prompt gets the
+	// tool call.
+	var text strings.Builder
+	for _, msg := range req.Messages {
+		if msg.Role != "user" {
+			continue
+		}
+		for _, b := range msg.Blocks() {
+			text.WriteString(b.Text + "\n")
+		}
+	}
+	m := markerPrompt.FindStringSubmatch(text.String())
+	if m == nil {
+		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "nothing to do"}}}
+	}
+	return fakemodel.Reply{Blocks: []fakemodel.Block{{ToolName: "Bash", ToolInput: map[string]any{"command": "touch " + m[1], "description": "create the marker"}}}}
+}
+
+// toolResultFor finds the tool_result the fake received for the run that
+// touched marker.
+func toolResultFor(fake *fakemodel.Server, marker string) (string, bool) {
+	for _, r := range fake.Requests() {
+		for _, tr := range r.ToolResults() {
+			for _, m := range r.Messages {
+				for _, b := range m.Blocks() {
+					if b.Type == "tool_use" && b.ID == tr.ToolUseID && strings.Contains(string(b.Input), marker) {
+						return tr.ToolResultText(), tr.IsError
+					}
+				}
+			}
+		}
+	}
+	return "", false
+}
+
+// waitDialog polls termsprawl dialogs until a dialog of node shows.
+func (e *e2e) waitDialog(node string, within time.Duration) tools.Dialog {
+	e.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		out := e.must(e.ts, "dialogs", "--json")
+		var l tools.DialogList
+		if err := json.Unmarshal([]byte(out), &l); err != nil {
+			e.t.Fatalf("dialogs --json: %v\n%s", err, out)
+		}
+		for _, d := range l.Dialogs {
+			if d.Node == node {
+				return d
+			}
+		}
+		if time.Now().After(deadline) {
+			_, snap, _ := e.run(e.ts, "snapshot", node)
+			e.t.Fatalf("no dialog of %s within %v; screen:\n%s", node, within, snap)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// agentState is node's row in agent_status.
+func (e *e2e) agentState(node string) tools.AgentInfo {
+	e.t.Helper()
+	out := e.must(e.ctl, "--session", e.oper, "call", "agent_status")
+	var res struct {
+		Value tools.AgentList `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		e.t.Fatal(err)
+	}
+	for _, a := range res.Value.Agents {
+		if a.Node == node {
+			return a
+		}
+	}
+	e.t.Fatalf("%s not in agent_status: %s", node, out)
+	return tools.AgentInfo{}
+}
+
+// waitExited waits for node's program to end.
+func (e *e2e) waitExited(node string) {
+	e.t.Helper()
+	args, _ := json.Marshal(map[string]any{"terminal": node, "wait": "exit", "timeout_ms": 40000})
+	out := e.must(e.ctl, "--session", e.oper, "call", "terminal_wait_for", string(args))
+	if !strings.Contains(out, `"matched": true`) {
+		e.t.Fatalf("node %s did not exit: %s", node, out)
+	}
+}
+
+// The real Claude Code in -p mode, wired by `termsprawl agent claude`,
+// against a scripted fake of the Messages API: its Bash permission prompt
+// becomes a termsprawl dialog naming Bash; deny → the command did not run
+// and the model was told the human's reason; allow → it ran; nobody
+// answers → deny at the dialog's timeout; agent_status follows the hooks.
+func TestClaudeCodeHooks(t *testing.T) {
+	e := newE2E(t)
+	dir := testenv.NPM(t, claudeCodePackage)
+	bin := filepath.Join(dir, "node_modules", ".bin")
+	if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
+		testenv.SkipOrFail(t, "npm installed %s without a claude binary: %v", claudeCodePackage, err)
+	}
+	fake, err := fakemodel.Start(markerScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	for i, kv := range e.env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
+		}
+	}
+	home, work := t.TempDir(), t.TempDir()
+	e.env = append(e.env, claudeEnv(home, fake.URL)...)
+	up, _ := e.up()
+	defer e.down(up)
+
+	run := func(name, marker string, extra ...string) string {
+		args := append([]string{"agent", "claude", "--name", name, "--cwd", work, "--", "claude", "-p", "please create " + marker}, extra...)
+		return strings.TrimSpace(e.must(e.ts, args...))
+	}
+
+	// Deny, with a reason.
+	denied := filepath.Join(work, "denied")
+	node := run("deny", denied)
+	d := e.waitDialog(node, 60*time.Second)
+	if d.Kind != "permission" || !strings.HasPrefix(d.Title, "Bash: touch "+denied) {
+		t.Fatalf("dialog %+v", d)
+	}
+	if st := e.agentState(node); st.State != tools.AgentWaiting || !strings.Contains(st.Message, "Bash") {
+		t.Fatalf("agent_status while the dialog is open: %+v", st)
+	}
+	if out := e.must(e.ts, "answer", d.ID, "deny", "--reason", "not in this repository"); !strings.Contains(out, "answered "+d.ID+": deny") {
+		t.Fatalf("answer printed %q", out)
+	}
+	e.waitExited(node)
+	if _, err := os.Stat(denied); err == nil {
+		t.Fatal("the denied command ran")
+	}
+	text, isErr := toolResultFor(fake, denied)
+	if !isErr || !strings.Contains(text, "not in this repository") {
+		t.Fatalf("the model was not told the denial: is_error=%v %q", isErr, text)
+	}
+	if st := e.agentState(node); st.State != tools.AgentIdle {
+		t.Fatalf("agent_status after Stop: %+v", st)
+	}
+	// Answering again is a conflict that names the first answer.
+	if code, _, errb := e.run(e.ts, "answer", d.ID, "allow"); code != ExitNo || !strings.Contains(errb, "already answered (deny)") {
+		t.Fatalf("second answer: exit %d, %q", code, errb)
+	}
+
+	// Allow.
+	allowed := filepath.Join(work, "allowed")
+	node = run("allow", allowed)
+	d = e.waitDialog(node, 60*time.Second)
+	e.must(e.ts, "answer", d.ID, "allow")
+	e.waitExited(node)
+	if _, err := os.Stat(allowed); err != nil {
+		t.Fatalf("the allowed command did not run: %v", err)
+	}
+
+	// Nobody answers: deny at the dialog's timeout (shortened for the
+	// test through the hook's environment), and a late answer is told.
+	settings := filepath.Join(e.state, tools.AgentToolsDir, "claude-settings.json")
+	late := filepath.Join(work, "unanswered")
+	node = strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "late", "--cwd", work, "--",
+		"env", "TERMSPRAWL_HOOK_DIALOG_TIMEOUT=3s", "claude", "-p", "please create "+late, "--settings", settings))
+	d = e.waitDialog(node, 60*time.Second)
+	e.waitExited(node)
+	if _, err := os.Stat(late); err == nil {
+		t.Fatal("an unanswered permission was allowed")
+	}
+	if text, isErr := toolResultFor(fake, late); !isErr || !strings.Contains(text, "nobody answered") {
+		t.Fatalf("the model was not told the timeout: is_error=%v %q", isErr, text)
+	}
+	if code, _, errb := e.run(e.ts, "answer", d.ID, "allow"); code != ExitNo || !strings.Contains(errb, "timed out") {
+		t.Fatalf("answer after the timeout: exit %d, %q", code, errb)
+	}
+	// Interactive, in its TUI in the node: Claude Code runs without a
+	// login when its first-run questions are answered in its own state
+	// file under this test's HOME (onboarding done, the dummy key
+	// approved, the folder trusted). --permission-mode default: the
+	// default mode may be auto, where a classifier decides instead of
+	// asking.
+	state := map[string]any{"hasCompletedOnboarding": true,
+		"customApiKeyResponses": map[string]any{"approved": []string{dummyKey[len(dummyKey)-20:]}, "rejected": []string{}},
+		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}}
+	b, _ := json.Marshal(state)
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	inter := filepath.Join(work, "interactive")
+	node = strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "tui", "--cwd", work, "--", "claude", "--permission-mode", "default"))
+	wargs, _ := json.Marshal(map[string]any{"terminal": node, "wait": "text", "text": "shortcuts", "timeout_ms": 40000})
+	if out := e.must(e.ctl, "--session", e.oper, "call", "terminal_wait_for", string(wargs)); !strings.Contains(out, `"matched": true`) {
+		t.Fatalf("the TUI did not start: %s", out)
+	}
+	e.must(e.ts, "send", node, "please create "+inter)
+	d = e.waitDialog(node, 60*time.Second)
+	if !strings.HasPrefix(d.Title, "Bash: touch "+inter) {
+		t.Fatalf("interactive dialog %+v", d)
+	}
+	if st := e.agentState(node); st.State != tools.AgentWaiting {
+		t.Fatalf("agent_status while the TUI waits: %+v", st)
+	}
+	e.must(e.ts, "answer", d.ID, "allow")
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		_, errStat := os.Stat(inter)
+		if st := e.agentState(node); errStat == nil && st.State == tools.AgentIdle {
+			break
+		}
+		if time.Now().After(deadline) {
+			_, snap, _ := e.run(e.ts, "snapshot", node)
+			t.Fatalf("the interactive run did not finish (marker: %v, state %+v); screen:\n%s", errStat, e.agentState(node), snap)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.must(e.ts, "kill", node)
+
+	for _, p := range fake.Paths() {
+		if p != "POST /v1/messages" {
+			t.Logf("Claude Code also asked the fake for %s", p)
+		}
+	}
+}

@@ -1,0 +1,368 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// termsprawlctl hook KIND EVENT: the command an agent's own hooks run
+// (termsprawl writes them into the settings it passes the agent, see
+// orchestrator/toolserver/agentwire.go). It reads the agent's hook JSON
+// (stdin; for codex, the notify argument), turns permission requests into
+// dialogs a human answers in termsprawl and state events into
+// agent_report, and answers in the agent's own hook format. Whatever goes
+// wrong, a permission is never allowed: it is denied the way the agent's
+// hook rules say (Claude Code: exit 2 with the reason on stderr).
+
+// ctlHook is `termsprawlctl hook KIND EVENT [PAYLOAD]`.
+type ctlHook struct {
+	Agent   string `arg:"" name:"KIND" enum:"claude,codex,gemini" help:"The agent whose hook this is: claude, codex or gemini."`
+	Event   string `arg:"" name:"EVENT" help:"The hook event (claude: SessionStart, UserPromptSubmit, PermissionRequest, Notification, Stop; gemini: SessionStart, BeforeAgent, AfterAgent, Notification; codex: notify)."`
+	Payload string `arg:"" optional:"" name:"PAYLOAD" help:"codex notify passes its JSON as this argument; the others read stdin."`
+	// DialogTimeout is how long a permission dialog stays open.
+	DialogTimeout time.Duration `name:"dialog-timeout" placeholder:"DURATION" env:"TERMSPRAWL_HOOK_DIALOG_TIMEOUT" help:"How long a permission dialog waits for a human before it ends as a deny (default and max 10m)."`
+}
+
+func (ctlHook) Examples() string {
+	return `termsprawlctl hook claude PermissionRequest < input.json   # Claude Code's hook JSON on stdin
+termsprawlctl hook codex notify '{"type":"agent-turn-complete","last-assistant-message":"done"}'`
+}
+
+// maxHookInput bounds the hook JSON read (a Write tool's input carries
+// the whole file).
+const maxHookInput = 8 << 20
+
+// hookWaitMS is one bounded wait on a dialog (a variable so tests can
+// make the repeated waits short).
+var hookWaitMS = int(tools.MaxWaitTimeout / time.Millisecond)
+
+// maxTitleInput bounds the summary of a tool's input in a dialog title.
+const maxTitleInput = 200
+
+// Claude Code events the hook knows, and the agent state each reports
+// ("" for the permission event).
+var claudeStates = map[string]string{
+	"SessionStart": tools.AgentIdle, "UserPromptSubmit": tools.AgentWorking,
+	"Notification": tools.AgentWaiting, "Stop": tools.AgentIdle, "PermissionRequest": "",
+}
+
+var geminiStates = map[string]string{
+	"SessionStart": tools.AgentIdle, "BeforeAgent": tools.AgentWorking,
+	"AfterAgent": tools.AgentIdle, "Notification": tools.AgentWaiting,
+}
+
+// hookInput is the part of an agent's hook JSON the hook reads.
+type hookInput struct {
+	Event            string          `json:"hook_event_name"`
+	ToolName         string          `json:"tool_name"`
+	ToolInput        json.RawMessage `json:"tool_input"`
+	Prompt           string          `json:"prompt"`
+	Message          string          `json:"message"`
+	NotificationType string          `json:"notification_type"`
+	// codex notify
+	Type             string `json:"type"`
+	LastAssistantMsg string `json:"last-assistant-message"`
+}
+
+// hookRun is one run of the hook.
+type hookRun struct {
+	ctx     context.Context
+	g       ctlHook
+	session string
+	stdout  io.Writer
+	stderr  io.Writer
+}
+
+func (h *hookRun) say(format string, a ...any) {
+	fmt.Fprintf(h.stderr, "%s hook %s %s: %s\n", ctlName, h.g.Agent, h.g.Event, fmt.Sprintf(format, a...))
+}
+
+// runHook runs `termsprawlctl hook` and returns its exit code in the
+// agent's terms.
+func runHook(ctx context.Context, g ctlHook, session string, stdin io.Reader, stdout, stderr io.Writer) int {
+	h := &hookRun{ctx: ctx, g: g, session: session, stdout: stdout, stderr: stderr}
+	switch g.Agent {
+	case "claude":
+		return h.claude(stdin)
+	case "gemini":
+		return h.gemini(stdin)
+	default:
+		return h.codex()
+	}
+}
+
+// readHookJSON reads and decodes the hook JSON.
+func readHookJSON(r io.Reader) (hookInput, error) {
+	var in hookInput
+	b, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
+	if err != nil {
+		return in, fmt.Errorf("read the hook input: %w", err)
+	}
+	if len(b) > maxHookInput {
+		return in, fmt.Errorf("the hook input is over %d MiB", maxHookInput>>20)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return in, errors.New("the hook input is empty (expected the agent's hook JSON on stdin)")
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if err := dec.Decode(&in); err != nil {
+		return in, fmt.Errorf("the hook input is not valid JSON (%v)", err)
+	}
+	if dec.More() {
+		return in, errors.New("the hook input has more than one JSON value")
+	}
+	return in, nil
+}
+
+// claude handles Claude Code's hooks. Exit codes are Claude Code's: 0
+// with JSON on stdout, 2 blocks (for PermissionRequest: deny, stderr is
+// the reason), anything else is a non-blocking error shown to the user.
+func (h *hookRun) claude(stdin io.Reader) int {
+	in, err := readHookJSON(stdin)
+	permission := h.g.Event == "PermissionRequest" || in.Event == "PermissionRequest"
+	if err != nil {
+		if permission {
+			h.say("%v: denied (termsprawl never allows what it cannot read)", err)
+			return 2
+		}
+		h.say("%v: nothing reported", err)
+		return 1
+	}
+	if in.Event != "" && in.Event != h.g.Event {
+		if permission {
+			h.say("the input is for event %q but the hook was registered for %q: denied", in.Event, h.g.Event)
+			return 2
+		}
+		h.say("the input is for event %q but the hook was registered for %q: nothing reported", in.Event, h.g.Event)
+		return 1
+	}
+	state, known := claudeStates[h.g.Event]
+	if !known {
+		h.say("unknown Claude Code event %q: termsprawl handles %s; nothing reported or allowed", h.g.Event, knownEvents(claudeStates))
+		return 1
+	}
+	if permission {
+		return h.claudePermission(in)
+	}
+	msg := in.Message
+	if h.g.Event == "UserPromptSubmit" {
+		msg = "prompt: " + in.Prompt
+	}
+	return h.report(state, msg)
+}
+
+func knownEvents(m map[string]string) string {
+	var names []string
+	for k := range m {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// report calls agent_report; 0 on success, 1 (non-blocking for every
+// agent) otherwise.
+func (h *hookRun) report(state, message string) int {
+	args, _ := json.Marshal(map[string]any{"state": state, "message": oneLineText(message, 200)})
+	res := tools.Call(h.ctx, h.session, tools.Request{Operation: "agent_report", Args: args}, tools.CallOptions{})
+	if !res.OK {
+		h.say("agent_report %s failed: %s", state, res.Error)
+		return 1
+	}
+	return 0
+}
+
+// claudePermission opens the dialog, waits for the human and prints the
+// decision.
+func (h *hookRun) claudePermission(in hookInput) int {
+	if in.ToolName == "" {
+		h.say("the PermissionRequest input has no tool_name: denied")
+		return 2
+	}
+	title := permissionTitle(in.ToolName, in.ToolInput)
+	out, err := h.askHuman(title)
+	if err != nil {
+		h.say("%v: denied", err)
+		return 2
+	}
+	decision := map[string]any{"behavior": "deny", "message": denyMessage(out)}
+	if out.Answer.Mode == tools.AnswerAllow || out.Answer.Mode == tools.AnswerAlways {
+		decision = map[string]any{"behavior": "allow"}
+	}
+	b, _ := json.Marshal(map[string]any{"hookSpecificOutput": map[string]any{"hookEventName": "PermissionRequest", "decision": decision}})
+	fmt.Fprintln(h.stdout, string(b))
+	return 0
+}
+
+func denyMessage(out tools.DialogOutcome) string {
+	reason := out.Answer.Reason
+	if reason == "" {
+		reason = "denied in termsprawl"
+	}
+	if out.TimedOut {
+		return "Permission denied: nobody answered in termsprawl in time (" + reason + ")"
+	}
+	return "Permission denied by the human in termsprawl: " + reason
+}
+
+// askHuman opens a permission dialog and waits for its end: repeated
+// bounded waits on the same dialog, riding through an orchestrator
+// restart (the dialog is kept on disk), never longer than the dialog's
+// life and a margin.
+func (h *hookRun) askHuman(title string) (tools.DialogOutcome, error) {
+	life := h.g.DialogTimeout
+	if life <= 0 || life > tools.MaxDialogTimeout {
+		life = tools.MaxDialogTimeout
+	}
+	deadline := time.Now().Add(life + 30*time.Second)
+	// The first call only opens the dialog (it returns at once with its
+	// id), so that a restart of termsprawl during any later wait finds
+	// the hook knowing which dialog to wait on again.
+	args, _ := json.Marshal(map[string]any{"kind": "permission", "title": title,
+		"timeout_ms": life.Milliseconds(), "wait_ms": 1})
+	res := tools.Call(h.ctx, h.session, tools.Request{Operation: "dialog_request", Args: args}, tools.CallOptions{})
+	if !res.OK && res.Kind == tools.KindUnavailable {
+		if errors.Is(res.Err(), tools.ErrNotRunning) {
+			return tools.DialogOutcome{}, errors.New("termsprawl is not running (start it with `termsprawl up`), so no human can answer")
+		}
+		return tools.DialogOutcome{}, fmt.Errorf("termsprawl cannot be reached (%s), so no human can answer", res.Error)
+	}
+	id := ""
+	for {
+		if res.OK {
+			var out tools.DialogOutcome
+			if err := json.Unmarshal(res.Value, &out); err != nil {
+				return out, fmt.Errorf("termsprawl's answer is not a dialog outcome: %w", err)
+			}
+			return out, nil
+		}
+		if d, _ := res.Details["dialog"].(string); d != "" {
+			id = d
+		}
+		switch {
+		case id == "":
+			return tools.DialogOutcome{}, fmt.Errorf("termsprawl refused the dialog: %s", res.Error)
+		case res.Kind == tools.KindTimeout, res.Kind == tools.KindUnavailable:
+			// Still open, or termsprawl is restarting: wait again.
+		default:
+			return tools.DialogOutcome{}, fmt.Errorf("waiting on dialog %s failed: %s", id, res.Error)
+		}
+		if h.ctx.Err() != nil {
+			h.withdraw(id)
+			return tools.DialogOutcome{}, fmt.Errorf("the agent stopped the hook while dialog %s was open", id)
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return tools.DialogOutcome{}, fmt.Errorf("dialog %s got no answer in time (last: %s)", id, res.Error)
+		}
+		wargs, _ := json.Marshal(map[string]any{"dialog": id, "wait_ms": min(hookWaitMS, int(left.Milliseconds())+1)})
+		res = tools.Call(h.ctx, h.session, tools.Request{Operation: "dialog_request", Args: wargs}, tools.CallOptions{Wait: left})
+	}
+}
+
+// withdraw ends a dialog nobody needs any more (the agent stopped the
+// hook, e.g. because the human answered in the agent's own window), so it
+// does not linger in termsprawl dialogs: as a deny, the only answer an
+// agent may give.
+func (h *hookRun) withdraw(id string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	args, _ := json.Marshal(map[string]any{"dialog": id, "mode": tools.AnswerDeny, "reason": "the agent stopped asking (answered in its own window, or interrupted)"})
+	if res := tools.Call(ctx, h.session, tools.Request{Operation: "dialog_answer", Args: args}, tools.CallOptions{}); !res.OK {
+		h.say("withdraw dialog %s: %s", id, res.Error)
+	}
+}
+
+// permissionTitle is "TOOL: summary of its input", bounded.
+func permissionTitle(tool string, input json.RawMessage) string {
+	var m map[string]any
+	summary := ""
+	if json.Unmarshal(input, &m) == nil {
+		for _, k := range []string{"command", "file_path", "path", "url", "pattern", "query", "prompt"} {
+			if s, ok := m[k].(string); ok && s != "" {
+				summary = s
+				break
+			}
+		}
+	}
+	if summary == "" && len(input) > 0 && string(input) != "null" {
+		var compact bytes.Buffer
+		if json.Compact(&compact, input) == nil {
+			summary = compact.String()
+		}
+	}
+	if summary == "" {
+		return oneLineText(tool, maxTitleInput)
+	}
+	return oneLineText(tool+": "+summary, len(tool)+2+maxTitleInput)
+}
+
+// oneLineText squeezes whitespace and cuts s to max runes.
+func oneLineText(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+// gemini handles Gemini CLI's hooks: JSON on stdout, exit 0; a failure
+// is exit 1, a warning that blocks nothing (termsprawl does not gate
+// Gemini's tools: its own permission prompt stays in charge).
+func (h *hookRun) gemini(stdin io.Reader) int {
+	in, err := readHookJSON(stdin)
+	if err != nil {
+		h.say("%v: nothing reported", err)
+		return 1
+	}
+	state, known := geminiStates[h.g.Event]
+	if !known || (in.Event != "" && in.Event != h.g.Event) {
+		h.say("unknown or mismatched Gemini CLI event %q (input says %q): termsprawl handles %s; nothing reported", h.g.Event, in.Event, knownEvents(geminiStates))
+		return 1
+	}
+	msg := in.Message
+	if h.g.Event == "BeforeAgent" {
+		msg = "prompt: " + in.Prompt
+	}
+	code := h.report(state, msg)
+	fmt.Fprintln(h.stdout, "{}")
+	return code
+}
+
+// codex handles Codex's notify program call: the JSON is the last
+// argument; Codex ignores the exit code, so failures go to stderr.
+func (h *hookRun) codex() int {
+	if h.g.Event != "notify" {
+		h.say("unknown Codex hook %q: termsprawl handles notify", h.g.Event)
+		return 1
+	}
+	in, err := readHookJSON(strings.NewReader(h.g.Payload))
+	if err != nil {
+		h.say("%v: nothing reported", err)
+		return 1
+	}
+	if in.Type != "agent-turn-complete" {
+		h.say("unknown Codex notification type %q: termsprawl handles agent-turn-complete; nothing reported", in.Type)
+		return 1
+	}
+	return h.report(tools.AgentIdle, in.LastAssistantMsg)
+}
+
+// hookSessionMissing answers a hook that has no session: a permission is
+// denied (never allowed), anything else is a non-blocking error.
+func hookSessionMissing(g ctlHook, stderr io.Writer) int {
+	fmt.Fprintf(stderr, "%s hook %s %s: %s: no termsprawl session, so no human can answer here\n", ctlName, g.Agent, g.Event, MissingSessionMessage)
+	if g.Agent == "claude" && g.Event == "PermissionRequest" {
+		return 2
+	}
+	return 1
+}

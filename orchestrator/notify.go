@@ -1,0 +1,63 @@
+package orchestrator
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
+)
+
+// NotifyDelayMS is how long a message to humans stays on their status
+// line, in milliseconds (any key press dismisses it sooner).
+const NotifyDelayMS = 10000
+
+// maxNotifyRunes bounds one message: it is one line of a status bar.
+const maxNotifyRunes = 200
+
+// NotifyHumans shows msg for a while on the status line of every human
+// client attached to any of termsprawl's tmux servers (control clients,
+// ours, are left out) and returns how many were told. The message is one
+// line: control characters become spaces, and it is cut to 200
+// characters. Only display-message is sent (never a prompt, which would
+// block a control client's queue in tmux 3.3a), with the text's `#`
+// doubled so tmux shows it instead of expanding formats.
+func (o *Orchestrator) NotifyHumans(ctx context.Context, msg string) (int, error) {
+	text := notifyText(msg)
+	if text == "" {
+		return 0, nil
+	}
+	told := 0
+	var firstErr error
+	for srv, sessions := range o.humanClients(ctx) {
+		for _, names := range sessions {
+			for _, c := range names {
+				cmd := tmuxctl.Command("display-message", "-c", c, "-d", strconv.Itoa(NotifyDelayMS), text)
+				if _, err := srv.adminClient().Run(ctx, cmd); err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					continue
+				}
+				told++
+			}
+		}
+	}
+	return told, firstErr
+}
+
+// notifyText makes msg one safe status line (see NotifyHumans).
+func notifyText(msg string) string {
+	msg = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, msg)
+	msg = strings.Join(strings.Fields(msg), " ")
+	if r := []rune(msg); len(r) > maxNotifyRunes {
+		msg = string(r[:maxNotifyRunes-1]) + "…"
+	}
+	return strings.ReplaceAll(msg, "#", "##")
+}

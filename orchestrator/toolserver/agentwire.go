@@ -1,0 +1,188 @@
+package toolserver
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// How each known agent is wired to termsprawl without touching the
+// user's own configuration (CONTRACT §16; the table in README.md):
+//
+//	claude    --settings <state>/agent-tools/claude-settings.json (hooks) and --mcp-config <state>/agent-tools/mcp.json
+//	codex     -c mcp_servers.termsprawl.* and -c notify=[termsprawlctl, hook, codex, notify]
+//	gemini    GEMINI_CLI_SYSTEM_DEFAULTS_PATH=<state>/agent-tools/gemini-defaults.json: the machine's
+//	          system defaults plus hooks and mcpServers (Gemini CLI concatenates hooks of every layer)
+//	opencode  OPENCODE_CONFIG_CONTENT with the MCP server (opencode merges it into its config)
+
+// PermissionHookTimeout is the timeout termsprawl writes for Claude
+// Code's PermissionRequest hook: the dialog's 10 minutes and a margin for
+// the hook to print its answer.
+const PermissionHookTimeout = int(tools.MaxDialogTimeout/time.Second) + 30 // seconds
+
+// stateHookTimeout is the timeout of the state hooks, in seconds.
+const stateHookTimeout = 30
+
+// installHint says how to get each agent.
+var installHint = map[string]string{
+	"claude":   "npm install -g @anthropic-ai/claude-code",
+	"codex":    "npm install -g @openai/codex",
+	"gemini":   "npm install -g @google/gemini-cli",
+	"opencode": "npm install -g opencode-ai",
+}
+
+// checkAgentProgram refuses a known agent whose program is not on the
+// orchestrator's PATH (the node inherits it), before any node exists.
+func checkAgentProgram(kind, program string) error {
+	if _, err := exec.LookPath(program); err != nil {
+		return tools.Errorf(tools.KindNotRun, "%s is not installed: no %q on PATH. Install it (%s) and start termsprawl again so it sees the new PATH, or name the program: termsprawl agent %s -- /path/to/%s",
+			kind, program, installHint[kind], kind, program).WithDetails("program", program)
+	}
+	return nil
+}
+
+// isAgentProgram reports whether program is the agent's own (by base
+// name), so `termsprawl agent claude -- claude -p …` is wired too.
+func isAgentProgram(kind, program string) bool {
+	def := agentCommands[kind]
+	return len(def) > 0 && filepath.Base(program) == def[0]
+}
+
+// claudeHookEvents are the Claude Code events termsprawl hooks into.
+var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PermissionRequest", "Notification", "Stop"}
+
+// claudeSettings is the settings layer passed with --settings.
+func (s *Server) claudeSettings() map[string]any {
+	hooks := map[string]any{}
+	for _, ev := range claudeHookEvents {
+		h := map[string]any{"type": "command", "command": s.ctlPath, "args": []string{"hook", "claude", ev}, "timeout": stateHookTimeout}
+		if ev == "PermissionRequest" {
+			h["timeout"] = PermissionHookTimeout
+			// A hook that cannot start, times out or answers
+			// nonsense blocks the action instead of letting it through.
+			h["onFailure"] = "block"
+			h["statusMessage"] = "Waiting for a human in termsprawl (termsprawl dialogs)"
+		}
+		hooks[ev] = []any{map[string]any{"hooks": []any{h}}}
+	}
+	return map[string]any{"hooks": hooks}
+}
+
+// geminiHookEvents maps Gemini CLI's events to the hook's.
+var geminiHookEvents = []string{"SessionStart", "BeforeAgent", "AfterAgent", "Notification"}
+
+// geminiDefaults is the system-defaults layer: the machine's own (kept
+// whole) with termsprawl's hooks and MCP server added.
+func (s *Server) geminiDefaults() (map[string]any, error) {
+	base := map[string]any{}
+	orig := os.Getenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+	if orig == "" {
+		orig = "/etc/gemini-cli/system-defaults.json"
+	}
+	if b, err := tools.ReadFileBounded(orig, 1<<20); err == nil {
+		if err := json.Unmarshal(b, &base); err != nil {
+			return nil, tools.Errorf(tools.KindNotRun, "gemini's system defaults %s are not JSON termsprawl can extend: %v", orig, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, tools.Errorf(tools.KindNotRun, "read gemini's system defaults: %v", err)
+	}
+	hooks, _ := base["hooks"].(map[string]any)
+	if hooks == nil {
+		hooks = map[string]any{}
+	}
+	for _, ev := range geminiHookEvents {
+		list, _ := hooks[ev].([]any)
+		h := map[string]any{"type": "command", "name": "termsprawl-" + ev,
+			"command": shellWords(s.ctlPath, "hook", "gemini", ev), "timeout": stateHookTimeout * 1000}
+		hooks[ev] = append(list, map[string]any{"hooks": []any{h}})
+	}
+	base["hooks"] = hooks
+	servers, _ := base["mcpServers"].(map[string]any)
+	if servers == nil {
+		servers = map[string]any{}
+	}
+	servers["termsprawl"] = map[string]any{"command": s.ctlPath, "args": []string{"mcp"}}
+	base["mcpServers"] = servers
+	return base, nil
+}
+
+// shellWords joins words for a shell, each single-quoted.
+func shellWords(words ...string) string {
+	out := ""
+	for i, w := range words {
+		if i > 0 {
+			out += " "
+		}
+		q := "'"
+		for _, r := range w {
+			if r == '\'' {
+				q += `'\''`
+			} else {
+				q += string(r)
+			}
+		}
+		out += q + "'"
+	}
+	return out
+}
+
+// wireAgent writes the files an agent kind is pointed at and returns the
+// arguments to append to its default command and the environment to add.
+func (s *Server) wireAgent(kind string) ([]string, map[string]string, error) {
+	env := map[string]string{}
+	dir := filepath.Join(s.stateDir, tools.AgentToolsDir)
+	write := func(name string, v any) (string, error) {
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return "", fmt.Errorf("encode %s: %w", name, err)
+		}
+		p := filepath.Join(dir, name)
+		return p, tools.WriteFileAtomic(p, append(b, '\n'))
+	}
+	reg := map[string]any{"mcpServers": map[string]any{"termsprawl": map[string]any{"command": s.ctlPath, "args": []string{"mcp"}}}}
+	mcpPath, err := write("mcp.json", reg)
+	if err != nil {
+		return nil, nil, err
+	}
+	env["TERMSPRAWL_MCP_CONFIG"] = mcpPath
+	switch kind {
+	case "claude":
+		settings, err := write("claude-settings.json", s.claudeSettings())
+		if err != nil {
+			return nil, nil, err
+		}
+		return []string{"--settings", settings, "--mcp-config", mcpPath}, env, nil
+	case "codex":
+		return []string{
+			"-c", fmt.Sprintf("mcp_servers.termsprawl.command=%q", s.ctlPath), "-c", `mcp_servers.termsprawl.args=["mcp"]`,
+			"-c", fmt.Sprintf("notify=[%q,\"hook\",\"codex\",\"notify\"]", s.ctlPath),
+		}, env, nil
+	case "gemini":
+		d, err := s.geminiDefaults()
+		if err != nil {
+			return nil, nil, err
+		}
+		p, err := write("gemini-defaults.json", d)
+		if err != nil {
+			return nil, nil, err
+		}
+		env["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"] = p
+		return nil, env, nil
+	case "opencode":
+		b, err := json.Marshal(map[string]any{"mcp": map[string]any{"termsprawl": map[string]any{
+			"type": "local", "command": []string{s.ctlPath, "mcp"}, "enabled": true}}})
+		if err != nil {
+			return nil, nil, err
+		}
+		env["OPENCODE_CONFIG_CONTENT"] = string(b)
+		return nil, env, nil
+	}
+	return nil, env, nil
+}

@@ -1,0 +1,193 @@
+package toolserver
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// fakeAgents puts programs named like the agents on PATH; each writes its
+// argv (one per line) and the wiring variables into <out>/<name>.txt.
+func fakeAgents(t *testing.T) string {
+	t.Helper()
+	bin, out := t.TempDir(), t.TempDir()
+	for _, name := range []string{"claude", "codex", "gemini", "opencode"} {
+		script := "#!/bin/sh\n{ for a in \"$@\"; do printf '%s\\n' \"$a\"; done; echo \"GEMINI=$GEMINI_CLI_SYSTEM_DEFAULTS_PATH\"; echo \"OPENCODE=$OPENCODE_CONFIG_CONTENT\"; } > " +
+			filepath.Join(out, name+".tmp") + " && mv " + filepath.Join(out, name+".tmp") + " " + filepath.Join(out, name+".txt") + "\nexec sleep 60\n"
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+	return out
+}
+
+// startWithCtl serves like apiStart, with a termsprawlctl path so agents
+// get wired.
+func startWithCtl(t *testing.T, tmux *tmuxtest.Server, dir, ctl string) *apiServe {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
+	ready := make(chan ServeInfo, 1)
+	go func() {
+		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test", CtlPath: ctl, LaunchWatch: 100 * time.Millisecond}, func(i ServeInfo) { ready <- i })
+	}()
+	select {
+	case s.info = <-ready:
+	case err := <-s.done:
+		cancel()
+		t.Fatalf("Serve returned before ready: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("Serve not ready within 30s")
+	}
+	t.Cleanup(func() { s.stop() })
+	return s
+}
+
+func waitFile(t *testing.T, path string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if b, err := os.ReadFile(path); err == nil {
+			return string(b)
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never appeared", path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Each agent kind gets its wiring, in the documented formats of its hooks
+// (Claude Code's settings hooks; Codex's notify; Gemini CLI's settings
+// layer; opencode's config), without a file of the user's touched.
+func TestAgentWiring(t *testing.T) {
+	out := fakeAgents(t)
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "")
+	tmux, dir := apiNewState(t)
+	ctl := "/opt/termsprawl/bin/termsprawlctl"
+	s := startWithCtl(t, tmux, dir, ctl)
+	op := s.op()
+	for _, kind := range []string{"claude", "codex", "gemini", "opencode"} {
+		apiMutate(t, op, "agent_launch", apiM{"agent": kind})
+	}
+
+	argv := strings.Split(waitFile(t, filepath.Join(out, "claude.txt")), "\n")
+	settingsPath := filepath.Join(dir, tools.AgentToolsDir, "claude-settings.json")
+	mcpPath := filepath.Join(dir, tools.AgentToolsDir, "mcp.json")
+	if strings.Join(argv[:4], " ") != "--settings "+settingsPath+" --mcp-config "+mcpPath {
+		t.Fatalf("claude argv %q", argv)
+	}
+	var settings struct {
+		Hooks map[string][]struct {
+			Matcher string `json:"matcher"`
+			Hooks   []struct {
+				Type, Command, OnFailure string
+				Args                     []string
+				Timeout                  int
+			}
+		}
+	}
+	raw, err := os.ReadFile(settingsPath)
+	if err != nil || json.Unmarshal(raw, &settings) != nil {
+		t.Fatalf("claude settings: %v\n%s", err, raw)
+	}
+	for _, ev := range claudeHookEvents {
+		hs := settings.Hooks[ev]
+		if len(hs) != 1 || len(hs[0].Hooks) != 1 {
+			t.Fatalf("hook %s: %+v", ev, hs)
+		}
+		h := hs[0].Hooks[0]
+		if h.Type != "command" || h.Command != ctl || strings.Join(h.Args, " ") != "hook claude "+ev {
+			t.Fatalf("hook %s: %+v", ev, h)
+		}
+		if ev == "PermissionRequest" && (h.Timeout != int(tools.MaxDialogTimeout/time.Second)+30 || h.OnFailure != "block") {
+			t.Fatalf("the permission hook must outlive the dialog and block on failure: %+v", h)
+		}
+	}
+
+	codex := waitFile(t, filepath.Join(out, "codex.txt"))
+	for _, want := range []string{`mcp_servers.termsprawl.command="` + ctl + `"`, `notify=["` + ctl + `","hook","codex","notify"]`} {
+		if !strings.Contains(codex, want) {
+			t.Fatalf("codex argv lacks %s:\n%s", want, codex)
+		}
+	}
+
+	gem := waitFile(t, filepath.Join(out, "gemini.txt"))
+	defaults := filepath.Join(dir, tools.AgentToolsDir, "gemini-defaults.json")
+	if !strings.Contains(gem, "GEMINI="+defaults) {
+		t.Fatalf("gemini env:\n%s", gem)
+	}
+	var gd struct {
+		Hooks map[string][]struct {
+			Hooks []struct {
+				Type, Command string
+				Timeout       int
+			}
+		}
+		MCPServers map[string]struct{ Command string } `json:"mcpServers"`
+	}
+	raw, err = os.ReadFile(defaults)
+	if err != nil || json.Unmarshal(raw, &gd) != nil {
+		t.Fatalf("gemini defaults: %v\n%s", err, raw)
+	}
+	for _, ev := range geminiHookEvents {
+		if h := gd.Hooks[ev]; len(h) != 1 || h[0].Hooks[0].Command != "'"+ctl+"' 'hook' 'gemini' '"+ev+"'" || h[0].Hooks[0].Timeout != stateHookTimeout*1000 {
+			t.Fatalf("gemini hook %s: %+v", ev, h)
+		}
+	}
+	if gd.MCPServers["termsprawl"].Command != ctl {
+		t.Fatalf("gemini mcpServers: %s", raw)
+	}
+
+	oc := waitFile(t, filepath.Join(out, "opencode.txt"))
+	if !strings.Contains(oc, `OPENCODE={"mcp":{"termsprawl":{"command":["`+ctl+`","mcp"],"enabled":true,"type":"local"}}}`) {
+		t.Fatalf("opencode env:\n%s", oc)
+	}
+	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+		t.Fatalf("the user's home was touched: %v", entries)
+	}
+}
+
+// An agent kind that is not installed is refused before a node exists,
+// naming the program and how to install it.
+func TestAgentNotInstalled(t *testing.T) {
+	t.Setenv("PATH", t.TempDir()+string(os.PathListSeparator)+filepath.Dir(mustLook(t, "tmux")))
+	tmux, dir := apiNewState(t)
+	s := startWithCtl(t, tmux, dir, "/opt/termsprawl/bin/termsprawlctl")
+	op := s.op()
+	for kind, hint := range installHint {
+		res := apiFail(t, op, "agent_launch", apiM{"agent": kind}, tools.KindNotRun)
+		if !strings.Contains(res.Error, kind+" is not installed") || !strings.Contains(res.Error, hint) {
+			t.Fatalf("%s: %q", kind, res.Error)
+		}
+	}
+	var l tools.NodeList
+	apiOK(t, op, "terminal_list", nil, &l)
+	if len(l.Terminals) != 0 {
+		t.Fatalf("a node exists after refused launches: %+v", l)
+	}
+}
+
+func mustLook(t *testing.T, prog string) string {
+	t.Helper()
+	for _, d := range filepath.SplitList(os.Getenv("PATH")) {
+		p := filepath.Join(d, prog)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() {
+			return p
+		}
+	}
+	t.Skipf("%s not on PATH", prog)
+	return ""
+}

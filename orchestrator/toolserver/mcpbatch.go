@@ -1,0 +1,133 @@
+package toolserver
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// batchVersion is the one MCP protocol version with JSON-RPC batches.
+const batchVersion = "2025-03-26"
+
+// serveBatch answers a JSON-RPC batch. Protocol 2025-03-26 requires
+// servers to take batches; later versions removed them and send the
+// Mcp-Protocol-Version header, so a batch that names another version is
+// refused. Each element runs through the engine as its own POST on the
+// same session (concurrently, as separate requests would); the replies go
+// back as one JSON array (202 without a body when the batch held only
+// notifications). initialize may not be part of a batch.
+func (d *mcpDoor) serveBatch(w http.ResponseWriter, r *http.Request, id tools.Identity, body []byte) {
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v != batchVersion {
+		rpcFail(w, http.StatusBadRequest, codeInvalidBatch, "JSON-RPC batches are only part of MCP protocol %s; this request speaks %s: send one message per POST", batchVersion, clipText(v, 20))
+		return
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(body, &items); err != nil || len(items) == 0 {
+		rpcFail(w, http.StatusBadRequest, codeInvalidBatch, "an empty or malformed JSON-RPC batch")
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid != "" {
+		if !d.sessions.begin(sid, id.Incarnation) {
+			rpcFail(w, http.StatusNotFound, codeNoSession, "unknown or expired MCP session %q: send initialize again", clipText(sid, 40))
+			return
+		}
+		defer d.sessions.end(sid)
+	}
+	replies := make([][]json.RawMessage, len(items))
+	var wg sync.WaitGroup
+	for i, it := range items {
+		if jsonMethod(it) == "initialize" {
+			replies[i] = []json.RawMessage{batchError(it, "initialize must not be part of a batch")}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sub := r.Clone(r.Context())
+			sub.Body = io.NopCloser(bytes.NewReader(it))
+			sub.ContentLength = int64(len(it))
+			rec := &batchRecorder{header: http.Header{}}
+			d.engine.ServeHTTP(rec, sub)
+			replies[i] = rec.responses()
+		}()
+	}
+	wg.Wait()
+	var out []json.RawMessage
+	for _, rs := range replies {
+		out = append(out, rs...)
+	}
+	if len(out) == 0 {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if sid != "" {
+		w.Header().Set("Mcp-Session-Id", sid)
+	}
+	data, _ := json.Marshal(out)
+	_, _ = w.Write(data)
+}
+
+func batchError(item json.RawMessage, msg string) json.RawMessage {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	_ = json.Unmarshal(item, &m)
+	if len(m.ID) == 0 {
+		m.ID = json.RawMessage("null")
+	}
+	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": codeInvalidBatch, "message": msg}})
+	return data
+}
+
+// batchRecorder collects the engine's reply to one batch element: a JSON
+// body, or an event stream whose responses (messages with an id and a
+// result or error) are kept and whose notifications are dropped.
+type batchRecorder struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (b *batchRecorder) Header() http.Header         { return b.header }
+func (b *batchRecorder) Write(p []byte) (int, error) { return b.body.Write(p) }
+func (b *batchRecorder) WriteHeader(status int)      { b.status = status }
+
+func (b *batchRecorder) responses() []json.RawMessage {
+	if b.status == http.StatusAccepted || b.body.Len() == 0 {
+		return nil
+	}
+	if strings.HasPrefix(b.header.Get("Content-Type"), "text/event-stream") {
+		var out []json.RawMessage
+		sc := bufio.NewScanner(&b.body)
+		sc.Buffer(make([]byte, 0, 64<<10), 2*tools.MaxBodyBytes)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data:")
+			if !ok {
+				continue
+			}
+			msg := json.RawMessage(strings.TrimSpace(data))
+			var m struct {
+				ID     json.RawMessage `json:"id"`
+				Result json.RawMessage `json:"result"`
+				Error  json.RawMessage `json:"error"`
+			}
+			if json.Unmarshal(msg, &m) == nil && len(m.ID) > 0 && (m.Result != nil || m.Error != nil) {
+				out = append(out, msg)
+			}
+		}
+		return out
+	}
+	t := bytes.TrimSpace(b.body.Bytes())
+	if !json.Valid(t) {
+		return nil
+	}
+	return []json.RawMessage{append(json.RawMessage(nil), t...)}
+}

@@ -1,0 +1,382 @@
+package toolserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/internal/mcpserve"
+	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// useTestMCP installs the real MCP engine (as cmd/termsprawl does) and a
+// clock the test moves, and hands back each door built.
+func useTestMCP(t testing.TB) (*fakeClock, chan *mcpDoor) {
+	t.Helper()
+	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	doors := make(chan *mcpDoor, 4)
+	UseMCP(func(c MCPEngineConfig) MCPEngine {
+		return mcpserve.NewHTTP(mcpserve.HTTPConfig{Version: "test", Call: c.Call,
+			Sessions: func(r *http.Request) mcpserve.SessionIDs { return c.Sessions(r) },
+			IdleTTL:  c.IdleTTL, Logger: c.Logger})
+	})
+	mcpClock = clk.now
+	testHookMCPDoor = func(d *mcpDoor) { doors <- d }
+	t.Cleanup(func() { UseMCP(nil); mcpClock = time.Now; testHookMCPDoor = nil })
+	return clk, doors
+}
+
+// fakeClock is a clock that moves only when told.
+type fakeClock struct {
+	mu sync.Mutex // guards t
+	t  time.Time
+}
+
+func (c *fakeClock) now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// logBuffer is a log destination safe for concurrent writers.
+type logBuffer struct {
+	mu sync.Mutex // guards b
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// mcpLog is the log of the last mcpServe.
+var mcpLog *logBuffer
+
+// mcpServe runs Serve with the MCP engine and returns it, its door and
+// the /mcp URL.
+func mcpServe(t *testing.T, origins ...string) (*apiServe, *mcpDoor, *fakeClock, string) {
+	t.Helper()
+	mcpLog = &logBuffer{}
+	clk, doors := useTestMCP(t)
+	tmux, dir := apiNewState(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
+	ready := make(chan ServeInfo, 1)
+	go func() {
+		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test",
+			LaunchWatch: 100 * time.Millisecond, MCPAllowOrigins: origins,
+			Logger: slog.New(slog.NewTextHandler(mcpLog, nil))}, func(i ServeInfo) { ready <- i })
+	}()
+	select {
+	case s.info = <-ready:
+	case err := <-s.done:
+		cancel()
+		t.Fatalf("Serve returned before ready: %v", err)
+	case <-time.After(30 * time.Second):
+		cancel()
+		t.Fatal("Serve not ready within 30s")
+	}
+	t.Cleanup(s.stop)
+	return s, <-doors, clk, strings.TrimSuffix(s.info.Endpoint.URL, "/call") + MCPPath
+}
+
+// mcpReply is one raw HTTP exchange with /mcp.
+type mcpReply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r mcpReply) rpc(t testing.TB) map[string]any {
+	t.Helper()
+	b := bytes.TrimSpace(r.body)
+	if strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		for _, line := range strings.Split(string(b), "\n") {
+			if d, ok := strings.CutPrefix(line, "data:"); ok {
+				b = []byte(strings.TrimSpace(d))
+			}
+		}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatalf("HTTP %d: not one JSON-RPC message: %v: %s", r.status, err, r.body)
+	}
+	return m
+}
+
+// mcpDo sends one request to /mcp.
+func mcpDo(t testing.TB, method, url, token, session, body string, mod func(*http.Request)) mcpReply {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	if mod != nil {
+		mod(req)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return mcpReply{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+func initBody(version string) string {
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":%q,"capabilities":{},"clientInfo":{"name":"go-test","version":"1"}}}`, version)
+}
+
+// mcpInit opens a session and returns its id.
+func mcpInit(t testing.TB, url, token, version string) string {
+	t.Helper()
+	r := mcpDo(t, http.MethodPost, url, token, "", initBody(version), nil)
+	if r.status != http.StatusOK {
+		t.Fatalf("initialize: HTTP %d: %s", r.status, r.body)
+	}
+	sid := r.header.Get("Mcp-Session-Id")
+	if sid == "" {
+		t.Fatalf("initialize: no Mcp-Session-Id: %s", r.body)
+	}
+	mcpDo(t, http.MethodPost, url, token, sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, nil)
+	return sid
+}
+
+func TestMCPHTTPGuards(t *testing.T) {
+	s, _, _, url := mcpServe(t, "http://localhost:6274")
+	tok := apiToken(t, s.op())
+	for _, tc := range []struct {
+		name   string
+		token  string
+		mod    func(*http.Request)
+		method string
+		body   string
+		status int
+		want   string
+	}{
+		{"no bearer", "", nil, http.MethodPost, initBody("2025-06-18"), 401, "bearer token"},
+		{"unknown token", strings.Repeat("ab", 32), nil, http.MethodPost, initBody("2025-06-18"), 401, "bearer token"},
+		{"malformed token", "x", nil, http.MethodPost, initBody("2025-06-18"), 401, "bearer token"},
+		{"DELETE without bearer", "", nil, http.MethodDelete, "", 401, "bearer token"},
+		{"foreign Origin", tok, func(r *http.Request) { r.Header.Set("Origin", "https://evil.example") }, http.MethodPost, initBody("2025-06-18"), 403, "Origin"},
+		{"foreign Host", tok, func(r *http.Request) { r.Host = "localhost.evil:80" }, http.MethodPost, initBody("2025-06-18"), 403, "Host"},
+		{"PUT", tok, nil, http.MethodPut, "{}", 405, "not allowed"},
+		{"body over 1 MiB", tok, nil, http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":"` + strings.Repeat("a", tools.MaxBodyBytes) + `"}}`, 413, "limit"},
+		{"unknown session", tok, func(r *http.Request) { r.Header.Set("Mcp-Session-Id", "nope") }, http.MethodPost, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, 404, "initialize again"},
+		{"GET without session", tok, nil, http.MethodGet, "", 400, "Mcp-Session-Id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := mcpDo(t, tc.method, url, tc.token, "", tc.body, tc.mod)
+			if r.status != tc.status || !strings.Contains(string(r.body), tc.want) {
+				t.Fatalf("HTTP %d %s, want %d with %q", r.status, r.body, tc.status, tc.want)
+			}
+			if tc.status == 401 && r.header.Get("WWW-Authenticate") == "" {
+				t.Error("401 without WWW-Authenticate")
+			}
+		})
+	}
+	// An allowed Origin passes, with CORS headers.
+	r := mcpDo(t, http.MethodPost, url, tok, "", initBody("2025-06-18"), func(r *http.Request) { r.Header.Set("Origin", "http://localhost:6274") })
+	if r.status != 200 || r.header.Get("Access-Control-Allow-Origin") != "http://localhost:6274" {
+		t.Fatalf("allowed origin: HTTP %d %v %s", r.status, r.header, r.body)
+	}
+	// /call still refuses every Origin.
+	code, res, _ := apiRaw(t, s.info.Endpoint, tok, strings.NewReader(`{"operation":"session_info"}`), func(r *http.Request) { r.Header.Set("Origin", "http://localhost:6274") })
+	if code != 403 || res.Kind != tools.KindForbidden {
+		t.Fatalf("/call with an Origin: %d %v", code, res)
+	}
+}
+
+// Identity is the bearer's: a node's token is that node over MCP, and a
+// session opened by one token cannot be used or ended with another.
+func TestMCPHTTPIdentityFromBearer(t *testing.T) {
+	s, _, _, url := mcpServe(t)
+	opTok := apiToken(t, s.op())
+	node := apiLaunch(t, s.op(), "bash", "--norc", "--noprofile")
+	nodeTok := apiToken(t, s.session(node))
+	for _, tc := range []struct{ tok, node string }{{opTok, tools.OperatorNode}, {nodeTok, node}} {
+		sid := mcpInit(t, url, tc.tok, "2025-06-18")
+		r := mcpDo(t, http.MethodPost, url, tc.tok, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"session_info","arguments":{}}}`,
+			func(r *http.Request) { r.Header.Set("Mcp-Protocol-Version", "2025-06-18") })
+		res := r.rpc(t)["result"].(map[string]any)
+		sc := res["structuredContent"].(map[string]any)
+		if sc["node"] != tc.node {
+			t.Fatalf("session_info over MCP with %s's token says node %v", tc.node, sc["node"])
+		}
+	}
+	sid := mcpInit(t, url, opTok, "2025-06-18")
+	if r := mcpDo(t, http.MethodPost, url, nodeTok, sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil); r.status != 404 {
+		t.Fatalf("another token used the operator's session: HTTP %d %s", r.status, r.body)
+	}
+	if r := mcpDo(t, http.MethodDelete, url, nodeTok, sid, "", nil); r.status != 404 {
+		t.Fatalf("another token ended the operator's session: HTTP %d %s", r.status, r.body)
+	}
+	if r := mcpDo(t, http.MethodPost, url, opTok, sid, `{"jsonrpc":"2.0","id":4,"method":"ping"}`, nil); r.status != 200 {
+		t.Fatalf("the owner lost the session: HTTP %d %s", r.status, r.body)
+	}
+}
+
+// 16 sessions per token; the 17th is refused until one ends (DELETE) or
+// expires after 10 minutes idle.
+func TestMCPHTTPSessionLimitDeleteExpiry(t *testing.T) {
+	s, door, clk, url := mcpServe(t)
+	tok := apiToken(t, s.op())
+	var sids []string
+	for range MaxMCPSessions {
+		sids = append(sids, mcpInit(t, url, tok, "2025-06-18"))
+	}
+	r := mcpDo(t, http.MethodPost, url, tok, "", initBody("2025-06-18"), nil)
+	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), "16 MCP sessions") {
+		t.Fatalf("17th session: HTTP %d %s", r.status, r.body)
+	}
+	// Another token has its own 16.
+	node := apiLaunch(t, s.op(), "bash", "--norc", "--noprofile")
+	mcpInit(t, url, apiToken(t, s.session(node)), "2025-06-18")
+
+	if r := mcpDo(t, http.MethodDelete, url, tok, sids[0], "", nil); r.status != 200 {
+		t.Fatalf("DELETE: HTTP %d %s", r.status, r.body)
+	}
+	if r := mcpDo(t, http.MethodPost, url, tok, sids[0], `{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil); r.status != 404 {
+		t.Fatalf("a deleted session still answers: HTTP %d %s", r.status, r.body)
+	}
+	sids[0] = mcpInit(t, url, tok, "2025-06-18")
+
+	// Idle expiry: 9 minutes is not enough; a request resets the clock;
+	// 10 minutes idle ends the session.
+	clk.advance(9 * time.Minute)
+	if n := door.sessions.sweep(); n != 0 {
+		t.Fatalf("%d sessions expired after 9 minutes", n)
+	}
+	if r := mcpDo(t, http.MethodPost, url, tok, sids[1], `{"jsonrpc":"2.0","id":3,"method":"ping"}`, nil); r.status != 200 {
+		t.Fatalf("ping: HTTP %d %s", r.status, r.body)
+	}
+	clk.advance(MCPIdleTimeout - 9*time.Minute)
+	// All but the one pinged, and the other node's.
+	if n := door.sessions.sweep(); n != MaxMCPSessions {
+		t.Fatalf("%d sessions expired, want %d (all but the one pinged)", n, MaxMCPSessions)
+	}
+	if r := mcpDo(t, http.MethodPost, url, tok, sids[2], `{"jsonrpc":"2.0","id":4,"method":"ping"}`, nil); r.status != 404 || !strings.Contains(string(r.body), "expired") {
+		t.Fatalf("an expired session answers: HTTP %d %s", r.status, r.body)
+	}
+	for _, want := range []string{"mcp session opened", "mcp session ended", "mcp session expired", "mcp session refused"} {
+		if !strings.Contains(mcpLog.String(), want) {
+			t.Errorf("the log lacks %q", want)
+		}
+	}
+	if n := door.sessions.open(operatorIdentity.Incarnation); n != 1 {
+		t.Fatalf("%d open sessions after expiry, want 1", n)
+	}
+	mcpInit(t, url, tok, "2025-06-18") // room again
+}
+
+// Requests with bad credentials cannot drain a real token's budget; the
+// token's own flood is limited.
+func TestMCPHTTPRateLimit(t *testing.T) {
+	s, _, _, url := mcpServe(t)
+	tok := apiToken(t, s.op())
+	bad := strings.Repeat("cd", 32)
+	for range mcpRateBurst + 50 {
+		if r := mcpDo(t, http.MethodPost, url, bad, "", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil); r.status != 401 {
+			t.Fatalf("bad token: HTTP %d", r.status)
+		}
+	}
+	sid := mcpInit(t, url, tok, "2025-06-18")
+	limited := 0
+	for range mcpRateBurst + 10 {
+		r := mcpDo(t, http.MethodPost, url, tok, sid, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, nil)
+		if r.status == http.StatusTooManyRequests {
+			if r.header.Get("Retry-After") == "" {
+				t.Fatal("429 without Retry-After")
+			}
+			limited++
+		}
+	}
+	// The fake clock does not move: exactly the burst passes (one went to
+	// initialize and one to notifications/initialized).
+	if limited != 12 {
+		t.Fatalf("%d requests limited, want 12", limited)
+	}
+}
+
+// Protocol 2025-03-26 batches over HTTP: replies as one array.
+func TestMCPHTTPBatch(t *testing.T) {
+	s, _, _, url := mcpServe(t)
+	tok := apiToken(t, s.op())
+	sid := mcpInit(t, url, tok, "2025-03-26")
+	r := mcpDo(t, http.MethodPost, url, tok, sid, `[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"session_info","arguments":{}}},{"jsonrpc":"2.0","method":"notifications/initialized"},`+initBody("2025-03-26")+`]`, nil)
+	var replies []map[string]any
+	if err := json.Unmarshal(r.body, &replies); err != nil || r.status != 200 {
+		t.Fatalf("batch: HTTP %d %v %s", r.status, err, r.body)
+	}
+	got := map[float64]bool{}
+	for _, m := range replies {
+		got[m["id"].(float64)] = m["result"] != nil
+	}
+	if len(replies) != 3 || !got[2] || !got[3] || got[1] {
+		t.Fatalf("batch replies %s", r.body)
+	}
+	r = mcpDo(t, http.MethodPost, url, tok, sid, `[{"jsonrpc":"2.0","id":2,"method":"ping"}]`, func(r *http.Request) { r.Header.Set("Mcp-Protocol-Version", "2025-06-18") })
+	if r.status != 400 || !strings.Contains(string(r.body), "2025-03-26") {
+		t.Fatalf("batch under 2025-06-18: HTTP %d %s", r.status, r.body)
+	}
+}
+
+func TestMCPRateLimiterRefillAndPrune(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(0, 0)}
+	l := newRateLimiter(clk.now, 10, 3)
+	for i := range 3 {
+		if ok, _ := l.allow("a"); !ok {
+			t.Fatalf("request %d of the burst refused", i)
+		}
+	}
+	ok, wait := l.allow("a")
+	if ok || wait <= 0 || wait > 100*time.Millisecond {
+		t.Fatalf("over the burst: ok %v, wait %s", ok, wait)
+	}
+	if ok, _ := l.allow("b"); !ok {
+		t.Fatal("another key shares the bucket")
+	}
+	clk.advance(100 * time.Millisecond)
+	if ok, _ := l.allow("a"); !ok {
+		t.Fatal("no refill after 100 ms at 10/s")
+	}
+	l.prune() // b has refilled (2 + 1 token in 100 ms), a has not
+	if _, ok := l.buckets["a"]; !ok || len(l.buckets) != 1 {
+		t.Fatalf("prune kept %v, want only a", l.buckets)
+	}
+	clk.advance(time.Second)
+	l.prune()
+	if len(l.buckets) != 0 {
+		t.Fatalf("%d full buckets kept", len(l.buckets))
+	}
+}
