@@ -35,6 +35,10 @@ type ctlGrammar struct {
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawlctl or one of its commands."`
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
 	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
+	// Agent-facing docs generated from the table (agentdocs.go).
+	AgentContext ctlAgentContext `cmd:"" name:"agent-context" help:"Print every operation, argument, enum, output schema, error kind and exit code as versioned JSON."`
+	Usage        ctlUsage        `cmd:"" name:"usage" help:"Print one screen: how to call, every operation by topic, the exit codes."`
+	Skill        ctlSkill        `cmd:"" name:"skill" help:"Print SKILL.md, or with --out DIR write SKILL.md, reference.md and agent-context.json."`
 }
 
 // Examples of the root help.
@@ -157,6 +161,13 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return printCompletion(stdout, stderr, ctlName, g.Completion.Shell)
 	case "guide":
 		return printGuide(stdout, stderr, ctlName, g.Guide.Topic)
+	case "agent-context":
+		return printAgentContext(stdout)
+	case "usage":
+		fmt.Fprint(stdout, usageText())
+		return ExitOK
+	case "skill":
+		return runSkill(stdout, stderr, g.Skill.Out)
 	case "doctor":
 		opName, callArgs = "session_info", json.RawMessage("{}")
 	case "call":

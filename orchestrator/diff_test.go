@@ -166,6 +166,10 @@ func TestDifferentialPythonREPL(t *testing.T) {
 func TestDifferentialFloodAndResize(t *testing.T) {
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
+	// Type only once bash is ready: text typed ahead of the prompt is
+	// echoed twice (by the tty, then by readline), and the second echo of
+	// "echo FLOOD-DONE", wrapped at the space, would satisfy the wait.
+	waitText(t, o, id, "bash-")
 	// 40 MB of text; the mirror may fall behind and reseed, but once the
 	// flood is over it must equal tmux.
 	submit(t, o, id, "head -c 30000000 /dev/urandom | base64 | head -c 40000000; echo; echo FLOOD-DONE")

@@ -27,7 +27,7 @@ func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wa
 		}
 	}
 	if status, _, gone := n.state(); gone || status == tools.StatusExited {
-		return tools.InputResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id)
+		return tools.InputResult{}, n.withCrash(tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id))
 	}
 	n.observe(ctx)
 	rev := n.scr.Revision()
@@ -64,7 +64,7 @@ func (o *Orchestrator) Type(ctx context.Context, id, text string, wait *tools.Wa
 	if text == "" {
 		return tools.InputResult{}, usage("text is empty: nothing to type")
 	}
-	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputType, len(text), nil, func(n *node) error { return n.typeText(ctx, text) }))
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputType, len(text), nil, func(n *node) error { n.noteInput("text", clipText(text)); return n.typeText(ctx, text) }))
 	r.Bytes = len(text)
 	return r, err
 }
@@ -82,7 +82,7 @@ func (o *Orchestrator) Press(ctx context.Context, id, keys string, wait *tools.W
 	if err != nil {
 		return tools.InputResult{}, tools.Errorf(tools.KindUsage, "%w", err)
 	}
-	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, len(parsed), parsed, func(n *node) error { return n.pressKeys(ctx, parsed) }))
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, len(parsed), parsed, func(n *node) error { n.noteInput("keys", strings.Join(parsed, " ")); return n.pressKeys(ctx, parsed) }))
 	r.Keys = parsed
 	return r, err
 }
@@ -100,7 +100,7 @@ func (o *Orchestrator) Paste(ctx context.Context, id, text string, wait *tools.W
 	if text == "" {
 		return tools.InputResult{}, usage("text is empty: nothing to paste")
 	}
-	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputPaste, len(text), nil, func(n *node) error { return n.pasteText(ctx, text) }))
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputPaste, len(text), nil, func(n *node) error { n.noteInput("paste", sizeText(text)); return n.pasteText(ctx, text) }))
 	r.Bytes = len(text)
 	return r, err
 }
@@ -132,6 +132,7 @@ const (
 // program take it, then presses Enter exactly once.
 func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
 	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputSubmit, len(text), nil, func(n *node) error {
+		n.noteInput(submitKind(text))
 		if text != "" {
 			var err error
 			if strings.ContainsAny(text, "\n\r") {
@@ -186,7 +187,7 @@ func (n *node) settle(ctx context.Context) {
 
 // Interrupt presses Ctrl+C.
 func (o *Orchestrator) Interrupt(ctx context.Context, id string, wait *tools.WaitSpec) (tools.InputResult, error) {
-	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, 1, []string{"C-c"}, func(n *node) error { return n.pressKeys(ctx, []string{"C-c"}) }))
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, 1, []string{"C-c"}, func(n *node) error { n.noteInput("keys", "C-c"); return n.pressKeys(ctx, []string{"C-c"}) }))
 	r.Keys = []string{"C-c"}
 	return r, err
 }

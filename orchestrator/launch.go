@@ -33,6 +33,7 @@ type LaunchSpec struct {
 	EnvMode string            `json:"env_mode,omitempty"`
 	Columns int               `json:"columns,omitempty"`
 	Rows    int               `json:"rows,omitempty"`
+	Logs    []tools.LogSpec   `json:"logs,omitempty"`
 	// Host runs the node on a machine of Config.Hosts (remote.go).
 	Host string `json:"host,omitempty"`
 	// Record records the node from its start (CONTRACT §13).
@@ -82,6 +83,9 @@ var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 // control client and the seeded mirror.
 func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeInfo, error) {
 	if spec.Host != "" {
+		if len(spec.Logs) > 0 {
+			return tools.NodeInfo{}, usage("logs are followed on this machine only, and host %s is another: launch without logs, or tail the log in a node on that host", spec.Host)
+		}
 		return o.launchRemote(ctx, spec)
 	}
 	if len(spec.Command) == 0 {
@@ -130,6 +134,10 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	if err := o.checkProgram(spec); err != nil {
 		return tools.NodeInfo{}, err
 	}
+	logs, err := resolveLogs(spec.Logs, spec.Cwd)
+	if err != nil {
+		return tools.NodeInfo{}, err
+	}
 
 	o.lifecycleMu.Lock()
 	defer o.lifecycleMu.Unlock()
@@ -155,7 +163,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		name = id
 	}
 	meta := NodeMeta{ID: id, Name: name, Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
-		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.socket}
+		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.socket, Logs: logs}
 	if err := tools.WriteJSONAtomic(o.metaPath(id), meta); err != nil {
 		return tools.NodeInfo{}, fmt.Errorf("write node metadata: %w", err)
 	}

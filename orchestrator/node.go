@@ -34,6 +34,8 @@ type NodeMeta struct {
 	// the high part of the node's revisions, so revisions never repeat
 	// across restarts (see revisionBase).
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Logs are the application logs the node follows (CONTRACT §11).
+	Logs []tools.LogSpec `json:"logs,omitempty"`
 	// Host is the machine the session is on (a name of Config.Hosts);
 	// empty: this one.
 	Host string `json:"host,omitempty"`
@@ -139,6 +141,8 @@ type node struct {
 	// last column (a pending wrap that x/vt does not show, e.g. with
 	// autowrap off); the snapshot of that revision reports it as tmux does.
 	edgeRev uint64
+
+	tw termwright // crash report, last input, query refs, logs (termtools.go)
 	// lastRecDir is the directory of the node's latest recording.
 	lastRecDir string
 }
@@ -288,7 +292,7 @@ func (n *node) info(clients int) tools.NodeInfo {
 	n.mu.Unlock()
 	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.socket, Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
-		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host}
+		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host, Crash: n.crashReport()}
 }
 
 // errUnexpectedReply is the cause of a tmux reply of the wrong shape.
@@ -298,7 +302,7 @@ var errUnexpectedReply = errors.New("unexpected reply from tmux")
 // found when the node is gone, else unavailable with the cause kept.
 func (n *node) tmuxErr(op string, err error) error {
 	if _, _, gone := n.state(); gone {
-		return tools.Errorf(tools.KindNotFound, "terminal %q is gone (its tmux session ended)", n.meta.ID)
+		return n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q is gone (its tmux session ended)", n.meta.ID))
 	}
 	if err == nil {
 		err = errUnexpectedReply

@@ -76,7 +76,7 @@ func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
 	n.mu.Lock()
 	reason := n.exitReason
 	n.mu.Unlock()
-	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason}, nil
+	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.crashReport()}, nil
 }
 
 // CaptureSince returns the rows changed after revision cursor.
@@ -86,7 +86,7 @@ func (o *Orchestrator) CaptureSince(id string, cursor uint64) (tools.Changes, er
 		return tools.Changes{}, err
 	}
 	n.observe(context.Background())
-	ch, err := n.scr.ChangesSince(cursor)
+	ch, err := n.changesWithLogs(cursor)
 	if err != nil {
 		return tools.Changes{}, revisionErr(id, "cursor", cursor, err)
 	}

@@ -326,7 +326,12 @@ func (n *node) recordInputEvent(kind string, size int, keys []string) {
 // recordExit notes the program's exit in the recording.
 func (n *node) recordExit(code int) {
 	if rec := n.rec.Load(); rec != nil {
-		rec.r.Exit(code, "", nil)
+		c := n.crashReport() // recorded before the exit is published (reseed)
+		sig := ""
+		if c != nil {
+			sig = c.Signal
+		}
+		rec.r.Exit(code, sig, c)
 	}
 }
 

@@ -56,12 +56,13 @@ func (n *node) attach(ctx context.Context) error {
 		return err
 	}
 	go n.pump()
+	n.startLogs()
 	return nil
 }
 
 // seedFormat is read in the same command line as capture-pane.
 const seedFormat = "#{pane_width} #{pane_height} #{cursor_x} #{cursor_y} #{cursor_flag} #{alternate_on} " +
-	"#{keypad_cursor_flag} #{mouse_standard_flag}#{mouse_button_flag}#{mouse_any_flag} #{mouse_sgr_flag} " +
+	"#{keypad_cursor_flag} #{mouse_standard_flag}#{mouse_button_flag}#{mouse_all_flag}#{mouse_utf8_flag} #{mouse_sgr_flag} " +
 	"#{scroll_region_upper} #{scroll_region_lower} #{alternate_saved_x} #{alternate_saved_y} " +
 	deadFormat + " #{pane_pid} #{pane_title}"
 
@@ -84,7 +85,8 @@ func parseSeed(line string) (st screen.SeedState, dead bool, status, pid int, er
 	st.CursorVisible = f[4] == "1"
 	st.AltScreen = f[5] == "1"
 	st.AppCursor = f[6] == "1"
-	st.Mouse = strings.Contains(f[7], "1")
+	st.MouseTracking, st.MouseUTF8 = parseMouseFlags(f[7])
+	st.Mouse = st.MouseTracking != 0
 	st.MouseSGR = f[8] == "1"
 	st.ScrollTop, st.ScrollBottom = num(9), num(10)
 	st.PrimaryCursorX, st.PrimaryCursorY = num(11), num(12)
@@ -144,6 +146,7 @@ func (n *node) reseed(ctx context.Context) error {
 	// tmux 3.3a has no format for bracketed paste: keep what the stream
 	// told the mirror.
 	st.BracketedPaste = n.scr.Modes().BracketedPaste
+	keepStreamMouse(&st, n.scr.Modes()) // nor for X10 tracking and urxvt
 	if err := n.scr.Seed(st); err != nil {
 		return fmt.Errorf("seed mirror of %s: %w", n.meta.ID, err)
 	}
@@ -177,6 +180,7 @@ func (n *node) reseed(ctx context.Context) error {
 			n.deadSeeds++
 			time.AfterFunc(deadReseed<<(n.deadSeeds-1), n.requestReseed)
 		}
+		n.recordCrash(ctx, code) // before the exit is published: waiters see it
 		n.setStatus(tools.StatusExited, &code)
 	}
 	return nil

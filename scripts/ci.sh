@@ -11,6 +11,12 @@ if [ "${CI:-}" = true ]; then
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq asciinema
 	fi
+	# python3: the mouse tests' program (orchestrator/testdata/mousecat.py).
+	if ! command -v python3 >/dev/null 2>&1; then
+		echo "python3 not found; installing it with apt-get" >&2
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3
+	fi
 	# node and npm: the MCP tests drive /mcp with the official TypeScript
 	# SDK, the agent tests run the real @anthropic-ai/claude-code and the
 	# monitor's tests playwright-core (each installed by its test with npm).

@@ -63,6 +63,24 @@ Enter, Escape, Up, C-c, M-x, F5; terminal_paste pastes (bracketed when the
 program asked for it). Only terminal_focus and terminal_external move a
 human's view.
 
+Finding and clicking: terminal_query {text or pattern} returns matches on
+the visible screen with row, column and length in cells (0-based) and a
+ref screen:ROW,COL,LEN@REVISION. terminal_click, terminal_hover and
+terminal_wheel take at {row, column} or such a ref; terminal_drag takes
+from and to. They send real mouse reports in the encoding the program
+enabled (terminal_capabilities shows mouse.tracking and mouse.encoding);
+when it has not enabled the tracking an action needs they are kind not_run
+(reason input-mode-disabled) and nothing is sent; a ref whose text is no
+longer at its place is kind conflict (reason stale-ref): query again.
+terminal_write_raw {text or base64} sends bytes verbatim.
+
+When a program dies on its own (non-zero exit or a signal),
+terminal_snapshot and terminal_capabilities carry crash {exit_code or
+signal, after_ms, last_input, screen_tail}, and so do the details of the
+next call that fails because it is gone. terminal_launch {logs: [{path,
+label}]} follows log files from their end; terminal_capture_since then
+adds logs [{ms, label, line}] read since the cursor and logs_omitted.
+
 Other machines: terminal_launch (and agent_launch) {host: NAME} runs the
 program on a host the human added (termsprawl up --host NAME=DEST; see
 terminal_list's host); cwd is then a path there. Everything above works
@@ -185,6 +203,13 @@ func writeOperationHelp(b *strings.Builder, op *Operation) {
 				}
 				fmt.Fprintf(b, "      %s.%s (%s, %s): %s\n", p.Name, w.Name, w.typeText(), wr, w.Description)
 			}
+		}
+		for _, f := range p.Fields {
+			fr := "optional"
+			if f.Required {
+				fr = "required"
+			}
+			fmt.Fprintf(b, "      %s.%s (%s, %s): %s\n", p.Name, f.Name, f.typeText(), fr, f.Description)
 		}
 	}
 }

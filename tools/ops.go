@@ -25,6 +25,10 @@ const (
 	TypeObject      ParamType = "object"
 	TypeStringArray ParamType = "string_array"
 	TypeWaitObject  ParamType = "wait_object"
+	// TypeStruct is a strict nested object whose members are Fields;
+	// TypeStructArray an array of such objects (see params.go).
+	TypeStruct      ParamType = "struct"
+	TypeStructArray ParamType = "struct_array"
 )
 
 // Ranges and defaults the table documents (the orchestrator applies the
@@ -74,6 +78,10 @@ type Param struct {
 	NonEmpty bool
 	// NodeID: a string must be a node id (ValidNodeID).
 	NodeID bool
+	// Fields are the members of a TypeStruct or TypeStructArray element;
+	// MaxItems caps an array (0: no cap).
+	Fields   []Param
+	MaxItems int
 }
 
 // Annotations are the MCP tool hints, set explicitly on every operation.
@@ -219,6 +227,7 @@ func buildOperations() []*Operation {
 				enumParam("env_mode", "replace (default): a minimal environment (PATH HOME USER LOGNAME SHELL LANG TERM TMPDIR, TERMSPRAWL_*) plus env; inherit: the orchestrator's environment plus env.", "replace", "inherit"),
 				paramColumns, paramRows, paramHost,
 				{Name: "record", Type: TypeBoolean, Description: "Record the terminal from its start into <state>/traces (see terminal_record)."},
+				paramLogs,
 			}},
 		{Name: "terminal_list", Result: NodeList{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "List every terminal node: id, name, command, owner, parent, status, exit code, size, revision and attached clients."},
@@ -277,6 +286,25 @@ func buildOperations() []*Operation {
 		{Name: "terminal_focus", Result: FocusResult{}, State: Snapshot{}, Topic: TopicTerminal, Mutation: true, Annotations: annIdempotent,
 			Description: "Switch the humans' attached tmux clients to this terminal.",
 			Params:      []Param{paramTerminal}},
+
+		// termwright's terminal tools (CONTRACT §11); their params and checks are in params_terminal.go.
+		{Name: "terminal_capabilities", Result: Capabilities{}, Topic: TopicTerminal, Annotations: annRead,
+			Description: "What the terminal supports now: size, modes, the mouse tracking and encoding the program enabled, recording, followed logs, and the crash report if the program died.",
+			Params:      []Param{paramTerminal}},
+		{Name: "terminal_query", Result: QueryResult{}, Topic: TopicTerminal, Annotations: annRead,
+			Description: "Find text or a regex on the visible screen, immediately: each match's row, column, length and a screen: ref for the mouse operations (no match is an empty list).",
+			Params:      []Param{paramTerminal, paramQueryText, paramQueryPattern, paramQueryNth},
+			check:       checkQuery},
+		mouseOp("terminal_click", "Click a cell (or a terminal_query ref) with a real mouse report in the encoding the program enabled; not_run (input-mode-disabled) and nothing sent when it has no mouse tracking.",
+			[]Param{paramAt, paramRef, paramButton, paramClickCount, paramModifiers}),
+		mouseOp("terminal_hover", "Move the mouse to a cell (or ref) without a button; needs any-motion tracking (DECSET 1003), else not_run (input-mode-disabled) and nothing sent.",
+			[]Param{paramAt, paramRef, paramModifiers}),
+		mouseOp("terminal_wheel", "Turn the mouse wheel over a cell (or ref): delta_y notches, positive scrolls down; needs mouse tracking, else not_run (input-mode-disabled).",
+			[]Param{paramAt, paramRef, paramDeltaY, paramModifiers}),
+		mouseOp("terminal_drag", "Press a button at from, move to to, release: needs button-event or any-motion tracking (DECSET 1002/1003), else not_run (input-mode-disabled) and nothing sent.",
+			[]Param{paramFrom, paramTo, paramButton, paramModifiers}),
+		withCheck(inputOp("terminal_write_raw", "Write bytes to the program verbatim (text or base64): no key encoding, no newline added.",
+			[]Param{paramRawText, paramRawBase64}, annInput), checkRaw),
 
 		{Name: "watch_start", Result: WatchStarted{}, Topic: TopicTerminal, Annotations: annWrite,
 			Description: "Start a wait that outlives one request (same conditions as terminal_wait_for, no time limit); returns {watch}.",
@@ -581,7 +609,10 @@ func (op *Operation) checkValue(p *Param, path string, raw json.RawMessage) erro
 		if p.NonEmpty && len(items) == 0 {
 			return op.usageErr(path, "argument %q must not be an empty array; omit it to use the default", path)
 		}
-		elem := Param{Name: p.Name, Type: TypeString, MaxLen: p.MaxLen}
+		elem := Param{Name: p.Name, Type: TypeString, MaxLen: p.MaxLen, Enum: p.Enum}
+		if p.MaxItems > 0 && len(items) > p.MaxItems {
+			return op.usageErr(path, "argument %q has %d elements, at most %d are allowed", path, len(items), p.MaxItems)
+		}
 		for i, it := range items {
 			ip := fmt.Sprintf("%s[%d]", path, i)
 			it = bytes.TrimSpace(it)
@@ -625,6 +656,8 @@ func (op *Operation) checkValue(p *Param, path string, raw json.RawMessage) erro
 			return op.usageErr(path, "argument %q is not a valid JSON object: %w", path, err)
 		}
 		return op.checkWaitFields(path+".", m)
+	case TypeStruct, TypeStructArray:
+		return op.checkNested(p, path, t)
 	}
 	return op.usageErr(path, "argument %q has an unsupported type %q in the table", path, p.Type)
 }
@@ -699,9 +732,14 @@ func (p *Param) typeText() string {
 	case TypeObject:
 		return "an object of string values"
 	case TypeStringArray:
+		if len(p.Enum) > 0 {
+			return "an array of " + strings.Join(p.Enum, ", ")
+		}
 		return "an array of strings"
 	case TypeWaitObject:
 		return "a wait object"
+	case TypeStruct, TypeStructArray:
+		return nestedTypeText(p)
 	}
 	return string(p.Type)
 }
@@ -866,12 +904,17 @@ func paramSchema(p Param) map[string]any {
 	case TypeObject:
 		s = map[string]any{"type": "object", "additionalProperties": stringSchema(Param{MaxLen: p.MaxLen})}
 	case TypeStringArray:
-		s = map[string]any{"type": "array", "items": stringSchema(Param{MaxLen: p.MaxLen})}
+		s = map[string]any{"type": "array", "items": stringSchema(Param{MaxLen: p.MaxLen, Enum: p.Enum})}
+		if p.MaxItems > 0 {
+			s["maxItems"] = p.MaxItems
+		}
 		if p.NonEmpty {
 			s["minItems"] = 1
 		}
 	case TypeWaitObject:
 		s = objectSchema(waitObjectParams)
+	case TypeStruct, TypeStructArray:
+		s = nestedSchema(p)
 	default:
 		s = map[string]any{}
 	}

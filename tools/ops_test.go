@@ -12,7 +12,9 @@ var contractOps = []string{
 	"terminal_read", "terminal_capture_since", "terminal_wait_for", "terminal_type",
 	"terminal_press", "terminal_paste", "terminal_submit", "terminal_interrupt",
 	"terminal_resize", "terminal_signal", "terminal_close", "terminal_scrollback",
-	"terminal_external", "terminal_focus", "watch_start", "watch_wait", "watch_cancel",
+	"terminal_external", "terminal_focus",
+	"terminal_capabilities", "terminal_query", "terminal_click", "terminal_hover", "terminal_wheel", "terminal_drag", "terminal_write_raw",
+	"watch_start", "watch_wait", "watch_cancel",
 	"agent_launch", "agent_status", "agent_report", "agent_send", "agent_task",
 	"agent_reply", "dialog_request", "dialog_list", "dialog_answer",
 	// §13 recordings and traces
@@ -24,7 +26,7 @@ func TestOperationTable(t *testing.T) {
 		t.Fatalf("operations differ from the contract:\n got %v\nwant %v", got, contractOps)
 	}
 	readOnly := []string{"session_info", "guide_read", "terminal_list", "terminal_snapshot", "terminal_read",
-		"terminal_capture_since", "terminal_wait_for", "terminal_scrollback", "agent_status", "agent_task", "dialog_list",
+		"terminal_capture_since", "terminal_wait_for", "terminal_scrollback", "terminal_capabilities", "terminal_query", "agent_status", "agent_task", "dialog_list",
 		"trace_open", "trace_overview", "trace_frame_at", "trace_diff"}
 	for _, op := range Operations() {
 		if op.Description == "" || strings.Contains(op.Description, "\n") {

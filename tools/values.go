@@ -120,6 +120,9 @@ type Snapshot struct {
 	Status     string `json:"status"`
 	ExitCode   *int   `json:"exit_code,omitempty"`
 	ExitReason string `json:"exit_reason,omitempty"`
+	// Crash is how the program died, when it died on its own with a
+	// non-zero code or a signal (CONTRACT §11).
+	Crash *Crash `json:"crash,omitempty"`
 	// Scrollback holds history lines above the screen, only when asked for.
 	Scrollback *[]string `json:"scrollback,omitempty"`
 	// Image is a base64 PNG of the screen, only when asked for, and
@@ -156,6 +159,12 @@ type Changes struct {
 	Revision uint64   `json:"revision"`
 	Rows     []Row    `json:"rows"`
 	Cursor   Position `json:"cursor"`
+	// Logs are the lines of the node's application logs that arrived
+	// after the cursor, oldest first, and LogsOmitted how many more did
+	// but are no longer kept (CONTRACT §11); both only for nodes
+	// launched with logs.
+	Logs        []LogLine `json:"logs,omitzero"`
+	LogsOmitted *int      `json:"logs_omitted,omitempty"`
 }
 
 // ReadResult is terminal_read's value.
@@ -415,6 +424,99 @@ type DialogState struct {
 	Dialog   string `json:"dialog"`
 	Node     string `json:"node"`
 	Answered bool   `json:"answered"`
+}
+
+// Mouse tracking modes a program can enable (CONTRACT §11), from the
+// least to the most it reports.
+const (
+	MouseTrackingNone   = "none"
+	MouseTrackingX10    = "x10"    // DECSET 9: presses only
+	MouseTrackingNormal = "normal" // 1000: presses and releases, wheel
+	MouseTrackingButton = "button" // 1002: and motion while a button is down
+	MouseTrackingAny    = "any"    // 1003: and every motion
+)
+
+// Mouse report encodings (CONTRACT §11).
+const (
+	MouseEncodingDefault = "default" // X10 bytes: CSI M Cb Cx Cy
+	MouseEncodingUTF8    = "utf8"    // 1005
+	MouseEncodingSGR     = "sgr"     // 1006
+	MouseEncodingURXVT   = "urxvt"   // 1015
+)
+
+// MouseMode is the mouse tracking a program enabled and the encoding its
+// reports use.
+type MouseMode struct {
+	Tracking string `json:"tracking"`
+	Encoding string `json:"encoding"`
+}
+
+// Capabilities is terminal_capabilities' value: what the terminal and its
+// program support right now.
+type Capabilities struct {
+	Terminal string    `json:"terminal"`
+	Columns  int       `json:"columns"`
+	Rows     int       `json:"rows"`
+	Revision uint64    `json:"revision"`
+	Status   string    `json:"status"`
+	Modes    Modes     `json:"modes"`
+	Mouse    MouseMode `json:"mouse"`
+	// SemanticTree is "unavailable": a terminal has no accessibility tree.
+	SemanticTree string `json:"semantic_tree"`
+	Recording    bool   `json:"recording"`
+	// Logs are the labels of the followed application logs; LogsMissing
+	// those whose file does not exist (yet).
+	Logs        []string `json:"logs"`
+	LogsMissing []string `json:"logs_missing,omitempty"`
+	Crash       *Crash   `json:"crash,omitempty"`
+}
+
+// QueryMatch is one match of terminal_query: where it is on the screen
+// (0-based row and cell column; length in cells) and a ref that names it.
+type QueryMatch struct {
+	Row    int    `json:"row"`
+	Column int    `json:"column"`
+	Length int    `json:"length"`
+	Text   string `json:"text"`
+	Ref    string `json:"ref"`
+}
+
+// QueryResult is terminal_query's value.
+type QueryResult struct {
+	Terminal string       `json:"terminal"`
+	Revision uint64       `json:"revision"`
+	Matches  []QueryMatch `json:"matches"`
+}
+
+// Cell is a 0-based screen cell.
+type Cell struct {
+	Row    int `json:"row"`
+	Column int `json:"column"`
+}
+
+// MouseResult is the result of the mouse operations: where the report
+// went and how it was encoded.
+type MouseResult struct {
+	Terminal string      `json:"terminal"`
+	Revision uint64      `json:"revision"` // the revision just before the input was sent
+	At       Cell        `json:"at"`
+	To       *Cell       `json:"to,omitempty"` // terminal_drag's end
+	Mouse    MouseMode   `json:"mouse"`
+	Bytes    int         `json:"bytes"`
+	Wait     *WaitResult `json:"wait,omitempty"`
+}
+
+// LogLine is one line of an application log (terminal_capture_since).
+type LogLine struct {
+	MS    int64  `json:"ms"` // when it was read, Unix milliseconds
+	Label string `json:"label"`
+	Line  string `json:"line"`
+}
+
+// LogSpec is one application log of terminal_launch.
+type LogSpec struct {
+	Path  string `json:"path"`
+	Label string `json:"label,omitempty"`
 }
 
 // DecodeValue decodes a result value into v.

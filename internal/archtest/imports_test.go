@@ -20,7 +20,9 @@ var allowed = map[string][]string{
 	"tmuxctl": {module + "/internal/tmuxenv"},
 	"tools":   {"github.com/fsnotify/fsnotify", module + "/internal/tmuxenv"},
 	// The engine: nodes on tmux servers. It never imports the tool server.
-	"orchestrator":        {module + "/tmuxctl", module + "/tools", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/"},
+	"orchestrator": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/",
+		// application logs of a node are followed with fsnotify (applogs.go, CONTRACT §11)
+		"github.com/fsnotify/fsnotify"},
 	"orchestrator/screen": {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
 	// PNG screenshots from a cell grid: fonts and pixels only.
 	"orchestrator/render": {"golang.org/x/image/"},

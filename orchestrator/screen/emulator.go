@@ -18,6 +18,8 @@ type live struct {
 	bracketedPaste bool
 	mouse          int // the active mouse tracking mode (9, 1000, 1002, 1003), 0 if none
 	mouseSGR       bool
+	mouseUTF8      bool // 1005
+	mouseURXVT     bool // 1015
 	// fullScan is set when the emulator changed rows without marking them
 	// touched (alternate screen switch, full reset, new emulator): the next
 	// commit compares every row instead of the touched ones only.
@@ -108,6 +110,10 @@ func (lv *live) setMode(m ansi.Mode, on bool) {
 		}
 	case ansi.ModeMouseExtSgr:
 		lv.mouseSGR = on
+	case ansi.ModeMouseExtUtf8:
+		lv.mouseUTF8 = on
+	case ansi.ModeMouseExtUrxvt:
+		lv.mouseURXVT = on
 	}
 }
 
@@ -146,6 +152,8 @@ func registerGuards(emu *vt.Emulator, lv *live) {
 	// RIS drops the touched marks along with the screen contents.
 	emu.RegisterEscHandler('c', func() bool {
 		lv.fullScan = true
+		// x/vt's reset does not know the UTF-8 and urxvt mouse encodings.
+		lv.mouseUTF8, lv.mouseURXVT = false, false
 		return false
 	})
 	// OSC 0 / 2: x/vt ignores a title containing ';'. Everything after the

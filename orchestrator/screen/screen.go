@@ -39,6 +39,12 @@ type Modes struct {
 	// MouseSGR is the SGR mouse encoding (1006), for encoding mouse events;
 	// not part of the contract's JSON.
 	MouseSGR bool `json:"-"`
+	// MouseTracking is the DECSET number of the tracking mode (9, 1000,
+	// 1002, 1003; 0 for none), MouseUTF8 and MouseURXVT the 1005 and 1015
+	// encodings: what a mouse report must look like.
+	MouseTracking int  `json:"-"`
+	MouseUTF8     bool `json:"-"`
+	MouseURXVT    bool `json:"-"`
 }
 
 // Snapshot is the visible state of the screen: the contract's
@@ -288,6 +294,9 @@ func (s *Screen) commit(textStart uint64, textAdded, all, force bool) {
 		BracketedPaste: s.live.bracketedPaste,
 		Mouse:          s.live.mouse != 0,
 		MouseSGR:       s.live.mouseSGR,
+		MouseTracking:  s.live.mouse,
+		MouseUTF8:      s.live.mouseUTF8,
+		MouseURXVT:     s.live.mouseURXVT,
 	}
 	meta := cursor != s.cursor || modes != s.modes || s.live.title != s.title
 	s.cursor, s.modes, s.title = cursor, modes, s.live.title

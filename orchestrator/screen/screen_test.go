@@ -159,7 +159,27 @@ var golden = []struct {
 		input: []string{"\x1b[?1h\x1b[?2004h\x1b[?1000h\x1b[?1006h\x1b[?1049h\x1b[?25l"},
 		want:  rows(2),
 		cur:   screen.Cursor{Visible: false},
-		modes: screen.Modes{AltScreen: true, AppCursor: true, BracketedPaste: true, Mouse: true, MouseSGR: true},
+		modes: screen.Modes{AltScreen: true, AppCursor: true, BracketedPaste: true, Mouse: true, MouseSGR: true, MouseTracking: 1000},
+	},
+	{
+		name: "mouse x10 tracking and utf8 encoding", w: 10, h: 2,
+		input: []string{"\x1b[?9h\x1b[?1005h"},
+		want:  rows(2),
+		cur:   screen.Cursor{Visible: true},
+		modes: screen.Modes{Mouse: true, MouseTracking: 9, MouseUTF8: true},
+	},
+	{
+		name: "mouse any-motion replaces button, urxvt encoding", w: 10, h: 2,
+		input: []string{"\x1b[?1002h\x1b[?1015h", "\x1b[?1003h"},
+		want:  rows(2),
+		cur:   screen.Cursor{Visible: true},
+		modes: screen.Modes{Mouse: true, MouseTracking: 1003, MouseURXVT: true},
+	},
+	{
+		name: "RIS resets every mouse mode", w: 10, h: 2,
+		input: []string{"\x1b[?1003h\x1b[?1005h\x1b[?1015h\x1b[?1006h", "\x1bc"},
+		want:  rows(2),
+		cur:   screen.Cursor{Visible: true},
 	},
 	{
 		name: "modes reset", w: 10, h: 2,

@@ -20,6 +20,13 @@ type SeedState struct {
 	BracketedPaste bool // #{bracketed_paste}
 	Mouse          bool // any of #{mouse_standard_flag} #{mouse_button_flag} #{mouse_any_flag}
 	MouseSGR       bool // #{mouse_sgr_flag} (optional)
+	// MouseTracking is the tracking mode's DECSET number (9, 1000, 1002,
+	// 1003; #{mouse_standard_flag} #{mouse_button_flag} #{mouse_all_flag});
+	// when set it wins over Mouse. MouseUTF8 is #{mouse_utf8_flag};
+	// MouseURXVT (1015) has no tmux 3.3a format, nor has X10 (9).
+	MouseTracking int
+	MouseUTF8     bool
+	MouseURXVT    bool
 
 	// Scroll region, 0-based and inclusive (#{scroll_region_upper}
 	// #{scroll_region_lower}). Both zero means the whole screen.
@@ -86,11 +93,22 @@ func seedBytes(st *SeedState) []byte {
 	if st.BracketedPaste {
 		b = append(b, ansi.SetModeBracketedPaste...)
 	}
-	if st.Mouse {
+	switch {
+	case st.MouseTracking == 9 || st.MouseTracking == 1000 || st.MouseTracking == 1002 || st.MouseTracking == 1003:
+		b = append(b, "\x1b[?"...)
+		b = strconv.AppendInt(b, int64(st.MouseTracking), 10)
+		b = append(b, 'h')
+	case st.Mouse:
 		b = append(b, ansi.SetModeMouseNormal...)
 	}
 	if st.MouseSGR {
 		b = append(b, ansi.SetModeMouseExtSgr...)
+	}
+	if st.MouseUTF8 {
+		b = append(b, ansi.SetModeMouseExtUtf8...)
+	}
+	if st.MouseURXVT {
+		b = append(b, ansi.SetModeMouseExtUrxvt...)
 	}
 	if !st.CursorVisible {
 		b = append(b, ansi.ResetModeTextCursorEnable...)

@@ -88,7 +88,8 @@ type noArgs struct{}
 // twice is a programming error.
 func (s *Server) buildHandlers() map[string]handler {
 	all := map[string]handler{}
-	for _, set := range []map[string]handler{identityHandlers(), terminalHandlers(), watchHandlers(), agentHandlers(), dialogHandlers(), traceHandlers()} {
+	for _, set := range []map[string]handler{identityHandlers(), terminalHandlers(), watchHandlers(), agentHandlers(), dialogHandlers(), traceHandlers(),
+		terminalToolHandlers()} {
 		for name, h := range set {
 			if _, dup := all[name]; dup {
 				panic(fmt.Sprintf("toolserver: operation %s has two handlers", name))

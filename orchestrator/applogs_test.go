@@ -1,0 +1,323 @@
+package orchestrator
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// launchWithLogs starts a quiet program that follows logs.
+func launchWithLogs(t *testing.T, o *Orchestrator, logs ...tools.LogSpec) string {
+	t.Helper()
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: t.TempDir(), Columns: 80, Rows: 24, Logs: logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info.Terminal
+}
+
+// logsUntil captures the node's logs since cursor until ok accepts them,
+// woken by the follower (never by polling a clock).
+func logsUntil(t *testing.T, o *Orchestrator, id string, cursor uint64, ok func(tools.Changes) bool) tools.Changes {
+	t.Helper()
+	n := o.node(id)
+	deadline := time.After(20 * time.Second)
+	for {
+		changed := n.tw.logs.changed()
+		ch, err := o.CaptureSince(id, cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(ch) {
+			return ch
+		}
+		select {
+		case <-changed:
+		case <-deadline:
+			t.Fatalf("logs never satisfied the test; last capture: %+v", ch)
+		}
+	}
+}
+
+func logTexts(ch tools.Changes) []string {
+	var out []string
+	for _, l := range ch.Logs {
+		out = append(out, l.Label+": "+l.Line)
+	}
+	return out
+}
+
+func appendFile(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(text); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+}
+
+func hasLines(want ...string) func(tools.Changes) bool {
+	return func(ch tools.Changes) bool { return strings.Join(logTexts(ch), "\n") == strings.Join(want, "\n") }
+}
+
+// Logs are followed from their end at launch; capture_since returns the
+// lines read after its cursor with label and time, each line once.
+func TestAppLogsFollow(t *testing.T) {
+	o, _ := newTestOrchestrator(t)
+	dir := t.TempDir()
+	app, db := filepath.Join(dir, "app.log"), filepath.Join(dir, "db.log")
+	os.WriteFile(app, []byte("old line before launch\n"), 0o600)
+	os.WriteFile(db, nil, 0o600)
+	id := launchWithLogs(t, o, tools.LogSpec{Path: app, Label: "app"}, tools.LogSpec{Path: db})
+	caps, _ := o.Capabilities(id)
+	if strings.Join(caps.Logs, ",") != "app,db.log" || len(caps.LogsMissing) != 0 {
+		t.Fatalf("capabilities logs %v missing %v", caps.Logs, caps.LogsMissing)
+	}
+	start := revisionBase(o.node(id).meta.Epoch)
+	before := time.Now().UnixMilli()
+	appendFile(t, app, "first\nsecond\r\n")
+	appendFile(t, db, "half a ")
+	appendFile(t, db, "line\n")
+	ch := logsUntil(t, o, id, start, hasLines("app: first", "app: second", "db.log: half a line"))
+	if ch.Logs[0].MS < before || ch.LogsOmitted == nil || *ch.LogsOmitted != 0 {
+		t.Fatalf("capture %+v", ch)
+	}
+	// The returned revision is a cursor past every returned line.
+	again, _ := o.CaptureSince(id, ch.Revision)
+	if len(again.Logs) != 0 {
+		t.Fatalf("lines returned twice: %v", logTexts(again))
+	}
+	appendFile(t, app, "third\n")
+	logsUntil(t, o, id, ch.Revision, hasLines("app: third"))
+	// A line longer than 4096 bytes is cut.
+	appendFile(t, app, strings.Repeat("x", 10000)+"\nshort\n")
+	ch2 := logsUntil(t, o, id, ch.Revision, func(c tools.Changes) bool { return len(c.Logs) == 3 })
+	if l := ch2.Logs[1].Line; len(l) != maxLogLineBytes+len("…") || ch2.Logs[2].Line != "short" {
+		t.Fatalf("long line %d bytes, then %q", len(l), ch2.Logs[2].Line)
+	}
+}
+
+// A deleted and recreated log, a rotated one (renamed away, a new file
+// created) and a truncated one go on being followed.
+func TestAppLogsRotation(t *testing.T) {
+	o, _ := newTestOrchestrator(t)
+	dir := t.TempDir()
+	p := filepath.Join(dir, "app.log")
+	os.WriteFile(p, nil, 0o600)
+	id := launchWithLogs(t, o, tools.LogSpec{Path: p, Label: "app"})
+	cur := revisionBase(o.node(id).meta.Epoch)
+
+	appendFile(t, p, "one\n")
+	ch := logsUntil(t, o, id, cur, hasLines("app: one"))
+	cur = ch.Revision
+	os.Remove(p)
+	logsUntil(t, o, id, cur, func(tools.Changes) bool {
+		caps, _ := o.Capabilities(id)
+		return len(caps.LogsMissing) == 1
+	})
+	appendFile(t, p, "two, in the recreated file\n")
+	ch = logsUntil(t, o, id, cur, hasLines("app: two, in the recreated file"))
+	cur = ch.Revision
+	if caps, _ := o.Capabilities(id); len(caps.LogsMissing) != 0 {
+		t.Fatalf("recreated log still missing: %v", caps.LogsMissing)
+	}
+
+	// Rotation: the program's last line goes to the renamed file, the
+	// next ones to a new file.
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	os.Rename(p, p+".1")
+	f.WriteString("three, before the rotation\n")
+	f.Close()
+	appendFile(t, p, "four, after it\n")
+	ch = logsUntil(t, o, id, cur, hasLines("app: three, before the rotation", "app: four, after it"))
+	cur = ch.Revision
+
+	// Truncation (copytruncate): read from the start again.
+	appendFile(t, p, "five\n")
+	ch = logsUntil(t, o, id, cur, hasLines("app: five"))
+	cur = ch.Revision
+	os.Truncate(p, 0)
+	appendFile(t, p, "six\n")
+	logsUntil(t, o, id, cur, hasLines("app: six"))
+}
+
+// 10 MB appended at once: the last 1,000 lines are kept, the rest counted.
+func TestAppLogsFlood(t *testing.T) {
+	o, _ := newTestOrchestrator(t)
+	p := filepath.Join(t.TempDir(), "flood.log")
+	os.WriteFile(p, nil, 0o600)
+	id := launchWithLogs(t, o, tools.LogSpec{Path: p, Label: "flood"})
+	cur := revisionBase(o.node(id).meta.Epoch)
+	var b strings.Builder
+	lines := 0
+	for b.Len() < 10<<20 {
+		fmt.Fprintf(&b, "line %07d %s\n", lines, strings.Repeat("z", 80))
+		lines++
+	}
+	appendFile(t, p, b.String())
+	last := fmt.Sprintf("line %07d", lines-1)
+	ch := logsUntil(t, o, id, cur, func(c tools.Changes) bool {
+		return len(c.Logs) > 0 && strings.HasPrefix(c.Logs[len(c.Logs)-1].Line, last)
+	})
+	if len(ch.Logs) != tools.MaxLogLines || *ch.LogsOmitted != lines-tools.MaxLogLines {
+		t.Fatalf("%d lines kept, %d omitted; want %d and %d", len(ch.Logs), *ch.LogsOmitted, tools.MaxLogLines, lines-tools.MaxLogLines)
+	}
+	if want := fmt.Sprintf("line %07d", lines-tools.MaxLogLines); !strings.HasPrefix(ch.Logs[0].Line, want) {
+		t.Fatalf("first kept line %q, want %s", ch.Logs[0].Line[:12], want)
+	}
+	// A cursor after the flood omits nothing.
+	if after, _ := o.CaptureSince(id, ch.Revision); *after.LogsOmitted != 0 || len(after.Logs) != 0 {
+		t.Fatalf("after the flood: %d omitted, %d lines", *after.LogsOmitted, len(after.Logs))
+	}
+}
+
+// Bad log paths: a missing file is followed once it appears (marked
+// missing meanwhile); a directory, a file that cannot be read, a missing
+// directory and two equal labels refuse the launch with kind usage.
+func TestAppLogsBadPaths(t *testing.T) {
+	o, _ := newTestOrchestrator(t)
+	dir := t.TempDir()
+	sock := filepath.Join(dir, "app.sock")
+	l, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	unreadable := filepath.Join(dir, "secret.log")
+	os.WriteFile(unreadable, []byte("x\n"), 0o000)
+	cases := []struct {
+		name string
+		logs []tools.LogSpec
+		want string
+	}{
+		{"a directory", []tools.LogSpec{{Path: dir}}, "is a directory"},
+		{"a socket", []tools.LogSpec{{Path: sock}}, "not a regular file"},
+		{"a missing directory", []tools.LogSpec{{Path: filepath.Join(dir, "nope", "app.log")}}, "does not exist; create it first"},
+		{"two equal labels", []tools.LogSpec{{Path: filepath.Join(dir, "a.log"), Label: "x"}, {Path: filepath.Join(dir, "b.log"), Label: "x"}}, `two logs are labelled "x"`},
+	}
+	if os.Geteuid() != 0 {
+		// root reads every file whatever its mode: the socket stands for
+		// an unreadable file there.
+		cases = append(cases, struct {
+			name string
+			logs []tools.LogSpec
+			want string
+		}{"an unreadable file", []tools.LogSpec{{Path: unreadable}}, "cannot be read"})
+	}
+	for _, tc := range cases {
+		_, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: dir, Logs: tc.logs})
+		if !isKind(err, tools.KindUsage) || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want usage containing %q", tc.name, err, tc.want)
+		}
+	}
+	// Logs are files of this machine: a node on another host cannot have them.
+	_, err = o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Host: "elsewhere", Logs: []tools.LogSpec{{Path: "/tmp/x.log"}}})
+	if !isKind(err, tools.KindUsage) || !strings.Contains(err.Error(), "this machine only") {
+		t.Errorf("logs on another host: %v", err)
+	}
+	if len(o.List(tctx(t))) != 0 {
+		t.Fatal("a refused launch left a node")
+	}
+
+	// A file that does not exist yet, given relative to cwd.
+	later := filepath.Join(dir, "later.log")
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: dir, Logs: []tools.LogSpec{{Path: "later.log", Label: "later"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, _ := o.Capabilities(info.Terminal)
+	if strings.Join(caps.LogsMissing, ",") != "later" {
+		t.Fatalf("missing logs %v", caps.LogsMissing)
+	}
+	cur := revisionBase(o.node(info.Terminal).meta.Epoch)
+	appendFile(t, later, "it exists now\n")
+	logsUntil(t, o, info.Terminal, cur, hasLines("later: it exists now"))
+	if caps, _ := o.Capabilities(info.Terminal); len(caps.LogsMissing) != 0 {
+		t.Fatalf("still missing: %v", caps.LogsMissing)
+	}
+}
+
+// After an orchestrator restart the adopted node follows its logs again
+// (from their end then).
+func TestAppLogsAfterRestart(t *testing.T) {
+	o, srv := newTestOrchestrator(t)
+	dir := o.StateDir()
+	p := filepath.Join(t.TempDir(), "app.log")
+	os.WriteFile(p, nil, 0o600)
+	id := launchWithLogs(t, o, tools.LogSpec{Path: p, Label: "app"})
+	o.Close()
+	appendFile(t, p, "written while no orchestrator ran\n")
+	o2 := openOrchestrator(t, srv, dir)
+	caps, err := o2.Capabilities(id)
+	if err != nil || strings.Join(caps.Logs, ",") != "app" {
+		t.Fatalf("capabilities after restart: %+v %v", caps, err)
+	}
+	cur := revisionBase(o2.node(id).meta.Epoch)
+	appendFile(t, p, "after the restart\n")
+	logsUntil(t, o2, id, cur, hasLines("app: after the restart"))
+}
+
+// However a file's bytes arrive in reads, the follower's lines are the
+// file's lines (cut at maxLogLineBytes), never holding a newline.
+func FuzzLogSplit(f *testing.F) {
+	f.Add([]byte("one\ntwo\r\nthree"), uint16(3))
+	f.Add([]byte(strings.Repeat("x", 5000)+"\ny\n"), uint16(1000))
+	f.Add([]byte("\n\n\xff\xfe\n"), uint16(1))
+	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
+		lf := &logFollower{}
+		lg := &logFile{}
+		k := int(cut) % (len(data) + 1)
+		lines := append(lf.split(lg, data[:k]), lf.split(lg, data[k:])...)
+		var want []string
+		whole := string(data)
+		parts := strings.Split(whole, "\n")
+		for _, p := range parts[:len(parts)-1] { // the last has no newline yet
+			if len(p) > maxLogLineBytes {
+				p = p[:maxLogLineBytes]
+				want = append(want, logText([]byte(p))+"…")
+				continue
+			}
+			want = append(want, logText([]byte(p)))
+		}
+		if last := parts[len(parts)-1]; len(last) > maxLogLineBytes {
+			// An unfinished line that is already too long is given early.
+			want = append(want, logText([]byte(last[:maxLogLineBytes]))+"…")
+		}
+		if strings.Join(lines, "\x00") != strings.Join(want, "\x00") {
+			t.Fatalf("split %q at %d: %q, want %q", data, k, lines, want)
+		}
+		for _, l := range lines {
+			if strings.Contains(l, "\n") {
+				t.Fatalf("a line holds a newline: %q", l)
+			}
+		}
+	})
+}
+
+// A node with logs always has logs and logs_omitted in its captures; a
+// node without has neither.
+func TestAppLogsFieldsPresent(t *testing.T) {
+	o, _ := newTestOrchestrator(t)
+	p := filepath.Join(t.TempDir(), "app.log")
+	with := launchWithLogs(t, o, tools.LogSpec{Path: p})
+	without := launch(t, o, "sleep", "600")
+	for id, want := range map[string]bool{with: true, without: false} {
+		ch, err := o.CaptureSince(id, revisionBase(o.node(id).meta.Epoch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := mustJSON(t, ch)
+		if strings.Contains(b, `"logs":[]`) != want || strings.Contains(b, `"logs_omitted":0`) != want {
+			t.Errorf("%s: %s", id, b)
+		}
+	}
+}
