@@ -78,6 +78,26 @@ func defaultShell() string {
 
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// checkEnv refuses a launch's bad env_mode or env names, and makes the
+// operator the owner when none is given: the checks local and remote
+// launches share.
+func checkEnv(spec *LaunchSpec) error {
+	switch spec.EnvMode {
+	case "", "replace", "inherit":
+	default:
+		return usage("env_mode %q: use replace or inherit", spec.EnvMode)
+	}
+	for k := range spec.Env {
+		if !envNameRE.MatchString(k) {
+			return usage("env name %q is not a valid variable name", k)
+		}
+	}
+	if spec.Owner == "" {
+		spec.Owner = tools.OperatorNode
+	}
+	return nil
+}
+
 // Launch creates a node: its files first (so TERMSPRAWL_SESSION_FILE is
 // valid before the program starts), then the tmux session, then the
 // control client and the seeded mirror.
@@ -118,18 +138,8 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	if fi, err := os.Stat(spec.Cwd); err != nil || !fi.IsDir() {
 		return tools.NodeInfo{}, usage("cwd %q does not exist or is not a directory", spec.Cwd)
 	}
-	switch spec.EnvMode {
-	case "", "replace", "inherit":
-	default:
-		return tools.NodeInfo{}, usage("env_mode %q: use replace or inherit", spec.EnvMode)
-	}
-	for k := range spec.Env {
-		if !envNameRE.MatchString(k) {
-			return tools.NodeInfo{}, usage("env name %q is not a valid variable name", k)
-		}
-	}
-	if spec.Owner == "" {
-		spec.Owner = tools.OperatorNode
+	if err := checkEnv(&spec); err != nil {
+		return tools.NodeInfo{}, err
 	}
 	if err := o.checkProgram(spec); err != nil {
 		return tools.NodeInfo{}, err

@@ -80,18 +80,8 @@ func (o *Orchestrator) launchRemote(ctx context.Context, spec LaunchSpec) (tools
 	if !strings.HasPrefix(spec.Cwd, "/") {
 		return tools.NodeInfo{}, usage("cwd %q is not an absolute path on host %s", spec.Cwd, spec.Host)
 	}
-	switch spec.EnvMode {
-	case "", "replace", "inherit":
-	default:
-		return tools.NodeInfo{}, usage("env_mode %q: use replace or inherit", spec.EnvMode)
-	}
-	for k := range spec.Env {
-		if !envNameRE.MatchString(k) {
-			return tools.NodeInfo{}, usage("env name %q is not a valid variable name", k)
-		}
-	}
-	if spec.Owner == "" {
-		spec.Owner = tools.OperatorNode
+	if err := checkEnv(&spec); err != nil {
+		return tools.NodeInfo{}, err
 	}
 	if err := h.checkProgram(ctx, spec); err != nil {
 		return tools.NodeInfo{}, err
