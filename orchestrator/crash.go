@@ -82,6 +82,16 @@ func (n *node) recordCrash(ctx context.Context, code int) {
 			return
 		}
 		sig := n.deadSignal(ctx)
+		if sig == 0 {
+			// tmux 3.3a can mark the pane dead before it reaped the
+			// program: then it knows no signal, and the zombie does.
+			n.mu.Lock()
+			pid := n.pid
+			n.mu.Unlock()
+			if ws, ok := zombieWait(pid); ok && ws.Signaled() {
+				sig = int(ws.Signal())
+			}
+		}
 		if sig > 0 {
 			c.Signal = signalName(sig)
 		} else {

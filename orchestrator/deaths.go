@@ -147,6 +147,19 @@ func (o *Orchestrator) watchDeaths() {
 // /proc/PID/stat (field 52, in waitpid's encoding). It reports false if
 // the process is not a zombie.
 func zombieStatus(pid int) (int, bool) {
+	status, ok := zombieWait(pid)
+	switch {
+	case !ok:
+	case status.Exited():
+		return status.ExitStatus(), true
+	case status.Signaled():
+		return 128 + int(status.Signal()), true
+	}
+	return 0, false
+}
+
+// zombieWait is the wait status of pid while it is an unreaped zombie.
+func zombieWait(pid int) (syscall.WaitStatus, bool) {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0, false
@@ -165,12 +178,5 @@ func zombieStatus(pid int) (int, bool) {
 	if err != nil {
 		return 0, false
 	}
-	status := syscall.WaitStatus(ws)
-	switch {
-	case status.Exited():
-		return status.ExitStatus(), true
-	case status.Signaled():
-		return 128 + int(status.Signal()), true
-	}
-	return 0, false
+	return syscall.WaitStatus(ws), true
 }
