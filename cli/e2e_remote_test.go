@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -11,35 +9,6 @@ import (
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
-
-// upWith starts `termsprawl up ARGS…` and waits for its endpoint.json.
-func (e *e2e) upWith(args ...string) (*proc, *syncBuffer, *syncBuffer) {
-	e.t.Helper()
-	out, errb := &syncBuffer{}, &syncBuffer{}
-	p := e.start(e.ts, out, errb, append([]string{"up"}, args...)...)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	go func() {
-		select {
-		case <-p.exited:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	if err := os.MkdirAll(e.state, 0o700); err != nil {
-		e.t.Fatal(err)
-	}
-	pid := p.cmd.Process.Pid
-	if _, err := tools.WaitForEndpoint(ctx, tools.EndpointPath(e.state), func(ep tools.Endpoint) bool { return ep.PID == pid }); err != nil {
-		e.t.Fatalf("termsprawl up did not serve: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
-	}
-	// up prints its banner once it serves (as e.up waits for it).
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "termsprawlctl --session") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	return p, out, errb
-}
 
 // waitFor waits (termsprawl's own event-driven wait) for text on a node.
 func (e *e2e) waitFor(id, text string) {

@@ -131,11 +131,12 @@ func (e *e2e) start(bin string, stdout, stderr *syncBuffer, args ...string) *pro
 	return p
 }
 
-// up starts `termsprawl up` and waits for its endpoint.json.
-func (e *e2e) up() (*proc, *syncBuffer) {
+// upWith starts `termsprawl up ARGS…`, waits for its endpoint.json and
+// its banner, and returns its stdout and stderr.
+func (e *e2e) upWith(args ...string) (*proc, *syncBuffer, *syncBuffer) {
 	e.t.Helper()
 	out, errb := &syncBuffer{}, &syncBuffer{}
-	p := e.start(e.ts, out, errb, "up")
+	p := e.start(e.ts, out, errb, append([]string{"up"}, args...)...)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	go func() {
@@ -152,11 +153,18 @@ func (e *e2e) up() (*proc, *syncBuffer) {
 	if _, err := tools.WaitForEndpoint(ctx, tools.EndpointPath(e.state), func(ep tools.Endpoint) bool { return ep.PID == pid }); err != nil {
 		e.t.Fatalf("termsprawl up did not serve: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
-	// up prints how to use it once it serves.
+	// up prints its banner once it serves (as e.up waits for it).
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(out.String(), "termsprawlctl --session") && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
+	return p, out, errb
+}
+
+// up starts `termsprawl up` and waits for its endpoint.json.
+func (e *e2e) up() (*proc, *syncBuffer) {
+	e.t.Helper()
+	p, _, errb := e.upWith()
 	return p, errb
 }
 

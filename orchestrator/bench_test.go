@@ -282,26 +282,7 @@ func python3(b *testing.B) string {
 // sees EOF.
 func stampNode(b *testing.B, o *Orchestrator) (string, *os.File) {
 	b.Helper()
-	dir := b.TempDir()
-	fifo := filepath.Join(dir, "in.fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		b.Fatal(err)
-	}
-	f, err := os.OpenFile(fifo, os.O_RDWR, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { f.Close() })
-	info, err := o.Launch(bctx(b, 20*time.Second), LaunchSpec{Command: []string{python3(b), "-u", "-c", echoStamp, fifo},
-		Cwd: dir, Columns: 80, Rows: 24})
-	if err != nil {
-		b.Fatal(err)
-	}
-	r, err := o.WaitFor(bctx(b, 20*time.Second), info.Terminal, tools.WaitSpec{Wait: tools.WaitText, Text: "stamp-ready", After: new(uint64), TimeoutMS: 20000})
-	if err != nil || !r.Matched {
-		b.Fatalf("stamp program never started: %+v %v", r, err)
-	}
-	return info.Terminal, f
+	return stampNodeOn(b, o, "")
 }
 
 // BenchmarkWakeLatency measures from the moment the program writes a token

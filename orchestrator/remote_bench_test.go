@@ -60,7 +60,11 @@ func BenchmarkRemoteRoundTrip(b *testing.B) {
 		if host != "" {
 			where = "remote"
 		}
-		info, err := o.Launch(bctx(b, 30*time.Second), LaunchSpec{Command: []string{"cat"}, Host: host, Cwd: "/", Columns: 80, Rows: 24})
+		launchIn := 20 * time.Second
+		if host != "" {
+			launchIn = 30 * time.Second // the ssh round trips
+		}
+		info, err := o.Launch(bctx(b, launchIn), LaunchSpec{Command: []string{"cat"}, Host: host, Cwd: "/", Columns: 80, Rows: 24})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -155,7 +159,9 @@ func BenchmarkRemoteWakeLatency(b *testing.B) {
 	}
 }
 
-// stampNodeOn is stampNode on a host ("" for here). The namespace shares
+// stampNodeOn launches echoStamp on a node on host ("" for this machine)
+// and returns the node id and the FIFO, opened read-write so opening
+// never blocks and the reader never sees EOF. The test namespace shares
 // this file system, so the FIFO is reachable from both sides.
 func stampNodeOn(b *testing.B, o *Orchestrator, host string) (string, *os.File) {
 	b.Helper()
@@ -169,7 +175,11 @@ func stampNodeOn(b *testing.B, o *Orchestrator, host string) (string, *os.File) 
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { f.Close() })
-	info, err := o.Launch(bctx(b, 30*time.Second), LaunchSpec{Command: []string{python3(b), "-u", "-c", echoStamp, fifo},
+	launchIn := 20 * time.Second
+	if host != "" {
+		launchIn = 30 * time.Second // the ssh round trips
+	}
+	info, err := o.Launch(bctx(b, launchIn), LaunchSpec{Command: []string{python3(b), "-u", "-c", echoStamp, fifo},
 		Host: host, Cwd: dir, Columns: 80, Rows: 24})
 	if err != nil {
 		b.Fatal(err)
