@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"path/filepath"
 	"strings"
@@ -161,7 +162,7 @@ func TestCtlParseErrors(t *testing.T) {
 
 func TestCtlAppSaysNo(t *testing.T) {
 	fs := newFakeState(t)
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.ErrResult(tools.Errorf(tools.KindNotFound, "no terminal %q", "x"))
 	})
 	code, out, _ := runCtl(t, "--session", fs.Agent, "call", "terminal_snapshot", `{"terminal":"x"}`)
@@ -180,7 +181,7 @@ func TestCtlAppSaysNo(t *testing.T) {
 
 func TestCtlUnavailable(t *testing.T) {
 	fs := newFakeState(t)
-	fs.removeEndpoint(t)
+	fs.RemoveEndpoint(t)
 	code, out, _ := runCtl(t, "--session", fs.Agent, "call", "session_info")
 	if code != ExitNotRunning {
 		t.Fatalf("exit %d, want 3 (not running)", code)
@@ -193,7 +194,7 @@ func TestCtlUnavailable(t *testing.T) {
 
 func TestCtlWaitForEndpoint(t *testing.T) {
 	fs := newFakeState(t)
-	fs.removeEndpoint(t)
+	fs.RemoveEndpoint(t)
 	type result struct {
 		code int
 		out  string
@@ -209,7 +210,7 @@ func TestCtlWaitForEndpoint(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 	fs.Endpoint.InstanceID = "fake-2"
-	fs.writeEndpoint(t)
+	fs.WriteEndpoint(t)
 	select {
 	case r := <-done:
 		if r.code != ExitOK || decodeEnvelope(t, r.out)["ok"] != true {
@@ -260,7 +261,7 @@ func TestCtlSessionFileMissing(t *testing.T) {
 // Not running: exit 3 for doctor and call, with one sentence on stderr.
 func TestCtlNotRunning(t *testing.T) {
 	fs := newFakeState(t)
-	fs.srv.Close() // a stale endpoint: connection refused
+	fs.Close() // a stale endpoint: connection refused
 	for _, args := range [][]string{{"doctor"}, {"call", "terminal_list"}, {"call", "terminal_close", `{"terminal":"x"}`}} {
 		code, out, errb := runCtl(t, append([]string{"--session", fs.Operator}, args...)...)
 		if code != ExitNotRunning || decodeEnvelope(t, out)["kind"] != "unavailable" || !strings.Contains(errb, "termsprawl is not running") {

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 
@@ -13,7 +14,7 @@ import (
 func TestCtlExitsFourWhenTheWaitTimedOut(t *testing.T) {
 	fs := newFakeState(t)
 	timedOut := false
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		r := tools.Receipt{Action: op, Result: tools.InputResult{Terminal: "t1", Revision: 3,
 			Wait: &tools.WaitResult{Wait: "regex", TimedOut: timedOut, Matched: !timedOut}}, State: tools.Snapshot{Terminal: "t1"}}
 		return tools.OKResult(r)

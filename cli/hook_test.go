@@ -43,7 +43,7 @@ func hookDecision(t *testing.T, stdout string) (behavior, message string) {
 // an allow, and nothing sent to termsprawl.
 func TestHookBadInput(t *testing.T) {
 	fs := newFakeState(t)
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.OKResult(tools.DialogOutcome{Dialog: "dialog-1", Answer: tools.DialogAnswer{Mode: "allow"}})
 	})
 	cases := []struct {
@@ -105,7 +105,7 @@ func TestHookClaudePermission(t *testing.T) {
 	} {
 		t.Run(c.mode, func(t *testing.T) {
 			waits := 0
-			fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+			fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 				var a struct {
 					Dialog string `json:"dialog"`
 				}
@@ -157,7 +157,7 @@ func TestHookClaudePermission(t *testing.T) {
 // --dialog-timeout shortens is passed on.
 func TestHookClaudeDenials(t *testing.T) {
 	fs := newFakeState(t)
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.OKResult(tools.DialogOutcome{Dialog: "dialog-1", TimedOut: true, Answer: tools.DialogAnswer{Mode: "deny", Reason: "nobody answered"}})
 	})
 	code, out, errb := runCtlIn(t, permissionInput, "--session", fs.Agent, "hook", "claude", "PermissionRequest", "--dialog-timeout", "2s")
@@ -172,7 +172,7 @@ func TestHookClaudeDenials(t *testing.T) {
 		t.Fatalf("--dialog-timeout not passed: %s", calls[len(calls)-1].Args)
 	}
 
-	fs.removeEndpoint(t)
+	fs.RemoveEndpoint(t)
 	code, out, errb = runCtlIn(t, permissionInput, "--session", fs.Agent, "hook", "claude", "PermissionRequest")
 	if code != 2 || out != "" || !strings.Contains(errb, "not running") || !strings.Contains(errb, "denied") {
 		t.Fatalf("orchestrator down: exit %d, stdout %q, stderr %q", code, out, errb)
@@ -278,7 +278,7 @@ func TestHookWithdrawsWhenStopped(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	waits := 0
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		if op == "dialog_answer" {
 			return tools.OKResult(map[string]any{})
 		}

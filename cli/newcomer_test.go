@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
@@ -208,7 +209,7 @@ func TestResolveNode(t *testing.T) {
 func TestHumanAttachReadOnlyAndExited(t *testing.T) {
 	fs := newFakeState(t)
 	three := 3
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.OKResult(tools.NodeList{Terminals: []tools.NodeInfo{
 			{Terminal: "build", Name: "compile", Status: "running"},
 			{Terminal: "done", Status: "exited", ExitCode: &three},
@@ -230,7 +231,7 @@ func TestHumanAttachReadOnlyAndExited(t *testing.T) {
 	if len(gotArgv) < 5 || gotArgv[4] != "-r" || gotArgv[6] != "ts-build" {
 		t.Errorf("attach -r by prefix: argv %q", gotArgv)
 	}
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.OKResult(tools.NodeList{Terminals: []tools.NodeInfo{
 			{Terminal: "build", Name: "compile", Status: "running", TmuxSocket: "s1-2"},
 			{Terminal: "done", Status: "exited", ExitCode: &three, TmuxSocket: "s1"},
@@ -250,7 +251,7 @@ func TestHumanAttachReadOnlyAndExited(t *testing.T) {
 // with the code and the last lines; --json prints the node.
 func TestHumanLaunchEarlyExit(t *testing.T) {
 	fs := newFakeState(t)
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		switch op {
 		case "terminal_launch":
 			return tools.OKResult(map[string]any{"action": op, "state": map[string]any{},
@@ -273,7 +274,7 @@ func TestHumanLaunchEarlyExit(t *testing.T) {
 // A reused name: the id is printed and stderr says how to name the node.
 func TestHumanLaunchNameTaken(t *testing.T) {
 	fs := newFakeState(t)
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		if op == "terminal_launch" {
 			return tools.OKResult(map[string]any{"action": op, "state": map[string]any{}, "result": map[string]any{"terminal": "build-1"}})
 		}
@@ -294,7 +295,7 @@ func TestHumanErrorsInOwnTerms(t *testing.T) {
 		"answer":   `no pending dialog "d9": call dialog_list`,
 		"send":     `"b" names 2 terminals (build, build-1): use one of their ids`,
 	}
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		m := map[string]string{"terminal_snapshot": msgs["snapshot"], "terminal_launch": msgs["new"], "dialog_answer": msgs["answer"], "terminal_submit": msgs["send"]}
 		return tools.ErrResult(tools.Errorf(tools.KindNotFound, "%s", m[op]))
 	})
@@ -313,7 +314,7 @@ func TestHumanErrorsInOwnTerms(t *testing.T) {
 func TestHumanSnapshotJSONAndExited(t *testing.T) {
 	fs := newFakeState(t)
 	one := 1
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.OKResult(tools.Snapshot{Terminal: "t1", Screen: tools.Screen{Lines: []string{"boom", ""}, Revision: 9}, Status: "exited", ExitCode: &one})
 	})
 	code, out, errb := runHuman(t, "--state-dir", fs.Dir, "snapshot", "t1")

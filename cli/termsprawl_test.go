@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -45,7 +46,7 @@ func decodeCall(t *testing.T, c recordedCall) (string, map[string]any) {
 func TestHumanCommandsMapToOperations(t *testing.T) {
 	fs := newFakeState(t)
 	wd, _ := os.Getwd()
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		switch op {
 		case "terminal_launch", "agent_launch":
 			return tools.OKResult(map[string]any{"action": op, "result": map[string]any{"terminal": "n7"}, "state": map[string]any{}})
@@ -188,7 +189,7 @@ func TestHumanNotRunning(t *testing.T) {
 	}
 	// A stale endpoint (nothing listens) is "not running" too.
 	fs := newFakeState(t)
-	fs.srv.Close()
+	fs.Close()
 	if code, _, errb := runHuman(t, "--state-dir", fs.Dir, "ls"); code != ExitNotRunning {
 		t.Errorf("stale endpoint: exit %d (%s)", code, errb)
 	}
@@ -203,7 +204,7 @@ func TestHumanNotRunning(t *testing.T) {
 
 func TestHumanAppSaysNo(t *testing.T) {
 	fs := newFakeState(t)
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.ErrResult(tools.Errorf(tools.KindNotFound, "no terminal n9"))
 	})
 	code, _, errb := runHuman(t, "--state-dir", fs.Dir, "snapshot", "n9")
@@ -214,7 +215,7 @@ func TestHumanAppSaysNo(t *testing.T) {
 
 func TestHumanAttach(t *testing.T) {
 	fs := newFakeState(t)
-	fs.Backend.setReply(func(op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.OKResult(tools.NodeList{Terminals: []tools.NodeInfo{{Terminal: "n1", Status: "running"}}})
 	})
 	t.Setenv("TMUX", "/tmp/tmux-1/default,1,0")

@@ -51,6 +51,8 @@ var allowed = map[string][]string{
 	// the protocol engine behind /mcp).
 	"internal/mcpserve":   {module + "/tools", "github.com/mark3labs/mcp-go/"},
 	"internal/schematest": {module + "/tools", "github.com/santhosh-tekuri/jsonschema/"},
+	// A fake orchestrator behind the real /call handler, for the clients' tests.
+	"internal/fakeapi": {module + "/tools"},
 	// The ssh test fixture skips (or fails in CI) through testenv's one rule.
 	"internal/sshtest": {module + "/internal/testenv"},
 	// Headless Chromium for the monitor's tests installs what it needs

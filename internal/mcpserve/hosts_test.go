@@ -20,7 +20,7 @@ func TestMCPCancelledWaitGetsNoReply(t *testing.T) {
 	fs := newFakeState(t)
 	started := make(chan struct{}, 1)
 	ended := make(chan error, 1)
-	fs.Backend.setReply(func(ctx context.Context, op string, _ json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(ctx context.Context, op string, _ json.RawMessage) tools.Result {
 		if op != "terminal_wait_for" {
 			return tools.OKResult(map[string]any{"op": op})
 		}
@@ -143,7 +143,7 @@ func TestMCPStderrQuietByDefault(t *testing.T) {
 		h.toolCall(2, "terminal_list", map[string]any{})
 		h.toolCall(3, "terminal_snapshot", map[string]any{"bogus": true})
 		fs.Endpoint.InstanceID = "fake-restarted"
-		fs.writeEndpoint(t)
+		fs.WriteEndpoint(t)
 		h.toolCall(4, "terminal_list", map[string]any{})
 		if !verbose {
 			h.in.Close()
@@ -168,7 +168,7 @@ func TestMCPProgressDuringWait(t *testing.T) {
 	t.Cleanup(func() { ProgressInterval = old })
 	fs := newFakeState(t)
 	release := make(chan struct{})
-	fs.Backend.setReply(func(ctx context.Context, op string, _ json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(ctx context.Context, op string, _ json.RawMessage) tools.Result {
 		select {
 		case <-release:
 		case <-ctx.Done():
@@ -223,14 +223,14 @@ func TestMCPWaitRidesOutage(t *testing.T) {
 	fs := newFakeState(t)
 	h := startBridge(t, StdioConfig{Session: fs.Agent, Wait: 20 * time.Second})
 	h.initialize("2025-06-18")
-	fs.stop(t)
+	fs.Stop(t)
 	h.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": map[string]any{"name": "terminal_list", "arguments": map[string]any{}}})
 	select {
 	case l := <-h.lines:
 		t.Fatalf("answered while termsprawl was down: %s", l)
 	case <-time.After(300 * time.Millisecond):
 	}
-	fs.listen(t) // a new instance on a new port
+	fs.Listen(t) // a new instance on a new port
 	reply := h.recv()
 	res, _ := reply["result"].(map[string]any)
 	if res == nil || res["isError"] == true {
@@ -282,13 +282,13 @@ func TestMCPBatches(t *testing.T) {
 // reachable, as initialize does.
 func TestMCPDiscoverChecksReachable(t *testing.T) {
 	fs := newFakeState(t)
-	fs.removeEndpoint(t)
+	fs.RemoveEndpoint(t)
 	h := startBridge(t, StdioConfig{Session: fs.Agent})
 	r := h.request(1, "server/discover", map[string]any{})
 	if rpcErrorCode(t, r) != rpcUnreachable {
 		t.Fatalf("server/discover with termsprawl down: %v", r)
 	}
-	fs.writeEndpoint(t)
+	fs.WriteEndpoint(t)
 	r = h.request(2, "server/discover", map[string]any{"_meta": map[string]any{
 		"io.modelcontextprotocol/protocolVersion":    "2026-07-28",
 		"io.modelcontextprotocol/clientCapabilities": map[string]any{},

@@ -169,7 +169,7 @@ func TestMCPInitialize(t *testing.T) {
 
 func TestMCPInitializeFailsWhenDown(t *testing.T) {
 	fs := newFakeState(t)
-	fs.removeEndpoint(t)
+	fs.RemoveEndpoint(t)
 	h := startMCP(t, fs.Agent)
 	reply := h.request(1, "initialize", map[string]any{"protocolVersion": "2024-11-05", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}})
 	if reply["result"] != nil {
@@ -181,7 +181,7 @@ func TestMCPInitializeFailsWhenDown(t *testing.T) {
 		t.Errorf("message %q", msg)
 	}
 	// Once termsprawl is up, a new initialize succeeds.
-	fs.writeEndpoint(t)
+	fs.WriteEndpoint(t)
 	h.initialize("2024-11-05")
 }
 
@@ -333,7 +333,7 @@ func TestMCPToolCall(t *testing.T) {
 	}
 
 	// The app says no: isError with the envelope.
-	fs.Backend.setReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.ErrResult(tools.Errorf(tools.KindNotFound, "no such terminal"))
 	})
 	res = h.toolCall(4, "terminal_snapshot", map[string]any{"terminal": "n1"})
@@ -344,7 +344,7 @@ func TestMCPToolCall(t *testing.T) {
 	// A base64 PNG image becomes an image block plus text.
 	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{1, 2, 3}, 10)...)
 	b64 := base64.StdEncoding.EncodeToString(png)
-	fs.Backend.setReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.OKResult(map[string]any{"terminal": "n1", "lines": []string{"$"}, "image": b64})
 	})
 	res = h.toolCall(5, "terminal_snapshot", map[string]any{"terminal": "n1", "screenshot": true})
@@ -396,7 +396,7 @@ func TestMCPLogsRestart(t *testing.T) {
 	h := startMCP(t, fs.Agent)
 	h.initialize("2024-11-05")
 	fs.Endpoint.InstanceID = "fake-restarted"
-	fs.writeEndpoint(t)
+	fs.WriteEndpoint(t)
 	deadline := time.Now().Add(10 * time.Second)
 	for !strings.Contains(h.stderr.String(), "fake-restarted") {
 		if time.Now().After(deadline) {
