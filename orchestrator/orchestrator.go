@@ -159,7 +159,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{}), traces: newTraces()}
+	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{}), traces: record.NewRegistry()}
 	if pw, err := newProcWatcher(); err == nil {
 		o.procs = pw
 	} else {

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -227,17 +228,10 @@ func (n *node) watchRecording(rec *recording) {
 	}
 	close(rec.stopped)
 	err := rec.r.Close()
-	n.log.Error("recording stopped; the node runs on unrecorded", "dir", rec.dir, "err", cmpErr(rec.r.Err(), err))
+	n.log.Error("recording stopped; the node runs on unrecorded", "dir", rec.dir, "err", cmp.Or(rec.r.Err(), err))
 	if err := n.saveMeta(); err != nil {
 		n.log.Warn("recording", "err", err)
 	}
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
 }
 
 // stopRecording ends the node's recording, if any, writing everything

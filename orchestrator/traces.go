@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/render"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tools"
@@ -115,6 +114,3 @@ func (o *Orchestrator) TraceDiff(id string, fromMS, toMS int64) (tools.Changes, 
 	}
 	return t.Diff(fromMS, toMS)
 }
-
-// newTraces is the orchestrator's registry of open traces.
-func newTraces() *record.Registry { return record.NewRegistry() }
