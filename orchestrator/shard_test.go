@@ -19,9 +19,8 @@ func TestShardsLimitTheBlastRadius(t *testing.T) {
 	}
 	cfg := func(c *Config) { c.ShardSize = 2 }
 	o := openOrchestratorWith(t, srv, dir, cfg)
-	var ids []string
 	for range 5 {
-		ids = append(ids, launch(t, o, "sh", "-c", "echo up; exec cat"))
+		launch(t, o, "sh", "-c", "echo up; exec cat")
 	}
 	sockets := map[string][]string{}
 	for _, n := range o.List(tctx(t)) {
