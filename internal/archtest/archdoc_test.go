@@ -553,13 +553,9 @@ func checkLocks(md string, f *codeFacts) []string {
 				problems = append(problems, fmt.Sprintf("locks table line %d: %q names no lock: write it as `Type.field` (or `pkg.Type.field`)", t.lines[i], strings.TrimSpace(part)))
 				continue
 			}
-			switch got := resolve(spans[0], names); len(got) {
-			case 0:
-				problems = append(problems, fmt.Sprintf("locks table line %d: remove `%s`: no struct field of that name is a sync.Mutex or sync.RWMutex", t.lines[i], spans[0]))
-			case 1:
-				listed[got[0]] = true
-			default:
-				problems = append(problems, fmt.Sprintf("locks table line %d: `%s` is ambiguous: write one of `%s`", t.lines[i], spans[0], strings.Join(got, "`, `")))
+			gone := "remove `" + spans[0] + "`: no struct field of that name is a sync.Mutex or sync.RWMutex"
+			if p := markListed(spans[0], "", gone, names, listed); p != "" {
+				problems = append(problems, fmt.Sprintf("locks table line %d: %s", t.lines[i], p))
 			}
 		}
 	}
@@ -570,6 +566,21 @@ func checkLocks(md string, f *codeFacts) []string {
 		}
 	}
 	return problems
+}
+
+// markListed marks the code name a doc name stands for as listed, or
+// returns the problem: gone when it names nothing, or that it is
+// ambiguous, naming the candidates (each with suffix).
+func markListed(doc, suffix, gone string, names []string, listed map[string]bool) string {
+	switch got := resolve(doc, names); len(got) {
+	case 0:
+		return gone
+	case 1:
+		listed[got[0]] = true
+		return ""
+	default:
+		return fmt.Sprintf("`%s%s` is ambiguous: write one of `%s%s`", doc, suffix, strings.Join(got, suffix+"`, `"), suffix)
+	}
 }
 
 // goFuncRef matches a function the goroutines table names: `name()`.
@@ -598,13 +609,9 @@ func checkGoroutines(md string, f *codeFacts) []string {
 				if m == nil {
 					continue
 				}
-				switch got := resolve(m[1], funcs); len(got) {
-				case 0:
-					problems = append(problems, fmt.Sprintf("goroutines table line %d: remove or rename `%s`: no function or method of that name exists", t.lines[i], s))
-				case 1:
-					listed[got[0]] = true
-				default:
-					problems = append(problems, fmt.Sprintf("goroutines table line %d: `%s` is ambiguous: write one of `%s()`", t.lines[i], s, strings.Join(got, "()`, `")))
+				gone := "remove or rename `" + s + "`: no function or method of that name exists"
+				if p := markListed(m[1], "()", gone, funcs, listed); p != "" {
+					problems = append(problems, fmt.Sprintf("goroutines table line %d: %s", t.lines[i], p))
 				}
 			}
 		}
