@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -89,7 +90,7 @@ func newE2E(t *testing.T) *e2e {
 		t.Fatal(e2eBuildErr)
 	}
 	if e2eBinDir == "" {
-		t.Skip("binaries were not built")
+		testenv.SkipOrFail(t, "binaries were not built")
 	}
 	state := filepath.Join(t.TempDir(), "state")
 	var env []string

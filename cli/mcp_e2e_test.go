@@ -275,7 +275,11 @@ func TestBridgeCommandName(t *testing.T) {
 func TestMCPPrintHTTPThroughTheBinaries(t *testing.T) {
 	e := newE2E(t)
 	up, _ := e.up()
-	defer e.down(up)
+	defer func() {
+		if up != nil {
+			e.down(up)
+		}
+	}()
 	out := e.must(e.ctl, "--session", e.oper, "mcp", "--print-http", "--json")
 	var setup httpSetup
 	if err := json.Unmarshal([]byte(out), &setup); err != nil {
@@ -304,11 +308,11 @@ func TestMCPPrintHTTPThroughTheBinaries(t *testing.T) {
 	}
 	// Not running: exit 3, and it says so.
 	e.down(up)
+	up = nil
 	code, _, errb := e.run(e.ctl, "--session", e.oper, "mcp", "--print-http")
 	if code != ExitNotRunning || !strings.Contains(errb, "termsprawl up") {
 		t.Fatalf("--print-http while down: exit %d %q", code, errb)
 	}
-	up, _ = e.up()
 }
 
 // inspector is the MCP Inspector, whose --cli mode is a headless MCP host.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -47,14 +48,12 @@ func TestScripts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end scripts skipped in -short mode")
 	}
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
-	}
+	testenv.LookPath(t, "tmux", "apt-get install tmux") // skips, or fails in CI
 	if e2eBuildErr != nil {
 		t.Fatal(e2eBuildErr)
 	}
 	if e2eBinDir == "" {
-		t.Skip("binaries were not built")
+		testenv.SkipOrFail(t, "binaries were not built")
 	}
 	goEnv := goEnvFile(t)
 	testscript.Run(t, testscript.Params{

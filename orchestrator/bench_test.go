@@ -31,6 +31,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tools"
@@ -272,7 +273,7 @@ func python3(b *testing.B) string {
 	b.Helper()
 	out, err := exec.Command("python3", "-c", "import sys; print(sys.executable)").Output()
 	if err != nil {
-		b.Skipf("python3 is not available: %v", err)
+		testenv.SkipOrFail(b, "python3 is not available (apt-get install python3): %v", err)
 	}
 	return strings.TrimSpace(string(out))
 }

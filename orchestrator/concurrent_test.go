@@ -1,10 +1,11 @@
-package orchestrator
+package orchestrator_test
 
 import (
 	"fmt"
 	"sync"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -15,7 +16,7 @@ func TestConcurrentNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts 16 nodes")
 	}
-	o, srv := newTestOrchestrator(t)
+	o, srv := orchestrator.NewTestOrchestrator(t)
 	const n = 16 // nodes at once
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -23,18 +24,18 @@ func TestConcurrentNodes(t *testing.T) {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			info, err := o.Launch(tctx(t), LaunchSpec{Command: bashArgv(), Name: "c", Cwd: t.TempDir(), Columns: 60, Rows: 10})
+			info, err := o.Launch(orchestrator.TestContext(t), orchestrator.LaunchSpec{Command: orchestrator.BashArgv(), Name: "c", Cwd: t.TempDir(), Columns: 60, Rows: 10})
 			if err != nil {
 				errs <- err
 				return
 			}
 			want := fmt.Sprintf("node-%d-2k", i)
-			r, err := o.Submit(tctx(t), info.Terminal, fmt.Sprintf("echo node-%d-$((1+1))k", i), &tools.WaitSpec{Wait: tools.WaitText, Text: want, TimeoutMS: 30000})
+			r, err := o.Submit(orchestrator.TestContext(t), info.Terminal, fmt.Sprintf("echo node-%d-$((1+1))k", i), &tools.WaitSpec{Wait: tools.WaitText, Text: want, TimeoutMS: 30000})
 			if err != nil || r.Wait == nil || !r.Wait.Matched {
 				errs <- fmt.Errorf("node %s: %+v %v", info.Terminal, r.Wait, err)
 				return
 			}
-			if err := o.CloseNode(tctx(t), info.Terminal); err != nil {
+			if err := o.CloseNode(orchestrator.TestContext(t), info.Terminal); err != nil {
 				errs <- err
 			}
 		}(i)
@@ -44,7 +45,7 @@ func TestConcurrentNodes(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if left := o.List(tctx(t)); len(left) != 0 {
+	if left := o.List(orchestrator.TestContext(t)); len(left) != 0 {
 		t.Fatalf("%d nodes left after closing all", len(left))
 	}
 	if out, _ := srv.Cmd("list-sessions", "-F", "#{session_name}"); out != "termsprawl-admin\n" {

@@ -4,12 +4,12 @@ import (
 	"context"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -116,8 +116,6 @@ func derefInt(p *int) any {
 func need(t *testing.T, programs ...string) {
 	t.Helper()
 	for _, p := range programs {
-		if _, err := exec.LookPath(p); err != nil {
-			t.Skipf("%s is not installed (apt-get install %s)", p, p)
-		}
+		testenv.LookPath(t, p, "apt-get install "+p) // skips, or fails in CI
 	}
 }

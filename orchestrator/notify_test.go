@@ -1,12 +1,8 @@
 package orchestrator
 
 import (
-	"os"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 )
 
 func TestNotifyText(t *testing.T) {
@@ -21,44 +17,5 @@ func TestNotifyText(t *testing.T) {
 		if got := notifyText(c.in); got != c.want {
 			t.Errorf("notifyText(%q) = %q, want %q", c.in, got, c.want)
 		}
-	}
-}
-
-// A human attached to a node (a real tmux client, running in a pane of a
-// second tmux server the test reads) sees the message on its status
-// line, literally: `#` is not expanded as a format.
-func TestNotifyHumans(t *testing.T) {
-	o, srv := newTestOrchestrator(t)
-	id := launch(t, o, bashArgv()...)
-	ctx := tctx(t)
-	if n, err := o.NotifyHumans(ctx, "nobody is attached"); n != 0 || err != nil {
-		t.Fatalf("with no human attached: %d, %v", n, err)
-	}
-	outer := tmuxtest.New(t)
-	outer.Must("new-session", "-d", "-s", "human", "-x", "120", "-y", "20",
-		"env", "-u", "TMUX", "tmux", "-L", srv.Socket, "-f", os.DevNull, "attach-session", "-t", "=ts-"+id)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		n, err := o.NotifyHumans(ctx, "termsprawl: build asks: Bash: make #{pane_id} (termsprawl answer dialog-1 allow|deny)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if n == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the attached client was never told")
-		}
-		time.Sleep(50 * time.Millisecond) // the client is still attaching
-	}
-	for {
-		pane, _ := outer.Cmd("capture-pane", "-p", "-t", "=human:")
-		if strings.Contains(pane, "build asks: Bash: make #{pane_id} (termsprawl answer dialog-1 allow|deny)") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the human's screen lacks the message:\n%s", pane)
-		}
-		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -4,12 +4,14 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 func TestProcWatcher(t *testing.T) {
 	w, err := newProcWatcher()
 	if err != nil {
-		t.Skip(err)
+		testenv.SkipOrFail(t, "no pidfd watcher here: %v", err)
 	}
 	defer w.close()
 	cmd := exec.Command("sleep", "0.2")
@@ -18,7 +20,7 @@ func TestProcWatcher(t *testing.T) {
 	}
 	fired := make(chan struct{})
 	if err := w.watch(cmd.Process.Pid, func() { close(fired) }); err == errNoPidfd {
-		t.Skip(err)
+		testenv.SkipOrFail(t, "%v", err)
 	} else if err != nil {
 		t.Fatal(err)
 	}

@@ -1,10 +1,11 @@
-package orchestrator
+package orchestrator_test
 
 import (
 	"path/filepath"
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -17,14 +18,13 @@ func TestShardsLimitTheBlastRadius(t *testing.T) {
 	if err := tools.EnsureStateDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	cfg := func(c *Config) { c.ShardSize = 2 }
-	o := openOrchestratorWith(t, srv, dir, cfg)
-	var ids []string
+	cfg := func(c *orchestrator.Config) { c.ShardSize = 2 }
+	o := orchestrator.OpenOrchestratorWith(t, srv, dir, cfg)
 	for range 5 {
-		ids = append(ids, launch(t, o, "sh", "-c", "echo up; exec cat"))
+		orchestrator.LaunchForTest(t, o, "sh", "-c", "echo up; exec cat")
 	}
 	sockets := map[string][]string{}
-	for _, n := range o.List(tctx(t)) {
+	for _, n := range o.List(orchestrator.TestContext(t)) {
 		sockets[n.TmuxSocket] = append(sockets[n.TmuxSocket], n.Terminal)
 	}
 	if len(sockets) != 3 || len(sockets[srv.Socket]) != 2 || len(sockets[srv.Socket+"-2"]) != 2 || len(sockets[srv.Socket+"-3"]) != 1 {
@@ -37,11 +37,11 @@ func TestShardsLimitTheBlastRadius(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range lost {
-		if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
+		if _, err := o.WaitFor(orchestrator.TestContext(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
 			t.Fatalf("lost node %s: %v", id, err)
 		}
 	}
-	for _, n := range o.List(tctx(t)) {
+	for _, n := range o.List(orchestrator.TestContext(t)) {
 		wantExited := n.TmuxSocket == shard2.Socket
 		if (n.Status == tools.StatusExited) != wantExited {
 			t.Errorf("node %s on %s is %s", n.Terminal, n.TmuxSocket, n.Status)
@@ -51,30 +51,30 @@ func TestShardsLimitTheBlastRadius(t *testing.T) {
 		t.Fatalf("server deaths %d, want 1", deaths)
 	}
 	survivor := sockets[srv.Socket+"-3"][0]
-	if _, err := o.Submit(tctx(t), survivor, "still-here", &tools.WaitSpec{Wait: tools.WaitText, Text: "still-here", TimeoutMS: 10000}); err != nil {
+	if _, err := o.Submit(orchestrator.TestContext(t), survivor, "still-here", &tools.WaitSpec{Wait: tools.WaitText, Text: "still-here", TimeoutMS: 10000}); err != nil {
 		t.Fatal(err)
 	}
 	// A restart adopts the live shards' nodes and forgets the lost ones.
 	for _, id := range lost {
-		if err := o.CloseNode(tctx(t), id); err != nil {
+		if err := o.CloseNode(orchestrator.TestContext(t), id); err != nil {
 			t.Fatal(err)
 		}
 	}
 	o.Close()
-	o2 := openOrchestratorWith(t, srv, dir, cfg)
-	if got := len(o2.List(tctx(t))); got != 3 {
+	o2 := orchestrator.OpenOrchestratorWith(t, srv, dir, cfg)
+	if got := len(o2.List(orchestrator.TestContext(t))); got != 3 {
 		t.Fatalf("%d nodes adopted after the restart, want 3", got)
 	}
 	if _, err := o2.Snapshot(survivor); err != nil {
 		t.Fatal(err)
 	}
 	// New launches fill the free places first.
-	id := launch(t, o2, "cat")
+	id := orchestrator.LaunchForTest(t, o2, "cat")
 	if m, _ := o2.Meta(id); m.Socket != srv.Socket+"-3" {
 		t.Errorf("the new node went to %s, not to the shard with room (%s-3)", m.Socket, srv.Socket)
 	}
 	count := map[string]int{}
-	for _, n := range o2.List(tctx(t)) {
+	for _, n := range o2.List(orchestrator.TestContext(t)) {
 		count[n.TmuxSocket]++
 	}
 	for s, c := range count {

@@ -54,6 +54,17 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 
+echo "== staticcheck"
+# Installed once per machine (go install is a no-op when the binary is
+# current); called by full path, as GOPATH/bin need not be on PATH.
+staticcheck_version=v0.8.2
+staticcheck="$(go env GOPATH)/bin/staticcheck"
+if ! [ -x "$staticcheck" ] || ! "$staticcheck" -version 2>/dev/null | grep -qF "(${staticcheck_version#v})"; then
+	echo "installing staticcheck ${staticcheck_version}" >&2
+	go install "honnef.co/go/tools/cmd/staticcheck@${staticcheck_version}"
+fi
+"$staticcheck" ./...
+
 echo "== GOOS=darwin go build ./... (Linux-only code is behind build tags)"
 GOOS=darwin go build -o /dev/null ./... 2>&1 || { echo "the project does not build for darwin" >&2; exit 1; }
 

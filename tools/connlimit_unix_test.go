@@ -5,6 +5,8 @@ package tools
 import (
 	"syscall"
 	"testing"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 // raiseNoFile raises RLIMIT_NOFILE to want descriptors if it can, and
@@ -13,7 +15,7 @@ func raiseNoFile(t *testing.T, want, need uint64) {
 	t.Helper()
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
-		t.Skipf("cannot read RLIMIT_NOFILE: %v", err)
+		testenv.SkipOrFail(t, "cannot read RLIMIT_NOFILE: %v", err)
 	}
 	if lim.Cur >= want {
 		return
@@ -31,6 +33,6 @@ func raiseNoFile(t *testing.T, want, need uint64) {
 	}
 	t.Cleanup(func() { _ = syscall.Setrlimit(syscall.RLIMIT_NOFILE, &old) })
 	if err != nil || lim.Cur < need {
-		t.Skipf("this test needs RLIMIT_NOFILE >= %d; it is %d (hard %d) and raising it was refused (%v)", need, old.Cur, old.Max, err)
+		testenv.SkipOrFail(t, "this test needs RLIMIT_NOFILE >= %d; it is %d (hard %d) and raising it was refused (%v)", need, old.Cur, old.Max, err)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 func TestValidateEndpointURL(t *testing.T) {
@@ -382,7 +384,7 @@ func TestWatchFiles(t *testing.T) {
 // another user); CI machines of this kind run as root.
 func TestEnsureStateDirForeignOwner(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to give a directory to another user")
+		testenv.SkipOrFail(t, "needs root to give a directory to another user")
 	}
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := os.Mkdir(dir, 0o700); err != nil {

@@ -35,7 +35,9 @@ func TestOneShotTransport(t *testing.T) {
 	}
 
 	target := serveFunc(t, func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, `{"ok":true,"value":"stolen"}`) })
-	redirector := serveFunc(t, func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, target.URL+"/call", 307) })
+	redirector := serveFunc(t, func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/call", http.StatusTemporaryRedirect)
+	})
 	st.writeEndpoint(t, redirector.URL+"/call", "i1")
 	wantUnavailable(t, call(t, st.session, "terminal_list", "{}", opts), "refusing to follow it")
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 func doCounting(t *testing.T, s *ReceiptStore, caller, key string, runs *int) (json.RawMessage, error) {
@@ -147,10 +149,7 @@ func mustSize(t *testing.T, p string) int64 {
 // every test must run.
 func skipOrFail(t *testing.T, why string) {
 	t.Helper()
-	if os.Getenv("TERMSPRAWL_REQUIRE_ALL") != "" {
-		t.Fatalf("TERMSPRAWL_REQUIRE_ALL is set but: %s", why)
-	}
-	t.Skip(why)
+	testenv.SkipOrFail(t, "%s", why)
 }
 
 // The receipt, not the intent, fails to store: the call ran once and its

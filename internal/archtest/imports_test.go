@@ -53,8 +53,9 @@ var allowed = map[string][]string{
 	"internal/schematest": {module + "/tools", "github.com/santhosh-tekuri/jsonschema/"},
 	// A fake orchestrator behind the real /call handler, for the clients' tests.
 	"internal/fakeapi": {module + "/tools"},
-	// The ssh test fixture skips (or fails in CI) through testenv's one rule.
-	"internal/sshtest": {module + "/internal/testenv"},
+	// The ssh and tmux test fixtures skip (or fail in CI) through testenv's one rule.
+	"internal/sshtest":  {module + "/internal/testenv"},
+	"internal/tmuxtest": {module + "/internal/testenv"},
 	// Headless Chromium for the monitor's tests installs what it needs
 	// through testenv.
 	"internal/browsertest": {module + "/internal/testenv"},

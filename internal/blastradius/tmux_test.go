@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator"
 )
 
@@ -67,7 +68,7 @@ func newServer(t testing.TB) *server {
 	t.Helper()
 	bin := tmuxBin()
 	if _, err := exec.LookPath(bin); err != nil {
-		t.Skipf("tmux binary %q not found", bin)
+		testenv.SkipOrFail(t, "tmux binary %q not found (apt-get install tmux)", bin)
 	}
 	dir := t.TempDir()
 	conf := filepath.Join(dir, "tmux.conf")

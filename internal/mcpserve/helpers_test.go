@@ -10,10 +10,7 @@ import (
 )
 
 // The fake orchestrator of these tests (internal/fakeapi).
-type (
-	recordedCall = fakeapi.Call
-	fakeState    = fakeapi.State
-)
+type fakeState = fakeapi.State
 
 // newFakeState's session_info always answers as a healthy orchestrator:
 // the bridge's handshake asks it whatever reply a test sets.

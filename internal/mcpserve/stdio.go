@@ -81,9 +81,6 @@ type bridge struct {
 
 type inflightReq struct{ cancelled bool }
 
-// progressKey carries the stdio transport's synchronous progress writer.
-type progressKey struct{}
-
 // RunStdio serves MCP on stdin/stdout until stdin ends or ctx is done and
 // returns the exit code: 0, 1 on a transport failure, 3 when every
 // handshake was refused because termsprawl is not running.

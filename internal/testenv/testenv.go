@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -32,6 +33,50 @@ func SkipOrFail(t testing.TB, format string, args ...any) {
 	}
 	t.Skipf(format, args...)
 }
+
+// Outcome is how a helper run by RunHelper ended: the message of its
+// skip or of its failure, both empty when it returned.
+type Outcome struct{ Skipped, Failed string }
+
+// RunHelper calls f with a stand-in for t that records a skip or a fatal
+// failure instead of ending t (each ends f, as t's own would), so a test
+// of a helper that skips or fails sees what the helper decided.
+func RunHelper(t testing.TB, f func(testing.TB)) Outcome {
+	t.Helper()
+	r := &recordingTB{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f(r)
+	}()
+	<-done
+	return r.out
+}
+
+type recordingTB struct {
+	testing.TB
+	out Outcome
+}
+
+func (r *recordingTB) Helper() {}
+
+func (r *recordingTB) Skip(args ...any) { r.Skipf("%s", fmt.Sprint(args...)) }
+
+func (r *recordingTB) Skipf(format string, args ...any) {
+	r.out.Skipped = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (r *recordingTB) SkipNow() { r.Skipf("skipped") }
+
+func (r *recordingTB) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
+
+func (r *recordingTB) Fatalf(format string, args ...any) {
+	r.out.Failed = fmt.Sprintf(format, args...)
+	runtime.Goexit()
+}
+
+func (r *recordingTB) FailNow() { r.Fatalf("failed") }
 
 // LookPath finds a program, or skips (fails in CI) naming how to install it.
 func LookPath(t testing.TB, program, install string) string {

@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 // Server is one private tmux server.
@@ -21,12 +23,11 @@ type Server struct {
 }
 
 // New returns a fresh socket name whose server is killed at cleanup. The
-// server itself starts with the first session.
+// server itself starts with the first session. Without tmux the test
+// skips, or fails under TERMSPRAWL_REQUIRE_ALL (internal/testenv).
 func New(t testing.TB) *Server {
 	t.Helper()
-	if _, err := exec.LookPath("tmux"); err != nil {
-		t.Skip("tmux is not installed")
-	}
+	testenv.LookPath(t, "tmux", "apt-get install tmux") // skips, or fails in CI
 	var b [6]byte
 	rand.Read(b[:])
 	s := &Server{t: t, Socket: fmt.Sprintf("tstest-%d-%s", os.Getpid(), hex.EncodeToString(b[:]))}

@@ -3,25 +3,20 @@ package record
 import (
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// requireAll reports whether skips must fail (TERMSPRAWL_REQUIRE_ALL set).
-func requireAll() bool { return os.Getenv("TERMSPRAWL_REQUIRE_ALL") != "" }
-
-// skipOrFail skips the test, or fails it under TERMSPRAWL_REQUIRE_ALL.
+// skipOrFail skips the test, or fails it under TERMSPRAWL_REQUIRE_ALL
+// (testenv's one rule).
 func skipOrFail(t testing.TB, format string, args ...any) {
 	t.Helper()
-	if requireAll() {
-		t.Fatalf("TERMSPRAWL_REQUIRE_ALL is set: "+format, args...)
-	}
-	t.Skipf(format, args...)
+	testenv.SkipOrFail(t, format, args...)
 }
 
 // castEv is one event of a test cast.

@@ -319,13 +319,11 @@ func TestRegistryClosesTheColdest(t *testing.T) {
 	}
 	reg := NewRegistry()
 	defer reg.CloseAll()
-	var ids []string
 	for i := range MaxOpenTraces {
 		id, _, evicted, err := reg.Open(paths[i])
 		if err != nil || evicted != "" || id != fmt.Sprintf("trace-%d", i+1) {
 			t.Fatalf("open %d: %q %q %v", i, id, evicted, err)
 		}
-		ids = append(ids, id)
 	}
 	// trace-1 is used again, so trace-2 is now the coldest.
 	if _, err := reg.Get("trace-1"); err != nil {

@@ -69,6 +69,7 @@ func genTable() *[4096]byte {
 		}
 	}
 	for i := range t {
+		//lint:ignore SA4016 psGround is state 0 on purpose: by default a byte does nothing and returns to ground
 		t[i] = paNone<<4 | psGround
 	}
 	for s := psGround; s <= psUtf8; s++ {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -188,6 +189,6 @@ func mustLook(t *testing.T, prog string) string {
 			return p
 		}
 	}
-	t.Skipf("%s not on PATH", prog)
+	testenv.SkipOrFail(t, "%s not on PATH", prog)
 	return ""
 }

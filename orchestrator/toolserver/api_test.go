@@ -634,7 +634,7 @@ func TestAPIReceipts(t *testing.T) {
 
 	// The receipt survives a restart: same bytes, nothing typed again.
 	s.stop()
-	s = apiStart(t, tmux, dir)
+	apiStart(t, tmux, dir) // stopped by its cleanup
 	_, raw3 := apiMutate(t, op, "terminal_type", args)
 	if !bytes.Equal(raw1, raw3) {
 		t.Fatalf("after restart the repeat returned another receipt:\n%s\n%s", raw1, raw3)
