@@ -44,6 +44,7 @@ type humanGrammar struct {
 	Replay     replayCmd     `cmd:"" help:"Play a recording in this terminal at its recorded pace (--speed for faster)."`
 	Dialogs    dialogsCmd    `cmd:"" help:"List pending dialogs (permission prompts and questions) of agents."`
 	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always."`
+	Pick       pickCmd       `cmd:"" help:"Pick a pending dialog and answer it, one line at a time (what C-b a runs in a popup inside any node)."`
 	Monitor    monitorCmd    `cmd:"" help:"Print the read-only web monitor's URL and open it in the browser (--no-open: print only)."`
 	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawl or one of its commands."`
@@ -70,6 +71,7 @@ func (humanGrammar) Help() string {
 
 type upCmd struct {
 	Detach    bool          `name:"detach" short:"d" help:"Run in the background (logs to <state>/termsprawl.log) and return once it serves."`
+	ShardSize int           `name:"shard-size" hidden:"" help:"Nodes per private tmux server (default 8; for tests)."`
 	MaxNodes  int           `name:"max-nodes" default:"512" help:"Most nodes this orchestrator runs at once."`
 	IdleAfter time.Duration `name:"idle-after" default:"30s" help:"Unobserved nodes sleep after this long (their mirror is rebuilt from tmux when observed); a negative value disables sleeping."`
 	LogLevel  string        `name:"log-level" enum:"auto,debug,info,warn,error" default:"auto" help:"Log level of the log on stderr: debug, info, warn or error; auto is warn when stderr is a terminal, else info."`
@@ -367,6 +369,8 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(h.stdout, "answered %s: %s%s\n", g.Answer.Dialog, g.Answer.Mode, note)
 		})
+	case "pick":
+		return h.pick(os.Stdin)
 	case "doctor":
 		return h.doctor(g.Doctor.JSON)
 	case "monitor":

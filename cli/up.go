@@ -127,6 +127,8 @@ func (h *human) config(logger *slog.Logger) orchestrator.Config {
 		IdleAfter: h.upOpts.IdleAfter,
 
 		MCPAllowOrigins: h.upOpts.MCPAllowOrigin,
+		Picker:          h.pickerCommand(),
+		ShardSize:       h.upOpts.ShardSize,
 	}
 }
 
@@ -216,6 +218,9 @@ func (h *human) upDetached() int {
 	}
 	for _, o := range h.upOpts.MCPAllowOrigin {
 		cmd.Args = append(cmd.Args, "--mcp-allow-origin", o)
+	}
+	if h.upOpts.ShardSize > 0 {
+		cmd.Args = append(cmd.Args, "--shard-size", strconv.Itoa(h.upOpts.ShardSize))
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
