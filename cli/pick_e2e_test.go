@@ -119,7 +119,9 @@ func TestPickerInPopupE2E(t *testing.T) {
 		return strings.Contains(s, "answered "+perm.ID) && strings.Contains(s, "answer it? [Enter or 1")
 	})
 	outer.Must("send-keys", "-t", "o", "Enter")
-	waitScreen("the question's choices", func(s string) bool { return strings.Contains(s, "2) production") && strings.Contains(s, "choose [1-2]") })
+	waitScreen("the question's choices", func(s string) bool {
+		return strings.Contains(s, "2) production") && strings.Contains(s, "choose [1-2]")
+	})
 	outer.Must("send-keys", "-t", "o", "2", "Enter")
 	if !qP.waitExit(20 * time.Second) {
 		t.Fatalf("dialog_request of the question did not return; screen:\n%s", screen())
