@@ -749,6 +749,9 @@ func attachArgv(socket string, n tools.NodeInfo, readOnly bool) []string {
 }
 
 func (h *human) attach(word string, readOnly bool) int {
+	if h.isDown() {
+		return h.attachOffline(word, readOnly) // the tmux fallback (attach_offline.go)
+	}
 	n, code := h.findNode(word)
 	if code != ExitOK {
 		return code
