@@ -104,6 +104,7 @@ type newCmd struct {
 	Host    string   `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
 	Cwd     string   `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
 	JSON    bool     `name:"json" help:"Print the new node as JSON instead of its id."`
+	Attach  bool     `name:"attach" short:"a" help:"Then attach this terminal to it (as termsprawl attach)."`
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: your shell)."`
 }
 
@@ -111,7 +112,8 @@ func (newCmd) Examples() string {
 	return `termsprawl new                             # your shell, in the current directory
 termsprawl new --name build -- bash
 termsprawl new --cwd ~/src/app --name web -- npm run dev
-termsprawl new --json -- python3`
+termsprawl new --json -- python3
+termsprawl new --attach --name scratch     # launch and take over this terminal in one step`
 }
 
 type agentCmd struct {
@@ -230,7 +232,8 @@ type human struct {
 	socket   string
 	stdout   io.Writer
 	stderr   io.Writer
-	upOpts   upCmd // the flags of up
+	upOpts   upCmd  // the flags of up
+	launched string // the id of the node launch made (for new --attach)
 }
 
 // humanOptions are the kong options of termsprawl.
@@ -324,7 +327,11 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "down":
 		return h.down(g.Down.All)
 	case "new":
-		return h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Host, g.New.Command, g.New.JSON)
+		code := h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Host, g.New.Command, g.New.JSON)
+		if code == ExitOK && g.New.Attach {
+			return h.attach(h.launched, false)
+		}
+		return code
 	case "agent":
 		return h.launch("agent_launch", g.Agent.Kind, g.Agent.Name, g.Agent.Cwd, g.Agent.Host, g.Agent.Command, g.Agent.JSON)
 	case "ls":
@@ -537,6 +544,7 @@ func (h *human) launchWith(op, kind, name string, command []string, asJSON bool,
 		return ExitNo
 	}
 	id := node.Terminal
+	h.launched = id
 	if asJSON {
 		var pretty any
 		_ = json.Unmarshal(rec.Result, &pretty)
