@@ -790,6 +790,9 @@ func (h *human) open(word string) int {
 	if code != ExitOK {
 		return code
 	}
+	if done, code := h.openInUserTmux(n); done {
+		return code // a window of the user's own tmux (open.go)
+	}
 	return h.simple("terminal_external", map[string]any{"terminal": n.Terminal}, func(json.RawMessage) {
 		fmt.Fprintf(h.stdout, "opened a terminal window attached to node %s\n", n.Terminal)
 	})
