@@ -50,6 +50,11 @@ func ctlPath() string {
 	return ""
 }
 
+// ctlMissing is up's warning when termsprawlctl is not found, saying what
+// to do (`go run` builds termsprawl alone).
+const ctlMissing = "termsprawlctl was not found next to this termsprawl or on PATH, so nodes get no termsprawlctl: agents cannot call termsprawl, and agent nodes get no MCP registration. " +
+	"`go run` builds termsprawl alone: stop this one (Ctrl-C) and run the pair instead: go build -o bin/ ./cmd/... && bin/termsprawl up (or put both on PATH: go install ./cmd/...)"
+
 // nodesText is "no nodes", "1 node" or "N nodes".
 func nodesText(n int) string {
 	switch n {
@@ -155,7 +160,7 @@ func (h *human) up() int {
 		return ExitNo
 	}
 	if cfg.CtlPath == "" {
-		logger.Warn("termsprawlctl not found next to this binary or on PATH: agent nodes get no TERMSPRAWL_CTL and no MCP registration; build both with `go build -o bin/ ./cmd/...` and run bin/termsprawl up")
+		logger.Warn(ctlMissing)
 	}
 	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
 		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
