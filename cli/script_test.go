@@ -87,7 +87,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PATH", filepath.Join(work, "bin")+string(os.PathListSeparator)+e2eBinDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("TERMSPRAWL_HOME", state)
 			env.Setenv("TERMSPRAWL_TEST_BIN", e2eBinDir) // for scripts that narrow PATH
-			env.Setenv("TERMSPRAWL_REPO", repoRoot) // for scripts that run the README from the checkout
+			env.Setenv("TERMSPRAWL_REPO", repoRoot)      // for scripts that run the README from the checkout
 			env.Setenv("TERMSPRAWL_TMUX_SOCKET", srv.Socket)
 			env.Setenv("HOME", home)
 			env.Setenv("USER", os.Getenv("USER"))
