@@ -3,6 +3,11 @@
 build:
     go build ./...
 
+# termsprawl and termsprawlctl into bin/, naming the commit also where the
+# build records no VCS information (-buildvcs=false).
+bin:
+    go build -ldflags "-X github.com/termsprawl/termsprawl/cli.Commit=$(git rev-parse HEAD)" -o bin/ ./cmd/...
+
 test:
     go test ./...
 

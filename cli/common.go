@@ -96,11 +96,16 @@ func readBuildInfo() buildInfo {
 // version is the short version string (endpoint.json, session_info, MCP).
 func version() string { return readBuildInfo().Version }
 
+// commitFlagHint says how to name the commit in a build without VCS
+// information (the Justfile's bin recipe does it). No commas: the
+// version line is "(commit …, GO, PLATFORM)".
+const commitFlagHint = `name it with go build -ldflags "-X github.com/termsprawl/termsprawl/cli.Commit=$(git rev-parse HEAD)" as just bin does`
+
 // versionLine is what `NAME version` and `NAME --version` print:
 // "termsprawl dev+0123456789ab (commit 0123456…, go1.26.8, linux/amd64)".
 func versionLine(name string) string {
 	bi := readBuildInfo()
-	commit := "commit unknown: built without VCS information"
+	commit := "commit unknown: built without VCS information (-buildvcs=false or outside a git checkout); " + commitFlagHint
 	if bi.Commit != "" {
 		commit = "commit " + bi.Commit
 		if bi.Modified {

@@ -119,14 +119,7 @@ func humanPredictors() []kongplete.Option {
 		if !call("terminal_list", &l) {
 			return nil
 		}
-		var out []string
-		for _, n := range l.Terminals {
-			out = append(out, n.Terminal)
-			if n.Name != "" && n.Name != n.Terminal && !strings.ContainsAny(n.Name, " \t\n") {
-				out = append(out, n.Name)
-			}
-		}
-		return out
+		return nodeWords(l.Terminals)
 	})
 	dialogs := complete.PredictFunc(func(complete.Args) []string {
 		var l tools.DialogList
@@ -146,6 +139,28 @@ func humanPredictors() []kongplete.Option {
 		kongplete.WithPredictor("command", complete.PredictFiles("*")),
 		kongplete.WithPredictor("topic", complete.PredictSet(tools.GuideTopics()...)),
 	}
+}
+
+// nodeWords are the words that name nodes: every id, and each name that
+// names one node and is no id (a name shared by several nodes, or equal
+// to another node's id, would name another node or none), each once.
+func nodeWords(rows []tools.NodeInfo) []string {
+	ids := map[string]bool{}
+	names := map[string]int{}
+	for _, n := range rows {
+		ids[n.Terminal] = true
+		names[n.Name]++
+	}
+	var out []string
+	for _, n := range rows {
+		out = append(out, n.Terminal)
+	}
+	for _, n := range rows {
+		if n.Name != "" && !ids[n.Name] && names[n.Name] == 1 && !strings.ContainsAny(n.Name, " \t\n") {
+			out = append(out, n.Name)
+		}
+	}
+	return out
 }
 
 // ctlPredictors complete operation names and guide topics.

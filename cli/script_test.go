@@ -33,6 +33,7 @@ import (
 //	TERMSPRAWL_HOME        $WORK/state
 //	TERMSPRAWL_TMUX_SOCKET a fresh socket, whose server is killed at the end
 //	HOME                   $WORK/home, with a go env file pointing at the real build and module caches
+//	TERMSPRAWL_REPO        the root of this checkout (for `go run` as the README has it)
 //
 // and the commands
 //
@@ -56,6 +57,10 @@ func TestScripts(t *testing.T) {
 		testenv.SkipOrFail(t, "binaries were not built")
 	}
 	goEnv := goEnvFile(t)
+	repoRoot, err := filepath.Abs("..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
@@ -81,6 +86,7 @@ func TestScripts(t *testing.T) {
 			env.Setenv("PATH", filepath.Join(work, "bin")+string(os.PathListSeparator)+e2eBinDir+string(os.PathListSeparator)+env.Getenv("PATH"))
 			env.Setenv("TERMSPRAWL_HOME", state)
 			env.Setenv("TERMSPRAWL_TEST_BIN", e2eBinDir) // for scripts that narrow PATH
+			env.Setenv("TERMSPRAWL_REPO", repoRoot)      // for scripts that run the README from the checkout
 			env.Setenv("TERMSPRAWL_TMUX_SOCKET", srv.Socket)
 			env.Setenv("HOME", home)
 			env.Setenv("USER", os.Getenv("USER"))

@@ -44,6 +44,7 @@ type humanGrammar struct {
 	Replay     replayCmd     `cmd:"" help:"Play a recording in this terminal at its recorded pace (--speed for faster)."`
 	Dialogs    dialogsCmd    `cmd:"" help:"List pending dialogs (permission prompts and questions) of agents."`
 	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always."`
+	Pick       pickCmd       `cmd:"" help:"Pick a pending dialog and answer it, one line at a time (what C-b a runs in a popup inside any node)."`
 	Monitor    monitorCmd    `cmd:"" help:"Print the read-only web monitor's URL and open it in the browser (--no-open: print only)."`
 	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawl or one of its commands."`
@@ -70,6 +71,7 @@ func (humanGrammar) Help() string {
 
 type upCmd struct {
 	Detach    bool          `name:"detach" short:"d" help:"Run in the background (logs to <state>/termsprawl.log) and return once it serves."`
+	ShardSize int           `name:"shard-size" hidden:"" help:"Nodes per private tmux server (default 8; for tests)."`
 	MaxNodes  int           `name:"max-nodes" default:"512" help:"Most nodes this orchestrator runs at once."`
 	IdleAfter time.Duration `name:"idle-after" default:"30s" help:"Unobserved nodes sleep after this long (their mirror is rebuilt from tmux when observed); a negative value disables sleeping."`
 	LogLevel  string        `name:"log-level" enum:"auto,debug,info,warn,error" default:"auto" help:"Log level of the log on stderr: debug, info, warn or error; auto is warn when stderr is a terminal, else info."`
@@ -102,6 +104,7 @@ type newCmd struct {
 	Host    string   `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
 	Cwd     string   `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
 	JSON    bool     `name:"json" help:"Print the new node as JSON instead of its id."`
+	Attach  bool     `name:"attach" short:"a" help:"Then attach this terminal to it (as termsprawl attach)."`
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: your shell)."`
 }
 
@@ -109,7 +112,8 @@ func (newCmd) Examples() string {
 	return `termsprawl new                             # your shell, in the current directory
 termsprawl new --name build -- bash
 termsprawl new --cwd ~/src/app --name web -- npm run dev
-termsprawl new --json -- python3`
+termsprawl new --json -- python3
+termsprawl new --attach --name scratch     # launch and take over this terminal in one step`
 }
 
 type agentCmd struct {
@@ -228,7 +232,8 @@ type human struct {
 	socket   string
 	stdout   io.Writer
 	stderr   io.Writer
-	upOpts   upCmd // the flags of up
+	upOpts   upCmd  // the flags of up
+	launched string // the id of the node launch made (for new --attach)
 }
 
 // humanOptions are the kong options of termsprawl.
@@ -322,7 +327,11 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "down":
 		return h.down(g.Down.All)
 	case "new":
-		return h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Host, g.New.Command, g.New.JSON)
+		code := h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Host, g.New.Command, g.New.JSON)
+		if code == ExitOK && g.New.Attach {
+			return h.attach(h.launched, false)
+		}
+		return code
 	case "agent":
 		return h.launch("agent_launch", g.Agent.Kind, g.Agent.Name, g.Agent.Cwd, g.Agent.Host, g.Agent.Command, g.Agent.JSON)
 	case "ls":
@@ -367,6 +376,8 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			}
 			fmt.Fprintf(h.stdout, "answered %s: %s%s\n", g.Answer.Dialog, g.Answer.Mode, note)
 		})
+	case "pick":
+		return h.pick(os.Stdin)
 	case "doctor":
 		return h.doctor(g.Doctor.JSON)
 	case "monitor":
@@ -533,6 +544,7 @@ func (h *human) launchWith(op, kind, name string, command []string, asJSON bool,
 		return ExitNo
 	}
 	id := node.Terminal
+	h.launched = id
 	if asJSON {
 		var pretty any
 		_ = json.Unmarshal(rec.Result, &pretty)
@@ -745,6 +757,9 @@ func attachArgv(socket string, n tools.NodeInfo, readOnly bool) []string {
 }
 
 func (h *human) attach(word string, readOnly bool) int {
+	if h.isDown() {
+		return h.attachOffline(word, readOnly) // the tmux fallback (attach_offline.go)
+	}
 	n, code := h.findNode(word)
 	if code != ExitOK {
 		return code
@@ -774,6 +789,9 @@ func (h *human) open(word string) int {
 	n, code := h.findNode(word)
 	if code != ExitOK {
 		return code
+	}
+	if done, code := h.openInUserTmux(n); done {
+		return code // a window of the user's own tmux (open.go)
 	}
 	return h.simple("terminal_external", map[string]any{"terminal": n.Terminal}, func(json.RawMessage) {
 		fmt.Fprintf(h.stdout, "opened a terminal window attached to node %s\n", n.Terminal)

@@ -50,6 +50,11 @@ func ctlPath() string {
 	return ""
 }
 
+// ctlMissing is up's warning when termsprawlctl is not found, saying what
+// to do (`go run` builds termsprawl alone).
+const ctlMissing = "termsprawlctl was not found next to this termsprawl or on PATH, so nodes get no termsprawlctl: agents cannot call termsprawl, and agent nodes get no MCP registration. " +
+	"`go run` builds termsprawl alone: stop this one (Ctrl-C) and run the pair instead: go build -o bin/ ./cmd/... && bin/termsprawl up (or put both on PATH: go install ./cmd/...)"
+
 // nodesText is "no nodes", "1 node" or "N nodes".
 func nodesText(n int) string {
 	switch n {
@@ -74,7 +79,9 @@ func printServing(w io.Writer, ep tools.Endpoint, stateDir, socket, operator str
 	fmt.Fprintf(w, "  tmux socket:       %s%s\n", socket, nodeText)
 	fmt.Fprintf(w, "  operator session:  %s\n", operator)
 	fmt.Fprintf(w, "launch a node:       termsprawl new --name build -- bash\n")
-	fmt.Fprintf(w, "attach to a node:    termsprawl attach NODE   (or: tmux -L %s attach -t ts-NODE)\n", socket)
+	fmt.Fprintf(w, "attach to a node:    termsprawl attach NODE   (also while termsprawl is down; C-b d detaches, C-b %s answers dialogs)\n", tools.PickerKey)
+	// Nodes are spread over shards: the tmux command names the node's own.
+	fmt.Fprintf(w, "without termsprawl:  tmux -L SOCKET attach -t ts-NODE   (SOCKET: the node's tmux_socket in termsprawl ls --json: %s, %s-2, …)\n", socket, socket)
 	fmt.Fprintf(w, "an agent calls:      termsprawlctl --session %s call terminal_list\n", operator)
 	fmt.Fprintf(w, "stop:                termsprawl down   (nodes keep running; down --all ends them)\n")
 }
@@ -127,6 +134,8 @@ func (h *human) config(logger *slog.Logger) orchestrator.Config {
 		IdleAfter: h.upOpts.IdleAfter,
 
 		MCPAllowOrigins: h.upOpts.MCPAllowOrigin,
+		Picker:          h.pickerCommand(),
+		ShardSize:       h.upOpts.ShardSize,
 	}
 }
 
@@ -151,7 +160,7 @@ func (h *human) up() int {
 		return ExitNo
 	}
 	if cfg.CtlPath == "" {
-		logger.Warn("termsprawlctl not found next to this binary or on PATH: agent nodes get no TERMSPRAWL_CTL and no MCP registration; build both with `go build -o bin/ ./cmd/...` and run bin/termsprawl up")
+		logger.Warn(ctlMissing)
 	}
 	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
 		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
@@ -216,6 +225,9 @@ func (h *human) upDetached() int {
 	}
 	for _, o := range h.upOpts.MCPAllowOrigin {
 		cmd.Args = append(cmd.Args, "--mcp-allow-origin", o)
+	}
+	if h.upOpts.ShardSize > 0 {
+		cmd.Args = append(cmd.Args, "--shard-size", strconv.Itoa(h.upOpts.ShardSize))
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -341,17 +353,17 @@ func (h *human) down(all bool) int {
 	if s, err := tools.ReadSession(tools.OperatorSessionPath(h.stateDir)); err == nil && s.Socket != "" {
 		socket = s.Socket
 	}
+	// The nodes and their sockets, while the orchestrator can still say.
 	var nodeSockets []string
-	if all {
-		// The sockets of the nodes, while the orchestrator can still say.
-		ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
-		res := tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
-		cancel()
-		var l tools.NodeList
-		if res.OK && tools.DecodeValue(res.Value, &l) == nil {
-			for _, n := range l.Terminals {
-				nodeSockets = append(nodeSockets, n.TmuxSocket)
-			}
+	nodes := -1 // unknown
+	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+	res := tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
+	cancel()
+	var l tools.NodeList
+	if res.OK && tools.DecodeValue(res.Value, &l) == nil {
+		nodes = len(l.Terminals)
+		for _, n := range l.Terminals {
+			nodeSockets = append(nodeSockets, n.TmuxSocket)
 		}
 	}
 	pid, code := h.stop()
@@ -360,7 +372,7 @@ func (h *human) down(all bool) int {
 	}
 	if !all {
 		if pid > 0 {
-			fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d); its nodes keep running: the next `termsprawl up` adopts them, `termsprawl down --all` ends them\n", pid)
+			fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)%s\n", pid, keepText(nodes))
 		}
 		return ExitOK
 	}
@@ -368,6 +380,21 @@ func (h *human) down(all bool) int {
 		fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)\n", pid)
 	}
 	return h.killTmuxServers(shardSockets(socket, nodeSockets))
+}
+
+// keepText is what down says of the nodes it leaves running (nodes < 0:
+// the count is unknown).
+func keepText(nodes int) string {
+	const next = ": the next `termsprawl up` adopts them, `termsprawl down --all` ends them"
+	switch {
+	case nodes == 0:
+		return "; it ran no nodes"
+	case nodes == 1:
+		return "; its node keeps running: the next `termsprawl up` adopts it, `termsprawl down --all` ends it"
+	case nodes > 1:
+		return fmt.Sprintf("; its %d nodes keep running%s", nodes, next)
+	}
+	return "; its nodes keep running" + next
 }
 
 // tmuxSocketDir is where tmux keeps the sockets of `tmux -L NAME`.

@@ -55,6 +55,7 @@ var humanTerms = strings.NewReplacer(
 	"call dialog_list", "`termsprawl dialogs` lists them",
 	"(see terminal_list)", "(see `termsprawl ls`)",
 	"see terminal_list", "see `termsprawl ls`",
+	"no terminal emulator", "no terminal emulator", // a program, not a node
 	"no terminal ", "no node ",
 	"terminal \"", "node \"",
 	"give its absolute path as command[0]", "give its absolute path as the command",

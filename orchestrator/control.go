@@ -149,7 +149,7 @@ func (o *Orchestrator) ExternalArgv(id string) ([]string, error) {
 		}
 	}
 	return nil, tools.Errorf(tools.KindNotRun,
-		"no terminal emulator found (tried x-terminal-emulator, kitty, alacritty, gnome-terminal, konsole, xterm; none set in %s): run `termsprawl attach %s` in a terminal instead", prefPath, id)
+		"no terminal emulator found to open a window with (tried x-terminal-emulator, kitty, alacritty, gnome-terminal, konsole, xterm) and none is set in %s: write yours there, e.g. {\"executable\":\"kitty\",\"args\":[\"--\",\"{command}\"]} ({command} stands for the attach command), or run `termsprawl attach %s` in a terminal instead", prefPath, id)
 }
 
 // External opens a new terminal window attached to the node: spawned

@@ -56,6 +56,10 @@ type Config struct {
 	MCPAllowOrigins []string
 	// Hosts are the machines driven over ssh (CONTRACT §17; host.go).
 	Hosts []tools.HostSpec
+	// Picker is the shell command the local private servers run in a
+	// popup on prefix tools.PickerKey: the dialog picker (popup.go). "": no
+	// binding.
+	Picker string
 }
 
 // DefaultShardSize is Config.ShardSize's default: the blast radius of a
@@ -155,7 +159,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		cfg.ShardSize = DefaultShardSize
 	}
 	deaths := make(chan struct{}, 1)
-	srv, err := startTmuxServer(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, minimalEnv(), deaths)
+	srv, err := startTmuxServer(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, cfg.Picker, minimalEnv(), deaths)
 	if err != nil {
 		return nil, err
 	}

@@ -229,7 +229,7 @@ func (o *Orchestrator) shardFor(ctx context.Context) (*tmuxServer, error) {
 
 // addShard starts (or connects to) the server of socket and adds it.
 func (o *Orchestrator) addShard(ctx context.Context, socket string) (*tmuxServer, error) {
-	s, err := startTmuxServer(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, minimalEnv(), o.deaths)
+	s, err := startTmuxServer(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, o.cfg.Picker, minimalEnv(), o.deaths)
 	if err != nil {
 		return nil, err
 	}

@@ -78,13 +78,14 @@ func (s *tmuxServer) cli(ctx context.Context, args ...string) (string, error) {
 }
 
 // startTmuxServer starts (or connects to) the private server of socket;
-// pane deaths on it are signalled on deaths (shared by every shard).
-func startTmuxServer(ctx context.Context, bin, socket, stateDir string, env []string, deaths chan struct{}) (*tmuxServer, error) {
+// pane deaths on it are signalled on deaths (shared by every shard);
+// picker, if set, is bound to prefix tools.PickerKey (popup.go).
+func startTmuxServer(ctx context.Context, bin, socket, stateDir, picker string, env []string, deaths chan struct{}) (*tmuxServer, error) {
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("find tmux: %w (install tmux, e.g. apt-get install tmux)", err)
 	}
 	conf := filepath.Join(stateDir, "tmux.conf")
-	if err := os.WriteFile(conf, []byte(TmuxServerConf), 0o600); err != nil {
+	if err := os.WriteFile(conf, []byte(serverConf(picker)), 0o600); err != nil {
 		return nil, fmt.Errorf("write tmux config: %w", err)
 	}
 	s := &tmuxServer{bin: bin, socket: socket, conf: conf, minimalEnv: env, deaths: deaths, stop: make(chan struct{})}

@@ -42,6 +42,10 @@ type NodeInfo struct {
 	// Exited is set in a launch's result when the program exited within
 	// a second of its start.
 	Exited *EarlyExit `json:"exited,omitempty"`
+	// NameTaken, in a launch's receipt only: the name asked for already
+	// named other nodes (their ids), so this node got another id
+	// (terminal) and is reached by that.
+	NameTaken []string `json:"name_taken,omitempty"`
 	// Crash is set once the program ended on its own with a non-zero
 	// code or a signal (CONTRACT §11).
 	Crash *Crash `json:"crash,omitempty"`

@@ -194,7 +194,8 @@ func TestDialogTellsAttachedHumans(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	res := apiFail(t, s.session(asker), "dialog_request", apiM{"kind": "permission", "title": "Bash: make #deploy", "timeout_ms": 60000, "wait_ms": 20}, tools.KindTimeout)
-	want := asker + " asks: Bash: make #deploy (termsprawl answer " + res.Details["dialog"].(string) + " allow|deny"
+	// It names the binding that answers from there (CONTRACT §18).
+	want := asker + " asks: Bash: make #deploy (C-b " + tools.PickerKey + " answers here, or termsprawl answer " + res.Details["dialog"].(string) + " allow|deny)"
 	for {
 		pane, _ := outer.Cmd("capture-pane", "-p", "-t", "=human:")
 		if strings.Contains(pane, want) {

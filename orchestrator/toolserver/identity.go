@@ -134,7 +134,9 @@ func sessionInfo(c *call, _ noArgs) (tools.SessionInfo, error) {
 	info := tools.SessionInfo{Node: c.caller.Node, Role: c.caller.Role, InstanceID: s.instance, Version: s.version,
 		TmuxSocket: s.o.Socket(), Operations: tools.OperationNames(),
 		PreferencesFile: tools.PreferencesPath(s.stateDir), StateDir: s.stateDir,
-		Attach: "tmux -L " + s.o.Socket() + " attach-session -t ts-<node>"}
+		// Nodes are spread over shards: the operator's hint names no
+		// server that could be the wrong one.
+		Attach: "tmux -L SOCKET attach-session -t ts-NODE (SOCKET: the node's tmux_socket in terminal_list)"}
 	if c.caller.Role != tools.RoleOperator {
 		info.TmuxSession = "ts-" + c.caller.Node
 		if m, ok := s.o.Meta(c.caller.Node); ok && m.Socket != "" {

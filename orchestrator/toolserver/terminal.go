@@ -72,6 +72,15 @@ func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 	if m, ok := c.s.o.Meta(info.Terminal); ok {
 		c.s.loadToken(m)
 	}
+	if spec.Name != "" && info.Terminal != spec.Name {
+		// The name was taken: say so, or the caller's next call by that
+		// name reaches the other node (CONTRACT §10 naming).
+		for _, r := range c.s.o.Peek() {
+			if r.Terminal != info.Terminal && (r.Terminal == spec.Name || r.Name == spec.Name) {
+				info.NameTaken = append(info.NameTaken, r.Terminal)
+			}
+		}
+	}
 	return info, nil
 }
 

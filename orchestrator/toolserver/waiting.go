@@ -34,11 +34,14 @@ func (s *Server) notifyWaiting(node, what, dialogID string) {
 	}()
 }
 
-// waitingMessage is the one line humans see.
+// waitingMessage is the one line humans see: for a dialog, it names the
+// binding that opens the picker and the command that answers it.
 func waitingMessage(node, what, dialogID string) string {
 	what = oneLine(what, maxNotifyTitle)
 	if dialogID != "" {
-		return fmt.Sprintf("termsprawl: %s asks: %s (termsprawl answer %s allow|deny, or termsprawl dialogs)", node, what, dialogID)
+		// The binding of the private servers answers it from any node
+		// (CONTRACT §18); the command works from any terminal.
+		return fmt.Sprintf("termsprawl: %s asks: %s (C-b %s answers here, or termsprawl answer %s allow|deny)", node, what, tools.PickerKey, dialogID)
 	}
 	if what != "" {
 		what = ": " + what
