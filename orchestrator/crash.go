@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -88,7 +89,7 @@ func (n *node) recordCrash(ctx context.Context, code int) {
 			n.mu.Lock()
 			pid := n.pid
 			n.mu.Unlock()
-			if ws, ok := zombieWait(pid); ok && ws.Signaled() {
+			if ws, ok := proc.ZombieWait(pid); ok && ws.Signaled() {
 				sig = int(ws.Signal())
 			}
 		}

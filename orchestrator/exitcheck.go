@@ -1,6 +1,9 @@
 package orchestrator
 
-import "time"
+import (
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
+	"time"
+)
 
 // Why an exit seen by the process watcher waits for tmux
 //
@@ -41,7 +44,7 @@ func (n *node) confirmExit(code int) (bool, int) {
 	n.mu.Lock()
 	pid := n.pid
 	n.mu.Unlock()
-	zcode, zombie := zombieStatus(pid)
+	zcode, zombie := proc.ZombieStatus(pid)
 	if testHookExitUnconfirmed != nil {
 		testHookExitUnconfirmed(n, zombie)
 	}
