@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/termsprawl/termsprawl/orchestrator/applog"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -25,7 +26,7 @@ type termwright struct {
 
 	// logs is set by startLogs before the follower's goroutine starts
 	// and never changes after; it has its own mutex.
-	logs *logFollower
+	logs *applog.Follower
 }
 
 // Crash report bounds (CONTRACT §11).
