@@ -35,7 +35,8 @@ var allowed = map[string][]string{
 	// PNG screenshots from a cell grid: fonts and pixels only.
 	"orchestrator/render": {"golang.org/x/image/"},
 	// Recordings and traces, replayed through the same mirror.
-	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen"},
+	// The replay's tracker steps x/ansi's parser, the one x/vt runs.
+	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen", "github.com/charmbracelet/x/ansi"},
 	// The tool server drives the engine; tmux is the engine's business.
 	// It mounts the web monitor and feeds it through monitor's interfaces.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor"},
