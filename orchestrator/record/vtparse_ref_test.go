@@ -69,9 +69,7 @@ func refGenTable() *[4096]byte {
 			set(c, state, action, next)
 		}
 	}
-	for i := range t {
-		t[i] = rpaNone<<4 | rpsGround
-	}
+	// Every entry starts as "no action, to the ground state": zero.
 	for s := rpsGround; s <= rpsUtf8; s++ {
 		for _, c := range []int{0x18, 0x1a, 0x99, 0x9a} {
 			set(c, s, rpaExecute, rpsGround)
@@ -375,18 +373,6 @@ func (p *refParser) parseOscCmd() {
 		}
 		p.cmd = p.cmd*10 + int(d-'0')
 	}
-}
-
-// param returns parameter i as x/ansi's Params.Param(i, def) does.
-func (p *refParser) param(i, def int) int {
-	if i < 0 || i >= p.paramsLen {
-		return def
-	}
-	v := p.params[i] & rpMask
-	if v == rpMissing {
-		return def
-	}
-	return v
 }
 
 // Command bytes of a dispatched CSI or ESC sequence.
