@@ -1,8 +1,9 @@
 package orchestrator
 
 import (
-	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
 )
 
 // Why an exit seen by the process watcher waits for tmux
