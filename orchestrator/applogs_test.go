@@ -1,7 +1,6 @@
 package orchestrator
 
 import (
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/applog"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -29,7 +29,7 @@ func logsUntil(t *testing.T, o *Orchestrator, id string, cursor uint64, ok func(
 	n := o.node(id)
 	deadline := time.After(20 * time.Second)
 	for {
-		changed := n.tw.logs.changed()
+		changed := n.tw.logs.Changed()
 		ch, err := o.CaptureSince(id, cursor)
 		if err != nil {
 			t.Fatal(err)
@@ -101,84 +101,13 @@ func TestAppLogsFollow(t *testing.T) {
 	// A line longer than 4096 bytes is cut.
 	appendFile(t, app, strings.Repeat("x", 10000)+"\nshort\n")
 	ch2 := logsUntil(t, o, id, ch.Revision, func(c tools.Changes) bool { return len(c.Logs) == 3 })
-	if l := ch2.Logs[1].Line; len(l) != maxLogLineBytes+len("…") || ch2.Logs[2].Line != "short" {
+	if l := ch2.Logs[1].Line; len(l) != applog.MaxLineBytes+len("…") || ch2.Logs[2].Line != "short" {
 		t.Fatalf("long line %d bytes, then %q", len(l), ch2.Logs[2].Line)
 	}
 }
 
-// A deleted and recreated log, a rotated one (renamed away, a new file
-// created) and a truncated one go on being followed.
-func TestAppLogsRotation(t *testing.T) {
-	o, _ := newTestOrchestrator(t)
-	dir := t.TempDir()
-	p := filepath.Join(dir, "app.log")
-	os.WriteFile(p, nil, 0o600)
-	id := launchWithLogs(t, o, tools.LogSpec{Path: p, Label: "app"})
-	cur := revisionBase(o.node(id).meta.Epoch)
-
-	appendFile(t, p, "one\n")
-	ch := logsUntil(t, o, id, cur, hasLines("app: one"))
-	cur = ch.Revision
-	os.Remove(p)
-	logsUntil(t, o, id, cur, func(tools.Changes) bool {
-		caps, _ := o.Capabilities(id)
-		return len(caps.LogsMissing) == 1
-	})
-	appendFile(t, p, "two, in the recreated file\n")
-	ch = logsUntil(t, o, id, cur, hasLines("app: two, in the recreated file"))
-	cur = ch.Revision
-	if caps, _ := o.Capabilities(id); len(caps.LogsMissing) != 0 {
-		t.Fatalf("recreated log still missing: %v", caps.LogsMissing)
-	}
-
-	// Rotation: the program's last line goes to the renamed file, the
-	// next ones to a new file.
-	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
-	os.Rename(p, p+".1")
-	f.WriteString("three, before the rotation\n")
-	f.Close()
-	appendFile(t, p, "four, after it\n")
-	ch = logsUntil(t, o, id, cur, hasLines("app: three, before the rotation", "app: four, after it"))
-	cur = ch.Revision
-
-	// Truncation (copytruncate): read from the start again.
-	appendFile(t, p, "five\n")
-	ch = logsUntil(t, o, id, cur, hasLines("app: five"))
-	cur = ch.Revision
-	os.Truncate(p, 0)
-	appendFile(t, p, "six\n")
-	logsUntil(t, o, id, cur, hasLines("app: six"))
-}
-
-// 10 MB appended at once: the last 1,000 lines are kept, the rest counted.
-func TestAppLogsFlood(t *testing.T) {
-	o, _ := newTestOrchestrator(t)
-	p := filepath.Join(t.TempDir(), "flood.log")
-	os.WriteFile(p, nil, 0o600)
-	id := launchWithLogs(t, o, tools.LogSpec{Path: p, Label: "flood"})
-	cur := revisionBase(o.node(id).meta.Epoch)
-	var b strings.Builder
-	lines := 0
-	for b.Len() < 10<<20 {
-		fmt.Fprintf(&b, "line %07d %s\n", lines, strings.Repeat("z", 80))
-		lines++
-	}
-	appendFile(t, p, b.String())
-	last := fmt.Sprintf("line %07d", lines-1)
-	ch := logsUntil(t, o, id, cur, func(c tools.Changes) bool {
-		return len(c.Logs) > 0 && strings.HasPrefix(c.Logs[len(c.Logs)-1].Line, last)
-	})
-	if len(ch.Logs) != tools.MaxLogLines || *ch.LogsOmitted != lines-tools.MaxLogLines {
-		t.Fatalf("%d lines kept, %d omitted; want %d and %d", len(ch.Logs), *ch.LogsOmitted, tools.MaxLogLines, lines-tools.MaxLogLines)
-	}
-	if want := fmt.Sprintf("line %07d", lines-tools.MaxLogLines); !strings.HasPrefix(ch.Logs[0].Line, want) {
-		t.Fatalf("first kept line %q, want %s", ch.Logs[0].Line[:12], want)
-	}
-	// A cursor after the flood omits nothing.
-	if after, _ := o.CaptureSince(id, ch.Revision); *after.LogsOmitted != 0 || len(after.Logs) != 0 {
-		t.Fatalf("after the flood: %d omitted, %d lines", *after.LogsOmitted, len(after.Logs))
-	}
-}
+// Rotation, truncation and floods are orchestrator/applog's tests: they
+// need no node.
 
 // Bad log paths: a missing file is followed once it appears (marked
 // missing meanwhile); a directory, a file that cannot be read, a missing
@@ -264,43 +193,6 @@ func TestAppLogsAfterRestart(t *testing.T) {
 	cur := revisionBase(o2.node(id).meta.Epoch)
 	appendFile(t, p, "after the restart\n")
 	logsUntil(t, o2, id, cur, hasLines("app: after the restart"))
-}
-
-// However a file's bytes arrive in reads, the follower's lines are the
-// file's lines (cut at maxLogLineBytes), never holding a newline.
-func FuzzLogSplit(f *testing.F) {
-	f.Add([]byte("one\ntwo\r\nthree"), uint16(3))
-	f.Add([]byte(strings.Repeat("x", 5000)+"\ny\n"), uint16(1000))
-	f.Add([]byte("\n\n\xff\xfe\n"), uint16(1))
-	f.Fuzz(func(t *testing.T, data []byte, cut uint16) {
-		lf := &logFollower{}
-		lg := &logFile{}
-		k := int(cut) % (len(data) + 1)
-		lines := append(lf.split(lg, data[:k]), lf.split(lg, data[k:])...)
-		var want []string
-		whole := string(data)
-		parts := strings.Split(whole, "\n")
-		for _, p := range parts[:len(parts)-1] { // the last has no newline yet
-			if len(p) > maxLogLineBytes {
-				p = p[:maxLogLineBytes]
-				want = append(want, logText([]byte(p))+"…")
-				continue
-			}
-			want = append(want, logText([]byte(p)))
-		}
-		if last := parts[len(parts)-1]; len(last) > maxLogLineBytes {
-			// An unfinished line that is already too long is given early.
-			want = append(want, logText([]byte(last[:maxLogLineBytes]))+"…")
-		}
-		if strings.Join(lines, "\x00") != strings.Join(want, "\x00") {
-			t.Fatalf("split %q at %d: %q, want %q", data, k, lines, want)
-		}
-		for _, l := range lines {
-			if strings.Contains(l, "\n") {
-				t.Fatalf("a line holds a newline: %q", l)
-			}
-		}
-	})
 }
 
 // A node with logs always has logs and logs_omitted in its captures; a

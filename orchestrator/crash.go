@@ -8,6 +8,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/termsprawl/termsprawl/orchestrator/applog"
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -24,7 +26,7 @@ type termwright struct {
 
 	// logs is set by startLogs before the follower's goroutine starts
 	// and never changes after; it has its own mutex.
-	logs *logFollower
+	logs *applog.Follower
 }
 
 // Crash report bounds (CONTRACT §11).
@@ -88,7 +90,7 @@ func (n *node) recordCrash(ctx context.Context, code int) {
 			n.mu.Lock()
 			pid := n.pid
 			n.mu.Unlock()
-			if ws, ok := zombieWait(pid); ok && ws.Signaled() {
+			if ws, ok := proc.ZombieWait(pid); ok && ws.Signaled() {
 				sig = int(ws.Signal())
 			}
 		}

@@ -1,15 +1,12 @@
 package orchestrator
 
 import (
-	"bytes"
 	"context"
-	"fmt"
-	"os"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -21,8 +18,8 @@ func (n *node) watchProcess(pid int) {
 	if n.o.procs == nil || n.meta.Host != "" {
 		return // a remote pane's pid is not ours to watch: tmux's hook tells
 	}
-	err := n.o.procs.watch(pid, func() {
-		if code, ok := zombieStatus(pid); ok {
+	err := n.o.procs.Watch(pid, func() {
+		if code, ok := proc.ZombieStatus(pid); ok {
 			n.requestExit(code)
 			return
 		}
@@ -78,7 +75,7 @@ func checkDead(word string, pid int) (bool, int) {
 		return true, code
 	}
 	if strings.HasPrefix(word, "1:") && pid > 0 {
-		if code, ok := zombieStatus(pid); ok {
+		if code, ok := proc.ZombieStatus(pid); ok {
 			return true, code
 		}
 	}
@@ -141,42 +138,4 @@ func (o *Orchestrator) watchDeaths() {
 			retry = 0
 		}
 	}
-}
-
-// zombieStatus reads the exit status of a dead, unreaped process from
-// /proc/PID/stat (field 52, in waitpid's encoding). It reports false if
-// the process is not a zombie.
-func zombieStatus(pid int) (int, bool) {
-	status, ok := zombieWait(pid)
-	switch {
-	case !ok:
-	case status.Exited():
-		return status.ExitStatus(), true
-	case status.Signaled():
-		return 128 + int(status.Signal()), true
-	}
-	return 0, false
-}
-
-// zombieWait is the wait status of pid while it is an unreaped zombie.
-func zombieWait(pid int) (syscall.WaitStatus, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	// The command name (field 2) is in parentheses and may hold spaces.
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(string(b[i+1:]))
-	// f[0] is field 3 (state); field 52 is f[49].
-	if len(f) < 50 || f[0] != "Z" {
-		return 0, false
-	}
-	ws, err := strconv.Atoi(f[49])
-	if err != nil {
-		return 0, false
-	}
-	return syscall.WaitStatus(ws), true
 }

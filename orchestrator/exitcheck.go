@@ -1,6 +1,10 @@
 package orchestrator
 
-import "time"
+import (
+	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
+)
 
 // Why an exit seen by the process watcher waits for tmux
 //
@@ -41,7 +45,7 @@ func (n *node) confirmExit(code int) (bool, int) {
 	n.mu.Lock()
 	pid := n.pid
 	n.mu.Unlock()
-	zcode, zombie := zombieStatus(pid)
+	zcode, zombie := proc.ZombieStatus(pid)
 	if testHookExitUnconfirmed != nil {
 		testHookExitUnconfirmed(n, zombie)
 	}

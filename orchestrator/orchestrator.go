@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -99,8 +100,8 @@ type Orchestrator struct {
 	lastServerDeath string
 	deadAdmin       *tmuxctl.Client
 
-	procs *procWatcher // nil where pidfds are not available
-	hosts *hostSet     // the machines driven over ssh (host.go)
+	procs *proc.Watcher // nil where pidfds are not available
+	hosts *hostSet      // the machines driven over ssh (host.go)
 	// traces are the recordings opened for reading (trace_open).
 	traces *record.Registry
 
@@ -164,7 +165,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		return nil, err
 	}
 	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{}), traces: record.NewRegistry()}
-	if pw, err := newProcWatcher(); err == nil {
+	if pw, err := proc.NewWatcher(); err == nil {
 		o.procs = pw
 	} else {
 		o.log.Warn("no process watcher; relying on tmux's pane-died hook", "err", err)
@@ -229,7 +230,7 @@ func (o *Orchestrator) Close() {
 	wg.Wait()
 	o.traces.CloseAll()
 	if o.procs != nil {
-		o.procs.close()
+		o.procs.Close()
 	}
 	for _, s := range o.servers() {
 		s.close()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -24,7 +25,7 @@ func (h *remoteHost) startMaster(ctx context.Context) (*exec.Cmd, chan struct{},
 	argv := append(h.sshBase(), "-M", "-N", "-S", h.ctlPath, "-o", "ControlPersist=no", "-o", "ExitOnForwardFailure=no",
 		"-o", "PermitLocalCommand=yes", "-o", "LocalCommand=echo "+readyLine, h.spec.Dest)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.SysProcAttr = masterSysProcAttr()
+	cmd.SysProcAttr = proc.DieWithParent()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, nil, err

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/orchestrator/termio"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -85,7 +86,7 @@ func parseSeed(line string) (st screen.SeedState, dead bool, status, pid int, er
 	st.CursorVisible = f[4] == "1"
 	st.AltScreen = f[5] == "1"
 	st.AppCursor = f[6] == "1"
-	st.MouseTracking, st.MouseUTF8 = parseMouseFlags(f[7])
+	st.MouseTracking, st.MouseUTF8 = termio.ParseMouseFlags(f[7])
 	st.Mouse = st.MouseTracking != 0
 	st.MouseSGR = f[8] == "1"
 	st.ScrollTop, st.ScrollBottom = num(9), num(10)

@@ -10,6 +10,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/termsprawl/termsprawl/orchestrator/record"
+	"github.com/termsprawl/termsprawl/orchestrator/termio"
 
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -266,29 +267,29 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 			if err != nil {
 				return err
 			}
-			a.at = c
+			a.At = c
 		}
-		for _, c := range []*tools.Cell{&a.at, a.toPtr()} {
+		for _, c := range []*tools.Cell{&a.At, dragTo(&a)} {
 			if c != nil && (c.Row >= snap.Rows || c.Column >= snap.Columns) {
 				return usage("cell {row %d, column %d} is outside the screen (%d columns x %d rows: rows 0..%d, columns 0..%d)",
 					c.Row, c.Column, snap.Columns, snap.Rows, snap.Rows-1, snap.Columns-1)
 			}
 		}
 		mm := mouseModeOf(n.scr.Modes())
-		if ok, needs := a.allowed(mm.Tracking); !ok {
+		if ok, needs := a.Allowed(mm.Tracking); !ok {
 			return tools.Errorf(tools.KindNotRun, "input-mode-disabled: terminal_%s needs %s and the program in %q has not enabled it (its mouse tracking is %s); nothing was sent. terminal_capabilities shows the program's mouse modes; drive it with terminal_press or terminal_type instead",
 				spec.Kind, needs, id, mm.Tracking).WithDetails("reason", "input-mode-disabled").WithDetails("mouse", mm)
 		}
-		data, ok := encodeAction(a, mm)
+		data, ok := termio.EncodeAction(a, mm)
 		if !ok {
 			return usage("the cell cannot be expressed in the program's %s mouse encoding (X10 reports stop at column and row 223); nothing was sent", mm.Encoding)
 		}
-		res = tools.MouseResult{Terminal: id, At: a.at, Mouse: mm, Bytes: len(data)}
+		res = tools.MouseResult{Terminal: id, At: a.At, Mouse: mm, Bytes: len(data)}
 		if spec.Kind == "drag" {
-			to := a.to
+			to := a.To
 			res.To = &to
 		}
-		n.noteInput("mouse", fmt.Sprintf("%s %s at %d,%d", spec.Kind, cmpOr(spec.Button, "left"), a.at.Row, a.at.Column))
+		n.noteInput("mouse", fmt.Sprintf("%s %s at %d,%d", spec.Kind, cmpOr(spec.Button, "left"), a.At.Row, a.At.Column))
 		if err := n.sendRaw(ctx, data); err != nil {
 			return err
 		}
@@ -306,16 +307,17 @@ func cmpOr(s, def string) string {
 	return s
 }
 
-func (a *mouseAction) toPtr() *tools.Cell {
-	if a.kind != "drag" {
+// dragTo is a drag's end, nil for other actions.
+func dragTo(a *termio.Action) *tools.Cell {
+	if a.Kind != "drag" {
 		return nil
 	}
-	return &a.to
+	return &a.To
 }
 
 // mouseActionOf checks and translates a MouseSpec.
-func mouseActionOf(spec MouseSpec) (mouseAction, error) {
-	a := mouseAction{kind: spec.Kind, count: max(spec.Count, 1)}
+func mouseActionOf(spec MouseSpec) (termio.Action, error) {
+	a := termio.Action{Kind: spec.Kind, Count: max(spec.Count, 1)}
 	switch spec.Kind {
 	case "click", "hover", "wheel", "drag":
 	default:
@@ -325,32 +327,32 @@ func mouseActionOf(spec MouseSpec) (mouseAction, error) {
 		return a, usage("give exactly one of \"at\" ({row, column}) and \"ref\" (from terminal_query)")
 	}
 	if spec.At != nil {
-		a.at = *spec.At
+		a.At = *spec.At
 	}
 	if spec.Kind == "drag" {
 		if spec.At == nil || spec.To == nil {
 			return a, usage("terminal_drag needs from and to")
 		}
-		a.to = *spec.To
+		a.To = *spec.To
 	}
 	switch spec.Button {
 	case "", "left":
-		a.button = mouseLeft
+		a.Button = ansi.MouseLeft
 	case "middle":
-		a.button = mouseMiddle
+		a.Button = ansi.MouseMiddle
 	case "right":
-		a.button = mouseRight
+		a.Button = ansi.MouseRight
 	default:
 		return a, usage("button %q: use left, middle or right", spec.Button)
 	}
 	for _, m := range spec.Modifiers {
 		switch m {
 		case "shift":
-			a.mods |= mouseShift
+			a.Shift = true
 		case "alt":
-			a.mods |= mouseAlt
+			a.Alt = true
 		case "ctrl":
-			a.mods |= mouseCtrl
+			a.Ctrl = true
 		default:
 			return a, usage("modifier %q: use shift, alt or ctrl", m)
 		}
@@ -359,7 +361,7 @@ func mouseActionOf(spec MouseSpec) (mouseAction, error) {
 		if spec.DeltaY == 0 {
 			return a, usage("delta_y must not be 0: positive scrolls down, negative up")
 		}
-		a.wheelDown, a.notches = spec.DeltaY > 0, min(abs(spec.DeltaY), tools.MaxWheelDelta)
+		a.WheelDown, a.Notches = spec.DeltaY > 0, min(max(spec.DeltaY, -spec.DeltaY), tools.MaxWheelDelta)
 	}
 	return a, nil
 }

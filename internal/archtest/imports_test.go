@@ -21,13 +21,22 @@ var allowed = map[string][]string{
 	"tools":   {"github.com/fsnotify/fsnotify", module + "/internal/tmuxenv"},
 	// The engine: nodes on tmux servers. It never imports the tool server.
 	"orchestrator": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/",
-		// application logs of a node are followed with fsnotify (applogs.go, CONTRACT §11)
-		"github.com/fsnotify/fsnotify"},
+		// the rooms that need no node
+		module + "/orchestrator/proc", module + "/orchestrator/termio", module + "/orchestrator/applog"},
+	// The engine's rooms that need no node (docs/ARCHITECTURE.md): none
+	// imports the engine or the tool server. Process watching: pidfds and
+	// epoll through x/sys/unix, no raw syscall numbers.
+	"orchestrator/proc": {"golang.org/x/sys/unix"},
+	// Key names and mouse reports: the contract's values, x/ansi's encoders.
+	"orchestrator/termio": {module + "/tools", "github.com/charmbracelet/x/ansi"},
+	// Application logs of a node, followed with fsnotify (CONTRACT §11).
+	"orchestrator/applog": {module + "/tools", "github.com/fsnotify/fsnotify"},
 	"orchestrator/screen": {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
 	// PNG screenshots from a cell grid: fonts and pixels only.
 	"orchestrator/render": {"golang.org/x/image/"},
 	// Recordings and traces, replayed through the same mirror.
-	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen"},
+	// The replay's tracker steps x/ansi's parser, the one x/vt runs.
+	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen", "github.com/charmbracelet/x/ansi"},
 	// The tool server drives the engine; tmux is the engine's business.
 	// It mounts the web monitor and feeds it through monitor's interfaces.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor"},

@@ -12,7 +12,7 @@ import (
 // them must be Linux-only itself (a _linux.go name or a linux build
 // constraint), with a fallback beside it, so the project builds on other
 // systems (CI also runs GOOS=darwin go build ./...).
-var linuxOnly = regexp.MustCompile(`syscall\.(Epoll\w*|EPOLL\w*|SYS_PIDFD\w*|Pdeathsig|PR_SET_PDEATHSIG|Prctl)|Pdeathsig:|sysPidfdOpen`)
+var linuxOnly = regexp.MustCompile(`(syscall|unix)\.(Epoll\w*|EPOLL\w*|SYS_PIDFD\w*|Pidfd\w*|PIDFD\w*|Pdeathsig|PR_SET_PDEATHSIG|Prctl)|Pdeathsig:|sysPidfdOpen`)
 
 func TestLinuxOnlyCodeIsTagged(t *testing.T) {
 	root := "../.."

@@ -68,7 +68,7 @@
 //     hundred KB. Full-screen redraws cannot be squeezed and replay at the
 //     emulator's speed (a few MB/s), once.
 //
-// The tracker that makes both safe (vtparse.go, track.go) models x/vt
-// v0.1.0's parser and handlers byte for byte; where it cannot tell, it
-// takes no keyframe and does not squeeze.
+// The tracker that makes both safe (track.go) steps x/vt v0.1.0's own
+// parser, x/ansi's (vtparse.go), and models its handlers byte for byte;
+// where it cannot tell, it takes no keyframe and does not squeeze.
 package record

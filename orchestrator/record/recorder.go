@@ -415,7 +415,7 @@ func (r *Recorder) Input(kind string, size int, keys []string) {
 	r.kick()
 }
 
-// keyNames are tmux's key names (as orchestrator/keys.go sends them).
+// keyNames are tmux's key names (as orchestrator/termio's ParseKeys gives them).
 var keyNames = map[string]bool{
 	"Enter": true, "Escape": true, "Tab": true, "BTab": true, "BSpace": true, "Space": true,
 	"Up": true, "Down": true, "Left": true, "Right": true,

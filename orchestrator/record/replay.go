@@ -235,7 +235,7 @@ func (f *feeder) feedTo(p int64) {
 
 // resetRun starts a new run at p.
 func (f *feeder) resetRun(p int64) {
-	f.run.reset(p, f.tk.p.state == psGround, f.rows)
+	f.run.reset(p, f.tk.p.state() == psGround, f.rows)
 }
 
 // flushRun ends the run at end, squeezing it if it can: the bytes up to
@@ -350,7 +350,7 @@ func (f *feeder) scan(e int, d []byte) {
 	tk := &f.tk
 	for i := 0; i < len(d); i++ {
 		b := d[i]
-		old := tk.p.state
+		old := tk.p.state()
 		if old == psGround && b >= 0x20 && b < 0x7f {
 			j := i + 1
 			for j < len(d) && d[j] >= 0x20 && d[j] < 0x7f {
@@ -369,7 +369,7 @@ func (f *feeder) scan(e int, d []byte) {
 			continue
 		}
 		ev := tk.p.step(b)
-		nw := tk.p.state
+		nw := tk.p.state()
 		at := mkpos(e, i)
 		if nw >= psCsiEntry && nw <= psApc && (b == 0x1b || b >= 0x80) && ev != evOsc && ev != evString {
 			if f.seqUnsafe { // an unsafe sequence was abandoned
@@ -498,7 +498,7 @@ type keyframe struct {
 // restored exactly.
 func (f *feeder) takeKeyframe() *keyframe {
 	tk := &f.tk
-	if f.broken || f.seqUnsafe || tk.p.state != psGround || tk.gsingle != 0 || tk.tabsDirty || tk.lrmDirty {
+	if f.broken || f.seqUnsafe || tk.p.state() != psGround || tk.gsingle != 0 || tk.tabsDirty || tk.lrmDirty {
 		return nil
 	}
 	snap := f.snapshot()
@@ -529,7 +529,7 @@ func (f *feeder) takeKeyframe() *keyframe {
 		}
 	}
 	k := &keyframe{ev: f.ev, snap: snap, mouseSGR: f.scr.Modes().MouseSGR, tk: *tk, pri: f.pri}
-	k.tk.p.data = nil
+	k.tk.p = vtParser{} // taken in the ground state: restore gives it a new parser
 	// Check the restore now: a keyframe that does not give back the same
 	// screen is not kept.
 	if f.val == nil {
@@ -579,7 +579,7 @@ func restore(c *parsedCast, k *keyframe, squeeze bool, scr *screen.Screen) (*fee
 	}
 	f := &feeder{c: c, scr: scr, borrowed: borrowed, tk: t, cols: s.Columns, rows: s.Rows,
 		squeeze: squeeze, curEv: -1, ev: k.ev, fed: mkpos(k.ev, 0), pri: k.pri}
-	f.tk.p.data = make([]byte, 0, 256)
+	f.tk.p = newVTParser()
 	f.tk.lastCharOK = false
 	st := screen.SeedState{
 		Columns: s.Columns, Rows: s.Rows, CursorX: s.Cursor.X, CursorY: s.Cursor.Y, CursorVisible: s.Cursor.Visible,

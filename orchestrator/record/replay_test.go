@@ -3,6 +3,7 @@ package record
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -152,4 +153,25 @@ func TestRepeatAfterASqueezeIsReplayedPlainly(t *testing.T) {
 	if want[2].Lines[3] != "xxx end" {
 		t.Errorf("plain replay's last row %q: the test does not repeat a dropped character", want[2].Lines[3])
 	}
+}
+
+// A control inside an escape sequence (CR, BEL, SOH between its bytes)
+// is executed, and x/vt's parser (x/ansi's) then forgets the prefix and
+// intermediate it had collected: "ESC [ ? CR 1049 h" is CR and then
+// "CSI 1049 m", not the alternate screen. The tracker steps the same
+// parser, so it reads the sequence as the emulator does; the hand-made
+// table it used before read it as DECSET 1049 and gave frames that
+// differ from a plain replay.
+func TestControlInsideASequence(t *testing.T) {
+	lines := strings.Repeat("line\r\n", 30)
+	evs := []castEv{
+		{code: 'o', data: lines},
+		{code: 'o', data: "\x1b[2;3Hp\x1b7\x1b[?\r1049hALT\x1b[2;1Hq"},
+		{code: 'o', data: lines},
+		{code: 'o', data: "\x1b[?\r1049lZ\x1b8W\x1b[?\r47h\x1b[?\r6h\x1b[2;3r\x1b[\r3;4rK\x1b \x01Fx"},
+		{code: 'o', data: lines},
+		{code: 'o', data: "\x1b[\r?1049h\x1b[?\a1049h\x1b(\r0lqk\x1b[?\r7l" + strings.Repeat("w", 30)},
+		{code: 'o', data: lines},
+	}
+	checkReplay(t, buildCast(10, 4, evs), 1)
 }

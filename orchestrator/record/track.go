@@ -36,7 +36,8 @@ type scrState struct {
 }
 
 // tracker is the hidden state. It is copied into keyframes (a value
-// type but for the parser's data buffer, which is only used mid-sequence).
+// type but for the parser, which a keyframe drops: it is taken in the
+// ground state, and restore starts a new one).
 type tracker struct {
 	p          vtParser
 	cols, rows int
@@ -56,8 +57,7 @@ type tracker struct {
 
 func newTracker(cols, rows int) tracker {
 	t := tracker{cols: cols, rows: rows, lastCharOK: true}
-	t.p.clear()
-	t.p.data = make([]byte, 0, 256)
+	t.p = newVTParser()
 	t.reset()
 	return t
 }

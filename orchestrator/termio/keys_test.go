@@ -1,4 +1,4 @@
-package orchestrator
+package termio
 
 import (
 	"reflect"

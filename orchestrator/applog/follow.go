@@ -1,9 +1,11 @@
-package orchestrator
+package applog
 
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,28 +18,22 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// Application logs (CONTRACT §11): each file of a node's logs is followed
-// from its end at launch (and at adoption: what was written while no
-// orchestrator ran is not read), with fsnotify on its directory — an
-// atomic replace or a rotation kills a watch on the file itself. A file
-// renamed or removed is read to its end first (rotation); a file created
-// under the name is read from its start; a file that shrank was truncated
-// and is read from its start. Lines are stamped with the node's revision
-// when they are read, so terminal_capture_since's cursor orders them with
-// the screen; the last MaxLogLines are kept per node, and what fell out is
-// counted.
-
-// maxLogLineBytes caps one log line; the rest of a longer line is dropped.
-const maxLogLineBytes = 4096
+// MaxLineBytes caps one log line; the rest of a longer line is dropped
+// (the kept part ends in "…").
+const MaxLineBytes = 4096
 
 // logChunk is how much of a file is read at once.
 const logChunk = 64 << 10
 
-// resolveLogs checks a launch's logs before anything exists: absolute
-// paths (relative ones against cwd), unique labels, an existing directory,
-// and a file that, if it exists, is a readable regular file. A file that
-// does not exist yet is accepted and followed once it appears.
-func resolveLogs(specs []tools.LogSpec, cwd string) ([]tools.LogSpec, error) {
+func usage(format string, a ...any) error { return tools.Errorf(tools.KindUsage, format, a...) }
+
+// Resolve checks a launch's logs before anything exists: absolute paths
+// (relative ones against cwd), unique labels (a file's base name by
+// default), an existing directory, and a file that, if it exists, is a
+// readable regular file. A file that does not exist yet is accepted and
+// followed once it appears. Its errors are of kind usage and say what to
+// fix.
+func Resolve(specs []tools.LogSpec, cwd string) ([]tools.LogSpec, error) {
 	if len(specs) > tools.MaxLogs {
 		return nil, usage("%d logs: at most %d per terminal", len(specs), tools.MaxLogs)
 	}
@@ -102,11 +98,23 @@ type dropRun struct {
 // as omitted, never too few).
 const maxDropRuns = 4096
 
-// logFollower follows one node's logs. Its goroutine (run) owns the files
-// and the watcher and ends when the node's pump ends (n.done).
-type logFollower struct {
-	n     *node
-	files []*logFile
+// Screen is what a follower needs of the mirror whose captures carry the
+// logs (*screen.Screen is one): the revision that stamps a line when it is
+// read, a mark that starts a new revision, and the screen's changes.
+type Screen interface {
+	Revision() uint64
+	Mark() uint64
+	ChangesSince(rev uint64) (tools.Changes, error)
+}
+
+// Follower follows one node's logs. Its goroutine (run) owns the files
+// and the watcher and ends when done closes (the node's pump ended).
+type Follower struct {
+	scr     Screen
+	done    <-chan struct{}
+	stopped chan struct{} // closed when run has returned and closed every file
+	log     *slog.Logger
+	files   []*logFile
 
 	mu      sync.Mutex // guards entries, dropped, kept, and each logFile's missing flag
 	entries []logEntry // oldest first, at most tools.MaxLogLines
@@ -122,24 +130,26 @@ type logFile struct {
 	off      int64
 	ino      uint64
 	partial  []byte
-	skipping bool // inside a line longer than maxLogLineBytes
+	skipping bool // inside a line longer than MaxLineBytes
 	gone     bool // f was renamed or removed: read on until a new file appears
-	missing  bool // guarded by logFollower.mu
+	missing  bool // guarded by Follower.mu
 }
 
-// startLogs starts following the node's logs, if it has any.
-func (n *node) startLogs() {
-	if len(n.meta.Logs) == 0 {
-		return
+// Follow starts following logs (resolved by Resolve) from their current
+// end until done closes. Lines are stamped with scr's revision when they
+// are read; log gets what goes wrong on the way (a directory that cannot
+// be watched, a read error).
+func Follow(logs []tools.LogSpec, scr Screen, done <-chan struct{}, log *slog.Logger) (*Follower, error) {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	lf := &logFollower{n: n, kept: make(chan struct{})}
-	for _, s := range n.meta.Logs {
+	lf := &Follower{scr: scr, done: done, stopped: make(chan struct{}), log: log, kept: make(chan struct{})}
+	for _, s := range logs {
 		lf.files = append(lf.files, &logFile{spec: s})
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
-		n.log.Warn("cannot follow logs", "err", err)
-		return
+		return nil, fmt.Errorf("follow logs: %w", err)
 	}
 	dirs := map[string]bool{}
 	for _, lg := range lf.files {
@@ -147,17 +157,21 @@ func (n *node) startLogs() {
 		if !dirs[d] {
 			dirs[d] = true
 			if err := w.Add(d); err != nil {
-				n.log.Warn("cannot watch a log's directory", "dir", d, "err", err)
+				log.Warn("cannot watch a log's directory", "dir", d, "err", err)
 			}
 		}
 		lf.open(lg, true)
 	}
-	n.tw.logs = lf
 	go lf.run(w)
+	return lf, nil
 }
 
+// Stopped is closed once the follower's goroutine has ended (after done
+// closed) and closed its files.
+func (lf *Follower) Stopped() <-chan struct{} { return lf.stopped }
+
 // open opens lg's file, at its end (atEnd) or its start.
-func (lf *logFollower) open(lg *logFile, atEnd bool) {
+func (lf *Follower) open(lg *logFile, atEnd bool) {
 	f, err := os.Open(lg.spec.Path)
 	if err != nil {
 		lf.setMissing(lg, true)
@@ -184,7 +198,7 @@ func inode(fi os.FileInfo) uint64 {
 	return 0
 }
 
-func (lf *logFollower) setMissing(lg *logFile, missing bool) {
+func (lf *Follower) setMissing(lg *logFile, missing bool) {
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
 	if lg.missing != missing {
@@ -194,20 +208,21 @@ func (lf *logFollower) setMissing(lg *logFile, missing bool) {
 }
 
 // notify wakes whoever waits for the follower to change. Called with mu held.
-func (lf *logFollower) notify() {
+func (lf *Follower) notify() {
 	close(lf.kept)
 	lf.kept = make(chan struct{})
 }
 
-// changed returns the channel closed at the follower's next change.
-func (lf *logFollower) changed() <-chan struct{} {
+// Changed returns the channel closed at the follower's next change: lines
+// kept, or a file gone missing or back.
+func (lf *Follower) Changed() <-chan struct{} {
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
 	return lf.kept
 }
 
-// run reacts to the directories' events until the node's pump ends.
-func (lf *logFollower) run(w *fsnotify.Watcher) {
+// run reacts to the directories' events until done closes.
+func (lf *Follower) run(w *fsnotify.Watcher) {
 	defer func() {
 		w.Close()
 		for _, lg := range lf.files {
@@ -215,16 +230,17 @@ func (lf *logFollower) run(w *fsnotify.Watcher) {
 				lg.f.Close()
 			}
 		}
+		close(lf.stopped)
 	}()
 	for {
 		select {
-		case <-lf.n.done:
+		case <-lf.done:
 			return
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
 			}
-			lf.n.log.Debug("log watcher", "err", err)
+			lf.log.Debug("log watcher", "err", err)
 			// Events may have been lost (queue overflow): read everything.
 			for _, lg := range lf.files {
 				lf.event(lg, fsnotify.Write)
@@ -248,7 +264,7 @@ func (lf *logFollower) run(w *fsnotify.Watcher) {
 }
 
 // event handles one change to lg's name.
-func (lf *logFollower) event(lg *logFile, op fsnotify.Op) {
+func (lf *Follower) event(lg *logFile, op fsnotify.Op) {
 	switch {
 	case op.Has(fsnotify.Remove) || op.Has(fsnotify.Rename):
 		// Rotated away or deleted: the program may still write to the
@@ -281,7 +297,7 @@ func (lf *logFollower) event(lg *logFile, op fsnotify.Op) {
 }
 
 // read reads lg from its offset to the end, in chunks, keeping the lines.
-func (lf *logFollower) read(lg *logFile) {
+func (lf *Follower) read(lg *logFile) {
 	if lg.f == nil {
 		return
 	}
@@ -298,7 +314,7 @@ func (lf *logFollower) read(lg *logFile) {
 		}
 		if err != nil || k < len(buf) {
 			if err != nil && !errors.Is(err, io.EOF) {
-				lf.n.log.Debug("read log", "path", lg.spec.Path, "err", err)
+				lf.log.Debug("read log", "path", lg.spec.Path, "err", err)
 			}
 			return
 		}
@@ -306,15 +322,15 @@ func (lf *logFollower) read(lg *logFile) {
 }
 
 // split cuts data into complete lines, carrying a partial last line.
-func (lf *logFollower) split(lg *logFile, data []byte) []string {
+func (lf *Follower) split(lg *logFile, data []byte) []string {
 	var lines []string
 	for len(data) > 0 {
 		i := bytes.IndexByte(data, '\n')
 		if i < 0 {
 			if !lg.skipping {
 				lg.partial = append(lg.partial, data...)
-				if len(lg.partial) > maxLogLineBytes {
-					lines = append(lines, logText(lg.partial[:maxLogLineBytes])+"…")
+				if len(lg.partial) > MaxLineBytes {
+					lines = append(lines, logText(lg.partial[:MaxLineBytes])+"…")
 					lg.partial, lg.skipping = nil, true
 				}
 			}
@@ -322,8 +338,8 @@ func (lf *logFollower) split(lg *logFile, data []byte) []string {
 		}
 		if !lg.skipping {
 			line := append(lg.partial, data[:i]...)
-			if len(line) > maxLogLineBytes {
-				lines = append(lines, logText(line[:maxLogLineBytes])+"…")
+			if len(line) > MaxLineBytes {
+				lines = append(lines, logText(line[:MaxLineBytes])+"…")
 			} else {
 				lines = append(lines, logText(line))
 			}
@@ -338,16 +354,16 @@ func logText(b []byte) string {
 	return strings.ToValidUTF8(strings.TrimSuffix(string(b), "\r"), "\uFFFD")
 }
 
-// keep stamps lines with the node's current revision and keeps the last
-// MaxLogLines. The revision is read under mu: changesWithLogs relies on it.
-func (lf *logFollower) keep(lg *logFile, lines []string) {
+// keep stamps lines with the screen's current revision and keeps the last
+// tools.MaxLogLines. The revision is read under mu: ChangesSince relies on it.
+func (lf *Follower) keep(lg *logFile, lines []string) {
 	if len(lines) == 0 {
 		return
 	}
 	ms := time.Now().UnixMilli()
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
-	rev := lf.n.scr.Revision()
+	rev := lf.scr.Revision()
 	if extra := len(lines) - tools.MaxLogLines; extra > 0 {
 		lf.drop(rev, extra)
 		lines = lines[extra:]
@@ -365,7 +381,7 @@ func (lf *logFollower) keep(lg *logFile, lines []string) {
 }
 
 // drop counts n lines of revision rev as no longer kept. Called with mu held.
-func (lf *logFollower) drop(rev uint64, n int) {
+func (lf *Follower) drop(rev uint64, n int) {
 	if k := len(lf.dropped); k > 0 && lf.dropped[k-1].rev == rev {
 		lf.dropped[k-1].n += n
 		return
@@ -377,25 +393,22 @@ func (lf *logFollower) drop(rev uint64, n int) {
 	}
 }
 
-// changesWithLogs is the screen's changes since cursor plus, for a node
-// with logs, the log lines read at revisions from cursor on.
+// ChangesSince is the screen's changes since cursor plus the log lines
+// read at revisions from cursor on, and how many of those are no longer
+// kept (LogsOmitted, always set).
 //
 // A line read while the screen stays at revision R is stamped R; a
 // capture that would answer R while such lines exist first starts a new
 // revision (Screen.Mark), so its answer R+1 is a cursor after every line
 // it returns and before every line read later: no line is returned twice
 // or never.
-func (n *node) changesWithLogs(cursor uint64) (tools.Changes, error) {
-	lf := n.tw.logs
-	if lf == nil {
-		return n.scr.ChangesSince(cursor)
-	}
+func (lf *Follower) ChangesSince(cursor uint64) (tools.Changes, error) {
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
-	if k := len(lf.entries); k > 0 && lf.entries[k-1].rev >= n.scr.Revision() {
-		n.scr.Mark()
+	if k := len(lf.entries); k > 0 && lf.entries[k-1].rev >= lf.scr.Revision() {
+		lf.scr.Mark()
 	}
-	ch, err := n.scr.ChangesSince(cursor)
+	ch, err := lf.scr.ChangesSince(cursor)
 	if err != nil {
 		return ch, err
 	}
@@ -415,16 +428,9 @@ func (n *node) changesWithLogs(cursor uint64) (tools.Changes, error) {
 	return ch, nil
 }
 
-// logLabels are the node's log labels and those whose file is missing.
-func (n *node) logLabels() (labels, missing []string) {
-	lf := n.tw.logs
+// Labels are the followed logs' labels and those whose file is missing.
+func (lf *Follower) Labels() (labels, missing []string) {
 	labels = []string{}
-	if lf == nil {
-		for _, s := range n.meta.Logs {
-			labels = append(labels, s.Label)
-		}
-		return labels, nil
-	}
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
 	for _, lg := range lf.files {

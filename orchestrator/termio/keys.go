@@ -1,4 +1,4 @@
-package orchestrator
+package termio
 
 import (
 	"fmt"
@@ -8,7 +8,10 @@ import (
 
 // tmuxKeys are the key names tmux's send-keys understands, as tmux spells
 // them. tmux encodes them for the pane's current modes (application cursor
-// keys, keypad), so the orchestrator never builds escape sequences itself.
+// keys, keypad, its extended-keys setting), so the orchestrator never
+// builds escape sequences for keys itself: x/ansi's key sequences would
+// encode for a mode we would have to track, and tmux's own encoder (which
+// the pane's program is talking to anyway) already knows it.
 var tmuxKeys = map[string]bool{
 	"Enter": true, "Escape": true, "Tab": true, "BTab": true, "BSpace": true, "Space": true,
 	"Up": true, "Down": true, "Left": true, "Right": true,
