@@ -50,6 +50,9 @@ type humanGrammar struct {
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
 	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
 	Guide      guideCmd      `cmd:"" hidden:"" help:"Print a usage guide (overview, terminal, agents, dialogs)."`
+
+	// press, type, paste, interrupt, task, recordings (keys.go).
+	moreCmds `embed:""`
 }
 
 // Examples of the root help: the first five minutes.
@@ -168,6 +171,7 @@ termsprawl snapshot --json build | jq .cursor`
 }
 
 type sendCmd struct {
+	jsonFlag
 	Node string   `arg:"" name:"NODE" predictor:"node" help:"Node: its id, else its name when unique, else a unique id prefix."`
 	Text []string `arg:"" name:"TEXT" help:"Text to submit: everything after NODE, flags included (several words are joined with spaces)."`
 }
@@ -175,10 +179,15 @@ type sendCmd struct {
 func (sendCmd) Examples() string {
 	return `termsprawl send build make test            # types "make test" and presses Enter
 termsprawl send build ls -la               # everything after NODE is the text, flags included
-termsprawl send build ''                   # just press Enter`
+termsprawl send build -- --help            # -- first to send text that is only --help
+termsprawl send build ''                   # just press Enter
+termsprawl send --json build make          # the receipt as JSON (flags go before NODE)`
 }
 
-type killCmd struct{ nodeArg }
+type killCmd struct {
+	jsonFlag
+	nodeArg
+}
 
 func (killCmd) Examples() string {
 	return `termsprawl kill build
@@ -240,9 +249,11 @@ func humanOptions() []kong.Option {
 // checks this against the grammar).
 var humanValueFlags = map[string]bool{"--state-dir": true, "--tmux-socket": true}
 
-// sendArgs makes everything after send's NODE the text, flags included:
-// `termsprawl send build ls -la` sends "ls -la". It inserts "--" after
-// NODE unless one is there already.
+// sendArgs makes everything after the NODE of send (and type, paste,
+// press: textCmds) the text, flags included: `termsprawl send build ls
+// -la` sends "ls -la". It inserts "--" after NODE unless one is there
+// already, or the only word after NODE is --help or -h (help, nothing is
+// sent; `send NODE -- --help` sends it).
 func sendArgs(args []string) []string {
 	i := 0
 	skipFlags := func() bool {
@@ -257,11 +268,14 @@ func sendArgs(args []string) []string {
 		}
 		return true
 	}
-	if !skipFlags() || i >= len(args) || args[i] != "send" {
+	if !skipFlags() || i >= len(args) || !textCmds[args[i]] {
 		return args
 	}
 	i++
 	if !skipFlags() || i+1 >= len(args) || args[i+1] == "--" {
+		return args
+	}
+	if rest := args[i+1:]; len(rest) == 1 && (rest[0] == "--help" || rest[0] == "-h") {
 		return args
 	}
 	out := append([]string{}, args[:i+1]...)
@@ -333,10 +347,12 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		return h.open(g.Open.Node)
 	case "snapshot":
 		return h.snapshot(g.Snapshot.Node, g.Snapshot.JSON)
-	case "send":
-		return h.simple("terminal_submit", map[string]any{"terminal": g.Send.Node, "text": strings.Join(g.Send.Text, " ")}, nil)
 	case "kill":
 		return h.simple("terminal_close", map[string]any{"terminal": g.Kill.Node}, func(v json.RawMessage) {
+			if g.Kill.JSON {
+				printReceipt(h.stdout, v)
+				return
+			}
 			var r tools.ReceiptOf[tools.CloseResult]
 			id := g.Kill.Node
 			if tools.DecodeValue(v, &r) == nil && r.Result.Terminal != "" {
@@ -372,6 +388,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "monitor":
 		return h.monitor(g.Monitor.NoOpen)
 	default:
+		if code, ok := h.runMoreCmd(cmd, &g); ok {
+			return code
+		}
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")
 	}
 }
@@ -430,6 +449,9 @@ func (h *human) fail(res tools.Result) int {
 		msg = "no answer from termsprawl: " + transportReason(res) + " (`termsprawl doctor` checks the setup)"
 	}
 	fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), humanize(msg))
+	if ambiguous(res) {
+		return ExitUsage
+	}
 	return ExitNo
 }
 
@@ -625,7 +647,7 @@ func (h *human) findNode(word string) (tools.NodeInfo, int) {
 	n, err := resolveNode(rows, word)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "%s: %v\n", h.prefix(), err)
-		return tools.NodeInfo{}, ExitNo
+		return tools.NodeInfo{}, nameErrorCode(err)
 	}
 	return n, ExitOK
 }

@@ -38,10 +38,14 @@ func resolveNode(rows []tools.NodeInfo, word string) (tools.NodeInfo, error) {
 				ids[i] = r.Terminal
 			}
 			sort.Strings(ids)
-			return tools.NodeInfo{}, fmt.Errorf("%q names %d nodes (%s): use one of their ids", word, len(ids), strings.Join(ids, ", "))
+			return tools.NodeInfo{}, &ambiguousNodeError{fmt.Sprintf("%q names %d nodes (%s): use one of their ids", word, len(ids), strings.Join(ids, ", "))}
 		}
 	}
-	return tools.NodeInfo{}, fmt.Errorf("no node %q: `termsprawl ls` lists the nodes", word)
+	var known []string
+	for _, r := range rows {
+		known = append(known, r.Terminal, r.Name)
+	}
+	return tools.NodeInfo{}, fmt.Errorf("no node %q%s: `termsprawl ls` lists the nodes", word, tools.DidYouMean(tools.Suggest(word, known, false)))
 }
 
 // humanTerms rewrites the agent-facing wording of an error (operation
