@@ -18,10 +18,11 @@ import (
 // moreCmds are commands of issue 21 in files of their own; humanGrammar
 // embeds them.
 type moreCmds struct {
-	Press     pressCmd     `cmd:"" help:"Press keys or chords in a node: Enter, Escape, Up, C-c, M-x, F5 … (each KEY one chord)."`
-	Type      typeCmd      `cmd:"" help:"Type text into a node as keystrokes, without pressing Enter."`
-	Paste     pasteCmd     `cmd:"" help:"Paste text into a node (bracketed when its program asked for it), without Enter; - reads the text from stdin."`
-	Interrupt interruptCmd `cmd:"" help:"Press Ctrl+C in a node."`
+	Press      pressCmd      `cmd:"" help:"Press keys or chords in a node: Enter, Escape, Up, C-c, M-x, F5 … (each KEY one chord)."`
+	Type       typeCmd       `cmd:"" help:"Type text into a node as keystrokes, without pressing Enter."`
+	Paste      pasteCmd      `cmd:"" help:"Paste text into a node (bracketed when its program asked for it), without Enter; - reads the text from stdin."`
+	Interrupt  interruptCmd  `cmd:"" help:"Press Ctrl+C in a node."`
+	Recordings recordingsCmd `cmd:"" help:"List the recordings in <state>/traces, newest first: node, start, duration, bytes, path."`
 }
 
 // jsonFlag is --json of the mutations: the receipt instead of a sentence.
@@ -170,5 +171,9 @@ func byteCount(n int) string {
 
 // runMoreCmd runs the commands of issue 21 that live in their own files.
 func (h *human) runMoreCmd(cmd string, g *humanGrammar) (int, bool) {
+	switch cmd {
+	case "recordings":
+		return h.recordings(g.Recordings), true
+	}
 	return h.runInputCmd(cmd, g)
 }
