@@ -35,3 +35,24 @@ func ambiguous(res tools.Result) bool {
 	_, ok := res.Details["candidates"]
 	return ok
 }
+
+// kindText is ls's KIND: terminal_list's kind, else (an older
+// termsprawl) the agent kind or shell.
+func kindText(r tools.NodeInfo) string {
+	switch {
+	case r.Kind != "":
+		return r.Kind
+	case r.Agent != "":
+		return r.Agent
+	}
+	return tools.KindShell
+}
+
+// stateText is ls's STATE: the agent's state for agents, else the process
+// status; "exited (CODE)" once the program ended.
+func stateText(r tools.NodeInfo) string {
+	if r.Status == tools.StatusExited || r.State == "" {
+		return statusText(r)
+	}
+	return r.State
+}

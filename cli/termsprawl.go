@@ -34,7 +34,7 @@ type humanGrammar struct {
 	Down       downCmd       `cmd:"" help:"Stop the orchestrator; nodes keep running (--all ends them and the tmux server too)."`
 	New        newCmd        `cmd:"" help:"Launch a terminal node as the operator and print its id."`
 	Agent      agentCmd      `cmd:"" help:"Launch an agent node (claude, codex, gemini, opencode or custom) and print its id."`
-	Ls         lsCmd         `cmd:"" help:"List nodes: id, name, command, owner, status, size, clients."`
+	Ls         lsCmd         `cmd:"" help:"List nodes: id, name, kind, state, command, owner, size, clients."`
 	Attach     attachCmd     `cmd:"" help:"Attach this terminal to a node (replaces this process with tmux attach)."`
 	Open       openCmd       `cmd:"" help:"Open a new external terminal window attached to a node."`
 	Snapshot   snapshotCmd   `cmd:"" help:"Print a node's visible screen."`
@@ -682,9 +682,9 @@ func (h *human) ls(asJSON bool) int {
 	if hasHosts(rows) {
 		return h.lsWithHosts(tw, rows)
 	}
-	fmt.Fprintln(tw, "ID\tNAME\tCOMMAND\tOWNER\tSTATUS\tSIZE\tCLIENTS")
+	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATE\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), dash(statusText(r)), r.Columns, r.Rows, r.Clients)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(kindText(r)), dash(stateText(r)), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
 	}
 	_ = tw.Flush()
 	return ExitOK
