@@ -23,6 +23,7 @@ type moreCmds struct {
 	Paste      pasteCmd      `cmd:"" help:"Paste text into a node (bracketed when its program asked for it), without Enter; - reads the text from stdin."`
 	Interrupt  interruptCmd  `cmd:"" help:"Press Ctrl+C in a node."`
 	Recordings recordingsCmd `cmd:"" help:"List the recordings in <state>/traces, newest first: node, start, duration, bytes, path."`
+	Task       taskCmd       `cmd:"" help:"Send a task to an agent as the operator (agent_send) and print its id; --wait prints its reply."`
 }
 
 // jsonFlag is --json of the mutations: the receipt instead of a sentence.
@@ -174,6 +175,8 @@ func (h *human) runMoreCmd(cmd string, g *humanGrammar) (int, bool) {
 	switch cmd {
 	case "recordings":
 		return h.recordings(g.Recordings), true
+	case "task":
+		return h.task(g.Task), true
 	}
 	return h.runInputCmd(cmd, g)
 }

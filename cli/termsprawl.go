@@ -205,15 +205,16 @@ termsprawl dialogs --json`
 
 type answerCmd struct {
 	Dialog    string `arg:"" name:"ID" predictor:"dialog" help:"Dialog id (see termsprawl dialogs)."`
-	Mode      string `arg:"" name:"MODE" enum:"deny,allow,always" help:"deny, allow or always (allow and remember)."`
-	Selection string `name:"selection" placeholder:"OPTION" help:"The chosen option of a question."`
+	Mode      string `arg:"" optional:"" name:"MODE" help:"deny, allow or always (allow and remember); with --choice, allow when left out."`
+	Selection string `name:"choice" aliases:"selection" placeholder:"VALUE" help:"The chosen choice of a question (one of its options; termsprawl dialogs lists them)."`
 	Reason    string `name:"reason" placeholder:"TEXT" help:"Why: the agent is told (e.g. why a permission was denied)."`
+	JSON      bool   `name:"json" help:"Print the receipt as JSON instead of one line."`
 }
 
 func (answerCmd) Examples() string {
 	return `termsprawl answer dialog-1 allow
 termsprawl answer dialog-2 deny --reason 'use the staging database, not production'
-termsprawl answer dialog-3 allow --selection 'Use the staging database'`
+termsprawl answer dialog-3 --choice 'Use the staging database'`
 }
 
 type doctorCmd struct {
@@ -367,22 +368,7 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "dialogs":
 		return h.dialogs(g.Dialogs.JSON)
 	case "answer":
-		args := map[string]any{"dialog": g.Answer.Dialog, "mode": g.Answer.Mode}
-		if g.Answer.Selection != "" {
-			args["selection"] = g.Answer.Selection
-		}
-		if g.Answer.Reason != "" {
-			args["reason"] = g.Answer.Reason
-		}
-		return h.simple("dialog_answer", args, func(v json.RawMessage) {
-			var r tools.ReceiptOf[tools.DialogOutcome]
-			_ = tools.DecodeValue(v, &r)
-			note := ""
-			if g.Answer.Mode == tools.AnswerAlways {
-				note = " (remembered for this node until it closes)"
-			}
-			fmt.Fprintf(h.stdout, "answered %s: %s%s\n", g.Answer.Dialog, g.Answer.Mode, note)
-		})
+		return h.answer(g.Answer)
 	case "doctor":
 		return h.doctor(g.Doctor.JSON)
 	case "monitor":
@@ -829,7 +815,7 @@ func (h *human) dialogs(asJSON bool) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")), ends)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--selection OPTION] [--reason TEXT]")
+	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--reason TEXT], a question with: termsprawl answer ID --choice VALUE")
 	return ExitOK
 }
 

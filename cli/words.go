@@ -57,6 +57,7 @@ var humanTerms = strings.NewReplacer(
 	"call terminal_snapshot and continue from its revision", "see `termsprawl snapshot NODE`",
 	"call terminal_snapshot", "see `termsprawl snapshot NODE`",
 	"call dialog_list", "`termsprawl dialogs` lists them",
+	"give selection, one of", "pick one with --choice VALUE, one of",
 	"(see terminal_list)", "(see `termsprawl ls`)",
 	"see terminal_list", "see `termsprawl ls`",
 	"no terminal ", "no node ",
