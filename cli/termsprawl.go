@@ -79,6 +79,7 @@ type upCmd struct {
 	Hosts     []string      `name:"host" sep:"none" placeholder:"NAME=DEST" help:"Also drive the tmux server of another machine over ssh (repeatable; DEST is [user@]host or an ssh config alias). Saved in <state>/hosts.json, so later runs reconnect to it."`
 	HostCtls  []string      `name:"host-ctl" sep:"none" placeholder:"NAME=PATH" help:"Absolute path of termsprawlctl on host NAME (default: the one on its PATH)."`
 	Monitor   bool          `name:"monitor" help:"Also print the read-only web monitor's URL and open it with xdg-open (see termsprawl monitor)."`
+	NoOpen    bool          `name:"no-open" help:"Print the monitor's URL but open nothing (implies --monitor)."`
 	// MCPAllowOrigin: Origins /mcp accepts (every other Origin is refused).
 	MCPAllowOrigin []string `name:"mcp-allow-origin" placeholder:"ORIGIN" help:"Accept this Origin on the MCP endpoint /mcp (repeatable; e.g. http://localhost:6274 for a browser-based MCP client). Any other Origin is refused."`
 }
@@ -88,7 +89,8 @@ func (upCmd) Examples() string {
 termsprawl up --detach                     # background: log in <state>/termsprawl.log
 termsprawl up --log-level info             # show the info log on a terminal too
 TERMSPRAWL_HOME=/tmp/ts termsprawl --tmux-socket ts2 up --detach   # a second, separate termsprawl
-termsprawl up --host big=me@big.example    # also run nodes on big: termsprawl new --host big`
+termsprawl up --host big=me@big.example    # also run nodes on big: termsprawl new --host big
+termsprawl up --detach --monitor --no-open # print the web monitor's URL, open no browser`
 }
 
 type downCmd struct {
