@@ -43,7 +43,7 @@ type humanGrammar struct {
 	Record     recordCmd     `cmd:"" help:"Record a node into <state>/traces (asciicast v2); --off stops it."`
 	Replay     replayCmd     `cmd:"" help:"Play a recording in this terminal at its recorded pace (--speed for faster)."`
 	Dialogs    dialogsCmd    `cmd:"" help:"List pending dialogs (permission prompts and questions) of agents."`
-	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always."`
+	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always; a question with --choice VALUE."`
 	Monitor    monitorCmd    `cmd:"" help:"Print the read-only web monitor's URL and open it in the browser (--no-open: print only)."`
 	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawl or one of its commands."`
