@@ -207,7 +207,7 @@ termsprawl dialogs --json`
 
 type answerCmd struct {
 	Dialog    string `arg:"" name:"ID" predictor:"dialog" help:"Dialog id (see termsprawl dialogs)."`
-	Mode      string `arg:"" optional:"" name:"MODE" help:"deny, allow or always (allow and remember); with --choice, allow when left out."`
+	Mode      string `arg:"" optional:"" name:"MODE" predictor:"mode" help:"deny, allow or always (allow and remember); with --choice, allow when left out."`
 	Selection string `name:"choice" aliases:"selection" placeholder:"VALUE" help:"The chosen choice of a question (one of its options; termsprawl dialogs lists them)."`
 	Reason    string `name:"reason" placeholder:"TEXT" help:"Why: the agent is told (e.g. why a permission was denied)."`
 	JSON      bool   `name:"json" help:"Print the receipt as JSON instead of one line."`
