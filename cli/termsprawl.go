@@ -51,7 +51,8 @@ type humanGrammar struct {
 	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
 	Guide      guideCmd      `cmd:"" hidden:"" help:"Print a usage guide (overview, terminal, agents, dialogs)."`
 
-	// press, type, paste, interrupt, task, recordings (keys.go).
+	// press, type, paste, interrupt (keys.go), task (tasks.go), recordings
+	// (recordings.go).
 	moreCmds `embed:""`
 }
 
