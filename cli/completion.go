@@ -135,6 +135,7 @@ func humanPredictors() []kongplete.Option {
 	return []kongplete.Option{
 		kongplete.WithPredictor("node", nodes),
 		kongplete.WithPredictor("dialog", dialogs),
+		kongplete.WithPredictor("mode", complete.PredictSet(tools.AnswerDeny, tools.AnswerAllow, tools.AnswerAlways)),
 		kongplete.WithPredictor("dir", complete.PredictDirs("*")),
 		kongplete.WithPredictor("command", complete.PredictFiles("*")),
 		kongplete.WithPredictor("topic", complete.PredictSet(tools.GuideTopics()...)),

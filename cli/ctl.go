@@ -58,7 +58,7 @@ termsprawlctl --session /path/to/state/sessions/build.json doctor`
 }
 
 type ctlCall struct {
-	Operation string `arg:"" name:"OP" predictor:"operation" help:"Operation name, e.g. terminal_list (see termsprawlctl call --help)."`
+	Operation string `arg:"" name:"OP" predictor:"operation" help:"Operation name, e.g. terminal_list (termsprawlctl call OP --help prints its arguments and an example)."`
 	Args      string `arg:"" optional:"" name:"JSON_ARGS" help:"Arguments as one JSON object (default {})."`
 }
 
@@ -78,6 +78,7 @@ func (ctlCall) Examples() string {
 termsprawlctl call terminal_launch '{"command":["bash"],"name":"tests"}'
 termsprawlctl call terminal_submit '{"terminal":"tests","text":"make","wait":{"wait":"text","text":"done","timeout_ms":40000}}'
 termsprawlctl call terminal_snapshot '{"terminal":"tests"}'
+termsprawlctl call terminal_wait_for --help              # its arguments, types, defaults and an example
 termsprawlctl --wait 30s call session_info               # wait for a restarting termsprawl`
 }
 
@@ -132,6 +133,9 @@ func printVersion(stdout io.Writer, name string, asJSON bool) int {
 func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if f, ok := parseFastCtl(args); ok {
 		return f.run(stdout, stderr)
+	}
+	if op, ok := callOpHelp(args); ok {
+		return printCallOpHelp(op, stdout, stderr)
 	}
 	var g ctlGrammar
 	kctx, code, stop := parseArgs(ctlName, &g, args, stdout, stderr, ctlPredictors(), ctlOptions()...)

@@ -15,7 +15,9 @@
 //     `mcp --print-http` prints the Streamable HTTP URL and header.
 //   - MainTermsprawl is the human's termsprawl CLI (CONTRACT §7): up,
 //     down, new, agent, ls, attach, open, snapshot, send, kill, dialogs,
-//     answer and doctor, plus help, version and completion. Every command
+//     answer and doctor, plus help, version and completion; press, type,
+//     paste, interrupt (keys.go), task and answer --choice (tasks.go),
+//     recordings and replay NODE|latest (recordings.go). Every command
 //     that talks to the orchestrator uses the operator session file
 //     <state>/sessions/operator.json, and phrases errors in its own
 //     commands (words.go), never in operation names.

@@ -22,7 +22,12 @@ func TestSendArgs(t *testing.T) {
 	cases := []struct{ in, want []string }{
 		{[]string{"send", "build", "ls", "-la"}, []string{"send", "build", "--", "ls", "-la"}},
 		{[]string{"send", "build", "-la"}, []string{"send", "build", "--", "-la"}},
-		{[]string{"--state-dir", "/s", "send", "build", "--help"}, []string{"--state-dir", "/s", "send", "build", "--", "--help"}},
+		{[]string{"--state-dir", "/s", "send", "build", "--help"}, []string{"--state-dir", "/s", "send", "build", "--help"}},
+		{[]string{"send", "build", "-h"}, []string{"send", "build", "-h"}},
+		{[]string{"send", "build", "x", "--help"}, []string{"send", "build", "--", "x", "--help"}},
+		{[]string{"type", "build", "-la"}, []string{"type", "build", "--", "-la"}},
+		{[]string{"paste", "build", "-"}, []string{"paste", "build", "--", "-"}},
+		{[]string{"press", "--json", "build", "C-c"}, []string{"press", "--json", "build", "--", "C-c"}},
 		{[]string{"--state-dir=/s", "send", "--tmux-socket", "x", "b", "a"}, []string{"--state-dir=/s", "send", "--tmux-socket", "x", "b", "--", "a"}},
 		{[]string{"send", "build", "--", "-x"}, []string{"send", "build", "--", "-x"}},
 		{[]string{"send", "build"}, []string{"send", "build"}},

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,9 +14,10 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// Recordings for humans (CONTRACT §13): `termsprawl record NODE` turns a
-// node's recording on or off; `termsprawl replay PATH` plays a recording
-// in this terminal, without the orchestrator.
+// Recordings for humans (CONTRACT §13, §18): `termsprawl record NODE`
+// turns a node's recording on or off; `termsprawl replay PATH|NODE|latest`
+// plays a recording in this terminal, without the orchestrator
+// (recordings.go finds them).
 
 type recordCmd struct {
 	Off  bool `name:"off" help:"Stop recording the node instead."`
@@ -32,33 +34,44 @@ termsprawl replay ~/.local/state/termsprawl/traces/build-20261201T101500Z`
 type replayCmd struct {
 	Speed   float64       `name:"speed" default:"1" help:"Play this many times faster (0.1 to 1000; default 1: real time)."`
 	MaxWait time.Duration `name:"max-wait" help:"Cut every pause longer than this (e.g. 2s; default: keep pauses as recorded)."`
-	Path    string        `arg:"" name:"PATH" type:"path" help:"A recording: its directory, a .zip of one, or a .cast file."`
+	Path    string        `arg:"" name:"PATH|NODE|latest" help:"A recording: its directory, a .zip of one or a .cast file; a node (its newest recording); or latest (the newest of all, see termsprawl recordings)."`
 }
 
 func (replayCmd) Examples() string {
-	return `termsprawl replay ~/.local/state/termsprawl/traces/build-20261201T101500Z
+	return `termsprawl replay latest                   # the newest recording (termsprawl recordings lists them)
+termsprawl replay build                    # the newest recording of node build
+termsprawl replay ~/.local/state/termsprawl/traces/build-20261201T101500Z
 termsprawl replay --speed 4 --max-wait 1s build.zip`
 }
 
-// recordNode runs terminal_record for `termsprawl record`.
-func (h *human) recordNode(node string, off, asJSON bool) int {
-	return h.simple("terminal_record", map[string]any{"terminal": node, "on": !off}, func(v json.RawMessage) {
+// recordNode runs terminal_record for `termsprawl record`: one line
+// saying what changed (CONTRACT §18), the receipt with --json. Stopping a
+// node that is not recorded says so plainly and exits 0.
+func (h *human) recordNode(word string, off, asJSON bool) int {
+	n, code := h.findNode(word)
+	if code != ExitOK {
+		return code
+	}
+	was := n.Recording != nil
+	return h.simple("terminal_record", map[string]any{"terminal": n.Terminal, "on": !off}, func(v json.RawMessage) {
 		if asJSON {
-			var pretty any
-			_ = json.Unmarshal(v, &pretty)
-			_ = prettyJSON(h.stdout, pretty)
+			printReceipt(h.stdout, v)
 			return
 		}
 		var r tools.ReceiptOf[tools.RecordResult]
 		_ = tools.DecodeValue(v, &r)
+		id := cmp.Or(r.Result.Terminal, n.Terminal)
 		switch {
+		case r.Result.Recording && was:
+			fmt.Fprintf(h.stdout, "node %s is already being recorded into %s (`termsprawl record --off %s` stops it)\n", id, r.Result.Path, id)
 		case r.Result.Recording:
-			fmt.Fprintf(h.stdout, "recording node %s into %s\n(`termsprawl record --off %s` stops it; `termsprawl replay %s` plays it)\n",
-				r.Result.Terminal, r.Result.Path, r.Result.Terminal, r.Result.Path)
+			fmt.Fprintf(h.stdout, "recording node %s into %s (`termsprawl record --off %s` stops it)\n", id, r.Result.Path, id)
+		case was:
+			fmt.Fprintf(h.stdout, "stopped recording node %s: %s (`termsprawl replay %s` plays it)\n", id, r.Result.Path, id)
 		case r.Result.Path != "":
-			fmt.Fprintf(h.stdout, "node %s is not being recorded; its recording is in %s\n(`termsprawl replay %s` plays it)\n", r.Result.Terminal, r.Result.Path, r.Result.Path)
+			fmt.Fprintf(h.stdout, "node %s is not being recorded, so there was nothing to stop; its last recording is %s\n", id, r.Result.Path)
 		default:
-			fmt.Fprintf(h.stdout, "node %s is not being recorded\n", r.Result.Terminal)
+			fmt.Fprintf(h.stdout, "node %s is not being recorded, so there was nothing to stop (`termsprawl record %s` starts recording it)\n", id, id)
 		}
 	})
 }
@@ -69,6 +82,12 @@ func (h *human) replay(c replayCmd) int {
 	if c.Speed < 0.1 || c.Speed > 1000 {
 		return usageError(h.stderr, humanName, fmt.Errorf("--speed %g: give a factor from 0.1 to 1000", c.Speed), "termsprawl replay --speed 2 "+c.Path)
 	}
+	path, err := h.replayTarget(c.Path)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "%s: %v\n", h.prefix(), err)
+		return ExitNo
+	}
+	c.Path = path
 	t, err := record.Open(c.Path)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "%s: %v\n(give a recording directory from <state>/traces, a .zip of one, or a .cast file; `termsprawl record NODE` makes one)\n", h.prefix(), err)

@@ -34,7 +34,7 @@ type humanGrammar struct {
 	Down       downCmd       `cmd:"" help:"Stop the orchestrator; nodes keep running (--all ends them and the tmux server too)."`
 	New        newCmd        `cmd:"" help:"Launch a terminal node as the operator and print its id."`
 	Agent      agentCmd      `cmd:"" help:"Launch an agent node (claude, codex, gemini, opencode or custom) and print its id."`
-	Ls         lsCmd         `cmd:"" help:"List nodes: id, name, command, owner, status, size, clients."`
+	Ls         lsCmd         `cmd:"" help:"List nodes: id, name, kind, state, command, owner, size, clients."`
 	Attach     attachCmd     `cmd:"" help:"Attach this terminal to a node (replaces this process with tmux attach)."`
 	Open       openCmd       `cmd:"" help:"Open a new external terminal window attached to a node."`
 	Snapshot   snapshotCmd   `cmd:"" help:"Print a node's visible screen."`
@@ -43,7 +43,7 @@ type humanGrammar struct {
 	Record     recordCmd     `cmd:"" help:"Record a node into <state>/traces (asciicast v2); --off stops it."`
 	Replay     replayCmd     `cmd:"" help:"Play a recording in this terminal at its recorded pace (--speed for faster)."`
 	Dialogs    dialogsCmd    `cmd:"" help:"List pending dialogs (permission prompts and questions) of agents."`
-	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always."`
+	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always; a question with --choice VALUE."`
 	Pick       pickCmd       `cmd:"" help:"Pick a pending dialog and answer it, one line at a time (what C-b a runs in a popup inside any node)."`
 	Monitor    monitorCmd    `cmd:"" help:"Print the read-only web monitor's URL and open it in the browser (--no-open: print only)."`
 	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
@@ -51,6 +51,10 @@ type humanGrammar struct {
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
 	Completion completionCmd `cmd:"" help:"Print a shell completion script (bash, zsh or fish)."`
 	Guide      guideCmd      `cmd:"" hidden:"" help:"Print a usage guide (overview, terminal, agents, dialogs)."`
+
+	// press, type, paste, interrupt (keys.go), task (tasks.go), recordings
+	// (recordings.go).
+	moreCmds `embed:""`
 }
 
 // Examples of the root help: the first five minutes.
@@ -78,6 +82,7 @@ type upCmd struct {
 	Hosts     []string      `name:"host" sep:"none" placeholder:"NAME=DEST" help:"Also drive the tmux server of another machine over ssh (repeatable; DEST is [user@]host or an ssh config alias). Saved in <state>/hosts.json, so later runs reconnect to it."`
 	HostCtls  []string      `name:"host-ctl" sep:"none" placeholder:"NAME=PATH" help:"Absolute path of termsprawlctl on host NAME (default: the one on its PATH)."`
 	Monitor   bool          `name:"monitor" help:"Also print the read-only web monitor's URL and open it with xdg-open (see termsprawl monitor)."`
+	NoOpen    bool          `name:"no-open" help:"Print the monitor's URL but open nothing (implies --monitor)."`
 	// MCPAllowOrigin: Origins /mcp accepts (every other Origin is refused).
 	MCPAllowOrigin []string `name:"mcp-allow-origin" placeholder:"ORIGIN" help:"Accept this Origin on the MCP endpoint /mcp (repeatable; e.g. http://localhost:6274 for a browser-based MCP client). Any other Origin is refused."`
 }
@@ -87,7 +92,8 @@ func (upCmd) Examples() string {
 termsprawl up --detach                     # background: log in <state>/termsprawl.log
 termsprawl up --log-level info             # show the info log on a terminal too
 TERMSPRAWL_HOME=/tmp/ts termsprawl --tmux-socket ts2 up --detach   # a second, separate termsprawl
-termsprawl up --host big=me@big.example    # also run nodes on big: termsprawl new --host big`
+termsprawl up --host big=me@big.example    # also run nodes on big: termsprawl new --host big
+termsprawl up --detach --monitor --no-open # print the web monitor's URL, open no browser`
 }
 
 type downCmd struct {
@@ -172,6 +178,7 @@ termsprawl snapshot --json build | jq .cursor`
 }
 
 type sendCmd struct {
+	jsonFlag
 	Node string   `arg:"" name:"NODE" predictor:"node" help:"Node: its id, else its name when unique, else a unique id prefix."`
 	Text []string `arg:"" name:"TEXT" help:"Text to submit: everything after NODE, flags included (several words are joined with spaces)."`
 }
@@ -179,10 +186,15 @@ type sendCmd struct {
 func (sendCmd) Examples() string {
 	return `termsprawl send build make test            # types "make test" and presses Enter
 termsprawl send build ls -la               # everything after NODE is the text, flags included
-termsprawl send build ''                   # just press Enter`
+termsprawl send build -- --help            # -- first to send text that is only --help
+termsprawl send build ''                   # just press Enter
+termsprawl send --json build make          # the receipt as JSON (flags go before NODE)`
 }
 
-type killCmd struct{ nodeArg }
+type killCmd struct {
+	jsonFlag
+	nodeArg
+}
 
 func (killCmd) Examples() string {
 	return `termsprawl kill build
@@ -200,15 +212,16 @@ termsprawl dialogs --json`
 
 type answerCmd struct {
 	Dialog    string `arg:"" name:"ID" predictor:"dialog" help:"Dialog id (see termsprawl dialogs)."`
-	Mode      string `arg:"" name:"MODE" enum:"deny,allow,always" help:"deny, allow or always (allow and remember)."`
-	Selection string `name:"selection" placeholder:"OPTION" help:"The chosen option of a question."`
+	Mode      string `arg:"" optional:"" name:"MODE" predictor:"mode" help:"deny, allow or always (allow and remember); with --choice, allow when left out."`
+	Selection string `name:"choice" aliases:"selection" placeholder:"VALUE" help:"The chosen choice of a question (one of its options; termsprawl dialogs lists them)."`
 	Reason    string `name:"reason" placeholder:"TEXT" help:"Why: the agent is told (e.g. why a permission was denied)."`
+	JSON      bool   `name:"json" help:"Print the receipt as JSON instead of one line."`
 }
 
 func (answerCmd) Examples() string {
 	return `termsprawl answer dialog-1 allow
 termsprawl answer dialog-2 deny --reason 'use the staging database, not production'
-termsprawl answer dialog-3 allow --selection 'Use the staging database'`
+termsprawl answer dialog-3 --choice 'Use the staging database'`
 }
 
 type doctorCmd struct {
@@ -245,9 +258,11 @@ func humanOptions() []kong.Option {
 // checks this against the grammar).
 var humanValueFlags = map[string]bool{"--state-dir": true, "--tmux-socket": true}
 
-// sendArgs makes everything after send's NODE the text, flags included:
-// `termsprawl send build ls -la` sends "ls -la". It inserts "--" after
-// NODE unless one is there already.
+// sendArgs makes everything after the NODE of send (and type, paste,
+// press: textCmds) the text, flags included: `termsprawl send build ls
+// -la` sends "ls -la". It inserts "--" after NODE unless one is there
+// already, or the only word after NODE is --help or -h (help, nothing is
+// sent; `send NODE -- --help` sends it).
 func sendArgs(args []string) []string {
 	i := 0
 	skipFlags := func() bool {
@@ -262,11 +277,14 @@ func sendArgs(args []string) []string {
 		}
 		return true
 	}
-	if !skipFlags() || i >= len(args) || args[i] != "send" {
+	if !skipFlags() || i >= len(args) || !textCmds[args[i]] {
 		return args
 	}
 	i++
 	if !skipFlags() || i+1 >= len(args) || args[i+1] == "--" {
+		return args
+	}
+	if rest := args[i+1:]; len(rest) == 1 && (rest[0] == "--help" || rest[0] == "-h") {
 		return args
 	}
 	out := append([]string{}, args[:i+1]...)
@@ -342,10 +360,12 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		return h.open(g.Open.Node)
 	case "snapshot":
 		return h.snapshot(g.Snapshot.Node, g.Snapshot.JSON)
-	case "send":
-		return h.simple("terminal_submit", map[string]any{"terminal": g.Send.Node, "text": strings.Join(g.Send.Text, " ")}, nil)
 	case "kill":
 		return h.simple("terminal_close", map[string]any{"terminal": g.Kill.Node}, func(v json.RawMessage) {
+			if g.Kill.JSON {
+				printReceipt(h.stdout, v)
+				return
+			}
 			var r tools.ReceiptOf[tools.CloseResult]
 			id := g.Kill.Node
 			if tools.DecodeValue(v, &r) == nil && r.Result.Terminal != "" {
@@ -360,22 +380,7 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "dialogs":
 		return h.dialogs(g.Dialogs.JSON)
 	case "answer":
-		args := map[string]any{"dialog": g.Answer.Dialog, "mode": g.Answer.Mode}
-		if g.Answer.Selection != "" {
-			args["selection"] = g.Answer.Selection
-		}
-		if g.Answer.Reason != "" {
-			args["reason"] = g.Answer.Reason
-		}
-		return h.simple("dialog_answer", args, func(v json.RawMessage) {
-			var r tools.ReceiptOf[tools.DialogOutcome]
-			_ = tools.DecodeValue(v, &r)
-			note := ""
-			if g.Answer.Mode == tools.AnswerAlways {
-				note = " (remembered for this node until it closes)"
-			}
-			fmt.Fprintf(h.stdout, "answered %s: %s%s\n", g.Answer.Dialog, g.Answer.Mode, note)
-		})
+		return h.answer(g.Answer)
 	case "pick":
 		return h.pick(os.Stdin)
 	case "doctor":
@@ -383,6 +388,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "monitor":
 		return h.monitor(g.Monitor.NoOpen)
 	default:
+		if code, ok := h.runMoreCmd(cmd, &g); ok {
+			return code
+		}
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")
 	}
 }
@@ -441,6 +449,9 @@ func (h *human) fail(res tools.Result) int {
 		msg = "no answer from termsprawl: " + transportReason(res) + " (`termsprawl doctor` checks the setup)"
 	}
 	fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), humanize(msg))
+	if ambiguous(res) {
+		return ExitUsage
+	}
 	return ExitNo
 }
 
@@ -637,7 +648,7 @@ func (h *human) findNode(word string) (tools.NodeInfo, int) {
 	n, err := resolveNode(rows, word)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "%s: %v\n", h.prefix(), err)
-		return tools.NodeInfo{}, ExitNo
+		return tools.NodeInfo{}, nameErrorCode(err)
 	}
 	return n, ExitOK
 }
@@ -672,9 +683,9 @@ func (h *human) ls(asJSON bool) int {
 	if hasHosts(rows) {
 		return h.lsWithHosts(tw, rows)
 	}
-	fmt.Fprintln(tw, "ID\tNAME\tCOMMAND\tOWNER\tSTATUS\tSIZE\tCLIENTS")
+	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATE\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), dash(statusText(r)), r.Columns, r.Rows, r.Clients)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(kindText(r)), dash(stateText(r)), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
 	}
 	_ = tw.Flush()
 	return ExitOK
@@ -825,7 +836,7 @@ func (h *human) dialogs(asJSON bool) int {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")), ends)
 	}
 	_ = tw.Flush()
-	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--selection OPTION] [--reason TEXT]")
+	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--reason TEXT], a question with: termsprawl answer ID --choice VALUE")
 	return ExitOK
 }
 

@@ -165,9 +165,11 @@ func (h *human) up() int {
 	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
 		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
 		printHosts(h.stdout, info.Hosts)
-		if h.upOpts.Monitor {
+		if h.upOpts.Monitor || h.upOpts.NoOpen {
 			fmt.Fprintf(h.stdout, "monitor (read-only): %s\n", info.MonitorURL)
-			h.openBrowser(info.MonitorURL)
+			if !h.upOpts.NoOpen {
+				h.openBrowser(info.MonitorURL)
+			}
 		}
 	})
 	if err != nil {
@@ -269,9 +271,9 @@ func (h *human) upDetached() int {
 	}
 	printServing(h.stdout, ep, h.stateDir, h.socket, tools.OperatorSessionPath(h.stateDir), -1)
 	fmt.Fprintf(h.stdout, "log:                 %s\n", logPath)
-	if h.upOpts.Monitor {
+	if h.upOpts.Monitor || h.upOpts.NoOpen {
 		// Asked of the child, so its log never holds the capability URL.
-		return h.monitor(false)
+		return h.monitor(h.upOpts.NoOpen)
 	}
 	return ExitOK
 }

@@ -38,10 +38,14 @@ func resolveNode(rows []tools.NodeInfo, word string) (tools.NodeInfo, error) {
 				ids[i] = r.Terminal
 			}
 			sort.Strings(ids)
-			return tools.NodeInfo{}, fmt.Errorf("%q names %d nodes (%s): use one of their ids", word, len(ids), strings.Join(ids, ", "))
+			return tools.NodeInfo{}, &ambiguousNodeError{fmt.Sprintf("%q names %d nodes (%s): use one of their ids", word, len(ids), strings.Join(ids, ", "))}
 		}
 	}
-	return tools.NodeInfo{}, fmt.Errorf("no node %q: `termsprawl ls` lists the nodes", word)
+	var known []string
+	for _, r := range rows {
+		known = append(known, r.Terminal, r.Name)
+	}
+	return tools.NodeInfo{}, fmt.Errorf("no node %q%s: `termsprawl ls` lists the nodes", word, tools.DidYouMean(tools.Suggest(word, known, false)))
 }
 
 // humanTerms rewrites the agent-facing wording of an error (operation
@@ -53,6 +57,7 @@ var humanTerms = strings.NewReplacer(
 	"call terminal_snapshot and continue from its revision", "see `termsprawl snapshot NODE`",
 	"call terminal_snapshot", "see `termsprawl snapshot NODE`",
 	"call dialog_list", "`termsprawl dialogs` lists them",
+	"give selection, one of", "pick one with --choice VALUE, one of",
 	"(see terminal_list)", "(see `termsprawl ls`)",
 	"see terminal_list", "see `termsprawl ls`",
 	"no terminal emulator", "no terminal emulator", // a program, not a node

@@ -134,16 +134,17 @@ func (p *PendingWait) Run(ctx context.Context) (tools.WaitResult, error) {
 // Resolve names a node the way every terminal argument does (CONTRACT
 // §10): an exact id, else an exact name when unique, else a unique id
 // prefix. Ambiguity is a usage error listing the candidates; no match is
-// not_found.
+// not_found, suggesting a near id or name.
 func (o *Orchestrator) Resolve(word string) (string, error) {
 	if n, err := o.lookup(word); err == nil {
 		return n.meta.ID, nil
 	}
-	var byName, byPrefix []string
+	var byName, byPrefix, known []string
 	for _, n := range o.sortedNodes() {
 		if n.isClosing() {
 			continue
 		}
+		known = append(known, n.meta.ID, n.meta.Name)
 		if n.meta.Name == word {
 			byName = append(byName, n.meta.ID)
 		}
@@ -160,7 +161,13 @@ func (o *Orchestrator) Resolve(word string) (string, error) {
 				WithDetails("candidates", ids)
 		}
 	}
-	return "", tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", word)
+	// A near id or name (CONTRACT §18: within two edits) is suggested.
+	near := tools.Suggest(word, known, false)
+	e := tools.Errorf(tools.KindNotFound, "no terminal %q%s: call terminal_list to see the terminals", word, tools.DidYouMean(near))
+	if len(near) > 0 {
+		e = e.WithDetails("suggestions", near)
+	}
+	return "", e
 }
 
 // CurrentPath is the working directory of a node's program as tmux knows

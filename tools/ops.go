@@ -414,8 +414,13 @@ func OperationNames() []string {
 
 // UnknownOperationError is the usage error for a name not in the table.
 func UnknownOperationError(name string) *Error {
-	return Errorf(KindUsage, "unknown operation %q; valid operations: %s", clip(name, 64), strings.Join(OperationNames(), ", ")).
+	near := SuggestOperation(name)
+	e := Errorf(KindUsage, "unknown operation %q%s; valid operations: %s", clip(name, 64), DidYouMean(near), strings.Join(OperationNames(), ", ")).
 		WithDetails("operation", clip(name, 64))
+	if len(near) > 0 {
+		e = e.WithDetails("suggestions", near)
+	}
+	return e
 }
 
 // ValidateRequest checks an operation name and its args against the table

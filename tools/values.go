@@ -54,6 +54,13 @@ type NodeInfo struct {
 	// Host is the machine the node runs on: empty for this one, else a
 	// name from `termsprawl up --host NAME=DEST` (CONTRACT §17).
 	Host string `json:"host,omitempty"`
+	// Kind is what the node is (terminal_list, CONTRACT §18): KindShell,
+	// or the agent kind (claude, codex, gemini, opencode, custom).
+	Kind string `json:"kind,omitempty"`
+	// State is, in terminal_list, the agent's state for agents (as
+	// agent_status reports it; AgentExited once its program ended), else
+	// the process status.
+	State string `json:"state,omitempty"`
 }
 
 // Crash is how a program that died on its own ended (CONTRACT §11).
@@ -327,6 +334,12 @@ const (
 	AgentWaiting = "waiting"
 	AgentUnknown = "unknown"
 )
+
+// KindShell is terminal_list's kind of a node that is not an agent.
+const KindShell = "shell"
+
+// AgentExited is terminal_list's state of an agent whose program ended.
+const AgentExited = "exited"
 
 // AgentInfo is one row of agent_status.
 type AgentInfo struct {

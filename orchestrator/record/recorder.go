@@ -499,7 +499,7 @@ func ClipLabel(s string) string {
 }
 
 // Exit records that the program exited: an exit event, a crash event if
-// crash is not nil, and the exit code, signal and crash in meta.json
+// crash is not nil, and the exit code, signal, crash and end in meta.json
 // (rewritten atomically by the writer). Recording goes on until Close.
 func (r *Recorder) Exit(code int, signal string, crash *Crash) {
 	r.mu.Lock()
@@ -512,6 +512,9 @@ func (r *Recorder) Exit(code int, signal string, crash *Crash) {
 	r.addEvent(Event{TMS: ms, Type: "exit", ExitCode: &c, Signal: signal})
 	r.meta.ExitCode = &c
 	r.meta.Signal = signal
+	// The recording has ended with the program (CONTRACT §18: meta.json
+	// carries end once it has); Close moves end to when it closed.
+	r.meta.End = r.now().UTC().Round(0)
 	if crash != nil {
 		cp := *crash
 		cp.ScreenTail = append([]string(nil), crash.ScreenTail...)

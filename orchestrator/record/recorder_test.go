@@ -424,7 +424,7 @@ func TestExitWritesMetaBeforeClose(t *testing.T) {
 	for {
 		m, err := readMeta(dir)
 		if err == nil && m.ExitCode != nil {
-			if *m.ExitCode != 139 || m.Signal != "SIGSEGV" || m.Crash == nil || m.Crash.ScreenTail[0] != "Segmentation fault" || !m.End.IsZero() {
+			if *m.ExitCode != 139 || m.Signal != "SIGSEGV" || m.Crash == nil || m.Crash.ScreenTail[0] != "Segmentation fault" || !m.End.Equal(epoch.Add(2*time.Second)) {
 				t.Fatalf("meta after Exit: %+v", m)
 			}
 			break

@@ -1,6 +1,7 @@
 package toolserver
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sync"
@@ -199,6 +200,28 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		s.agents.setState(info.Terminal, m.Incarnation(), tools.AgentWorking, "launched")
 	}
 	return info, c.stateOf(info.Terminal), nil
+}
+
+// describe fills terminal_list's kind and state (CONTRACT §18): shell
+// and the process status, or the agent kind and the state agent_status
+// reports ("exited" once the program ended).
+func (t *agentTable) describe(rows []tools.NodeInfo) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for i := range rows {
+		r := &rows[i]
+		st, reported := t.states[r.Terminal]
+		switch {
+		case r.Agent == "" && !reported:
+			r.Kind, r.State = tools.KindShell, r.Status
+		case r.Status == tools.StatusExited:
+			r.Kind, r.State = cmp.Or(r.Agent, "custom"), tools.AgentExited
+		case reported:
+			r.Kind, r.State = cmp.Or(r.Agent, "custom"), st.State
+		default:
+			r.Kind, r.State = r.Agent, tools.AgentUnknown
+		}
+	}
 }
 
 func agentStatus(c *call, _ noArgs) (tools.AgentList, error) {

@@ -355,6 +355,11 @@ func dialogAnswer(c *call, a dialogAnswerArgs) (tools.DialogOutcome, any, error)
 		t.mu.Unlock()
 		return tools.DialogOutcome{}, nil, tools.Errorf(tools.KindNotRun, "agents may only deny: %s (`termsprawl answer %s %s`)", tools.DialogMCPRefusal, a.Dialog, a.Mode)
 	}
+	if d.Kind == "question" && !isDeny && a.Selection == "" && len(d.Options) > 0 {
+		// A question with choices is answered with one (CONTRACT §18).
+		t.mu.Unlock()
+		return tools.DialogOutcome{}, nil, tools.Errorf(tools.KindUsage, "dialog %s is a question with choices: give selection, one of %q (or deny it)", a.Dialog, d.Options).WithDetails("choices", d.Options)
+	}
 	if d.Kind == "question" && !isDeny && a.Selection != "" && !slices.Contains(d.Options, a.Selection) {
 		t.mu.Unlock()
 		return tools.DialogOutcome{}, nil, tools.Errorf(tools.KindUsage, "selection %q is not one of %q", a.Selection, d.Options)

@@ -93,7 +93,9 @@ func terminalLaunch(c *call, spec orchestrator.LaunchSpec) (tools.NodeInfo, any,
 }
 
 func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
-	return tools.NodeList{Terminals: c.s.o.List(c.ctx)}, nil
+	rows := c.s.o.List(c.ctx)
+	c.s.agents.describe(rows)
+	return tools.NodeList{Terminals: rows}, nil
 }
 
 type snapshotArgs struct {
