@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -188,7 +189,10 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		}
 		n := o.newNode(meta)
 		if err := n.attach(ctx); err != nil {
-			o.log.Warn("cannot adopt node", "node", id, "err", err)
+			// Its session runs: keep it listed, so it can be seen and
+			// closed (not invisible until the next restart).
+			o.log.Warn("cannot adopt node: listed unattached", "node", id, "err", err)
+			o.unattached(meta, err)
 			continue
 		}
 		o.mu.Lock()
@@ -208,6 +212,22 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		o.removeFiles(id)
 	}
 	return nil
+}
+
+// unattached lists a node whose session runs but whose mirror could not
+// attach (adoption): a blank mirror, no client, status unreachable with
+// the reason. Operations other than close answer unavailable (reachable);
+// CloseNode ends its session from tmux's own account of the pane
+// (endSession); the next orchestrator tries to adopt it again.
+func (o *Orchestrator) unattached(meta NodeMeta, err error) {
+	n := o.newNode(meta)
+	n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: revisionBase(meta.Epoch)})
+	n.status = tools.StatusUnreachable
+	n.exitReason = "termsprawl could not attach its mirror of the session (" + err.Error() + "): the program may still run; terminal_close ends it, a restart tries again"
+	close(n.done)
+	o.mu.Lock()
+	o.nodes[meta.ID] = n
+	o.mu.Unlock()
 }
 
 // removeStaleTemps removes the temporary files of atomic writes that a

@@ -38,9 +38,9 @@ func openOrchestratorWith(t *testing.T, srv *tmuxtest.Server, dir string, mod fu
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	// Launches do not watch for early exits unless a test asks (it costs
-	// up to a second a launch).
-	cfg := Config{StateDir: dir, Socket: srv.Socket, LaunchWatch: -1}
+	// The production launch path: launches watch for early exits
+	// (DefaultLaunchWatch), as they do for users.
+	cfg := Config{StateDir: dir, Socket: srv.Socket}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -86,6 +86,9 @@ type remoteHost struct {
 	done     chan struct{} // closed when the supervisor returns
 
 	connectMu sync.Mutex // one connection attempt at a time (supervisor or a launch)
+	// life is the host's tmux server's lifecycle lock (tmuxServer.life),
+	// shared by every connection's tmuxServer.
+	life sync.Mutex
 
 	mu         sync.Mutex // guards the fields below
 	srv        *tmuxServer
@@ -290,7 +293,7 @@ func (h *remoteHost) connectLocked(ctx context.Context) error {
 	}
 	rdir := probe.rdir
 	srv := &tmuxServer{bin: probe.tmux, socket: h.spec.RemoteSocket(), conf: rdir + "/tmux.conf", deaths: h.o.deaths,
-		stop: make(chan struct{}), prefix: h.muxPrefix()}
+		life: &h.life, stop: make(chan struct{}), prefix: h.muxPrefix()}
 	srv.mu.Lock()
 	err = srv.connectLocked(ctx)
 	srv.mu.Unlock()

@@ -149,8 +149,16 @@ type node struct {
 
 func (n *node) session() string { return "ts-" + n.meta.ID }
 
-// beginClose publishes that the node's life is ending (idempotent).
-func (n *node) beginClose() { n.closingOnce.Do(func() { close(n.closing) }) }
+// beginClose publishes that the node's life is ending (idempotent); it
+// reports whether this call was the one that did.
+func (n *node) beginClose() bool {
+	first := false
+	n.closingOnce.Do(func() {
+		close(n.closing)
+		first = true
+	})
+	return first
+}
 
 // isClosing reports whether beginClose ran.
 func (n *node) isClosing() bool {

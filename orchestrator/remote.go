@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -54,100 +53,60 @@ func (o *Orchestrator) hostFor(ctx context.Context, name string) (*remoteHost, *
 	return nil, nil, tools.Errorf(tools.KindUnavailable, "host %s is unreachable: retry when it is back", name).WithDetails("host", name)
 }
 
-// launchRemote is Launch for spec.Host: the same steps, with the checks,
-// files and environment of the remote side.
-func (o *Orchestrator) launchRemote(ctx context.Context, spec LaunchSpec) (tools.NodeInfo, error) {
-	h, srv, err := o.hostFor(ctx, spec.Host)
-	if err != nil {
-		return tools.NodeInfo{}, err
-	}
-	h.mu.Lock()
-	probe, rdir := h.probe, h.rdir
-	h.mu.Unlock()
-	if len(spec.Command) == 0 {
-		spec.Command = []string{cmp.Or(probe.shell, "/bin/sh")}
-	}
-	if spec.Command[0] == "" {
-		return tools.NodeInfo{}, usage("command[0] is empty: give the program to run, e.g. [\"bash\"]")
-	}
-	spec.Columns, spec.Rows = cmp.Or(spec.Columns, DefaultColumns), cmp.Or(spec.Rows, DefaultRows)
-	if err := checkSize(spec.Columns, spec.Rows); err != nil {
-		return tools.NodeInfo{}, err
-	}
-	if spec.Cwd == "" {
-		spec.Cwd = probe.home
-	}
-	if !strings.HasPrefix(spec.Cwd, "/") {
-		return tools.NodeInfo{}, usage("cwd %q is not an absolute path on host %s", spec.Cwd, spec.Host)
-	}
-	if err := checkEnv(&spec); err != nil {
-		return tools.NodeInfo{}, err
-	}
-	if err := h.checkProgram(ctx, spec); err != nil {
-		return tools.NodeInfo{}, err
-	}
+// hostTarget is a launch on a host: its defaults, checks, files and
+// environment are the remote side's (Launch's one sequence, launch.go).
+type hostTarget struct{ h *remoteHost }
 
-	o.lifecycleMu.Lock()
-	defer o.lifecycleMu.Unlock()
-	o.mu.Lock()
-	count, closing := len(o.nodes), o.closing
-	o.mu.Unlock()
-	if closing {
-		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the orchestrator is shutting down")
+func (t hostTarget) host() string { return t.h.spec.Name }
+
+func (t hostTarget) probe() (hostProbe, string) {
+	t.h.mu.Lock()
+	defer t.h.mu.Unlock()
+	return t.h.probe, t.h.rdir
+}
+
+func (t hostTarget) defaultShell() string { p, _ := t.probe(); return cmp.Or(p.shell, "/bin/sh") }
+func (t hostTarget) defaultCwd() string   { p, _ := t.probe(); return p.home }
+
+func (t hostTarget) check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpec, error) {
+	if len(spec.Logs) > 0 {
+		return nil, usage("logs are followed on this machine only, and host %s is another: launch without logs, or tail the log in a node on that host", spec.Host)
 	}
-	if count >= o.cfg.MaxNodes {
-		return tools.NodeInfo{}, tools.Errorf(tools.KindRejected, "node limit reached (%d): close terminals with terminal_close first", o.cfg.MaxNodes)
+	return nil, t.h.checkProgram(ctx, spec)
+}
+
+func (t hostTarget) server(ctx context.Context, r *reservation) (*tmuxServer, error) {
+	srv := t.h.server()
+	if srv == nil {
+		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: retry when it is back", t.h.spec.Name).WithDetails("host", t.h.spec.Name)
+		e.Retryable = true
+		return nil, e
 	}
-	id := o.allocateID(spec.Name)
-	name := cmp.Or(spec.Name, id)
-	meta := NodeMeta{ID: id, Name: name, Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner, Parent: spec.Parent,
-		Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.socket, Host: spec.Host}
-	undo := func() {
-		o.stillborn(meta)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		h.exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, id)), nil)
-		srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "=ts-"+id))
+	return srv, nil
+}
+
+func (t hostTarget) env(spec LaunchSpec, id string, _ *tmuxServer) []string {
+	p, rdir := t.probe()
+	return t.h.launchEnv(spec, id, p, rdir)
+}
+
+func (t hostTarget) writeFiles(ctx context.Context, id string) error {
+	if err := t.h.writeRemoteSession(ctx, t.h.o, id); err != nil {
+		return tools.Errorf(tools.KindUnavailable, "host %s: write the session file of %s: %w", t.h.spec.Name, id, err)
 	}
-	if err := tools.WriteJSONAtomic(o.metaPath(id), meta); err != nil {
-		return tools.NodeInfo{}, fmt.Errorf("write node metadata: %w", err)
-	}
-	if err := o.writeSessionFile(meta); err != nil {
-		o.removeFiles(id)
-		return tools.NodeInfo{}, err
-	}
-	if err := h.writeRemoteSession(ctx, o, id); err != nil {
-		undo()
-		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "host %s: write the session file of %s: %w", spec.Host, id, err)
-	}
-	args := []string{"new-session", "-d", "-s", "ts-" + id, "-x", strconv.Itoa(spec.Columns), "-y", strconv.Itoa(spec.Rows), "-c", spec.Cwd}
-	for _, kv := range h.launchEnv(spec, id, probe, rdir) {
-		args = append(args, "-e", kv)
-	}
-	args = append(args, "--")
-	argv := spec.Command
-	if len(argv) == 1 {
-		argv = []string{"env", "--", argv[0]} // verbatim, no shell
-	}
-	args = append(args, argv...)
-	if _, err := srv.adminClient().RunMany(ctx, tmuxctl.Command(args[0], args[1:]...),
-		tmuxctl.Command("set-option", "-t", "=ts-"+id+":", "@termsprawl_node", id)); err != nil {
-		undo()
-		return tools.NodeInfo{}, o.remoteErr(h, fmt.Errorf("create tmux session for %s on host %s: %w", id, spec.Host, err))
-	}
-	n := o.newNode(meta)
-	n.recordOnAttach = spec.Record
-	if err := n.attach(ctx); err != nil {
-		undo()
-		return tools.NodeInfo{}, o.remoteErr(h, err)
-	}
-	o.mu.Lock()
-	o.nodes[id] = n
-	o.mu.Unlock()
-	o.log.Info("launched node", "node", id, "host", spec.Host, "command", spec.Command[0], "owner", spec.Owner)
-	info := n.info(0)
-	info.Exited = n.earlyExit(ctx, o.cfg.LaunchWatch)
-	return info, nil
+	return nil
+}
+
+func (t hostTarget) removeFiles(ctx context.Context, id string) {
+	_, rdir := t.probe()
+	t.h.exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, id)), nil)
+}
+
+// retry: a lost connection is the supervisor's to bring back.
+func (hostTarget) retry(context.Context, *tmuxServer, error) bool { return false }
+
+func (t hostTarget) fail(err error) error {
+	return t.h.o.remoteErr(t.h, fmt.Errorf("host %s: %w", t.h.spec.Name, err))
 }
 
 // remoteErr is err as the caller should see it: unavailable (retryable)
@@ -283,7 +242,8 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 	serverWasUp := h.probe.serverUp
 	h.mu.Unlock()
 	var again []*node
-	o.lifecycleMu.Lock()
+	life := srv.life
+	life.Lock()
 	metas := o.readMetas()
 	for _, n := range o.sortedNodes() {
 		if n.meta.Host != h.spec.Name || n.isClosing() {
@@ -335,7 +295,7 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 		h.adoptOne(ctx, read.NodeMeta, srv)
 		delete(live, id)
 	}
-	o.lifecycleMu.Unlock()
+	life.Unlock()
 	for _, n := range again {
 		o.reattach(n)
 		if nn := o.node(n.meta.ID); nn != nil && nn != n {
@@ -350,7 +310,7 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 }
 
 // adoptOne mirrors a session of the host known from its metadata (after
-// an orchestrator restart). Call with lifecycleMu held.
+// an orchestrator restart). Call with the host's lifecycle lock held.
 func (h *remoteHost) adoptOne(ctx context.Context, meta NodeMeta, srv *tmuxServer) {
 	o := h.o
 	if o.node(meta.ID) != nil {
@@ -395,7 +355,7 @@ func (o *Orchestrator) serverFor(meta NodeMeta) *tmuxServer {
 			if h.lastSrv == nil {
 				// Never reached: a server with no clients, so the node
 				// is listed with the host's socket.
-				h.lastSrv = &tmuxServer{bin: "tmux", socket: h.spec.RemoteSocket(), prefix: h.muxPrefix(), stop: make(chan struct{})}
+				h.lastSrv = &tmuxServer{bin: "tmux", socket: h.spec.RemoteSocket(), prefix: h.muxPrefix(), life: &h.life, stop: make(chan struct{})}
 			}
 			return h.lastSrv
 		}
@@ -409,6 +369,12 @@ func (o *Orchestrator) serverFor(meta NodeMeta) *tmuxServer {
 // reachable is nil unless the node's host cannot be reached now.
 func (n *node) reachable() error {
 	if n.meta.Host == "" {
+		if n.client == nil {
+			n.mu.Lock()
+			reason := n.exitReason
+			n.mu.Unlock()
+			return tools.Errorf(tools.KindUnavailable, "terminal %q is not mirrored: %s", n.meta.ID, reason)
+		}
 		return nil
 	}
 	if status, _, _ := n.state(); status != tools.StatusUnreachable {

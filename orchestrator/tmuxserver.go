@@ -7,8 +7,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/termsprawl/termsprawl/tmuxctl"
@@ -48,8 +50,13 @@ type tmuxServer struct {
 	// prefix runs tmux through ssh for a server on another machine
 	// (host.go); nil for a local one.
 	prefix []string
-	stop   chan struct{}
-	wg     sync.WaitGroup
+	// life is the server's lifecycle lock: sessions are created and
+	// destroyed on one server one at a time (tmux 3.3a crashes otherwise,
+	// docs/TMUX-CRASHES.md); different servers are independent. A host's
+	// connections share the host's lock (one remote tmux server).
+	life *sync.Mutex
+	stop chan struct{}
+	wg   sync.WaitGroup
 
 	mu     sync.Mutex // guards admin and waiter (replaced by ensure)
 	admin  *tmuxctl.Client
@@ -87,7 +94,7 @@ func startTmuxServer(ctx context.Context, bin, socket, stateDir string, env []st
 	if err := os.WriteFile(conf, []byte(TmuxServerConf), 0o600); err != nil {
 		return nil, fmt.Errorf("write tmux config: %w", err)
 	}
-	s := &tmuxServer{bin: bin, socket: socket, conf: conf, minimalEnv: env, deaths: deaths, stop: make(chan struct{})}
+	s := &tmuxServer{bin: bin, socket: socket, conf: conf, minimalEnv: env, deaths: deaths, life: new(sync.Mutex), stop: make(chan struct{})}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.connectLocked(ctx); err != nil {
@@ -205,4 +212,26 @@ func (s *tmuxServer) close() {
 	waiter.Close()
 	admin.Close()
 	s.wg.Wait()
+}
+
+// zombieStatus is zombieStatus on the server's machine: a host's pid is
+// read on the host (CONTRACT §23), never in this machine's /proc.
+func (s *tmuxServer) zombieStatus(pid int) (int, bool) { return waitCode(s.zombieWait(pid)) }
+
+// zombieWait is zombieWait on the server's machine.
+func (s *tmuxServer) zombieWait(pid int) (syscall.WaitStatus, bool) {
+	if s.prefix == nil {
+		return zombieWait(pid)
+	}
+	if pid <= 0 {
+		return 0, false
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	argv := tmuxctl.PrefixArgv(s.prefix, true, []string{"cat", "/proc/" + strconv.Itoa(pid) + "/stat"})
+	out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+	if err != nil {
+		return 0, false
+	}
+	return parseZombieStat(out)
 }
