@@ -369,3 +369,60 @@ func TestNothingOutlivesClose(t *testing.T) {
 		}
 	}
 }
+
+// After a pane death every server's panes are listed at once: while one
+// server's list-panes is stuck, another's is asked.
+func TestListPanesInParallel(t *testing.T) {
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.ShardSize = 1 })
+	launch(t, o, stayArgv()...)
+	launch(t, o, stayArgv()...) // on a second shard
+	shards := o.servers()
+	if len(shards) < 2 {
+		t.Fatalf("%d shards, want 2", len(shards))
+	}
+	other := make(chan struct{})
+	var otherOnce sync.Once
+	stuck := make(chan bool, 1)
+	testHookListPanes = func(s *tmuxServer) {
+		if s != shards[0] {
+			otherOnce.Do(func() { close(other) })
+			return
+		}
+		select {
+		case <-other:
+			stuck <- false
+		case <-time.After(10 * time.Second):
+			stuck <- true
+		}
+	}
+	t.Cleanup(func() { testHookListPanes = nil })
+	o.deaths <- struct{}{}
+	if within(t, stuck, 20*time.Second, "the first shard's list-panes") {
+		t.Fatal("the second shard's list-panes waited for the first's")
+	}
+}
+
+// A host's pane pid is read on the host: the server's zombie check runs
+// through its prefix (ssh), never this machine's /proc.
+func TestRemoteZombieReadOnHost(t *testing.T) {
+	// The "host" answers every command with the stat line of a zombie
+	// that was killed by signal 9; no such process exists here.
+	fake := writeScript(t, "fakessh", "#!/bin/sh\necho '4242 (prog x) Z 1 4242 4242 0 -1 4194564 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 9'\n")
+	srv := &tmuxServer{socket: "fake", prefix: []string{fake, "--"}}
+	const pid = 1 << 22 // beyond any pid of this machine
+	if processExists(pid) {
+		t.Skip("pid exists here")
+	}
+	ws, ok := srv.zombieWait(pid)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("zombieWait on the host = %v, %v: want a zombie killed by SIGKILL", ws, ok)
+	}
+	if exited, code := checkDead("1::", pid, srv.zombieStatus); !exited || code != 128+9 {
+		t.Fatalf("checkDead on the host = %v, %d: want exited, 137", exited, code)
+	}
+}

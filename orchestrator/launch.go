@@ -140,6 +140,9 @@ func (o *Orchestrator) target(ctx context.Context, spec LaunchSpec) (launchTarge
 	if spec.Host == "" {
 		return localTarget{o}, nil
 	}
+	if len(spec.Logs) > 0 {
+		return nil, usage("logs are followed on this machine only, and host %s is another: launch without logs, or tail the log in a node on that host", spec.Host)
+	}
 	h, _, err := o.hostFor(ctx, spec.Host)
 	if err != nil {
 		return nil, err
