@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 	"go.uber.org/goleak"
@@ -306,6 +308,16 @@ func TestAdoptAttachFailureListed(t *testing.T) {
 // tmuxControlChildren lists this process's children that run a tmux
 // control client (tmux -C …).
 func tmuxControlChildren() []string {
+	return children(func(args []string) bool { return slices.Contains(args, "-C") || slices.Contains(args, "-CC") })
+}
+
+// sshChildren lists this process's children that run ssh.
+func sshChildren() []string {
+	return children(func(args []string) bool { return len(args) > 0 && filepath.Base(args[0]) == "ssh" })
+}
+
+// children lists the command lines of this process's children that match.
+func children(match func(args []string) bool) []string {
 	me := strconv.Itoa(os.Getpid())
 	var out []string
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
@@ -321,11 +333,8 @@ func tmuxControlChildren() []string {
 		}
 		cmd, _ := os.ReadFile(d + "/cmdline")
 		args := strings.Split(strings.TrimRight(string(cmd), "\x00"), "\x00")
-		for _, a := range args {
-			if a == "-C" || a == "-CC" {
-				out = append(out, strings.Join(args, " "))
-				break
-			}
+		if match(args) {
+			out = append(out, strings.Join(args, " "))
 		}
 	}
 	return out
@@ -424,5 +433,27 @@ func TestRemoteZombieReadOnHost(t *testing.T) {
 	}
 	if exited, code := checkDead("1::", pid, srv.zombieStatus); !exited || code != 128+9 {
 		t.Fatalf("checkDead on the host = %v, %d: want exited, 137", exited, code)
+	}
+}
+
+// No ssh process (master, control clients, execs) outlives Close of an
+// orchestrator with a host.
+func TestNothingOutlivesCloseRemote(t *testing.T) {
+	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
+	id := remoteLaunch(t, o, "big", stayArgv()...)
+	waitText(t, o, id, "up")
+	remoteLaunch(t, o, "big", stayArgv()...)
+	if err := o.CloseNode(tctx(t), id); err != nil {
+		t.Fatal(err)
+	}
+	if len(sshChildren()) == 0 {
+		t.Fatal("no ssh child before Close: the check cannot see them")
+	}
+	o.Close()
+	if kids := sshChildren(); len(kids) > 0 {
+		t.Fatalf("ssh processes outlive Close: %q", kids)
+	}
+	if kids := tmuxControlChildren(); len(kids) > 0 {
+		t.Fatalf("tmux control clients outlive Close: %q", kids)
 	}
 }
