@@ -500,8 +500,9 @@ func closeRemoteServer(srv *tmuxServer) {
 	srv.wg.Wait()
 }
 
-// stopHosts stops every supervisor (Close, before it takes lifecycleMu:
-// a supervisor takes it to adopt). Idempotent.
+// stopHosts stops every supervisor (Close, before it waits for the ops:
+// a supervisor adopts sessions under its host's lifecycle lock).
+// Idempotent.
 func (o *Orchestrator) stopHosts() {
 	for _, name := range o.hostNames() {
 		h := o.host(name)

@@ -80,7 +80,7 @@ type Orchestrator struct {
 	// shards are the private tmux servers, each holding at most
 	// cfg.ShardSize nodes, so one tmux crash takes at most that many
 	// (docs/TMUX-CRASHES.md). shards[0] is cfg.Socket's. Appended under
-	// lifecycleMu; read under mu.
+	// shardMu and mu; read under mu.
 	shards []*tmuxServer
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
