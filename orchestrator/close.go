@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -66,8 +67,8 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 // on the close's own context.
 func (o *Orchestrator) closeNode(ctx context.Context, n *node) error {
 	id := n.meta.ID
-	n.srv.life.Lock()
-	defer n.srv.life.Unlock()
+	n.srv.Life().Lock()
+	defer n.srv.Life().Unlock()
 	n.mu.Lock()
 	pid := n.pid
 	n.mu.Unlock()
@@ -77,7 +78,7 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node) error {
 		// On the admin client: through the node's own, the reply would
 		// wait behind the pane's queued output. If it fails, the pane
 		// stays dead after its program ended and is killed as dead.
-		if _, err := n.srv.adminClient().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off")); err != nil {
+		if _, err := n.srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off")); err != nil {
 			o.log.Debug("remain-on-exit off", "node", id, "err", err)
 		}
 	}
@@ -98,12 +99,12 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node) error {
 	case n.client == nil:
 		// Listed unattached (adopt.go): tmux tells its pane's pid and
 		// whether it is dead.
-		if !o.endSession(ctx, n.srv, n.meta.Host, n.session(), 0) {
+		if !o.endSession(ctx, n.srv, n.session(), 0) {
 			return tools.Errorf(tools.KindUnavailable, "close %s: its session did not end in time", id)
 		}
 	default:
 		o.waitClientGone(ctx, n.srv, clientPid)
-		if err := o.finishSession(ctx, n.srv, n.meta.Host, n.session(), pid, live); err != nil {
+		if err := o.finishSession(ctx, n.srv, n.session(), pid, live); err != nil {
 			o.log.Error("close did not finish: the node is kept", "node", id, "err", err)
 			return tools.Errorf(tools.KindUnavailable, "close %s: %w", id, err)
 		}
@@ -123,7 +124,7 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node) error {
 // kill-session is sent only to a pane tmux reports dead. It returns nil
 // once tmux confirms the session gone and the program (pid, 0: none) is
 // gone, or why not.
-func (o *Orchestrator) finishSession(ctx context.Context, srv *tmuxServer, host, session string, pid int, live bool) error {
+func (o *Orchestrator) finishSession(ctx context.Context, srv hosts.Server, session string, pid int, live bool) error {
 	ended := !live
 	// Hang up like a closing terminal; kill what ignores that.
 	for _, step := range []struct {
@@ -133,7 +134,7 @@ func (o *Orchestrator) finishSession(ctx context.Context, srv *tmuxServer, host,
 		if ended {
 			break
 		}
-		o.signalGroup(ctx, host, pid, step.sig)
+		srv.Signal(ctx, pid, step.sig)
 		ended = o.waitSessionGone(ctx, srv, session, step.wait)
 	}
 	if !ended && o.paneDead(ctx, srv, session) {
@@ -141,14 +142,14 @@ func (o *Orchestrator) finishSession(ctx context.Context, srv *tmuxServer, host,
 	}
 	if ended {
 		// A dead pane left by remain-on-exit, or nothing: safe.
-		if _, err := srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+session)); err != nil {
+		if _, err := srv.Admin().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+session)); err != nil {
 			o.log.Debug("kill-session of a dead pane", "session", session, "err", err)
 		}
 	}
 	if !o.waitSessionGone(ctx, srv, session, closeGrace) {
 		return fmt.Errorf("tmux still has session %s (its program did not end): %w", session, cmp.Or(ctx.Err(), errNotConfirmed))
 	}
-	if !o.waitPidGone(ctx, srv, host, pid, closeGrace) {
+	if !o.waitPidGone(ctx, srv, pid, closeGrace) {
 		return fmt.Errorf("the program of session %s (pid %d) still runs: %w", session, pid, cmp.Or(ctx.Err(), errNotConfirmed))
 	}
 	return nil
@@ -160,8 +161,8 @@ var errNotConfirmed = errors.New("not confirmed in time")
 // endSession rolls back a session a launch created (its mirror never
 // attached or failed) the way a close ends one: no kill-session on a live
 // pane. pid 0: read it from tmux. It reports whether the end is confirmed.
-func (o *Orchestrator) endSession(ctx context.Context, srv *tmuxServer, host, session string, pid int) bool {
-	admin := srv.adminClient()
+func (o *Orchestrator) endSession(ctx context.Context, srv hosts.Server, session string, pid int) bool {
+	admin := srv.Admin()
 	out, err := admin.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+session+":", "#{pane_pid} #{pane_dead}"))
 	if err != nil {
 		var ce *tmuxctl.CommandError
@@ -181,7 +182,7 @@ func (o *Orchestrator) endSession(ctx context.Context, srv *tmuxServer, host, se
 		admin.Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "="+session+":", "remain-on-exit", "off"))
 	}
 	o.waitNoClients(ctx, srv, session)
-	if err := o.finishSession(ctx, srv, host, session, pid, !dead && pid > 0); err != nil {
+	if err := o.finishSession(ctx, srv, session, pid, !dead && pid > 0); err != nil {
 		o.log.Error("roll back a launch's session", "session", session, "err", err)
 		return false
 	}
@@ -209,11 +210,11 @@ func pause(ctx context.Context, d time.Duration) bool {
 // until the tmux server no longer lists the control client with process
 // id pid: the client process can exit before the server has let go of
 // its state, and a pane destroyed in between crashes tmux 3.3a.
-func (o *Orchestrator) waitClientGone(ctx context.Context, srv *tmuxServer, pid int) {
+func (o *Orchestrator) waitClientGone(ctx context.Context, srv hosts.Server, pid int) {
 	want := strconv.Itoa(pid)
 	deadline := time.Now().Add(closeGrace)
 	for {
-		out, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{client_pid}"))
+		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{client_pid}"))
 		if err != nil || !slices.Contains(out, want) || time.Now().After(deadline) || !pause(ctx, closePoll) {
 			return
 		}
@@ -222,10 +223,10 @@ func (o *Orchestrator) waitClientGone(ctx context.Context, srv *tmuxServer, pid 
 
 // waitNoClients waits, like waitClientGone, until no client is attached
 // to session (a failed attach's control client may linger in tmux).
-func (o *Orchestrator) waitNoClients(ctx context.Context, srv *tmuxServer, session string) {
+func (o *Orchestrator) waitNoClients(ctx context.Context, srv hosts.Server, session string) {
 	deadline := time.Now().Add(closeGrace)
 	for {
-		out, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-t", "="+session, "-F", "#{client_pid}"))
+		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-t", "="+session, "-F", "#{client_pid}"))
 		if err != nil || len(out) == 0 || time.Now().After(deadline) || !pause(ctx, closePoll) {
 			return
 		}
@@ -235,10 +236,10 @@ func (o *Orchestrator) waitNoClients(ctx context.Context, srv *tmuxServer, sessi
 // waitSessionGone checks every closePoll, for at most d, whether tmux has
 // ended the session. (Nothing of ours is attached to it any more to be
 // told, and this runs only while a terminal is being closed.)
-func (o *Orchestrator) waitSessionGone(ctx context.Context, srv *tmuxServer, session string, d time.Duration) bool {
+func (o *Orchestrator) waitSessionGone(ctx context.Context, srv hosts.Server, session string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if _, err := srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session)); err != nil {
+		if _, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session)); err != nil {
 			var ce *tmuxctl.CommandError
 			if errors.As(err, &ce) {
 				return true // "can't find session": gone
@@ -251,20 +252,20 @@ func (o *Orchestrator) waitSessionGone(ctx context.Context, srv *tmuxServer, ses
 }
 
 // paneDead reports whether tmux says session's pane is dead.
-func (o *Orchestrator) paneDead(ctx context.Context, srv *tmuxServer, session string) bool {
-	out, err := srv.adminClient().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+session+":", "#{pane_dead}"))
+func (o *Orchestrator) paneDead(ctx context.Context, srv hosts.Server, session string) bool {
+	out, err := srv.Admin().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+session+":", "#{pane_dead}"))
 	return err == nil && len(out) == 1 && strings.TrimSpace(out[0]) == "1"
 }
 
 // waitPidGone checks every closePoll, for at most d, whether process pid
 // has ended (on its machine: a host's pid is looked up there).
-func (o *Orchestrator) waitPidGone(ctx context.Context, srv *tmuxServer, host string, pid int, d time.Duration) bool {
+func (o *Orchestrator) waitPidGone(ctx context.Context, srv hosts.Server, pid int, d time.Duration) bool {
 	if pid <= 0 {
 		return true
 	}
 	deadline := time.Now().Add(d)
 	for {
-		if o.pidGone(ctx, host, pid) {
+		if srv.PidGone(ctx, pid) {
 			return true
 		}
 		if time.Now().After(deadline) || !pause(ctx, closePoll) {
@@ -363,7 +364,7 @@ func (o *Orchestrator) reattach(old *node) {
 	if testHookReattached != nil {
 		defer testHookReattached(old)
 	}
-	life := o.serverFor(old.meta).life
+	life := o.serverFor(old.meta).Life()
 	life.Lock()
 	defer life.Unlock()
 	if o.node(old.meta.ID) != old || old.isClosing() || o.isClosing() {
@@ -400,8 +401,8 @@ func (o *Orchestrator) reattach(old *node) {
 // serverDied reports whether the private tmux server is gone (its admin
 // client ended, or a round trip on it fails), and records the death once:
 // an error in the log, counted in ServerHealth.
-func (o *Orchestrator) serverDied(srv *tmuxServer) (string, bool) {
-	admin := srv.adminClient()
+func (o *Orchestrator) serverDied(srv hosts.Server) (string, bool) {
+	admin := srv.Admin()
 	err := admin.Err()
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -421,7 +422,7 @@ func (o *Orchestrator) serverDied(srv *tmuxServer) (string, bool) {
 		o.serverDeaths++
 		o.lastServerDeath = fmt.Sprintf("%s: %v", time.Now().UTC().Format(time.RFC3339), err)
 		o.log.Error("the private tmux server died: its nodes are lost (listed as exited); the next launch starts a new server",
-			"socket", srv.socket, "err", err)
+			"socket", srv.Socket(), "err", err)
 	}
 	return err.Error(), true
 }

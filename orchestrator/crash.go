@@ -88,7 +88,7 @@ func (n *node) recordCrash(ctx context.Context, code int) {
 			n.mu.Lock()
 			pid := n.pid
 			n.mu.Unlock()
-			if ws, ok := n.srv.zombieWait(pid); ok && ws.Signaled() {
+			if ws, ok := zombieWaitOn(n.srv, pid); ok && ws.Signaled() {
 				sig = int(ws.Signal())
 			}
 		}

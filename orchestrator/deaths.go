@@ -140,7 +140,7 @@ func (o *Orchestrator) paneDeaths(out []string) bool {
 			continue
 		}
 		pid, _ := strconv.Atoi(f[2])
-		if exited, code := checkDead(f[1], pid, n.srv.zombieStatus); exited {
+		if exited, code := checkDead(f[1], pid, n.zombieStatus); exited {
 			if status, _, _ := n.state(); status != tools.StatusExited {
 				n.requestExit(code)
 			}
@@ -171,9 +171,9 @@ func (o *Orchestrator) listPanesAll(handle func([]string)) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 			defer cancel()
-			lines, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
+			lines, err := srv.Admin().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
 			if err != nil {
-				o.log.Warn("list panes after a pane died", "socket", srv.socket, "err", err)
+				o.log.Warn("list panes after a pane died", "socket", srv.Socket(), "err", err)
 				return
 			}
 			handle(lines)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tools"
 	"go.uber.org/goleak"
 )
@@ -129,7 +130,7 @@ type blockedTarget struct {
 	once    sync.Once
 }
 
-func (t *blockedTarget) server(ctx context.Context, r *reservation) (*tmuxServer, error) {
+func (t *blockedTarget) server(ctx context.Context, r *reservation) (hosts.Server, error) {
 	return t.srv, nil
 }
 
@@ -422,16 +423,17 @@ func TestRemoteZombieReadOnHost(t *testing.T) {
 	// The "host" answers every command with the stat line of a zombie
 	// that was killed by signal 9; no such process exists here.
 	fake := writeScript(t, "fakessh", "#!/bin/sh\necho '4242 (prog x) Z 1 4242 4242 0 -1 4194564 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 9'\n")
-	srv := &tmuxServer{socket: "fake", prefix: []string{fake, "--"}}
+	srv := hosts.Remote{Bin: "tmux", Socket: "fake", Prefix: []string{fake, "--"}}.Unconnected()
 	const pid = 1 << 22 // beyond any pid of this machine
 	if processExists(pid) {
 		t.Skip("pid exists here")
 	}
-	ws, ok := srv.zombieWait(pid)
+	ws, ok := zombieWaitOn(srv, pid)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("zombieWait on the host = %v, %v: want a zombie killed by SIGKILL", ws, ok)
 	}
-	if exited, code := checkDead("1::", pid, srv.zombieStatus); !exited || code != 128+9 {
+	n := &node{srv: srv}
+	if exited, code := checkDead("1::", pid, n.zombieStatus); !exited || code != 128+9 {
 		t.Fatalf("checkDead on the host = %v, %d: want exited, 137", exited, code)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -292,14 +293,11 @@ func (h *remoteHost) connectLocked(ctx context.Context) error {
 		return fail(err)
 	}
 	rdir := probe.rdir
-	srv := &tmuxServer{bin: probe.tmux, socket: h.spec.RemoteSocket(), conf: rdir + "/tmux.conf", deaths: h.o.deaths,
-		life: &h.life, stop: make(chan struct{}), prefix: h.muxPrefix()}
-	srv.mu.Lock()
-	err = srv.connectLocked(ctx)
-	srv.mu.Unlock()
+	srv, err := hosts.Remote{Bin: probe.tmux, Socket: h.spec.RemoteSocket(), Conf: rdir + "/tmux.conf", Deaths: h.o.deaths,
+		Life: &h.life, Prefix: h.muxPrefix()}.Connect(ctx)
 	if err != nil {
 		return fail(&HostError{Host: h.spec.Name, Dest: h.spec.Dest, Reason: "tmux", Err: err,
-			Msg: fmt.Sprintf("host %s: cannot start or reach its tmux server (tmux -L %s): %v", h.spec.Name, srv.socket, err)})
+			Msg: fmt.Sprintf("host %s: cannot start or reach its tmux server (tmux -L %s): %v", h.spec.Name, h.spec.RemoteSocket(), err)})
 	}
 	h.mu.Lock()
 	h.master, h.masterDone, h.probe, h.rdir = master, masterDone, probe, rdir
@@ -382,7 +380,7 @@ func (h *remoteHost) supervise() {
 		srv, masterDone := h.srv, h.masterDone
 		h.mu.Unlock()
 		if srv != nil {
-			var adminDone <-chan struct{} = srv.adminClient().Done()
+			var adminDone <-chan struct{} = srv.Admin().Done()
 			select {
 			case <-h.stop:
 				return
@@ -444,7 +442,7 @@ func (h *remoteHost) alive() bool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	_, err := srv.adminClient().Run(ctx, tmuxctl.Command("display-message", "-p", "ok"))
+	_, err := srv.Admin().Run(ctx, tmuxctl.Command("display-message", "-p", "ok"))
 	var ce *tmuxctl.CommandError
 	return err == nil || errors.As(err, &ce)
 }
@@ -469,7 +467,7 @@ func (h *remoteHost) lose() {
 		<-masterDone
 	}
 	if srv != nil {
-		closeRemoteServer(srv)
+		srv.Close()
 	}
 	if testHookHostLost != nil {
 		testHookHostLost(h.spec.Name)
@@ -480,25 +478,6 @@ func (h *remoteHost) lose() {
 // before the supervisor reconnects; testHookHostAdopted after a
 // (re)connect's sessions are mirrored again.
 var testHookHostLost, testHookHostAdopted func(host string)
-
-// closeRemoteServer ends a host server's clients without a round trip
-// (the connection may be gone).
-func closeRemoteServer(srv *tmuxServer) {
-	select {
-	case <-srv.stop:
-	default:
-		close(srv.stop)
-	}
-	srv.mu.Lock()
-	admin, waiter := srv.admin, srv.waiter
-	srv.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	admin.Run(ctx, tmuxctl.Command("wait-for", "-S", deathChannel))
-	cancel()
-	waiter.Close()
-	admin.Close()
-	srv.wg.Wait()
-}
 
 // stopHosts stops every supervisor (Close, before it waits for the ops:
 // a supervisor adopts sessions under its host's lifecycle lock).
@@ -521,7 +500,7 @@ func (o *Orchestrator) closeHosts() {
 		h.srv, h.master = nil, nil
 		h.mu.Unlock()
 		if srv != nil {
-			closeRemoteServer(srv)
+			srv.Close()
 		}
 		if master != nil && master.Process != nil {
 			master.Process.Kill()

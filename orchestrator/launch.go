@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -115,16 +116,16 @@ type launchTarget interface {
 	check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpec, error)
 	// server picks the tmux server (recorded in r) and makes sure it is
 	// reachable.
-	server(ctx context.Context, r *reservation) (*tmuxServer, error)
+	server(ctx context.Context, r *reservation) (hosts.Server, error)
 	// env is the new-session -e list of node id.
-	env(spec LaunchSpec, id string, srv *tmuxServer) []string
+	env(spec LaunchSpec, id string, srv hosts.Server) []string
 	// writeFiles puts the node's files on the far side (its session file
 	// on a host); removeFiles undoes it.
 	writeFiles(ctx context.Context, id string) error
 	removeFiles(ctx context.Context, id string)
 	// retry says whether a create that failed with err may be tried once
 	// more after srv was brought up again.
-	retry(ctx context.Context, srv *tmuxServer, err error) bool
+	retry(ctx context.Context, srv hosts.Server, err error) bool
 	// fail is err as the caller should see it.
 	fail(err error) error
 }
@@ -201,14 +202,14 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	}
 	id := r.id
 	meta := NodeMeta{ID: id, Name: cmp.Or(spec.Name, id), Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
-		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.socket, Logs: logs, Host: t.host()}
+		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host()}
 	n, err := o.create(ctx, t, srv, spec, meta)
 	if err != nil {
 		r.release()
 		return tools.NodeInfo{}, err
 	}
 	r.register(n)
-	srv.life.Unlock()
+	srv.Life().Unlock()
 	o.log.Info("launched node", "node", id, "host", meta.Host, "command", spec.Command[0], "owner", spec.Owner)
 	info := n.info(0)
 	info.Exited = n.earlyExit(ctx, o.cfg.LaunchWatch)
@@ -219,13 +220,13 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 // mirror, under srv's lifecycle lock: it returns with the lock held on
 // success (the caller registers the node, then unlocks), released on
 // failure after everything it made was undone.
-func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv *tmuxServer, spec LaunchSpec, meta NodeMeta) (*node, error) {
+func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Server, spec LaunchSpec, meta NodeMeta) (*node, error) {
 	id := meta.ID
-	srv.life.Lock()
+	srv.Life().Lock()
 	ok := false
 	defer func() {
 		if !ok {
-			srv.life.Unlock()
+			srv.Life().Unlock()
 		}
 	}()
 	if o.isClosing() {
@@ -246,7 +247,7 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv *tmuxServ
 		defer cancel()
 		o.stillborn(meta)
 		t.removeFiles(uctx, id)
-		o.endSession(uctx, srv, meta.Host, "ts-"+id, 0)
+		o.endSession(uctx, srv, "ts-"+id, 0)
 	}
 	if err := t.writeFiles(ctx, id); err != nil {
 		undo()
@@ -265,7 +266,7 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv *tmuxServ
 	}
 	args = append(args, argv...)
 	create := func() error {
-		_, err := srv.adminClient().RunMany(ctx,
+		_, err := srv.Admin().RunMany(ctx,
 			tmuxctl.Command(args[0], args[1:]...),
 			tmuxctl.Command("set-option", "-t", "=ts-"+id+":", "@termsprawl_node", id))
 		return err
@@ -320,10 +321,10 @@ func (t localTarget) check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpe
 	return resolveLogs(spec.Logs, spec.Cwd)
 }
 
-func (t localTarget) server(ctx context.Context, r *reservation) (*tmuxServer, error) {
+func (t localTarget) server(ctx context.Context, r *reservation) (hosts.Server, error) {
 	srv, err := t.o.shardFor(ctx, r)
 	if err == nil {
-		err = srv.ensure(ctx)
+		err = srv.Ensure(ctx)
 	}
 	if err != nil {
 		return nil, tools.Errorf(tools.KindUnavailable, "the private tmux server is not reachable: %w", err)
@@ -331,8 +332,8 @@ func (t localTarget) server(ctx context.Context, r *reservation) (*tmuxServer, e
 	return srv, nil
 }
 
-func (t localTarget) env(spec LaunchSpec, id string, srv *tmuxServer) []string {
-	return t.o.launchEnv(spec, id, srv.socket)
+func (t localTarget) env(spec LaunchSpec, id string, srv hosts.Server) []string {
+	return t.o.launchEnv(spec, id, srv.Socket())
 }
 
 func (localTarget) writeFiles(context.Context, string) error { return nil }
@@ -340,8 +341,9 @@ func (localTarget) removeFiles(context.Context, string)      {}
 
 // retry: the server died under us (its death may not have been seen yet
 // when ensure ran): start a new one and try once more.
-func (localTarget) retry(ctx context.Context, srv *tmuxServer, err error) bool {
-	return errors.Is(err, tmuxctl.ErrClosed) && srv.ensure(ctx) == nil
+func (localTarget) retry(ctx context.Context, srv hosts.Server, err error) bool {
+	shard, ok := srv.(*tmuxServer)
+	return ok && errors.Is(err, tmuxctl.ErrClosed) && shard.Ensure(ctx) == nil
 }
 
 func (localTarget) fail(err error) error { return err }

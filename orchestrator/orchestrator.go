@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -106,7 +107,7 @@ type Orchestrator struct {
 	// reservations of launches under way (ids and node slots); shardMu
 	// picks a launch's shard.
 	idMu     sync.Mutex
-	reserved map[string]*tmuxServer // id → the shard it goes on (nil: a host)
+	reserved map[string]hosts.Server // id → the shard it goes on (nil: a host)
 	shardMu  sync.Mutex
 	// ops counts the launches, closes and reattaches under way; Close
 	// waits for them (each has its own deadline) after it set closing,
@@ -164,11 +165,11 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		cfg.ShardSize = DefaultShardSize
 	}
 	deaths := make(chan struct{}, 1)
-	srv, err := startTmuxServer(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, minimalEnv(), deaths)
+	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, minimalEnv(), deaths)
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, reserved: map[string]*tmuxServer{}, stop: make(chan struct{}), traces: record.NewRegistry()}
+	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
 	if pw, err := newProcWatcher(); err == nil {
 		o.procs = pw
 	} else {
@@ -239,7 +240,7 @@ func (o *Orchestrator) Close() {
 		o.procs.close()
 	}
 	for _, s := range o.servers() {
-		s.close()
+		s.Close()
 	}
 	o.closeHosts()
 	o.wg.Wait()

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -187,7 +188,7 @@ func (o *Orchestrator) servers() []*tmuxServer {
 // server returns the shard of socket, or nil.
 func (o *Orchestrator) server(socket string) *tmuxServer {
 	for _, s := range o.servers() {
-		if s.socket == socket {
+		if s.Socket() == socket {
 			return s
 		}
 	}
@@ -209,7 +210,7 @@ func (o *Orchestrator) shardSocket(k int) string {
 func (o *Orchestrator) shardFor(ctx context.Context, r *reservation) (*tmuxServer, error) {
 	o.shardMu.Lock()
 	defer o.shardMu.Unlock()
-	count := map[*tmuxServer]int{}
+	count := map[hosts.Server]int{}
 	o.idMu.Lock()
 	for _, s := range o.reserved {
 		if s != nil {
@@ -231,7 +232,7 @@ func (o *Orchestrator) shardFor(ctx context.Context, r *reservation) (*tmuxServe
 	}
 	used := map[string]bool{}
 	for _, s := range shards {
-		used[s.socket] = true
+		used[s.Socket()] = true
 		if count[s] < o.cfg.ShardSize {
 			return pick(s), nil
 		}
@@ -249,7 +250,7 @@ func (o *Orchestrator) shardFor(ctx context.Context, r *reservation) (*tmuxServe
 
 // addShard starts (or connects to) the server of socket and adds it.
 func (o *Orchestrator) addShard(ctx context.Context, socket string) (*tmuxServer, error) {
-	s, err := startTmuxServer(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, minimalEnv(), o.deaths)
+	s, err := hosts.StartLocal(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, minimalEnv(), o.deaths)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -73,7 +74,7 @@ func (t hostTarget) check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpec
 	return nil, t.h.checkProgram(ctx, spec)
 }
 
-func (t hostTarget) server(ctx context.Context, r *reservation) (*tmuxServer, error) {
+func (t hostTarget) server(ctx context.Context, r *reservation) (hosts.Server, error) {
 	srv := t.h.server()
 	if srv == nil {
 		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: retry when it is back", t.h.spec.Name).WithDetails("host", t.h.spec.Name)
@@ -83,7 +84,7 @@ func (t hostTarget) server(ctx context.Context, r *reservation) (*tmuxServer, er
 	return srv, nil
 }
 
-func (t hostTarget) env(spec LaunchSpec, id string, _ *tmuxServer) []string {
+func (t hostTarget) env(spec LaunchSpec, id string, _ hosts.Server) []string {
 	p, rdir := t.probe()
 	return t.h.launchEnv(spec, id, p, rdir)
 }
@@ -101,7 +102,7 @@ func (t hostTarget) removeFiles(ctx context.Context, id string) {
 }
 
 // retry: a lost connection is the supervisor's to bring back.
-func (hostTarget) retry(context.Context, *tmuxServer, error) bool { return false }
+func (hostTarget) retry(context.Context, hosts.Server, error) bool { return false }
 
 func (t hostTarget) fail(err error) error {
 	return t.h.o.remoteErr(t.h, fmt.Errorf("host %s: %w", t.h.spec.Name, err))
@@ -240,7 +241,7 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 	serverWasUp := h.probe.serverUp
 	h.mu.Unlock()
 	var again []*node
-	life := srv.life
+	life := srv.Life()
 	life.Lock()
 	metas := o.readMetas()
 	for _, n := range o.sortedNodes() {
@@ -315,7 +316,7 @@ func (h *remoteHost) adoptOne(ctx context.Context, meta NodeMeta, srv *tmuxServe
 		return
 	}
 	meta.Epoch++
-	meta.Socket = srv.socket
+	meta.Socket = srv.Socket()
 	if err := tools.WriteJSONAtomic(o.metaPath(meta.ID), meta); err != nil {
 		o.log.Warn("adopt remote node: write metadata", "node", meta.ID, "err", err)
 		return
@@ -329,7 +330,7 @@ func (h *remoteHost) adoptOne(ctx context.Context, meta NodeMeta, srv *tmuxServe
 	if err := h.writeRemoteSession(ctx, o, meta.ID); err != nil {
 		o.log.Warn("adopt remote node: remote session file", "node", meta.ID, "err", err)
 	}
-	srv.adminClient().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+meta.ID+":", "remain-on-exit", "on"))
+	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+meta.ID+":", "remain-on-exit", "on"))
 	n := o.newNode(meta)
 	if err := n.attach(ctx); err != nil {
 		o.log.Warn("cannot adopt remote node", "node", meta.ID, "host", h.spec.Name, "err", err)
@@ -342,7 +343,7 @@ func (h *remoteHost) adoptOne(ctx context.Context, meta NodeMeta, srv *tmuxServe
 }
 
 // serverFor is the tmux server a node's session is on.
-func (o *Orchestrator) serverFor(meta NodeMeta) *tmuxServer {
+func (o *Orchestrator) serverFor(meta NodeMeta) hosts.Server {
 	if meta.Host != "" {
 		if h := o.host(meta.Host); h != nil {
 			h.mu.Lock()
@@ -353,7 +354,7 @@ func (o *Orchestrator) serverFor(meta NodeMeta) *tmuxServer {
 			if h.lastSrv == nil {
 				// Never reached: a server with no clients, so the node
 				// is listed with the host's socket.
-				h.lastSrv = &tmuxServer{bin: "tmux", socket: h.spec.RemoteSocket(), prefix: h.muxPrefix(), life: &h.life, stop: make(chan struct{})}
+				h.lastSrv = hosts.Remote{Bin: "tmux", Socket: h.spec.RemoteSocket(), Prefix: h.muxPrefix(), Life: &h.life}.Unconnected()
 			}
 			return h.lastSrv
 		}
@@ -414,7 +415,7 @@ func (o *Orchestrator) remoteSessionGone(ctx context.Context, m NodeMeta) bool {
 	if srv == nil {
 		return false
 	}
-	_, err := srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
+	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
 	var ce *tmuxctl.CommandError
 	return errors.As(err, &ce)
 }

@@ -2,9 +2,7 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -14,45 +12,6 @@ import (
 
 // Operations on nodes of hosts that differ from local ones: signals, the
 // close sequence's client pid, attach, and what an agent there needs.
-
-// signalGroup signals the pane's process group, then the process (the
-// close sequence): here with kill(2), on a host with kill(1).
-func (o *Orchestrator) signalGroup(ctx context.Context, host string, pid int, sig syscall.Signal) {
-	if pid <= 0 {
-		return
-	}
-	if host == "" {
-		syscall.Kill(-pid, sig)
-		syscall.Kill(pid, sig)
-		return
-	}
-	if h := o.host(host); h != nil {
-		s := strconv.Itoa(int(sig))
-		h.exec(ctx, "kill -"+s+" -- -"+strconv.Itoa(pid)+" 2>/dev/null; kill -"+s+" "+strconv.Itoa(pid)+" 2>/dev/null; true", nil)
-	}
-}
-
-// pidGone reports whether process pid has ended on its machine (host ""
-// is this one): no such process, or a zombie. A host's pid is looked up
-// on the host (CONTRACT §23), never in this machine's /proc.
-func (o *Orchestrator) pidGone(ctx context.Context, host string, pid int) bool {
-	if host == "" {
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-			return true
-		}
-		_, zombie := zombieWait(pid)
-		return zombie
-	}
-	h := o.host(host)
-	if h == nil {
-		return false
-	}
-	p := strconv.Itoa(pid)
-	// A zombie (state Z after the name in /proc/PID/stat) has ended too.
-	script := `if kill -0 ` + p + ` 2>/dev/null; then case $(cat /proc/` + p + `/stat 2>/dev/null) in *") Z "*) echo gone;; *) echo alive;; esac; else echo gone; fi`
-	out, err := h.exec(ctx, script, nil)
-	return err == nil && strings.TrimSpace(string(out)) == "gone"
-}
 
 // remoteSignal is Signal for a node on a host.
 func (o *Orchestrator) remoteSignal(n *node, pid int, name string, sig syscall.Signal) (tools.SignalResult, error) {

@@ -25,7 +25,7 @@ func (n *node) attach(ctx context.Context) error {
 			return err
 		}
 	}
-	c, err := tmuxctl.Start(ctx, n.srv.clientConfig("attach-session", "-t", "="+n.session()))
+	c, err := tmuxctl.Start(ctx, n.srv.ClientConfig("attach-session", "-t", "="+n.session()))
 	if err != nil {
 		return fmt.Errorf("attach control client to %s: %w", n.session(), err)
 	}
@@ -144,7 +144,7 @@ func (n *node) reseed(ctx context.Context) error {
 	if len(outs[0]) != 1 {
 		return fmt.Errorf("read pane %s for seeding: unexpected %q", n.pane, outs[0])
 	}
-	st, dead, code, pid, perr := parseSeed(outs[0][0], n.srv.zombieStatus)
+	st, dead, code, pid, perr := parseSeed(outs[0][0], n.zombieStatus)
 	if perr != nil {
 		return perr
 	}

@@ -20,9 +20,13 @@ var allowed = map[string][]string{
 	"tmuxctl": {module + "/internal/tmuxenv"},
 	"tools":   {"github.com/fsnotify/fsnotify", module + "/internal/tmuxenv"},
 	// The engine: nodes on tmux servers. It never imports the tool server.
-	"orchestrator": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/",
+	"orchestrator": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/hosts", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/",
 		// application logs of a node are followed with fsnotify (applogs.go, CONTRACT §11)
 		"github.com/fsnotify/fsnotify"},
+	// The tmux servers nodes live on (local shards, hosts' servers):
+	// tmux and the contract's values, never nodes, the engine or the
+	// tool server.
+	"orchestrator/hosts":  {module + "/tmuxctl", module + "/tools"},
 	"orchestrator/screen": {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
 	// PNG screenshots from a cell grid: fonts and pixels only.
 	"orchestrator/render": {"golang.org/x/image/"},
