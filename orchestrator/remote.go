@@ -31,14 +31,14 @@ func (o *Orchestrator) hostFor(ctx context.Context, name string) (*remoteHost, *
 		return nil, nil, tools.Errorf(tools.KindUsage, "no host %q (known hosts: %s): add it with `termsprawl up --host %s=[user@]machine`", name, known, name).
 			WithDetails("host", name)
 	}
-	if srv := h.server(); srv != nil {
+	if srv := h.Server(); srv != nil {
 		return h, srv, nil
 	}
 	// Not connected: try now, so the caller hears why not.
 	cctx, cancel := context.WithTimeout(ctx, hostConnectTimeout)
 	defer cancel()
-	if err := h.connect(cctx); err != nil {
-		h.kickHost()
+	if err := h.Connect(cctx); err != nil {
+		h.Kick()
 		e := tools.Errorf(tools.KindUnavailable, "%w", err).WithDetails("host", name)
 		var he *HostError
 		if errors.As(err, &he) {
@@ -48,7 +48,7 @@ func (o *Orchestrator) hostFor(ctx context.Context, name string) (*remoteHost, *
 		return nil, nil, e
 	}
 	h.adoptSessions(cctx)
-	if srv := h.server(); srv != nil {
+	if srv := h.Server(); srv != nil {
 		return h, srv, nil
 	}
 	return nil, nil, tools.Errorf(tools.KindUnavailable, "host %s is unreachable: retry when it is back", name).WithDetails("host", name)
@@ -58,16 +58,12 @@ func (o *Orchestrator) hostFor(ctx context.Context, name string) (*remoteHost, *
 // environment are the remote side's (Launch's one sequence, launch.go).
 type hostTarget struct{ h *remoteHost }
 
-func (t hostTarget) host() string { return t.h.spec.Name }
+func (t hostTarget) host() string { return t.h.Spec().Name }
 
-func (t hostTarget) probe() (hostProbe, string) {
-	t.h.mu.Lock()
-	defer t.h.mu.Unlock()
-	return t.h.probe, t.h.rdir
-}
+func (t hostTarget) probe() (hosts.Probe, string) { return t.h.Probe() }
 
-func (t hostTarget) defaultShell() string { p, _ := t.probe(); return cmp.Or(p.shell, "/bin/sh") }
-func (t hostTarget) defaultCwd() string   { p, _ := t.probe(); return p.home }
+func (t hostTarget) defaultShell() string { p, _ := t.probe(); return cmp.Or(p.Shell, "/bin/sh") }
+func (t hostTarget) defaultCwd() string   { p, _ := t.probe(); return p.Home }
 
 // check: logs were refused already (target).
 func (t hostTarget) check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpec, error) {
@@ -75,9 +71,9 @@ func (t hostTarget) check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpec
 }
 
 func (t hostTarget) server(ctx context.Context, r *reservation) (hosts.Server, error) {
-	srv := t.h.server()
+	srv := t.h.Server()
 	if srv == nil {
-		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: retry when it is back", t.h.spec.Name).WithDetails("host", t.h.spec.Name)
+		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: retry when it is back", t.h.Spec().Name).WithDetails("host", t.h.Spec().Name)
 		e.Retryable = true
 		return nil, e
 	}
@@ -91,21 +87,21 @@ func (t hostTarget) env(spec LaunchSpec, id string, _ hosts.Server) []string {
 
 func (t hostTarget) writeFiles(ctx context.Context, id string) error {
 	if err := t.h.writeRemoteSession(ctx, t.h.o, id); err != nil {
-		return tools.Errorf(tools.KindUnavailable, "host %s: write the session file of %s: %w", t.h.spec.Name, id, err)
+		return tools.Errorf(tools.KindUnavailable, "host %s: write the session file of %s: %w", t.h.Spec().Name, id, err)
 	}
 	return nil
 }
 
 func (t hostTarget) removeFiles(ctx context.Context, id string) {
 	_, rdir := t.probe()
-	t.h.exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, id)), nil)
+	t.h.Exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, id)), nil)
 }
 
 // retry: a lost connection is the supervisor's to bring back.
 func (hostTarget) retry(context.Context, hosts.Server, error) bool { return false }
 
 func (t hostTarget) fail(err error) error {
-	return t.h.o.remoteErr(t.h, fmt.Errorf("host %s: %w", t.h.spec.Name, err))
+	return t.h.o.remoteErr(t.h, fmt.Errorf("host %s: %w", t.h.Spec().Name, err))
 }
 
 // remoteErr is err as the caller should see it: unavailable (retryable)
@@ -114,9 +110,9 @@ func (o *Orchestrator) remoteErr(h *remoteHost, err error) error {
 	if e := sessionRefused(h, err); e != nil {
 		return e
 	}
-	if errors.Is(err, tmuxctl.ErrClosed) || !h.alive() {
-		h.kickHost()
-		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: %w", h.spec.Name, err).WithDetails("host", h.spec.Name)
+	if errors.Is(err, tmuxctl.ErrClosed) || !h.Alive() {
+		h.Kick()
+		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: %w", h.Spec().Name, err).WithDetails("host", h.Spec().Name)
 		e.Retryable = true
 		return e
 	}
@@ -129,7 +125,7 @@ func (h *remoteHost) checkProgram(ctx context.Context, spec LaunchSpec) error {
 	q := tmuxctl.ShellQuote
 	script := "cd -- " + q(spec.Cwd) + " 2>/dev/null || exit 3\n" +
 		"p=" + q(spec.Command[0]) + "\ncase $p in */*) [ -f \"$p\" ] && [ -x \"$p\" ] || exit 4;; *) command -v -- \"$p\" >/dev/null 2>&1 || exit 4;; esac"
-	_, err := h.exec(ctx, script, nil)
+	_, err := h.Exec(ctx, script, nil)
 	switch code := exitCode(err); {
 	case err == nil:
 		return nil
@@ -152,8 +148,8 @@ func sessionRefused(h *remoteHost, err error) error {
 	if err == nil || !strings.Contains(err.Error(), "open refused") {
 		return nil
 	}
-	return tools.Errorf(tools.KindRejected, "host %s refused one more ssh session: its sshd allows MaxSessions sessions on one connection (default 10) and every node there takes one, plus two for termsprawl: close a node on %s, or raise MaxSessions in its sshd_config", h.spec.Name, h.spec.Name).
-		WithDetails("host", h.spec.Name).WithDetails("reason", "max-sessions")
+	return tools.Errorf(tools.KindRejected, "host %s refused one more ssh session: its sshd allows MaxSessions sessions on one connection (default 10) and every node there takes one, plus two for termsprawl: close a node on %s, or raise MaxSessions in its sshd_config", h.Spec().Name, h.Spec().Name).
+		WithDetails("host", h.Spec().Name).WithDetails("reason", "max-sessions")
 }
 
 // exitCode is the exit status in err's chain, or -1.
@@ -168,17 +164,17 @@ func exitCode(err error) int {
 // launchEnv is the -e list of a remote node: the launch's env, then
 // TERMSPRAWL_* with paths on the host. The remote tmux server's own
 // environment (the ssh login's) is the base in both env modes.
-func (h *remoteHost) launchEnv(spec LaunchSpec, id string, p hostProbe, rdir string) []string {
+func (h *remoteHost) launchEnv(spec LaunchSpec, id string, p hosts.Probe, rdir string) []string {
 	var out []string
 	keys := sortedKeys(spec.Env)
 	for _, k := range keys {
 		out = append(out, k+"="+spec.Env[k])
 	}
-	if p.ctl != "" {
-		out = append(out, "PATH="+path.Dir(p.ctl)+":"+p.path, "TERMSPRAWL_CTL="+p.ctl)
+	if p.Ctl != "" {
+		out = append(out, "PATH="+path.Dir(p.Ctl)+":"+p.Path, "TERMSPRAWL_CTL="+p.Ctl)
 	}
 	out = append(out, "TERMSPRAWL_SESSION_FILE="+remoteSessionPath(rdir, id), "TERMSPRAWL_NODE="+id,
-		"TERMSPRAWL_HOME="+rdir, "TERMSPRAWL_TMUX_SOCKET="+h.spec.RemoteSocket(), "TERMSPRAWL_HOST="+h.spec.Name)
+		"TERMSPRAWL_HOME="+rdir, "TERMSPRAWL_TMUX_SOCKET="+h.Spec().RemoteSocket(), "TERMSPRAWL_HOST="+h.Spec().Name)
 	for _, k := range sortedKeys(spec.ExtraEnv) {
 		out = append(out, k+"="+spec.ExtraEnv[k])
 	}
@@ -207,10 +203,8 @@ func (h *remoteHost) writeRemoteSession(ctx context.Context, o *Orchestrator, id
 	if err != nil {
 		return err
 	}
-	h.mu.Lock()
-	rdir := h.rdir
-	h.mu.Unlock()
-	_, err = h.exec(ctx, writeFileScript(rdir, "sessions/"+id+".json"), b)
+	_, rdir := h.Probe()
+	_, err = h.Exec(ctx, hosts.WriteFileScript(rdir, "sessions/"+id+".json"), b)
 	return err
 }
 
@@ -228,24 +222,23 @@ func jsonBytes(v any) ([]byte, error) {
 // gone.
 func (h *remoteHost) adoptSessions(ctx context.Context) {
 	o := h.o
-	srv := h.server()
+	srv := h.Server()
 	if srv == nil {
 		return
 	}
 	live, err := o.liveSessions(ctx, srv)
 	if err != nil {
-		o.log.Warn("host: list sessions", "host", h.spec.Name, "err", err)
+		o.log.Warn("host: list sessions", "host", h.Spec().Name, "err", err)
 		return
 	}
-	h.mu.Lock()
-	serverWasUp := h.probe.serverUp
-	h.mu.Unlock()
+	p, _ := h.Probe()
+	serverWasUp := p.ServerUp
 	var again []*node
 	life := srv.Life()
 	life.Lock()
 	metas := o.readMetas()
 	for _, n := range o.sortedNodes() {
-		if n.meta.Host != h.spec.Name || n.isClosing() {
+		if n.meta.Host != h.Spec().Name || n.isClosing() {
 			continue
 		}
 		delete(metas, n.meta.ID)
@@ -274,20 +267,20 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 			// The remote tmux server itself ended (the machine restarted,
 			// or tmux died): as for a local server's death, the node stays
 			// listed as exited with the reason.
-			n.markLost("the tmux server on host " + h.spec.Name + " ended (the machine restarted or tmux died): the program is gone; terminal_close removes the node")
-			o.log.Warn("remote tmux server ended: node lost", "node", n.meta.ID, "host", h.spec.Name)
+			n.markLost("the tmux server on host " + h.Spec().Name + " ended (the machine restarted or tmux died): the program is gone; terminal_close removes the node")
+			o.log.Warn("remote tmux server ended: node lost", "node", n.meta.ID, "host", h.Spec().Name)
 			continue
 		}
-		o.log.Info("remote session ended while the host was unreachable", "node", n.meta.ID, "host", h.spec.Name)
+		o.log.Info("remote session ended while the host was unreachable", "node", n.meta.ID, "host", h.Spec().Name)
 		n.markGone()
 		o.forget(n.meta.ID)
 	}
 	for id, read := range metas {
-		if read.Host != h.spec.Name {
+		if read.Host != h.Spec().Name {
 			continue
 		}
 		if !live[id] {
-			o.log.Info("remote session gone: forgetting the node", "node", id, "host", h.spec.Name)
+			o.log.Info("remote session gone: forgetting the node", "node", id, "host", h.Spec().Name)
 			o.removeFiles(id)
 			continue
 		}
@@ -304,7 +297,7 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 		}
 	}
 	if testHookHostAdopted != nil {
-		testHookHostAdopted(h.spec.Name)
+		testHookHostAdopted(h.Spec().Name)
 	}
 }
 
@@ -333,30 +326,23 @@ func (h *remoteHost) adoptOne(ctx context.Context, meta NodeMeta, srv *tmuxServe
 	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+meta.ID+":", "remain-on-exit", "on"))
 	n := o.newNode(meta)
 	if err := n.attach(ctx); err != nil {
-		o.log.Warn("cannot adopt remote node", "node", meta.ID, "host", h.spec.Name, "err", err)
+		o.log.Warn("cannot adopt remote node", "node", meta.ID, "host", h.Spec().Name, "err", err)
 		return
 	}
 	o.mu.Lock()
 	o.nodes[meta.ID] = n
 	o.mu.Unlock()
-	o.log.Info("adopted node", "node", meta.ID, "host", h.spec.Name)
+	o.log.Info("adopted node", "node", meta.ID, "host", h.Spec().Name)
 }
 
 // serverFor is the tmux server a node's session is on.
 func (o *Orchestrator) serverFor(meta NodeMeta) hosts.Server {
 	if meta.Host != "" {
 		if h := o.host(meta.Host); h != nil {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			if h.srv != nil {
-				return h.srv
-			}
-			if h.lastSrv == nil {
-				// Never reached: a server with no clients, so the node
-				// is listed with the host's socket.
-				h.lastSrv = hosts.Remote{Bin: "tmux", Socket: h.spec.RemoteSocket(), Prefix: h.muxPrefix(), Life: &h.life}.Unconnected()
-			}
-			return h.lastSrv
+			// The connected server, else the last, else (never reached)
+			// one with no clients, so the node is listed with the host's
+			// socket.
+			return h.LastServer()
 		}
 	}
 	if srv := o.server(meta.Socket); srv != nil && meta.Host == "" {
@@ -396,11 +382,11 @@ func (o *Orchestrator) remoteLost(n *node) bool {
 	if h == nil {
 		return false
 	}
-	if h.server() == n.srv && h.alive() {
+	if h.Server() == n.srv && h.Alive() {
 		return false
 	}
 	n.setStatus(tools.StatusUnreachable, nil)
-	h.kickHost()
+	h.Kick()
 	return true
 }
 
@@ -411,7 +397,7 @@ func (o *Orchestrator) remoteSessionGone(ctx context.Context, m NodeMeta) bool {
 	if h == nil {
 		return false
 	}
-	srv := h.server()
+	srv := h.Server()
 	if srv == nil {
 		return false
 	}
@@ -426,15 +412,13 @@ func (o *Orchestrator) remoteGone(n *node) {
 		return
 	}
 	h := o.host(n.meta.Host)
-	if h == nil || h.server() == nil {
+	if h == nil || h.Server() == nil {
 		return
 	}
-	h.mu.Lock()
-	rdir := h.rdir
-	h.mu.Unlock()
+	_, rdir := h.Probe()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := h.exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, n.meta.ID)), nil); err != nil {
+	if _, err := h.Exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, n.meta.ID)), nil); err != nil {
 		o.log.Debug("remove remote session file", "node", n.meta.ID, "err", err)
 	}
 }
@@ -445,7 +429,7 @@ func (o *Orchestrator) remoteGone(n *node) {
 func (h *remoteHost) placeholders() {
 	o := h.o
 	for id, read := range o.readMetas() {
-		if read.Host != h.spec.Name || read.err != nil || o.node(id) != nil {
+		if read.Host != h.Spec().Name || read.err != nil || o.node(id) != nil {
 			continue
 		}
 		n := o.newNode(read.NodeMeta)
@@ -455,6 +439,6 @@ func (h *remoteHost) placeholders() {
 		o.mu.Lock()
 		o.nodes[id] = n
 		o.mu.Unlock()
-		o.log.Info("node listed as unreachable until its host answers", "node", id, "host", h.spec.Name)
+		o.log.Info("node listed as unreachable until its host answers", "node", id, "host", h.Spec().Name)
 	}
 }

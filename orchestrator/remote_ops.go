@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -22,7 +23,7 @@ func (o *Orchestrator) remoteSignal(n *node, pid int, name string, sig syscall.S
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, p := strconv.Itoa(int(sig)), strconv.Itoa(pid)
-	if _, err := h.exec(ctx, "kill -"+s+" -- -"+p+" 2>/dev/null || kill -"+s+" "+p, nil); err != nil {
+	if _, err := h.Exec(ctx, "kill -"+s+" -- -"+p+" 2>/dev/null || kill -"+s+" "+p, nil); err != nil {
 		if exitCode(err) > 0 {
 			return tools.SignalResult{}, tools.Errorf(tools.KindRejected, "signal %s to pid %d on host %s: %w", name, pid, n.meta.Host, err)
 		}
@@ -57,7 +58,7 @@ func (o *Orchestrator) remoteAttachArgv(id string) []string {
 	if h == nil {
 		return nil
 	}
-	return tools.HostAttachArgv(h.spec, "ts-"+id, false)
+	return tools.HostAttachArgv(h.Spec(), "ts-"+id, false)
 }
 
 // HostAgentConfig is what an agent launched on host needs: the remote
@@ -68,9 +69,8 @@ func (o *Orchestrator) HostAgentConfig(ctx context.Context, host string) (ctl, m
 	if err != nil {
 		return "", "", err
 	}
-	h.mu.Lock()
-	ctl, rdir := h.probe.ctl, h.rdir
-	h.mu.Unlock()
+	p, rdir := h.Probe()
+	ctl = p.Ctl
 	if ctl == "" {
 		return "", "", nil
 	}
@@ -79,7 +79,7 @@ func (o *Orchestrator) HostAgentConfig(ctx context.Context, host string) (ctl, m
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := h.exec(ctx, writeFileScript(rdir, "agent-tools/mcp.json"), b); err != nil {
+	if _, err := h.Exec(ctx, hosts.WriteFileScript(rdir, "agent-tools/mcp.json"), b); err != nil {
 		return "", "", tools.Errorf(tools.KindUnavailable, "host %s: write the MCP registration: %w", host, err)
 	}
 	return ctl, rdir + "/agent-tools/mcp.json", nil
