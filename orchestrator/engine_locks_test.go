@@ -459,3 +459,35 @@ func TestNothingOutlivesCloseRemote(t *testing.T) {
 		t.Fatalf("tmux control clients outlive Close: %q", kids)
 	}
 }
+
+// Launches at once never exceed MaxNodes: each reserves its slot before
+// it creates anything.
+func TestMaxNodesUnderConcurrency(t *testing.T) {
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.MaxNodes = 2 })
+	errs := make(chan error, 5)
+	for range 5 {
+		go func() {
+			_, err := o.Launch(tctx(t), LaunchSpec{Command: stayArgv(), Cwd: t.TempDir()})
+			errs <- err
+		}()
+	}
+	ok, rejected := 0, 0
+	for range 5 {
+		switch err := within(t, errs, 30*time.Second, "a launch"); {
+		case err == nil:
+			ok++
+		case tools.KindOf(err) == tools.KindRejected:
+			rejected++
+		default:
+			t.Fatalf("launch: %v", err)
+		}
+	}
+	if ok != 2 || rejected != 3 || len(o.List(tctx(t))) != 2 {
+		t.Fatalf("%d launched, %d rejected, %d listed: want 2, 3, 2", ok, rejected, len(o.List(tctx(t))))
+	}
+}
