@@ -257,11 +257,7 @@ func TestReattachNotAfterClose(t *testing.T) {
 // An adopted session whose mirror cannot attach stays listed (with the
 // reason) and can be closed: its program ends.
 func TestAdoptAttachFailureListed(t *testing.T) {
-	srv := tmuxtest.New(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := tools.EnsureStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
+	srv, dir := newTestServer(t)
 	o := openOrchestrator(t, srv, dir)
 	id := launch(t, o, stayArgv()...)
 	waitText(t, o, id, "up")
@@ -344,11 +340,7 @@ func children(match func(args []string) bool) []string {
 // No goroutine and no control client of the orchestrator outlives Close.
 func TestNothingOutlivesClose(t *testing.T) {
 	opts := []goleak.Option{goleak.IgnoreCurrent()}
-	srv := tmuxtest.New(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := tools.EnsureStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
+	srv, dir := newTestServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	o, err := New(ctx, Config{StateDir: dir, Socket: srv.Socket, ShardSize: 2})
@@ -383,11 +375,7 @@ func TestNothingOutlivesClose(t *testing.T) {
 // After a pane death every server's panes are listed at once: while one
 // server's list-panes is stuck, another's is asked.
 func TestListPanesInParallel(t *testing.T) {
-	srv := tmuxtest.New(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := tools.EnsureStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
+	srv, dir := newTestServer(t)
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.ShardSize = 1 })
 	launch(t, o, stayArgv()...)
 	launch(t, o, stayArgv()...) // on a second shard
@@ -463,11 +451,7 @@ func TestNothingOutlivesCloseRemote(t *testing.T) {
 // Launches at once never exceed MaxNodes: each reserves its slot before
 // it creates anything.
 func TestMaxNodesUnderConcurrency(t *testing.T) {
-	srv := tmuxtest.New(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := tools.EnsureStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
+	srv, dir := newTestServer(t)
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.MaxNodes = 2 })
 	errs := make(chan error, 5)
 	for range 5 {

@@ -18,13 +18,21 @@ import (
 // a temporary state dir; both are cleaned up.
 func newTestOrchestrator(t *testing.T) (*Orchestrator, *tmuxtest.Server) {
 	t.Helper()
+	srv, dir := newTestServer(t)
+	o := openOrchestrator(t, srv, dir)
+	return o, srv
+}
+
+// newTestServer is a private tmux server and a new state dir (both
+// cleaned up), for tests that open the orchestrator themselves.
+func newTestServer(t *testing.T) (*tmuxtest.Server, string) {
+	t.Helper()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	o := openOrchestrator(t, srv, dir)
-	return o, srv
+	return srv, dir
 }
 
 func openOrchestrator(t *testing.T, srv *tmuxtest.Server, dir string) *Orchestrator {

@@ -161,7 +161,13 @@ var testHookTarget func(o *Orchestrator, spec LaunchSpec) launchTarget
 // lifecycle lock is held while the session is created and attached; the
 // early-exit watch runs after every lock is released.
 func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeInfo, error) {
+	// Choosing a host may connect it and adopt its sessions: counted as
+	// an op, so Close waits for it (reserve counts the rest).
+	if !o.beginOp() {
+		return tools.NodeInfo{}, errShuttingDown()
+	}
 	t, err := o.target(ctx, spec)
+	o.ops.Done()
 	if err != nil {
 		return tools.NodeInfo{}, err
 	}
