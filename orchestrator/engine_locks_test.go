@@ -218,9 +218,8 @@ func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 // A reattach that begins while Close runs is waited for by Close and
 // attaches nothing: no control client survives Close.
 func TestReattachNotAfterClose(t *testing.T) {
-	o, srv := newTestOrchestrator(t)
-	id := launch(t, o, stayArgv()...)
-	waitText(t, o, id, "up")
+	// The hooks are set before the orchestrator starts the goroutines
+	// that read them.
 	started, proceed, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var startOnce, finishOnce sync.Once
 	testHookReattach = func(*node) {
@@ -231,6 +230,9 @@ func TestReattachNotAfterClose(t *testing.T) {
 	var proceedOnce sync.Once
 	free := func() { proceedOnce.Do(func() { close(proceed) }) }
 	t.Cleanup(func() { free(); testHookReattach, testHookReattached = nil, nil })
+	o, srv := newTestOrchestrator(t)
+	id := launch(t, o, stayArgv()...)
+	waitText(t, o, id, "up")
 
 	// Someone detaches our control client from outside: a reattach starts.
 	srv.Must("detach-client", "-s", "=ts-"+id)
