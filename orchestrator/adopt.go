@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -28,10 +30,10 @@ var testHookListSessions func([]string) []string
 // is trusted only if it also lists the admin session (which exists: our
 // admin client is attached to it); otherwise "I could not tell" would be
 // taken for "there are none".
-func (o *Orchestrator) liveSessions(ctx context.Context, srv *tmuxServer) (map[string]bool, error) {
+func (o *Orchestrator) liveSessions(ctx context.Context, srv hosts.Server) (map[string]bool, error) {
 	var lastErr error
 	for try := 0; try < adoptTries; try++ {
-		out, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name} #{@termsprawl_node}"))
+		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name} #{@termsprawl_node}"))
 		if testHookListSessions != nil {
 			out = testHookListSessions(out)
 		}
@@ -55,7 +57,7 @@ func (o *Orchestrator) liveSessions(ctx context.Context, srv *tmuxServer) (map[s
 		}
 		lastErr = fmt.Errorf("tmux listed %d sessions without %s: %q", len(out), adminSession, out)
 	}
-	return nil, fmt.Errorf("list sessions on %s: no trustworthy answer in %d tries: %w", srv.socket, adoptTries, lastErr)
+	return nil, fmt.Errorf("list sessions on %s: no trustworthy answer in %d tries: %w", srv.Socket(), adoptTries, lastErr)
 }
 
 // sessionGone reports whether it is certain that a node's session does
@@ -68,9 +70,9 @@ func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
 	socket := cmp.Or(m.Socket, o.cfg.Socket)
 	srv := o.server(socket)
 	if srv == nil {
-		return !running(ctx, o.cfg.Tmux, socket, minimalEnv())
+		return !hosts.Running(ctx, o.cfg.Tmux, socket, minimalEnv())
 	}
-	_, err := srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
+	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
 	var ce *tmuxctl.CommandError
 	return errors.As(err, &ce)
 }
@@ -81,7 +83,9 @@ func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
 func (o *Orchestrator) connectShards(ctx context.Context, metas map[string]metaRead) error {
 	sockets := map[string]bool{}
 	for _, m := range metas {
-		if m.Socket != "" {
+		// A host's socket is not a shard (on a test host that is this
+		// very machine it would even answer).
+		if m.Socket != "" && m.Host == "" {
 			sockets[m.Socket] = true
 		}
 	}
@@ -95,7 +99,7 @@ func (o *Orchestrator) connectShards(ctx context.Context, metas map[string]metaR
 	}
 	sort.Strings(names)
 	for _, socket := range names {
-		if o.server(socket) != nil || !running(ctx, o.cfg.Tmux, socket, minimalEnv()) {
+		if o.server(socket) != nil || !hosts.Running(ctx, o.cfg.Tmux, socket, minimalEnv()) {
 			continue
 		}
 		if _, err := o.addShard(ctx, socket); err != nil {
@@ -149,7 +153,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		return err
 	}
 	o.removeStaleTemps()
-	live := map[string]*tmuxServer{}
+	live := map[string]hosts.Server{}
 	for _, srv := range o.servers() {
 		ids, err := o.liveSessions(ctx, srv)
 		if err != nil {
@@ -172,7 +176,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		// A new life of the mirror: its revisions start above every
 		// revision the previous orchestrator handed out.
 		meta.Epoch++
-		meta.Socket = srv.socket
+		meta.Socket = srv.Socket()
 		if err := tools.WriteJSONAtomic(o.metaPath(id), meta); err != nil {
 			return fmt.Errorf("write node metadata: %w", err)
 		}
@@ -183,18 +187,21 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		}
 		// A close interrupted by a crash may have left remain-on-exit off:
 		// the program's later exit would then make the node vanish.
-		if _, err := srv.adminClient().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+id+":", "remain-on-exit", "on")); err != nil {
+		if _, err := srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+id+":", "remain-on-exit", "on")); err != nil {
 			o.log.Debug("restore remain-on-exit", "node", id, "err", err)
 		}
 		n := o.newNode(meta)
 		if err := n.attach(ctx); err != nil {
-			o.log.Warn("cannot adopt node", "node", id, "err", err)
+			// Its session runs: keep it listed, so it can be seen and
+			// closed (not invisible until the next restart).
+			o.log.Warn("cannot adopt node: listed unattached", "node", id, "err", err)
+			o.unattached(meta, err)
 			continue
 		}
 		o.mu.Lock()
 		o.nodes[id] = n
 		o.mu.Unlock()
-		o.log.Info("adopted node", "node", id, "socket", srv.socket)
+		o.log.Info("adopted node", "node", id, "socket", srv.Socket())
 	}
 	// Forget nodes whose sessions are gone: each one confirmed.
 	for id, m := range metas {
@@ -208,6 +215,22 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		o.removeFiles(id)
 	}
 	return nil
+}
+
+// unattached lists a node whose session runs but whose mirror could not
+// attach (adoption): a blank mirror, no client, status unreachable with
+// the reason. Operations other than close answer unavailable (reachable);
+// CloseNode ends its session from tmux's own account of the pane
+// (endSession); the next orchestrator tries to adopt it again.
+func (o *Orchestrator) unattached(meta NodeMeta, err error) {
+	n := o.newNode(meta)
+	n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: revisionBase(meta.Epoch)})
+	n.status = tools.StatusUnreachable
+	n.exitReason = "termsprawl could not attach its mirror of the session (" + err.Error() + "): the program may still run; terminal_close ends it, a restart tries again"
+	close(n.done)
+	o.mu.Lock()
+	o.nodes[meta.ID] = n
+	o.mu.Unlock()
 }
 
 // removeStaleTemps removes the temporary files of atomic writes that a

@@ -776,7 +776,7 @@ func sampleMem(b *testing.B, sockets ...string) memSample {
 func sockets(o *Orchestrator) []string {
 	var out []string
 	for _, s := range o.servers() {
-		out = append(out, s.socket)
+		out = append(out, s.Socket())
 	}
 	return out
 }

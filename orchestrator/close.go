@@ -1,14 +1,17 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -21,22 +24,51 @@ import (
 // output to control clients; measured in TestConcurrentNodes. So a live
 // node is closed the way tmux closes sessions every day: remain-on-exit is
 // turned off for its pane, its program's process group is signalled, and
-// tmux destroys the pane and the session itself. Our own control client detaches first. The program
-// gets SIGHUP first (as when a terminal closes) and SIGKILL after
-// closeGrace. kill-session is used only for a pane that is already
-// dead, or if the session outlives closeTimeout.
+// tmux destroys the pane and the session itself. Our own control client
+// detaches first. The program gets SIGHUP first (as when a terminal
+// closes) and SIGKILL after closeGrace. kill-session is used only for a
+// pane tmux reports dead.
+//
+// Once it began, a close runs to its end on its own deadline
+// (closeDeadline), whatever the caller does (CONTRACT §24): a caller that
+// goes away gets an error saying the close goes on. The node is forgotten
+// only when tmux confirms its session gone and its program is gone.
 func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
-	// One lifecycle change at a time: tmux 3.3a crashed when a session
-	// was destroyed while another was being created or attached.
-	o.lifecycleMu.Lock()
-	defer o.lifecycleMu.Unlock()
-	n, err := o.lookup(id)
+	n, err := o.lookupFor(id, true)
 	if err != nil {
 		return err
 	}
+	if !o.beginOp() {
+		return errShuttingDown()
+	}
 	// Published before the screen is detached: waits end now, and new
-	// operations on the node answer not_found.
-	n.beginClose()
+	// operations on the node answer not_found. Only the first close of a
+	// node goes on.
+	if !n.beginClose() {
+		o.ops.Done()
+		return tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeDeadline)
+	done := make(chan error, 1)
+	go func() {
+		defer o.ops.Done()
+		defer cancel()
+		done <- o.closeNode(cctx, n)
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("close %s: the request ended, the close goes on: %w", id, ctx.Err())
+	}
+}
+
+// closeNode is a close's steps, under the node's server's lifecycle lock,
+// on the close's own context.
+func (o *Orchestrator) closeNode(ctx context.Context, n *node) error {
+	id := n.meta.ID
+	n.srv.Life().Lock()
+	defer n.srv.Life().Unlock()
 	n.mu.Lock()
 	pid := n.pid
 	n.mu.Unlock()
@@ -44,34 +76,38 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	live := !gone && status != tools.StatusExited && pid > 0
 	if live {
 		// On the admin client: through the node's own, the reply would
-		// wait behind the pane's queued output.
-		if _, err := n.srv.adminClient().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off")); err != nil {
-			live = false
+		// wait behind the pane's queued output. If it fails, the pane
+		// stays dead after its program ended and is killed as dead.
+		if _, err := n.srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off")); err != nil {
+			o.log.Debug("remain-on-exit off", "node", id, "err", err)
 		}
 	}
 	// Our client leaves first: tmux 3.3a also crashed when the pane died
 	// with our control client still attached. detach pauses the pane's
 	// output for it before it goes (docs/TMUX-CRASHES.md).
-	clientPid := o.clientPID(ctx, n)
+	clientPid := 0
+	if n.client != nil {
+		clientPid = o.clientPID(ctx, n)
+	}
 	n.detach()
 	if testHookClosed != nil {
 		testHookClosed(n)
 	}
-	o.waitClientGone(ctx, n.srv, clientPid)
-	ended := !live
-	// Hang up like a closing terminal; kill what ignores that.
-	for _, step := range []struct {
-		sig  syscall.Signal
-		wait time.Duration
-	}{{syscall.SIGHUP, closeGrace}, {syscall.SIGKILL, closeTimeout}} {
-		if ended {
-			break
+	switch {
+	case gone:
+		// Lost with its server: nothing of it is left in tmux to end.
+	case n.client == nil:
+		// Listed unattached (adopt.go): tmux tells its pane's pid and
+		// whether it is dead.
+		if !o.endSession(ctx, n.srv, n.session(), 0) {
+			return tools.Errorf(tools.KindUnavailable, "close %s: its session did not end in time", id)
 		}
-		o.signalGroup(ctx, n, pid, step.sig)
-		ended = o.waitSessionGone(ctx, n.srv, n.session(), step.wait)
-	}
-	if _, err := n.srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session())); err != nil && !ended {
-		o.log.Debug("kill-session", "node", id, "err", err)
+	default:
+		o.waitClientGone(ctx, n.srv, clientPid)
+		if err := o.finishSession(ctx, n.srv, n.session(), pid, live); err != nil {
+			o.log.Error("close did not finish: the node is kept", "node", id, "err", err)
+			return tools.Errorf(tools.KindUnavailable, "close %s: %w", id, err)
+		}
 	}
 	n.markGone()
 	o.mu.Lock()
@@ -83,51 +119,169 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	return nil
 }
 
+// finishSession ends a session whose clients are gone: a live program is
+// hung up on, then killed, and tmux destroys its pane and session itself;
+// kill-session is sent only to a pane tmux reports dead. It returns nil
+// once tmux confirms the session gone and the program (pid, 0: none) is
+// gone, or why not.
+func (o *Orchestrator) finishSession(ctx context.Context, srv hosts.Server, session string, pid int, live bool) error {
+	ended := !live
+	// Hang up like a closing terminal; kill what ignores that.
+	for _, step := range []struct {
+		sig  syscall.Signal
+		wait time.Duration
+	}{{syscall.SIGHUP, closeGrace}, {syscall.SIGKILL, closeTimeout}} {
+		if ended {
+			break
+		}
+		srv.Signal(ctx, pid, step.sig)
+		ended = o.waitSessionGone(ctx, srv, session, step.wait)
+	}
+	if !ended && o.paneDead(ctx, srv, session) {
+		ended = true // remain-on-exit kept it: dead, so safe to kill
+	}
+	if ended {
+		// A dead pane left by remain-on-exit, or nothing: safe.
+		if _, err := srv.Admin().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+session)); err != nil {
+			o.log.Debug("kill-session of a dead pane", "session", session, "err", err)
+		}
+	}
+	if !o.waitSessionGone(ctx, srv, session, closeGrace) {
+		return fmt.Errorf("tmux still has session %s (its program did not end): %w", session, cmp.Or(ctx.Err(), errNotConfirmed))
+	}
+	if !o.waitPidGone(ctx, srv, pid, closeGrace) {
+		return fmt.Errorf("the program of session %s (pid %d) still runs: %w", session, pid, cmp.Or(ctx.Err(), errNotConfirmed))
+	}
+	return nil
+}
+
+// errNotConfirmed: tmux or the machine did not confirm an end in time.
+var errNotConfirmed = errors.New("not confirmed in time")
+
+// endSession rolls back a session a launch created (its mirror never
+// attached or failed) the way a close ends one: no kill-session on a live
+// pane. pid 0: read it from tmux. It reports whether the end is confirmed.
+func (o *Orchestrator) endSession(ctx context.Context, srv hosts.Server, session string, pid int) bool {
+	admin := srv.Admin()
+	out, err := admin.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+session+":", "#{pane_pid} #{pane_dead}"))
+	if err != nil {
+		var ce *tmuxctl.CommandError
+		return errors.As(err, &ce) // no such session: nothing to end
+	}
+	dead := false
+	if len(out) == 1 {
+		f := strings.Fields(out[0])
+		if len(f) == 2 {
+			if pid == 0 {
+				pid, _ = strconv.Atoi(f[0])
+			}
+			dead = f[1] == "1"
+		}
+	}
+	if !dead {
+		admin.Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "="+session+":", "remain-on-exit", "off"))
+	}
+	o.waitNoClients(ctx, srv, session)
+	if err := o.finishSession(ctx, srv, session, pid, !dead && pid > 0); err != nil {
+		o.log.Error("roll back a launch's session", "session", session, "err", err)
+		return false
+	}
+	return true
+}
+
 // testHookClosed, if set, runs in CloseNode after the node's screen was
 // detached (tests widen the window between detach and the end of the
 // close with it).
 var testHookClosed func(n *node)
 
+// pause waits d or until ctx ends (false).
+func pause(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // waitClientGone waits (checking every closePoll, for at most closeGrace)
 // until the tmux server no longer lists the control client with process
 // id pid: the client process can exit before the server has let go of
 // its state, and a pane destroyed in between crashes tmux 3.3a.
-func (o *Orchestrator) waitClientGone(ctx context.Context, srv *tmuxServer, pid int) {
+func (o *Orchestrator) waitClientGone(ctx context.Context, srv hosts.Server, pid int) {
 	want := strconv.Itoa(pid)
 	deadline := time.Now().Add(closeGrace)
 	for {
-		out, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{client_pid}"))
-		if err != nil || !slices.Contains(out, want) || time.Now().After(deadline) || ctx.Err() != nil {
+		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{client_pid}"))
+		if err != nil || !slices.Contains(out, want) || time.Now().After(deadline) || !pause(ctx, closePoll) {
 			return
 		}
-		time.Sleep(closePoll)
+	}
+}
+
+// waitNoClients waits, like waitClientGone, until no client is attached
+// to session (a failed attach's control client may linger in tmux).
+func (o *Orchestrator) waitNoClients(ctx context.Context, srv hosts.Server, session string) {
+	deadline := time.Now().Add(closeGrace)
+	for {
+		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-t", "="+session, "-F", "#{client_pid}"))
+		if err != nil || len(out) == 0 || time.Now().After(deadline) || !pause(ctx, closePoll) {
+			return
+		}
 	}
 }
 
 // waitSessionGone checks every closePoll, for at most d, whether tmux has
 // ended the session. (Nothing of ours is attached to it any more to be
 // told, and this runs only while a terminal is being closed.)
-func (o *Orchestrator) waitSessionGone(ctx context.Context, srv *tmuxServer, session string, d time.Duration) bool {
+func (o *Orchestrator) waitSessionGone(ctx context.Context, srv hosts.Server, session string, d time.Duration) bool {
 	deadline := time.Now().Add(d)
 	for {
-		if _, err := srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session)); err != nil {
+		if _, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session)); err != nil {
 			var ce *tmuxctl.CommandError
-			return errors.As(err, &ce) // "can't find session": gone
+			if errors.As(err, &ce) {
+				return true // "can't find session": gone
+			}
 		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
+		if time.Now().After(deadline) || !pause(ctx, closePoll) {
 			return false
 		}
-		time.Sleep(closePoll)
+	}
+}
+
+// paneDead reports whether tmux says session's pane is dead.
+func (o *Orchestrator) paneDead(ctx context.Context, srv hosts.Server, session string) bool {
+	out, err := srv.Admin().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+session+":", "#{pane_dead}"))
+	return err == nil && len(out) == 1 && strings.TrimSpace(out[0]) == "1"
+}
+
+// waitPidGone checks every closePoll, for at most d, whether process pid
+// has ended (on its machine: a host's pid is looked up there).
+func (o *Orchestrator) waitPidGone(ctx context.Context, srv hosts.Server, pid int, d time.Duration) bool {
+	if pid <= 0 {
+		return true
+	}
+	deadline := time.Now().Add(d)
+	for {
+		if srv.PidGone(ctx, pid) {
+			return true
+		}
+		if time.Now().After(deadline) || !pause(ctx, closePoll) {
+			return false
+		}
 	}
 }
 
 // CloseNode's waits: how long a program may take to exit after SIGHUP
-// before it gets SIGKILL, and how long tmux may then take to end the
-// session before CloseNode kills the session itself.
+// before it gets SIGKILL, how long tmux may then take to end the session,
+// and the whole close's own deadline.
 const (
-	closeGrace   = time.Second
-	closeTimeout = 5 * time.Second
-	closePoll    = 20 * time.Millisecond
+	closeGrace    = time.Second
+	closeTimeout  = 5 * time.Second
+	closePoll     = 20 * time.Millisecond
+	closeDeadline = 20 * time.Second
 )
 
 // detach ends the node's client and pump, leaving the session running.
@@ -179,7 +333,13 @@ func (o *Orchestrator) clientEnded(n *node) {
 		// Our client was detached (a human's `detach-client -s`, say) but
 		// the session lives: mirror it again, never forget it.
 		n.log.Warn("control client detached while the session lives; attaching again", "reason", n.client.Err())
-		go o.reattach(n)
+		if !o.beginOp() {
+			return // Close began: the next orchestrator adopts the session
+		}
+		go func() {
+			defer o.ops.Done()
+			o.reattach(n)
+		}()
 		return
 	}
 	n.log.Info("tmux session ended", "reason", n.client.Err())
@@ -187,15 +347,27 @@ func (o *Orchestrator) clientEnded(n *node) {
 	o.forget(n.meta.ID)
 }
 
+// Test hooks: testHookReattach runs when a reattach starts, before it
+// takes any lock; testHookReattached when it returns.
+var testHookReattach, testHookReattached func(old *node)
+
 // reattach mirrors a node whose control client was detached from outside:
 // a new incarnation of its mirror (epoch+1, so revisions never repeat)
 // replaces the old one under the same id, with the same files and token.
-// It runs in its own goroutine, started by clientEnded, and ends when the
-// new mirror is attached or the attempt failed.
+// It runs in its own goroutine, started by clientEnded and counted in
+// ops (so Close waits for it), and ends when the new mirror is attached or
+// the attempt failed; or by a host's adoption after a reconnect.
 func (o *Orchestrator) reattach(old *node) {
-	o.lifecycleMu.Lock()
-	defer o.lifecycleMu.Unlock()
-	if o.node(old.meta.ID) != old || old.isClosing() {
+	if testHookReattach != nil {
+		testHookReattach(old)
+	}
+	if testHookReattached != nil {
+		defer testHookReattached(old)
+	}
+	life := o.serverFor(old.meta).Life()
+	life.Lock()
+	defer life.Unlock()
+	if o.node(old.meta.ID) != old || old.isClosing() || o.isClosing() {
 		return // closed or replaced meanwhile
 	}
 	<-old.done
@@ -229,8 +401,8 @@ func (o *Orchestrator) reattach(old *node) {
 // serverDied reports whether the private tmux server is gone (its admin
 // client ended, or a round trip on it fails), and records the death once:
 // an error in the log, counted in ServerHealth.
-func (o *Orchestrator) serverDied(srv *tmuxServer) (string, bool) {
-	admin := srv.adminClient()
+func (o *Orchestrator) serverDied(srv hosts.Server) (string, bool) {
+	admin := srv.Admin()
 	err := admin.Err()
 	if err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -250,7 +422,7 @@ func (o *Orchestrator) serverDied(srv *tmuxServer) (string, bool) {
 		o.serverDeaths++
 		o.lastServerDeath = fmt.Sprintf("%s: %v", time.Now().UTC().Format(time.RFC3339), err)
 		o.log.Error("the private tmux server died: its nodes are lost (listed as exited); the next launch starts a new server",
-			"socket", srv.socket, "err", err)
+			"socket", srv.Socket(), "err", err)
 	}
 	return err.Error(), true
 }

@@ -97,7 +97,7 @@ func (o *Orchestrator) Focus(ctx context.Context, id string) (tools.FocusResult,
 				continue
 			}
 			for _, c := range names {
-				if _, err := n.srv.adminClient().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.session())); err == nil {
+				if _, err := n.srv.Admin().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.session())); err == nil {
 					switched = append(switched, c)
 				}
 			}

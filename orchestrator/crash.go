@@ -9,7 +9,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/termsprawl/termsprawl/orchestrator/applog"
-	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -90,7 +89,7 @@ func (n *node) recordCrash(ctx context.Context, code int) {
 			n.mu.Lock()
 			pid := n.pid
 			n.mu.Unlock()
-			if ws, ok := proc.ZombieWait(pid); ok && ws.Signaled() {
+			if ws, ok := zombieWaitOn(n.srv, pid); ok && ws.Signaled() {
 				sig = int(ws.Signal())
 			}
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
@@ -70,12 +72,13 @@ func parseDead(word string) (exited bool, code int) {
 // and fires no pane-died hook, so the status is read from /proc instead.
 // The quiet-time check (heal) and every seed call this, so a program that
 // printed anything before it exited is noticed even then.
-func checkDead(word string, pid int) (bool, int) {
+// zombie reads the status on the pane's machine (tmuxServer.zombieStatus).
+func checkDead(word string, pid int, zombie func(int) (int, bool)) (bool, int) {
 	if exited, code := parseDead(word); exited {
 		return true, code
 	}
 	if strings.HasPrefix(word, "1:") && pid > 0 {
-		if code, ok := proc.ZombieStatus(pid); ok {
+		if code, ok := zombie(pid); ok {
 			return true, code
 		}
 	}
@@ -93,38 +96,17 @@ func (o *Orchestrator) watchDeaths() {
 			return
 		case <-o.deaths:
 		}
-		// Every shard's panes: the hook does not say which server fired.
-		var out []string
-		for _, srv := range append(o.servers(), o.hostServers()...) {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			lines, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
-			cancel()
-			if err != nil {
-				o.log.Warn("list panes after a pane died", "socket", srv.socket, "err", err)
-				continue
+		// Every shard's and host's panes: the hook does not say which
+		// server fired. Asked in parallel, each with its own timeout, so a
+		// slow host does not delay the others (CONTRACT §23).
+		// Each server's answer is handled as soon as it arrives.
+		var notReadyAny atomic.Bool
+		o.listPanesAll(func(out []string) {
+			if o.paneDeaths(out) {
+				notReadyAny.Store(true)
 			}
-			out = append(out, lines...)
-		}
-		notReady := false
-		for _, line := range out {
-			o.log.Debug("pane state after a death", "line", line)
-			f := strings.Fields(line)
-			if len(f) != 3 || !strings.HasPrefix(f[0], "ts-") || !strings.HasPrefix(f[1], "1:") {
-				continue
-			}
-			n := o.node(strings.TrimPrefix(f[0], "ts-"))
-			if n == nil {
-				continue
-			}
-			pid, _ := strconv.Atoi(f[2])
-			if exited, code := checkDead(f[1], pid); exited {
-				if status, _, _ := n.state(); status != tools.StatusExited {
-					n.requestExit(code)
-				}
-				continue
-			}
-			notReady = true
-		}
+		})
+		notReady := notReadyAny.Load()
 		if notReady && retry < 8 {
 			// The status follows the pty's end shortly: look again.
 			retry++
@@ -138,4 +120,61 @@ func (o *Orchestrator) watchDeaths() {
 			retry = 0
 		}
 	}
+}
+
+// paneDeaths updates the nodes from list-panes lines; it reports whether
+// a dead pane's status is not known yet.
+func (o *Orchestrator) paneDeaths(out []string) bool {
+	notReady := false
+	for _, line := range out {
+		o.log.Debug("pane state after a death", "line", line)
+		f := strings.Fields(line)
+		if len(f) != 3 || !strings.HasPrefix(f[0], "ts-") || !strings.HasPrefix(f[1], "1:") {
+			continue
+		}
+		n := o.node(strings.TrimPrefix(f[0], "ts-"))
+		if n == nil {
+			continue
+		}
+		pid, _ := strconv.Atoi(f[2])
+		if exited, code := checkDead(f[1], pid, n.zombieStatus); exited {
+			if status, _, _ := n.state(); status != tools.StatusExited {
+				n.requestExit(code)
+			}
+			continue
+		}
+		notReady = true
+	}
+	return notReady
+}
+
+// testHookListPanes, if set, runs before one server's list-panes in
+// listPanesAll (tests block a host there).
+var testHookListPanes func(srv *tmuxServer)
+
+// listPanesAll lists the panes of every shard and host at once, each
+// server with its own timeout, and gives each server's lines to handle as
+// they arrive (concurrently); a server that fails is logged and left out.
+// It returns when every server answered or timed out.
+func (o *Orchestrator) listPanesAll(handle func([]string)) {
+	srvs := append(o.servers(), o.hostServers()...)
+	var wg sync.WaitGroup
+	for _, srv := range srvs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if testHookListPanes != nil {
+				testHookListPanes(srv)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			lines, err := srv.Admin().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
+			if err != nil {
+				o.log.Warn("list panes after a pane died", "socket", srv.Socket(), "err", err)
+				return
+			}
+			handle(lines)
+		}()
+	}
+	wg.Wait()
 }

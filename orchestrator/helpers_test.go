@@ -18,13 +18,21 @@ import (
 // a temporary state dir; both are cleaned up.
 func newTestOrchestrator(t *testing.T) (*Orchestrator, *tmuxtest.Server) {
 	t.Helper()
+	srv, dir := newTestServer(t)
+	o := openOrchestrator(t, srv, dir)
+	return o, srv
+}
+
+// newTestServer is a private tmux server and a new state dir (both
+// cleaned up), for tests that open the orchestrator themselves.
+func newTestServer(t *testing.T) (*tmuxtest.Server, string) {
+	t.Helper()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	o := openOrchestrator(t, srv, dir)
-	return o, srv
+	return srv, dir
 }
 
 func openOrchestrator(t *testing.T, srv *tmuxtest.Server, dir string) *Orchestrator {
@@ -38,9 +46,9 @@ func openOrchestratorWith(t *testing.T, srv *tmuxtest.Server, dir string, mod fu
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	// Launches do not watch for early exits unless a test asks (it costs
-	// up to a second a launch).
-	cfg := Config{StateDir: dir, Socket: srv.Socket, LaunchWatch: -1}
+	// The production launch path: launches watch for early exits
+	// (DefaultLaunchWatch), as they do for users.
+	cfg := Config{StateDir: dir, Socket: srv.Socket}
 	if mod != nil {
 		mod(&cfg)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -98,93 +99,168 @@ func checkEnv(spec *LaunchSpec) error {
 	return nil
 }
 
+// launchTarget is where a launch puts its node, and all a launch needs to
+// know about the difference between this machine and a host: the
+// defaults, the checks, the environment, the files on the far side and
+// the errors. Launch has one sequence for both (localTarget here,
+// hostTarget in remote.go).
+type launchTarget interface {
+	// host names the machine ("" for this one).
+	host() string
+	// defaultShell is the program of a launch without a command.
+	defaultShell() string
+	// defaultCwd is the directory of a launch without a cwd.
+	defaultCwd() string
+	// check refuses, before anything exists, what cannot start there (cwd,
+	// program, logs); it returns the resolved logs.
+	check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpec, error)
+	// server picks the tmux server (recorded in r) and makes sure it is
+	// reachable.
+	server(ctx context.Context, r *reservation) (hosts.Server, error)
+	// env is the new-session -e list of node id.
+	env(spec LaunchSpec, id string, srv hosts.Server) []string
+	// writeFiles puts the node's files on the far side (its session file
+	// on a host); removeFiles undoes it.
+	writeFiles(ctx context.Context, id string) error
+	removeFiles(ctx context.Context, id string)
+	// retry says whether a create that failed with err may be tried once
+	// more after srv was brought up again.
+	retry(ctx context.Context, srv hosts.Server, err error) bool
+	// fail is err as the caller should see it.
+	fail(err error) error
+}
+
+// target chooses the launch's Server: the only place a launch tells a
+// local node from a remote one.
+func (o *Orchestrator) target(ctx context.Context, spec LaunchSpec) (launchTarget, error) {
+	if testHookTarget != nil {
+		if t := testHookTarget(o, spec); t != nil {
+			return t, nil
+		}
+	}
+	if spec.Host == "" {
+		return localTarget{o}, nil
+	}
+	if len(spec.Logs) > 0 {
+		return nil, usage("logs are followed on this machine only, and host %s is another: launch without logs, or tail the log in a node on that host", spec.Host)
+	}
+	h, _, err := o.hostFor(ctx, spec.Host)
+	if err != nil {
+		return nil, err
+	}
+	return hostTarget{h}, nil
+}
+
+// testHookTarget, if set and not returning nil, replaces a launch's
+// target (tests put a node on a server whose operations block).
+var testHookTarget func(o *Orchestrator, spec LaunchSpec) launchTarget
+
 // Launch creates a node: its files first (so TERMSPRAWL_SESSION_FILE is
 // valid before the program starts), then the tmux session, then the
-// control client and the seeded mirror.
+// control client and the seeded mirror. Only the node's server's
+// lifecycle lock is held while the session is created and attached; the
+// early-exit watch runs after every lock is released.
 func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeInfo, error) {
-	if spec.Host != "" {
-		if len(spec.Logs) > 0 {
-			return tools.NodeInfo{}, usage("logs are followed on this machine only, and host %s is another: launch without logs, or tail the log in a node on that host", spec.Host)
-		}
-		return o.launchRemote(ctx, spec)
+	// Choosing a host may connect it and adopt its sessions: counted as
+	// an op, so Close waits for it (reserve counts the rest).
+	if !o.beginOp() {
+		return tools.NodeInfo{}, errShuttingDown()
+	}
+	t, err := o.target(ctx, spec)
+	o.ops.Done()
+	if err != nil {
+		return tools.NodeInfo{}, err
+	}
+	where := ""
+	if h := t.host(); h != "" {
+		where = " on host " + h
 	}
 	if len(spec.Command) == 0 {
-		spec.Command = []string{defaultShell()}
+		spec.Command = []string{t.defaultShell()}
 	}
 	if spec.Command[0] == "" {
 		return tools.NodeInfo{}, usage("command[0] is empty: give the program to run, e.g. [\"bash\"]")
 	}
-	if spec.Columns == 0 {
-		spec.Columns = DefaultColumns
-	}
-	if spec.Rows == 0 {
-		spec.Rows = DefaultRows
-	}
+	spec.Columns, spec.Rows = cmp.Or(spec.Columns, DefaultColumns), cmp.Or(spec.Rows, DefaultRows)
 	if err := checkSize(spec.Columns, spec.Rows); err != nil {
 		return tools.NodeInfo{}, err
 	}
-	if spec.Cwd == "" {
-		// The caller's directory is the tool server's business (a node's
-		// pane path, the human CLI's own cwd); failing that, ours.
-		if wd, err := os.Getwd(); err == nil {
-			spec.Cwd = wd
-		} else {
-			spec.Cwd = "/"
-		}
-	}
-	if !filepath.IsAbs(spec.Cwd) {
-		return tools.NodeInfo{}, usage("cwd %q is not an absolute path", spec.Cwd)
-	}
-	if fi, err := os.Stat(spec.Cwd); err != nil || !fi.IsDir() {
-		return tools.NodeInfo{}, usage("cwd %q does not exist or is not a directory", spec.Cwd)
+	spec.Cwd = cmp.Or(spec.Cwd, t.defaultCwd())
+	if !strings.HasPrefix(spec.Cwd, "/") {
+		return tools.NodeInfo{}, usage("cwd %q is not an absolute path%s", spec.Cwd, where)
 	}
 	if err := checkEnv(&spec); err != nil {
 		return tools.NodeInfo{}, err
 	}
-	if err := o.checkProgram(spec); err != nil {
-		return tools.NodeInfo{}, err
-	}
-	logs, err := resolveLogs(spec.Logs, spec.Cwd)
+	logs, err := t.check(ctx, spec)
 	if err != nil {
 		return tools.NodeInfo{}, err
 	}
 
-	o.lifecycleMu.Lock()
-	defer o.lifecycleMu.Unlock()
-	srv, err := o.shardFor(ctx)
-	if err == nil {
-		err = srv.ensure(ctx)
-	}
+	r, err := o.reserve(spec.Name)
 	if err != nil {
-		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the private tmux server is not reachable: %w", err)
+		return tools.NodeInfo{}, err
 	}
-	o.mu.Lock()
-	count, closing := len(o.nodes), o.closing
-	o.mu.Unlock()
-	if closing {
-		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the orchestrator is shutting down")
+	srv, err := t.server(ctx, r)
+	if err != nil {
+		r.release()
+		return tools.NodeInfo{}, err
 	}
-	if count >= o.cfg.MaxNodes {
-		return tools.NodeInfo{}, tools.Errorf(tools.KindRejected, "node limit reached (%d): close terminals with terminal_close first", o.cfg.MaxNodes)
+	id := r.id
+	meta := NodeMeta{ID: id, Name: cmp.Or(spec.Name, id), Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
+		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host()}
+	n, err := o.create(ctx, t, srv, spec, meta)
+	if err != nil {
+		r.release()
+		return tools.NodeInfo{}, err
 	}
-	id := o.allocateID(spec.Name)
-	name := spec.Name
-	if name == "" {
-		name = id
+	r.register(n)
+	srv.Life().Unlock()
+	o.log.Info("launched node", "node", id, "host", meta.Host, "command", spec.Command[0], "owner", spec.Owner)
+	info := n.info(0)
+	info.Exited = n.earlyExit(ctx, o.cfg.LaunchWatch)
+	return info, nil
+}
+
+// create writes the node's files, creates its session and attaches its
+// mirror, under srv's lifecycle lock: it returns with the lock held on
+// success (the caller registers the node, then unlocks), released on
+// failure after everything it made was undone.
+func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Server, spec LaunchSpec, meta NodeMeta) (*node, error) {
+	id := meta.ID
+	srv.Life().Lock()
+	ok := false
+	defer func() {
+		if !ok {
+			srv.Life().Unlock()
+		}
+	}()
+	if o.isClosing() {
+		return nil, errShuttingDown()
 	}
-	meta := NodeMeta{ID: id, Name: name, Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
-		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.socket, Logs: logs}
 	if err := tools.WriteJSONAtomic(o.metaPath(id), meta); err != nil {
-		return tools.NodeInfo{}, fmt.Errorf("write node metadata: %w", err)
+		o.removeFiles(id)
+		return nil, fmt.Errorf("write node metadata: %w", err)
 	}
 	if err := o.writeSessionFile(meta); err != nil {
 		o.removeFiles(id)
-		return tools.NodeInfo{}, err
+		return nil, err
 	}
-
-	env := o.launchEnv(spec, id, srv.socket)
+	// undo rolls back a launch the way a close ends a node: never a
+	// kill-session on a live pane (docs/TMUX-CRASHES.md).
+	undo := func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeDeadline)
+		defer cancel()
+		o.stillborn(meta)
+		t.removeFiles(uctx, id)
+		o.endSession(uctx, srv, "ts-"+id, 0)
+	}
+	if err := t.writeFiles(ctx, id); err != nil {
+		undo()
+		return nil, err
+	}
 	args := []string{"new-session", "-d", "-s", "ts-" + id, "-x", strconv.Itoa(spec.Columns), "-y", strconv.Itoa(spec.Rows), "-c", spec.Cwd}
-	for _, kv := range env {
+	for _, kv := range t.env(spec, id, srv) {
 		args = append(args, "-e", kv)
 	}
 	args = append(args, "--")
@@ -196,39 +272,87 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	}
 	args = append(args, argv...)
 	create := func() error {
-		_, err := srv.adminClient().RunMany(ctx,
+		_, err := srv.Admin().RunMany(ctx,
 			tmuxctl.Command(args[0], args[1:]...),
 			tmuxctl.Command("set-option", "-t", "=ts-"+id+":", "@termsprawl_node", id))
 		return err
 	}
-	err = create()
-	if errors.Is(err, tmuxctl.ErrClosed) {
-		// The server died under us (its death may not have been seen
-		// yet when ensure ran): start a new one and try once more.
-		if err = srv.ensure(ctx); err == nil {
-			err = create()
-		}
+	err := create()
+	if err != nil && t.retry(ctx, srv, err) {
+		err = create()
 	}
 	if err != nil {
-		o.stillborn(meta)
-		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
-		return tools.NodeInfo{}, fmt.Errorf("create tmux session for %s: %w", id, err)
+		undo()
+		return nil, t.fail(fmt.Errorf("create tmux session for %s: %w", id, err))
 	}
 	n := o.newNode(meta)
 	n.recordOnAttach = spec.Record
 	if err := n.attach(ctx); err != nil {
-		o.stillborn(meta)
-		srv.adminClient().Run(context.Background(), tmuxctl.Command("kill-session", "-t", "=ts-"+id))
-		return tools.NodeInfo{}, err
+		undo()
+		return nil, t.fail(err)
 	}
-	o.mu.Lock()
-	o.nodes[id] = n
-	o.mu.Unlock()
-	o.log.Info("launched node", "node", id, "command", spec.Command[0], "owner", spec.Owner)
-	info := n.info(0)
-	info.Exited = n.earlyExit(ctx, o.cfg.LaunchWatch)
-	return info, nil
+	ok = true
+	return n, nil
 }
+
+// isClosing reports whether Close began.
+func (o *Orchestrator) isClosing() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.closing
+}
+
+// localTarget is a launch on this machine's shards.
+type localTarget struct{ o *Orchestrator }
+
+func (localTarget) host() string         { return "" }
+func (localTarget) defaultShell() string { return defaultShell() }
+
+// defaultCwd: the caller's directory is the tool server's business (a
+// node's pane path, the human CLI's own cwd); failing that, ours.
+func (localTarget) defaultCwd() string {
+	if wd, err := os.Getwd(); err == nil {
+		return wd
+	}
+	return "/"
+}
+
+func (t localTarget) check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpec, error) {
+	if fi, err := os.Stat(spec.Cwd); err != nil || !fi.IsDir() {
+		return nil, usage("cwd %q does not exist or is not a directory", spec.Cwd)
+	}
+	if err := t.o.checkProgram(spec); err != nil {
+		return nil, err
+	}
+	return resolveLogs(spec.Logs, spec.Cwd)
+}
+
+func (t localTarget) server(ctx context.Context, r *reservation) (hosts.Server, error) {
+	srv, err := t.o.shardFor(ctx, r)
+	if err == nil {
+		err = srv.Ensure(ctx)
+	}
+	if err != nil {
+		return nil, tools.Errorf(tools.KindUnavailable, "the private tmux server is not reachable: %w", err)
+	}
+	return srv, nil
+}
+
+func (t localTarget) env(spec LaunchSpec, id string, srv hosts.Server) []string {
+	return t.o.launchEnv(spec, id, srv.Socket())
+}
+
+func (localTarget) writeFiles(context.Context, string) error { return nil }
+func (localTarget) removeFiles(context.Context, string)      {}
+
+// retry: the server died under us (its death may not have been seen yet
+// when ensure ran): start a new one and try once more.
+func (localTarget) retry(ctx context.Context, srv hosts.Server, err error) bool {
+	shard, ok := srv.(*tmuxServer)
+	return ok && errors.Is(err, tmuxctl.ErrClosed) && shard.Ensure(ctx) == nil
+}
+
+func (localTarget) fail(err error) error { return err }
 
 // earlyExit watches a new node for up to d: if its program exits in that
 // time, the launch says so with the last screen lines. It returns early,
@@ -237,6 +361,9 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit {
 	if d <= 0 {
 		return nil
+	}
+	if testHookEarlyExit != nil {
+		testHookEarlyExit(n)
 	}
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
@@ -279,11 +406,17 @@ func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 			return nil
 		case <-n.closing:
 			return nil
+		case <-n.o.stop:
+			return nil
 		case <-ctx.Done():
 			return nil
 		}
 	}
 }
+
+// testHookEarlyExit, if set, runs when a launch starts its early-exit
+// watch (after the node was registered and every lock released).
+var testHookEarlyExit func(n *node)
 
 // launchQuiet is how long a new program that printed must stay quiet for
 // its launch to stop watching for an early exit.
@@ -439,31 +572,3 @@ func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {
 }
 
 var slugRE = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
-
-// allocateID picks a free node id from the name (or "term"). Call with
-// lifecycleMu held.
-func (o *Orchestrator) allocateID(name string) string {
-	base := strings.Trim(slugRE.ReplaceAllString(name, "-"), "-_")
-	if len(base) > 40 {
-		base = base[:40]
-	}
-	taken := func(id string) bool {
-		if id == tools.OperatorNode || o.node(id) != nil {
-			return true
-		}
-		_, err := os.Stat(o.metaPath(id))
-		return err == nil
-	}
-	if base != "" && tools.ValidNodeID(base) && !taken(base) {
-		return base
-	}
-	if base == "" || !tools.ValidNodeID(base) {
-		base = "term"
-	}
-	for i := 1; ; i++ {
-		id := base + "-" + strconv.Itoa(i)
-		if !taken(id) {
-			return id
-		}
-	}
-}

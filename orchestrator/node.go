@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -65,7 +66,7 @@ const maxInputs = 64
 type node struct {
 	meta   NodeMeta
 	o      *Orchestrator
-	srv    *tmuxServer // the shard the session is on
+	srv    hosts.Server // the shard or host server the session is on
 	client *tmuxctl.Client
 	pane   string
 	stream *tmuxctl.PaneStream
@@ -149,8 +150,16 @@ type node struct {
 
 func (n *node) session() string { return "ts-" + n.meta.ID }
 
-// beginClose publishes that the node's life is ending (idempotent).
-func (n *node) beginClose() { n.closingOnce.Do(func() { close(n.closing) }) }
+// beginClose publishes that the node's life is ending (idempotent); it
+// reports whether this call was the one that did.
+func (n *node) beginClose() bool {
+	first := false
+	n.closingOnce.Do(func() {
+		close(n.closing)
+		first = true
+	})
+	return first
+}
 
 // isClosing reports whether beginClose ran.
 func (n *node) isClosing() bool {
@@ -290,7 +299,7 @@ func (n *node) info(clients int) tools.NodeInfo {
 	n.mu.Lock()
 	reason := n.exitReason
 	n.mu.Unlock()
-	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.socket, Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
+	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.Socket(), Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
 		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host, Crash: n.crashReport()}
 }

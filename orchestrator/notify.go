@@ -34,7 +34,7 @@ func (o *Orchestrator) NotifyHumans(ctx context.Context, msg string) (int, error
 		for _, names := range sessions {
 			for _, c := range names {
 				cmd := tmuxctl.Command("display-message", "-c", c, "-d", strconv.Itoa(NotifyDelayMS), text)
-				if _, err := srv.adminClient().Run(ctx, cmd); err != nil {
+				if _, err := srv.Admin().Run(ctx, cmd); err != nil {
 					if firstErr == nil {
 						firstErr = err
 					}

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/tmuxctl"
@@ -85,7 +86,7 @@ type Orchestrator struct {
 	// shards are the private tmux servers, each holding at most
 	// cfg.ShardSize nodes, so one tmux crash takes at most that many
 	// (docs/TMUX-CRASHES.md). shards[0] is cfg.Socket's. Appended under
-	// lifecycleMu; read under mu.
+	// shardMu and mu; read under mu.
 	shards []*tmuxServer
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
@@ -105,11 +106,20 @@ type Orchestrator struct {
 	// traces are the recordings opened for reading (trace_open).
 	traces *record.Registry
 
-	// lifecycleMu serialises id allocation and the creation and
-	// destruction of sessions (see CloseNode).
-	lifecycleMu sync.Mutex
-	stop        chan struct{}
-	wg          sync.WaitGroup
+	// There is no global lifecycle lock: each tmux server has its own
+	// (tmuxServer.life) and launches, closes and reattaches on different
+	// servers run side by side (lifecycle.go). idMu guards the
+	// reservations of launches under way (ids and node slots); shardMu
+	// picks a launch's shard.
+	idMu     sync.Mutex
+	reserved map[string]hosts.Server // id → the shard it goes on (nil: a host)
+	shardMu  sync.Mutex
+	// ops counts the launches, closes and reattaches under way; Close
+	// waits for them (each has its own deadline) after it set closing,
+	// and none starts once closing is set (beginOp).
+	ops  sync.WaitGroup
+	stop chan struct{}
+	wg   sync.WaitGroup
 }
 
 // minimalEnvNames is the environment a node gets in env_mode "replace"
@@ -160,11 +170,11 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		cfg.ShardSize = DefaultShardSize
 	}
 	deaths := make(chan struct{}, 1)
-	srv, err := startTmuxServer(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, cfg.Picker, minimalEnv(), deaths)
+	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg.Picker), minimalEnv(), deaths)
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, stop: make(chan struct{}), traces: record.NewRegistry()}
+	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
 	if pw, err := proc.NewWatcher(); err == nil {
 		o.procs = pw
 	} else {
@@ -201,18 +211,20 @@ func (o *Orchestrator) Close() {
 	if testHookShutdown != nil {
 		testHookShutdown()
 	}
-	// Host supervisors take lifecycleMu to adopt: stop them first.
+	// Host supervisors adopt sessions: stop them first.
 	o.stopHosts()
-	// Not while a node is being launched or closed: their steps would run
-	// against clients and a server that are going away.
-	o.lifecycleMu.Lock()
-	defer o.lifecycleMu.Unlock()
 	o.mu.Lock()
 	if o.closing {
 		o.mu.Unlock()
 		return
 	}
 	o.closing = true
+	o.mu.Unlock()
+	// Not while a node is being launched or closed: their steps would run
+	// against clients and a server that are going away. Each has its own
+	// deadline; no new one starts now (beginOp).
+	o.ops.Wait()
+	o.mu.Lock()
 	nodes := make([]*node, 0, len(o.nodes))
 	for _, n := range o.nodes {
 		nodes = append(nodes, n)
@@ -233,7 +245,7 @@ func (o *Orchestrator) Close() {
 		o.procs.Close()
 	}
 	for _, s := range o.servers() {
-		s.close()
+		s.Close()
 	}
 	o.closeHosts()
 	o.wg.Wait()
@@ -248,7 +260,16 @@ func (o *Orchestrator) node(id string) *node {
 // lookup returns the node or a not_found error naming it. A node being
 // closed is not found any more.
 func (o *Orchestrator) lookup(id string) (*node, error) {
+	return o.lookupFor(id, false)
+}
+
+// lookupFor is lookup; forClose also finds a local node that is listed
+// unattached (adopt.go), which only a close can act on.
+func (o *Orchestrator) lookupFor(id string, forClose bool) (*node, error) {
 	if n := o.node(id); n != nil && !n.isClosing() {
+		if forClose && n.meta.Host == "" {
+			return n, nil
+		}
 		if err := n.reachable(); err != nil {
 			return nil, err
 		}

@@ -131,7 +131,7 @@ func (n *node) heal() {
 	var cx, cy, w, h, pid int
 	var dead string
 	fmt.Sscanf(outs[0][0], "%d %d %d %d %s %d", &cx, &cy, &w, &h, &dead, &pid)
-	if exited, code := checkDead(dead, pid); exited {
+	if exited, code := checkDead(dead, pid, n.zombieStatus); exited {
 		if status, _, _ := n.state(); status != tools.StatusExited {
 			n.requestExit(code) // reseeds, then publishes the exit
 			n.reseedLogged("exit")

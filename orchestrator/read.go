@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -14,10 +15,10 @@ import (
 
 // humanClients returns the tty names of the clients attached to each
 // shard, control clients (ours) excluded, per session name.
-func (o *Orchestrator) humanClients(ctx context.Context) map[*tmuxServer]map[string][]string {
-	res := map[*tmuxServer]map[string][]string{}
+func (o *Orchestrator) humanClients(ctx context.Context) map[hosts.Server]map[string][]string {
+	res := map[hosts.Server]map[string][]string{}
 	for _, srv := range o.servers() {
-		out, err := srv.adminClient().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
+		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
 		if err != nil {
 			continue
 		}

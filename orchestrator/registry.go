@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -194,7 +195,7 @@ func (o *Orchestrator) servers() []*tmuxServer {
 // server returns the shard of socket, or nil.
 func (o *Orchestrator) server(socket string) *tmuxServer {
 	for _, s := range o.servers() {
-		if s.socket == socket {
+		if s.Socket() == socket {
 			return s
 		}
 	}
@@ -210,33 +211,53 @@ func (o *Orchestrator) shardSocket(k int) string {
 	return fmt.Sprintf("%s-%d", o.cfg.Socket, k)
 }
 
-// shardFor picks the shard a new node goes on: the first with room, else
-// a new one. Call with lifecycleMu held.
-func (o *Orchestrator) shardFor(ctx context.Context) (*tmuxServer, error) {
-	count := map[*tmuxServer]int{}
+// shardFor picks the shard a new node goes on: the first with room
+// (counting the launches under way), else a new one, and records it in
+// the reservation r. shardMu makes two launches see each other's choice.
+func (o *Orchestrator) shardFor(ctx context.Context, r *reservation) (*tmuxServer, error) {
+	o.shardMu.Lock()
+	defer o.shardMu.Unlock()
+	count := map[hosts.Server]int{}
+	o.idMu.Lock()
+	for _, s := range o.reserved {
+		if s != nil {
+			count[s]++
+		}
+	}
 	o.mu.Lock()
 	for _, n := range o.nodes {
 		count[n.srv]++
 	}
 	shards := append([]*tmuxServer(nil), o.shards...)
 	o.mu.Unlock()
+	o.idMu.Unlock()
+	pick := func(s *tmuxServer) *tmuxServer {
+		o.idMu.Lock()
+		o.reserved[r.id] = s
+		o.idMu.Unlock()
+		return s
+	}
 	used := map[string]bool{}
 	for _, s := range shards {
-		used[s.socket] = true
+		used[s.Socket()] = true
 		if count[s] < o.cfg.ShardSize {
-			return s, nil
+			return pick(s), nil
 		}
 	}
 	k := 1
 	for used[o.shardSocket(k)] {
 		k++
 	}
-	return o.addShard(ctx, o.shardSocket(k))
+	s, err := o.addShard(ctx, o.shardSocket(k))
+	if err != nil {
+		return nil, err
+	}
+	return pick(s), nil
 }
 
 // addShard starts (or connects to) the server of socket and adds it.
 func (o *Orchestrator) addShard(ctx context.Context, socket string) (*tmuxServer, error) {
-	s, err := startTmuxServer(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, o.cfg.Picker, minimalEnv(), o.deaths)
+	s, err := hosts.StartLocal(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, serverConf(o.cfg.Picker), minimalEnv(), o.deaths)
 	if err != nil {
 		return nil, err
 	}

@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -31,14 +31,14 @@ func (o *Orchestrator) hostFor(ctx context.Context, name string) (*remoteHost, *
 		return nil, nil, tools.Errorf(tools.KindUsage, "no host %q (known hosts: %s): add it with `termsprawl up --host %s=[user@]machine`", name, known, name).
 			WithDetails("host", name)
 	}
-	if srv := h.server(); srv != nil {
+	if srv := h.Server(); srv != nil {
 		return h, srv, nil
 	}
 	// Not connected: try now, so the caller hears why not.
 	cctx, cancel := context.WithTimeout(ctx, hostConnectTimeout)
 	defer cancel()
-	if err := h.connect(cctx); err != nil {
-		h.kickHost()
+	if err := h.Connect(cctx); err != nil {
+		h.Kick()
 		e := tools.Errorf(tools.KindUnavailable, "%w", err).WithDetails("host", name)
 		var he *HostError
 		if errors.As(err, &he) {
@@ -48,106 +48,60 @@ func (o *Orchestrator) hostFor(ctx context.Context, name string) (*remoteHost, *
 		return nil, nil, e
 	}
 	h.adoptSessions(cctx)
-	if srv := h.server(); srv != nil {
+	if srv := h.Server(); srv != nil {
 		return h, srv, nil
 	}
 	return nil, nil, tools.Errorf(tools.KindUnavailable, "host %s is unreachable: retry when it is back", name).WithDetails("host", name)
 }
 
-// launchRemote is Launch for spec.Host: the same steps, with the checks,
-// files and environment of the remote side.
-func (o *Orchestrator) launchRemote(ctx context.Context, spec LaunchSpec) (tools.NodeInfo, error) {
-	h, srv, err := o.hostFor(ctx, spec.Host)
-	if err != nil {
-		return tools.NodeInfo{}, err
-	}
-	h.mu.Lock()
-	probe, rdir := h.probe, h.rdir
-	h.mu.Unlock()
-	if len(spec.Command) == 0 {
-		spec.Command = []string{cmp.Or(probe.shell, "/bin/sh")}
-	}
-	if spec.Command[0] == "" {
-		return tools.NodeInfo{}, usage("command[0] is empty: give the program to run, e.g. [\"bash\"]")
-	}
-	spec.Columns, spec.Rows = cmp.Or(spec.Columns, DefaultColumns), cmp.Or(spec.Rows, DefaultRows)
-	if err := checkSize(spec.Columns, spec.Rows); err != nil {
-		return tools.NodeInfo{}, err
-	}
-	if spec.Cwd == "" {
-		spec.Cwd = probe.home
-	}
-	if !strings.HasPrefix(spec.Cwd, "/") {
-		return tools.NodeInfo{}, usage("cwd %q is not an absolute path on host %s", spec.Cwd, spec.Host)
-	}
-	if err := checkEnv(&spec); err != nil {
-		return tools.NodeInfo{}, err
-	}
-	if err := h.checkProgram(ctx, spec); err != nil {
-		return tools.NodeInfo{}, err
-	}
+// hostTarget is a launch on a host: its defaults, checks, files and
+// environment are the remote side's (Launch's one sequence, launch.go).
+type hostTarget struct{ h *remoteHost }
 
-	o.lifecycleMu.Lock()
-	defer o.lifecycleMu.Unlock()
-	o.mu.Lock()
-	count, closing := len(o.nodes), o.closing
-	o.mu.Unlock()
-	if closing {
-		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "the orchestrator is shutting down")
+func (t hostTarget) host() string { return t.h.Spec().Name }
+
+func (t hostTarget) probe() (hosts.Probe, string) { return t.h.Probe() }
+
+func (t hostTarget) defaultShell() string { p, _ := t.probe(); return cmp.Or(p.Shell, "/bin/sh") }
+func (t hostTarget) defaultCwd() string   { p, _ := t.probe(); return p.Home }
+
+// check: logs were refused already (target).
+func (t hostTarget) check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpec, error) {
+	return nil, t.h.checkProgram(ctx, spec)
+}
+
+func (t hostTarget) server(ctx context.Context, r *reservation) (hosts.Server, error) {
+	srv := t.h.Server()
+	if srv == nil {
+		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: retry when it is back", t.h.Spec().Name).WithDetails("host", t.h.Spec().Name)
+		e.Retryable = true
+		return nil, e
 	}
-	if count >= o.cfg.MaxNodes {
-		return tools.NodeInfo{}, tools.Errorf(tools.KindRejected, "node limit reached (%d): close terminals with terminal_close first", o.cfg.MaxNodes)
+	return srv, nil
+}
+
+func (t hostTarget) env(spec LaunchSpec, id string, _ hosts.Server) []string {
+	p, rdir := t.probe()
+	return t.h.launchEnv(spec, id, p, rdir)
+}
+
+func (t hostTarget) writeFiles(ctx context.Context, id string) error {
+	if err := t.h.writeRemoteSession(ctx, t.h.o, id); err != nil {
+		return tools.Errorf(tools.KindUnavailable, "host %s: write the session file of %s: %w", t.h.Spec().Name, id, err)
 	}
-	id := o.allocateID(spec.Name)
-	name := cmp.Or(spec.Name, id)
-	meta := NodeMeta{ID: id, Name: name, Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner, Parent: spec.Parent,
-		Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.socket, Host: spec.Host}
-	undo := func() {
-		o.stillborn(meta)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		h.exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, id)), nil)
-		srv.adminClient().Run(ctx, tmuxctl.Command("kill-session", "-t", "=ts-"+id))
-	}
-	if err := tools.WriteJSONAtomic(o.metaPath(id), meta); err != nil {
-		return tools.NodeInfo{}, fmt.Errorf("write node metadata: %w", err)
-	}
-	if err := o.writeSessionFile(meta); err != nil {
-		o.removeFiles(id)
-		return tools.NodeInfo{}, err
-	}
-	if err := h.writeRemoteSession(ctx, o, id); err != nil {
-		undo()
-		return tools.NodeInfo{}, tools.Errorf(tools.KindUnavailable, "host %s: write the session file of %s: %w", spec.Host, id, err)
-	}
-	args := []string{"new-session", "-d", "-s", "ts-" + id, "-x", strconv.Itoa(spec.Columns), "-y", strconv.Itoa(spec.Rows), "-c", spec.Cwd}
-	for _, kv := range h.launchEnv(spec, id, probe, rdir) {
-		args = append(args, "-e", kv)
-	}
-	args = append(args, "--")
-	argv := spec.Command
-	if len(argv) == 1 {
-		argv = []string{"env", "--", argv[0]} // verbatim, no shell
-	}
-	args = append(args, argv...)
-	if _, err := srv.adminClient().RunMany(ctx, tmuxctl.Command(args[0], args[1:]...),
-		tmuxctl.Command("set-option", "-t", "=ts-"+id+":", "@termsprawl_node", id)); err != nil {
-		undo()
-		return tools.NodeInfo{}, o.remoteErr(h, fmt.Errorf("create tmux session for %s on host %s: %w", id, spec.Host, err))
-	}
-	n := o.newNode(meta)
-	n.recordOnAttach = spec.Record
-	if err := n.attach(ctx); err != nil {
-		undo()
-		return tools.NodeInfo{}, o.remoteErr(h, err)
-	}
-	o.mu.Lock()
-	o.nodes[id] = n
-	o.mu.Unlock()
-	o.log.Info("launched node", "node", id, "host", spec.Host, "command", spec.Command[0], "owner", spec.Owner)
-	info := n.info(0)
-	info.Exited = n.earlyExit(ctx, o.cfg.LaunchWatch)
-	return info, nil
+	return nil
+}
+
+func (t hostTarget) removeFiles(ctx context.Context, id string) {
+	_, rdir := t.probe()
+	t.h.Exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, id)), nil)
+}
+
+// retry: a lost connection is the supervisor's to bring back.
+func (hostTarget) retry(context.Context, hosts.Server, error) bool { return false }
+
+func (t hostTarget) fail(err error) error {
+	return t.h.o.remoteErr(t.h, fmt.Errorf("host %s: %w", t.h.Spec().Name, err))
 }
 
 // remoteErr is err as the caller should see it: unavailable (retryable)
@@ -156,9 +110,9 @@ func (o *Orchestrator) remoteErr(h *remoteHost, err error) error {
 	if e := sessionRefused(h, err); e != nil {
 		return e
 	}
-	if errors.Is(err, tmuxctl.ErrClosed) || !h.alive() {
-		h.kickHost()
-		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: %w", h.spec.Name, err).WithDetails("host", h.spec.Name)
+	if errors.Is(err, tmuxctl.ErrClosed) || !h.Alive() {
+		h.Kick()
+		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: %w", h.Spec().Name, err).WithDetails("host", h.Spec().Name)
 		e.Retryable = true
 		return e
 	}
@@ -171,7 +125,7 @@ func (h *remoteHost) checkProgram(ctx context.Context, spec LaunchSpec) error {
 	q := tmuxctl.ShellQuote
 	script := "cd -- " + q(spec.Cwd) + " 2>/dev/null || exit 3\n" +
 		"p=" + q(spec.Command[0]) + "\ncase $p in */*) [ -f \"$p\" ] && [ -x \"$p\" ] || exit 4;; *) command -v -- \"$p\" >/dev/null 2>&1 || exit 4;; esac"
-	_, err := h.exec(ctx, script, nil)
+	_, err := h.Exec(ctx, script, nil)
 	switch code := exitCode(err); {
 	case err == nil:
 		return nil
@@ -194,8 +148,8 @@ func sessionRefused(h *remoteHost, err error) error {
 	if err == nil || !strings.Contains(err.Error(), "open refused") {
 		return nil
 	}
-	return tools.Errorf(tools.KindRejected, "host %s refused one more ssh session: its sshd allows MaxSessions sessions on one connection (default 10) and every node there takes one, plus two for termsprawl: close a node on %s, or raise MaxSessions in its sshd_config", h.spec.Name, h.spec.Name).
-		WithDetails("host", h.spec.Name).WithDetails("reason", "max-sessions")
+	return tools.Errorf(tools.KindRejected, "host %s refused one more ssh session: its sshd allows MaxSessions sessions on one connection (default 10) and every node there takes one, plus two for termsprawl: close a node on %s, or raise MaxSessions in its sshd_config", h.Spec().Name, h.Spec().Name).
+		WithDetails("host", h.Spec().Name).WithDetails("reason", "max-sessions")
 }
 
 // exitCode is the exit status in err's chain, or -1.
@@ -210,17 +164,17 @@ func exitCode(err error) int {
 // launchEnv is the -e list of a remote node: the launch's env, then
 // TERMSPRAWL_* with paths on the host. The remote tmux server's own
 // environment (the ssh login's) is the base in both env modes.
-func (h *remoteHost) launchEnv(spec LaunchSpec, id string, p hostProbe, rdir string) []string {
+func (h *remoteHost) launchEnv(spec LaunchSpec, id string, p hosts.Probe, rdir string) []string {
 	var out []string
 	keys := sortedKeys(spec.Env)
 	for _, k := range keys {
 		out = append(out, k+"="+spec.Env[k])
 	}
-	if p.ctl != "" {
-		out = append(out, "PATH="+path.Dir(p.ctl)+":"+p.path, "TERMSPRAWL_CTL="+p.ctl)
+	if p.Ctl != "" {
+		out = append(out, "PATH="+path.Dir(p.Ctl)+":"+p.Path, "TERMSPRAWL_CTL="+p.Ctl)
 	}
 	out = append(out, "TERMSPRAWL_SESSION_FILE="+remoteSessionPath(rdir, id), "TERMSPRAWL_NODE="+id,
-		"TERMSPRAWL_HOME="+rdir, "TERMSPRAWL_TMUX_SOCKET="+h.spec.RemoteSocket(), "TERMSPRAWL_HOST="+h.spec.Name)
+		"TERMSPRAWL_HOME="+rdir, "TERMSPRAWL_TMUX_SOCKET="+h.Spec().RemoteSocket(), "TERMSPRAWL_HOST="+h.Spec().Name)
 	for _, k := range sortedKeys(spec.ExtraEnv) {
 		out = append(out, k+"="+spec.ExtraEnv[k])
 	}
@@ -249,10 +203,8 @@ func (h *remoteHost) writeRemoteSession(ctx context.Context, o *Orchestrator, id
 	if err != nil {
 		return err
 	}
-	h.mu.Lock()
-	rdir := h.rdir
-	h.mu.Unlock()
-	_, err = h.exec(ctx, writeFileScript(rdir, "sessions/"+id+".json"), b)
+	_, rdir := h.Probe()
+	_, err = h.Exec(ctx, hosts.WriteFileScript(rdir, "sessions/"+id+".json"), b)
 	return err
 }
 
@@ -270,23 +222,23 @@ func jsonBytes(v any) ([]byte, error) {
 // gone.
 func (h *remoteHost) adoptSessions(ctx context.Context) {
 	o := h.o
-	srv := h.server()
+	srv := h.Server()
 	if srv == nil {
 		return
 	}
 	live, err := o.liveSessions(ctx, srv)
 	if err != nil {
-		o.log.Warn("host: list sessions", "host", h.spec.Name, "err", err)
+		o.log.Warn("host: list sessions", "host", h.Spec().Name, "err", err)
 		return
 	}
-	h.mu.Lock()
-	serverWasUp := h.probe.serverUp
-	h.mu.Unlock()
+	p, _ := h.Probe()
+	serverWasUp := p.ServerUp
 	var again []*node
-	o.lifecycleMu.Lock()
+	life := srv.Life()
+	life.Lock()
 	metas := o.readMetas()
 	for _, n := range o.sortedNodes() {
-		if n.meta.Host != h.spec.Name || n.isClosing() {
+		if n.meta.Host != h.Spec().Name || n.isClosing() {
 			continue
 		}
 		delete(metas, n.meta.ID)
@@ -315,27 +267,27 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 			// The remote tmux server itself ended (the machine restarted,
 			// or tmux died): as for a local server's death, the node stays
 			// listed as exited with the reason.
-			n.markLost("the tmux server on host " + h.spec.Name + " ended (the machine restarted or tmux died): the program is gone; terminal_close removes the node")
-			o.log.Warn("remote tmux server ended: node lost", "node", n.meta.ID, "host", h.spec.Name)
+			n.markLost("the tmux server on host " + h.Spec().Name + " ended (the machine restarted or tmux died): the program is gone; terminal_close removes the node")
+			o.log.Warn("remote tmux server ended: node lost", "node", n.meta.ID, "host", h.Spec().Name)
 			continue
 		}
-		o.log.Info("remote session ended while the host was unreachable", "node", n.meta.ID, "host", h.spec.Name)
+		o.log.Info("remote session ended while the host was unreachable", "node", n.meta.ID, "host", h.Spec().Name)
 		n.markGone()
 		o.forget(n.meta.ID)
 	}
 	for id, read := range metas {
-		if read.Host != h.spec.Name {
+		if read.Host != h.Spec().Name {
 			continue
 		}
 		if !live[id] {
-			o.log.Info("remote session gone: forgetting the node", "node", id, "host", h.spec.Name)
+			o.log.Info("remote session gone: forgetting the node", "node", id, "host", h.Spec().Name)
 			o.removeFiles(id)
 			continue
 		}
 		h.adoptOne(ctx, read.NodeMeta, srv)
 		delete(live, id)
 	}
-	o.lifecycleMu.Unlock()
+	life.Unlock()
 	for _, n := range again {
 		o.reattach(n)
 		if nn := o.node(n.meta.ID); nn != nil && nn != n {
@@ -345,19 +297,19 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 		}
 	}
 	if testHookHostAdopted != nil {
-		testHookHostAdopted(h.spec.Name)
+		testHookHostAdopted(h.Spec().Name)
 	}
 }
 
 // adoptOne mirrors a session of the host known from its metadata (after
-// an orchestrator restart). Call with lifecycleMu held.
+// an orchestrator restart). Call with the host's lifecycle lock held.
 func (h *remoteHost) adoptOne(ctx context.Context, meta NodeMeta, srv *tmuxServer) {
 	o := h.o
 	if o.node(meta.ID) != nil {
 		return
 	}
 	meta.Epoch++
-	meta.Socket = srv.socket
+	meta.Socket = srv.Socket()
 	if err := tools.WriteJSONAtomic(o.metaPath(meta.ID), meta); err != nil {
 		o.log.Warn("adopt remote node: write metadata", "node", meta.ID, "err", err)
 		return
@@ -371,33 +323,26 @@ func (h *remoteHost) adoptOne(ctx context.Context, meta NodeMeta, srv *tmuxServe
 	if err := h.writeRemoteSession(ctx, o, meta.ID); err != nil {
 		o.log.Warn("adopt remote node: remote session file", "node", meta.ID, "err", err)
 	}
-	srv.adminClient().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+meta.ID+":", "remain-on-exit", "on"))
+	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+meta.ID+":", "remain-on-exit", "on"))
 	n := o.newNode(meta)
 	if err := n.attach(ctx); err != nil {
-		o.log.Warn("cannot adopt remote node", "node", meta.ID, "host", h.spec.Name, "err", err)
+		o.log.Warn("cannot adopt remote node", "node", meta.ID, "host", h.Spec().Name, "err", err)
 		return
 	}
 	o.mu.Lock()
 	o.nodes[meta.ID] = n
 	o.mu.Unlock()
-	o.log.Info("adopted node", "node", meta.ID, "host", h.spec.Name)
+	o.log.Info("adopted node", "node", meta.ID, "host", h.Spec().Name)
 }
 
 // serverFor is the tmux server a node's session is on.
-func (o *Orchestrator) serverFor(meta NodeMeta) *tmuxServer {
+func (o *Orchestrator) serverFor(meta NodeMeta) hosts.Server {
 	if meta.Host != "" {
 		if h := o.host(meta.Host); h != nil {
-			h.mu.Lock()
-			defer h.mu.Unlock()
-			if h.srv != nil {
-				return h.srv
-			}
-			if h.lastSrv == nil {
-				// Never reached: a server with no clients, so the node
-				// is listed with the host's socket.
-				h.lastSrv = &tmuxServer{bin: "tmux", socket: h.spec.RemoteSocket(), prefix: h.muxPrefix(), stop: make(chan struct{})}
-			}
-			return h.lastSrv
+			// The connected server, else the last, else (never reached)
+			// one with no clients, so the node is listed with the host's
+			// socket.
+			return h.LastServer()
 		}
 	}
 	if srv := o.server(meta.Socket); srv != nil && meta.Host == "" {
@@ -409,6 +354,12 @@ func (o *Orchestrator) serverFor(meta NodeMeta) *tmuxServer {
 // reachable is nil unless the node's host cannot be reached now.
 func (n *node) reachable() error {
 	if n.meta.Host == "" {
+		if n.client == nil {
+			n.mu.Lock()
+			reason := n.exitReason
+			n.mu.Unlock()
+			return tools.Errorf(tools.KindUnavailable, "terminal %q is not mirrored: %s", n.meta.ID, reason)
+		}
 		return nil
 	}
 	if status, _, _ := n.state(); status != tools.StatusUnreachable {
@@ -431,11 +382,11 @@ func (o *Orchestrator) remoteLost(n *node) bool {
 	if h == nil {
 		return false
 	}
-	if h.server() == n.srv && h.alive() {
+	if h.Server() == n.srv && h.Alive() {
 		return false
 	}
 	n.setStatus(tools.StatusUnreachable, nil)
-	h.kickHost()
+	h.Kick()
 	return true
 }
 
@@ -446,11 +397,11 @@ func (o *Orchestrator) remoteSessionGone(ctx context.Context, m NodeMeta) bool {
 	if h == nil {
 		return false
 	}
-	srv := h.server()
+	srv := h.Server()
 	if srv == nil {
 		return false
 	}
-	_, err := srv.adminClient().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
+	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
 	var ce *tmuxctl.CommandError
 	return errors.As(err, &ce)
 }
@@ -461,15 +412,13 @@ func (o *Orchestrator) remoteGone(n *node) {
 		return
 	}
 	h := o.host(n.meta.Host)
-	if h == nil || h.server() == nil {
+	if h == nil || h.Server() == nil {
 		return
 	}
-	h.mu.Lock()
-	rdir := h.rdir
-	h.mu.Unlock()
+	_, rdir := h.Probe()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := h.exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, n.meta.ID)), nil); err != nil {
+	if _, err := h.Exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, n.meta.ID)), nil); err != nil {
 		o.log.Debug("remove remote session file", "node", n.meta.ID, "err", err)
 	}
 }
@@ -480,7 +429,7 @@ func (o *Orchestrator) remoteGone(n *node) {
 func (h *remoteHost) placeholders() {
 	o := h.o
 	for id, read := range o.readMetas() {
-		if read.Host != h.spec.Name || read.err != nil || o.node(id) != nil {
+		if read.Host != h.Spec().Name || read.err != nil || o.node(id) != nil {
 			continue
 		}
 		n := o.newNode(read.NodeMeta)
@@ -490,6 +439,6 @@ func (h *remoteHost) placeholders() {
 		o.mu.Lock()
 		o.nodes[id] = n
 		o.mu.Unlock()
-		o.log.Info("node listed as unreachable until its host answers", "node", id, "host", h.spec.Name)
+		o.log.Info("node listed as unreachable until its host answers", "node", id, "host", h.Spec().Name)
 	}
 }

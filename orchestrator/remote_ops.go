@@ -6,26 +6,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // Operations on nodes of hosts that differ from local ones: signals, the
 // close sequence's client pid, attach, and what an agent there needs.
-
-// signalGroup signals the pane's process group, then the process (the
-// close sequence): here with kill(2), on a host with kill(1).
-func (o *Orchestrator) signalGroup(ctx context.Context, n *node, pid int, sig syscall.Signal) {
-	if n.meta.Host == "" {
-		syscall.Kill(-pid, sig)
-		syscall.Kill(pid, sig)
-		return
-	}
-	if h := o.host(n.meta.Host); h != nil {
-		s := strconv.Itoa(int(sig))
-		h.exec(ctx, "kill -"+s+" -- -"+strconv.Itoa(pid)+" 2>/dev/null; kill -"+s+" "+strconv.Itoa(pid)+" 2>/dev/null; true", nil)
-	}
-}
 
 // remoteSignal is Signal for a node on a host.
 func (o *Orchestrator) remoteSignal(n *node, pid int, name string, sig syscall.Signal) (tools.SignalResult, error) {
@@ -36,7 +23,7 @@ func (o *Orchestrator) remoteSignal(n *node, pid int, name string, sig syscall.S
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, p := strconv.Itoa(int(sig)), strconv.Itoa(pid)
-	if _, err := h.exec(ctx, "kill -"+s+" -- -"+p+" 2>/dev/null || kill -"+s+" "+p, nil); err != nil {
+	if _, err := h.Exec(ctx, "kill -"+s+" -- -"+p+" 2>/dev/null || kill -"+s+" "+p, nil); err != nil {
 		if exitCode(err) > 0 {
 			return tools.SignalResult{}, tools.Errorf(tools.KindRejected, "signal %s to pid %d on host %s: %w", name, pid, n.meta.Host, err)
 		}
@@ -71,7 +58,7 @@ func (o *Orchestrator) remoteAttachArgv(id string) []string {
 	if h == nil {
 		return nil
 	}
-	return tools.HostAttachArgv(h.spec, "ts-"+id, false)
+	return tools.HostAttachArgv(h.Spec(), "ts-"+id, false)
 }
 
 // HostAgentConfig is what an agent launched on host needs: the remote
@@ -82,9 +69,8 @@ func (o *Orchestrator) HostAgentConfig(ctx context.Context, host string) (ctl, m
 	if err != nil {
 		return "", "", err
 	}
-	h.mu.Lock()
-	ctl, rdir := h.probe.ctl, h.rdir
-	h.mu.Unlock()
+	p, rdir := h.Probe()
+	ctl = p.Ctl
 	if ctl == "" {
 		return "", "", nil
 	}
@@ -93,7 +79,7 @@ func (o *Orchestrator) HostAgentConfig(ctx context.Context, host string) (ctl, m
 	if err != nil {
 		return "", "", err
 	}
-	if _, err := h.exec(ctx, writeFileScript(rdir, "agent-tools/mcp.json"), b); err != nil {
+	if _, err := h.Exec(ctx, hosts.WriteFileScript(rdir, "agent-tools/mcp.json"), b); err != nil {
 		return "", "", tools.Errorf(tools.KindUnavailable, "host %s: write the MCP registration: %w", host, err)
 	}
 	return ctl, rdir + "/agent-tools/mcp.json", nil

@@ -14,10 +14,19 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
+// testHookAttach, if set, runs first in attach; an error it returns is
+// attach's.
+var testHookAttach func(n *node) error
+
 // attach starts the node's control client and its pump, and seeds the
 // mirror before returning.
 func (n *node) attach(ctx context.Context) error {
-	c, err := tmuxctl.Start(ctx, n.srv.clientConfig("attach-session", "-t", "="+n.session()))
+	if testHookAttach != nil {
+		if err := testHookAttach(n); err != nil {
+			return err
+		}
+	}
+	c, err := tmuxctl.Start(ctx, n.srv.ClientConfig("attach-session", "-t", "="+n.session()))
 	if err != nil {
 		return fmt.Errorf("attach control client to %s: %w", n.session(), err)
 	}
@@ -69,7 +78,7 @@ const seedFormat = "#{pane_width} #{pane_height} #{cursor_x} #{cursor_y} #{curso
 
 // parseSeed turns the display-message line into a SeedState plus the
 // pane's dead flag and exit status (see checkDead) and pid.
-func parseSeed(line string) (st screen.SeedState, dead bool, status, pid int, err error) {
+func parseSeed(line string, zombie func(int) (int, bool)) (st screen.SeedState, dead bool, status, pid int, err error) {
 	f := strings.SplitN(line, " ", 16) // the title, last, may hold spaces
 	if len(f) != 16 {
 		return st, false, 0, 0, fmt.Errorf("parse pane state %q: %d fields", line, len(f))
@@ -98,7 +107,7 @@ func parseSeed(line string) (st screen.SeedState, dead bool, status, pid int, er
 		st.PrimaryCursorY = 0
 	}
 	pid = num(14)
-	dead, status = checkDead(f[13], pid)
+	dead, status = checkDead(f[13], pid, zombie)
 	st.Title = f[15]
 	return st, dead, status, pid, err
 }
@@ -136,7 +145,7 @@ func (n *node) reseed(ctx context.Context) error {
 	if len(outs[0]) != 1 {
 		return fmt.Errorf("read pane %s for seeding: unexpected %q", n.pane, outs[0])
 	}
-	st, dead, code, pid, perr := parseSeed(outs[0][0])
+	st, dead, code, pid, perr := parseSeed(outs[0][0], n.zombieStatus)
 	if perr != nil {
 		return perr
 	}

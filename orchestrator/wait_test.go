@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -57,7 +58,7 @@ func TestCompileWait(t *testing.T) {
 }
 
 func TestParseSeed(t *testing.T) {
-	st, dead, code, pid, err := parseSeed("80 24 10 3 1 1 1 010 1 0 23 4294967295 4294967295 1:7: 1234 my title here")
+	st, dead, code, pid, err := parseSeed("80 24 10 3 1 1 1 010 1 0 23 4294967295 4294967295 1:7: 1234 my title here", proc.ZombieStatus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +67,10 @@ func TestParseSeed(t *testing.T) {
 		!dead || code != 7 || pid != 1234 || st.Title != "my title here" {
 		t.Fatalf("parseSeed = %+v dead=%v code=%d pid=%d", st, dead, code, pid)
 	}
-	if _, _, _, _, err := parseSeed("80 24"); err == nil {
+	if _, _, _, _, err := parseSeed("80 24", proc.ZombieStatus); err == nil {
 		t.Fatal("short line accepted")
 	}
-	if _, _, _, _, err := parseSeed("x 24 10 3 1 1 1 010 1 0 23 0 0 0:: 1 t"); err == nil {
+	if _, _, _, _, err := parseSeed("x 24 10 3 1 1 1 010 1 0 23 0 0 0:: 1 t", proc.ZombieStatus); err == nil {
 		t.Fatal("non-numeric width accepted")
 	}
 }

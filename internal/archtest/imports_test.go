@@ -20,9 +20,13 @@ var allowed = map[string][]string{
 	"tmuxctl": {module + "/internal/tmuxenv"},
 	"tools":   {"github.com/fsnotify/fsnotify", module + "/internal/tmuxenv"},
 	// The engine: nodes on tmux servers. It never imports the tool server.
-	"orchestrator": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/",
+	"orchestrator": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/hosts", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/",
 		// the rooms that need no node
 		module + "/orchestrator/proc", module + "/orchestrator/termio", module + "/orchestrator/applog"},
+	// The tmux servers nodes live on (local shards, hosts' servers):
+	// tmux and the contract's values, never nodes, the engine or the
+	// tool server.
+	"orchestrator/hosts": {module + "/tmuxctl", module + "/tools"},
 	// The engine's rooms that need no node (docs/ARCHITECTURE.md): none
 	// imports the engine or the tool server. Process watching: pidfds and
 	// epoll through x/sys/unix, no raw syscall numbers.

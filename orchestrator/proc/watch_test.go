@@ -139,9 +139,9 @@ func TestParseStat(t *testing.T) {
 		{"42 sleep " + fields("Z", "0"), 0, false},     // no name
 		{"42 (sleep) " + fields("Z", "x"), 0, false},
 	} {
-		ws, ok := parseStat([]byte(tc.line))
+		ws, ok := ParseStat([]byte(tc.line))
 		if ws != tc.ws || ok != tc.ok {
-			t.Errorf("parseStat(%.30q…) = %d %v, want %d %v", tc.line, ws, ok, tc.ws, tc.ok)
+			t.Errorf("ParseStat(%.30q…) = %d %v, want %d %v", tc.line, ws, ok, tc.ws, tc.ok)
 		}
 	}
 	if _, ok := ZombieWait(-1); ok {

@@ -11,8 +11,11 @@ import (
 // ZombieStatus is the exit status of a dead, unreaped process, as a shell
 // reports it (128+N for a signal N). It reports false if pid is not a
 // zombie: alive, reaped, not visible, or on a system without /proc.
-func ZombieStatus(pid int) (int, bool) {
-	status, ok := ZombieWait(pid)
+func ZombieStatus(pid int) (int, bool) { return WaitCode(ZombieWait(pid)) }
+
+// WaitCode is a zombie's wait status as an exit code, as a shell reports
+// it (128+N for a signal N); false if ok is.
+func WaitCode(status syscall.WaitStatus, ok bool) (int, bool) {
 	switch {
 	case !ok:
 	case status.Exited():
@@ -33,11 +36,13 @@ func ZombieWait(pid int) (syscall.WaitStatus, bool) {
 	if err != nil {
 		return 0, false
 	}
-	return parseStat(b)
+	return ParseStat(b)
 }
 
-// parseStat reads the state and exit_code fields of a /proc/PID/stat line.
-func parseStat(b []byte) (syscall.WaitStatus, bool) {
+// ParseStat reads the state and exit_code fields of a /proc/PID/stat
+// line: the wait status of a zombie, false for any other process. (A
+// host's line is read there and parsed here.)
+func ParseStat(b []byte) (syscall.WaitStatus, bool) {
 	// The command name (field 2) is in parentheses and may hold spaces
 	// and parentheses: the last ')' ends it.
 	i := bytes.LastIndexByte(b, ')')

@@ -1,4 +1,4 @@
-package orchestrator
+package hosts
 
 import (
 	"strings"
@@ -55,7 +55,7 @@ func FuzzProbeOutput(f *testing.F) {
 	f.Add("=\n==\nhome\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		p, _ := parseProbe("big", "me@big", s)
-		if strings.Contains(s, "\nrdir=/r\n") && p.rdir == "" && !strings.Contains(s, "rdirerr=") {
+		if strings.Contains(s, "\nrdir=/r\n") && p.Rdir == "" && !strings.Contains(s, "rdirerr=") {
 			t.Fatalf("rdir lost from %q", s)
 		}
 	})
@@ -63,8 +63,8 @@ func FuzzProbeOutput(f *testing.F) {
 
 func TestParseProbe(t *testing.T) {
 	p, err := parseProbe("big", "me@big", "home=/root\nshell=/bin/bash\npath=/usr/bin:/bin\nctl=/opt/termsprawlctl\ntmux=/usr/bin/tmux\ntmuxv=tmux 3.3a\nserver=up\nrdir=/root/.local/state/termsprawl/remote/x\n")
-	if err != nil || p.home != "/root" || p.shell != "/bin/bash" || p.tmux != "/usr/bin/tmux" || p.tmuxVersion != "tmux 3.3a" ||
-		p.ctl != "/opt/termsprawlctl" || !p.serverUp || p.rdir != "/root/.local/state/termsprawl/remote/x" || p.path != "/usr/bin:/bin" {
+	if err != nil || p.Home != "/root" || p.Shell != "/bin/bash" || p.Tmux != "/usr/bin/tmux" || p.TmuxVersion != "tmux 3.3a" ||
+		p.Ctl != "/opt/termsprawlctl" || !p.ServerUp || p.Rdir != "/root/.local/state/termsprawl/remote/x" || p.Path != "/usr/bin:/bin" {
 		t.Fatalf("parse: %+v %v", p, err)
 	}
 	for out, reason := range map[string]string{
@@ -73,7 +73,7 @@ func TestParseProbe(t *testing.T) {
 		"home=\ntmux=/usr/bin/tmux\n":                  "ssh",
 	} {
 		_, err := parseProbe("big", "me@big", out)
-		he, ok := err.(*HostError)
+		he, ok := err.(*Error)
 		if !ok || he.Reason != reason || !strings.Contains(he.Msg, "host big") {
 			t.Errorf("%q: %v, want reason %s", out, err, reason)
 		}

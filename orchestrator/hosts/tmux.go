@@ -1,0 +1,354 @@
+// Package hosts holds the tmux servers nodes live on: the local shards and
+// the servers of ssh hosts, behind one Server. A server runs commands
+// (its admin control client), gives the configuration of a control client
+// for a session, runs programs on its machine (signals, a pid's
+// /proc/PID/stat: on the host for a remote server, never this machine's
+// /proc), and has its own lifecycle lock. It knows nothing of nodes, the
+// engine or the tool server (internal/archtest).
+package hosts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
+)
+
+// AdminSession is the hidden session that keeps a server alive and hosts
+// the orchestrator's own control clients. It is not a node.
+const AdminSession = "termsprawl-admin"
+
+// DeathChannel is the tmux wait-for channel the pane-died hook signals:
+// tmux 3.3a has no pane-death notification for control clients.
+const DeathChannel = "termsprawl-pane-died"
+
+// Conf is a server's configuration, written to the state dir (or the
+// host's remote dir) and passed with -f, and sourced again when an
+// existing server is adopted.
+const Conf = `# Written by termsprawl: the private server's settings.
+set -gw remain-on-exit on
+set -g remain-on-exit-format ""
+set -g history-limit 10000
+set -g status off
+set -g escape-time 10
+set -g default-terminal screen-256color
+set -g update-environment ""
+set -g exit-empty on
+set-hook -g pane-died "wait-for -S ` + DeathChannel + `"
+`
+
+// Server is a tmux server nodes live on: a local shard or a host's server
+// reached over ssh. Both are a *Tmux today; tests may put other
+// implementations behind it.
+type Server interface {
+	// Socket is the server's name on its machine (tmux -L).
+	Socket() string
+	// Remote reports whether the server is on another machine.
+	Remote() bool
+	// Admin is the current admin control client (commands that are not
+	// about one node).
+	Admin() *tmuxctl.Client
+	// ClientConfig is the configuration of a control client of this
+	// server that starts with args.
+	ClientConfig(args ...string) tmuxctl.Config
+	// Life is the server's lifecycle lock: sessions are created and
+	// destroyed on one server one at a time (tmux 3.3a crashes
+	// otherwise); different servers are independent.
+	Life() *sync.Mutex
+	// ProcStat is /proc/PID/stat on the server's machine.
+	ProcStat(ctx context.Context, pid int) ([]byte, error)
+	// PidGone reports whether process pid has ended on the server's
+	// machine (no such process, or a zombie).
+	PidGone(ctx context.Context, pid int) bool
+	// Signal signals pid's process group, then pid, on its machine.
+	Signal(ctx context.Context, pid int, sig syscall.Signal)
+	// Close ends the orchestrator's clients of the server; the server and
+	// its sessions keep running.
+	Close()
+}
+
+// Tmux is one tmux server: its socket, configuration, an admin control
+// client for commands that are not about one node, and a waiter client
+// parked on the pane-death channel. A local server that died is started
+// again by Ensure; a host's server is replaced by its host on reconnect.
+type Tmux struct {
+	bin, socket, conf string
+	minimalEnv        []string
+	deaths            chan struct{} // signalled (capacity 1) when some pane died
+	// prefix runs tmux and programs through ssh for a server on another
+	// machine; nil for a local one.
+	prefix []string
+	life   *sync.Mutex
+	stop   chan struct{}
+	stopMu sync.Once
+	wg     sync.WaitGroup
+
+	mu     sync.Mutex // guards admin and waiter (replaced by Ensure)
+	admin  *tmuxctl.Client
+	waiter *tmuxctl.Client
+}
+
+var _ Server = (*Tmux)(nil)
+
+// Running reports whether a local tmux server answers on socket (without
+// starting one).
+func Running(ctx context.Context, bin, socket string, env []string) bool {
+	cmd := exec.CommandContext(ctx, bin, "-L", socket, "-f", os.DevNull, "has-session", "-t", "="+AdminSession)
+	cmd.Env = env
+	return cmd.Run() == nil
+}
+
+// StartLocal starts (or connects to) the local server of socket, with its
+// configuration conf (Conf and what the engine adds to it) written to
+// stateDir; pane deaths on it are signalled on deaths (shared by every
+// server).
+func StartLocal(ctx context.Context, bin, socket, stateDir, conf string, env []string, deaths chan struct{}) (*Tmux, error) {
+	if _, err := exec.LookPath(bin); err != nil {
+		return nil, fmt.Errorf("find tmux: %w (install tmux, e.g. apt-get install tmux)", err)
+	}
+	confPath := filepath.Join(stateDir, "tmux.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		return nil, fmt.Errorf("write tmux config: %w", err)
+	}
+	s := &Tmux{bin: bin, socket: socket, conf: confPath, minimalEnv: env, deaths: deaths, life: new(sync.Mutex), stop: make(chan struct{})}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.connectLocked(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Remote is a host's server: tmux bin with conf on the host, reached
+// through prefix (ssh over the host's master connection), sharing the
+// host's lifecycle lock life across its connections.
+type Remote struct {
+	Bin, Socket, Conf string
+	Prefix            []string
+	Life              *sync.Mutex
+	Deaths            chan struct{}
+}
+
+// Unconnected is a host's server with no clients: the server a node of a
+// host never reached is listed on.
+func (r Remote) Unconnected() *Tmux {
+	return &Tmux{bin: r.Bin, socket: r.Socket, conf: r.Conf, prefix: r.Prefix, life: r.Life, deaths: r.Deaths, stop: make(chan struct{})}
+}
+
+// Connect starts the host's server if needed and attaches its clients.
+func (r Remote) Connect(ctx context.Context) (*Tmux, error) {
+	s := r.Unconnected()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.connectLocked(ctx); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Tmux) Socket() string    { return s.socket }
+func (s *Tmux) Remote() bool      { return s.prefix != nil }
+func (s *Tmux) Life() *sync.Mutex { return s.life }
+
+// cli runs one tmux command through the tmux binary (used only before the
+// admin client exists: to start the server).
+func (s *Tmux) cli(ctx context.Context, args ...string) (string, error) {
+	argv := tmuxctl.PrefixArgv(s.prefix, true, append([]string{s.bin, "-L", s.socket, "-f", s.conf}, args...))
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = s.minimalEnv
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("tmux %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return string(out), nil
+}
+
+// connectLocked starts the server if needed and attaches the admin and
+// waiter clients. Call with mu held.
+func (s *Tmux) connectLocked(ctx context.Context) error {
+	if _, err := s.cli(ctx, "has-session", "-t", "="+AdminSession); err != nil {
+		// No server, or no admin session: create it (this starts the
+		// server with the minimal environment as its global one).
+		if _, err := s.cli(ctx, "new-session", "-d", "-s", AdminSession, "-x", "80", "-y", "24", "--", "sleep", "infinity"); err != nil {
+			if _, err2 := s.cli(ctx, "has-session", "-t", "="+AdminSession); err2 != nil {
+				return fmt.Errorf("start private tmux server %q: %w", s.socket, err)
+			}
+		}
+	}
+	cfg := s.ClientConfig("attach-session", "-t", "="+AdminSession)
+	admin, err := tmuxctl.Start(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("attach admin client: %w", err)
+	}
+	// SourceFile consumes the reply blocks tmux 3.3a sends for each of the
+	// file's commands, so the next command (adoption's list-sessions) gets
+	// its own reply, and it reports the file's errors.
+	if err := admin.SourceFile(ctx, s.conf); err != nil {
+		admin.Close()
+		return fmt.Errorf("apply tmux config: %w", err)
+	}
+	waiter, err := tmuxctl.Start(ctx, cfg)
+	if err != nil {
+		admin.Close()
+		return fmt.Errorf("attach waiter client: %w", err)
+	}
+	s.admin, s.waiter = admin, waiter
+	// Nobody needs these clients' notifications: drain them so they do
+	// not pile up.
+	for _, c := range []*tmuxctl.Client{admin, waiter} {
+		go func() {
+			for range c.Events() {
+			}
+		}()
+	}
+	s.wg.Add(1)
+	go s.waitDeaths(waiter)
+	return nil
+}
+
+// ClientConfig is the tmuxctl configuration of a control client of this
+// server that starts with args.
+func (s *Tmux) ClientConfig(args ...string) tmuxctl.Config {
+	return tmuxctl.Config{Tmux: s.bin, Socket: s.socket, ConfigFile: s.conf, Args: args, Prefix: s.prefix, ShellQuote: s.prefix != nil}
+}
+
+// Admin returns the current admin client (nil for a host's server that
+// was never connected).
+func (s *Tmux) Admin() *tmuxctl.Client {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.admin
+}
+
+// Ensure reconnects (starting a new server) if the admin client has
+// ended, for example because the tmux server was killed.
+func (s *Tmux) Ensure(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.admin.Err() == nil {
+		return nil
+	}
+	s.admin.Close()
+	s.waiter.Close()
+	return s.connectLocked(ctx)
+}
+
+// waitDeaths parks the waiter client on the death channel; every wake-up
+// is passed on to deaths, whose reader checks the panes. A signal sent
+// while nobody waits is remembered by tmux, so none is lost.
+func (s *Tmux) waitDeaths(waiter *tmuxctl.Client) {
+	defer s.wg.Done()
+	for {
+		_, err := waiter.Run(context.Background(), tmuxctl.Command("wait-for", DeathChannel))
+		select {
+		case <-s.stop:
+			return
+		default:
+		}
+		if err != nil {
+			if errors.Is(err, tmuxctl.ErrClosed) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond) // a refused wait-for: do not spin
+			continue
+		}
+		select {
+		case s.deaths <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Close ends the orchestrator's clients; the server and its sessions keep
+// running. A host's server is closed without waiting long for a round
+// trip (its connection may be gone). Idempotent.
+func (s *Tmux) Close() {
+	first := false
+	s.stopMu.Do(func() {
+		close(s.stop)
+		first = true
+	})
+	if !first {
+		return
+	}
+	s.mu.Lock()
+	admin, waiter := s.admin, s.waiter
+	s.mu.Unlock()
+	if admin == nil {
+		return
+	}
+	wait := 2 * time.Second
+	if s.prefix != nil {
+		wait = time.Second
+	}
+	// Wake the parked wait-for so the waiter's queue is empty, then close.
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	admin.Run(ctx, tmuxctl.Command("wait-for", "-S", DeathChannel))
+	cancel()
+	waiter.Close()
+	admin.Close()
+	s.wg.Wait()
+}
+
+// run runs argv on the server's machine and returns its stdout.
+func (s *Tmux) run(ctx context.Context, argv ...string) ([]byte, error) {
+	argv = tmuxctl.PrefixArgv(s.prefix, true, argv)
+	return exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+}
+
+// ProcStat is /proc/PID/stat on the server's machine: read here for a
+// local server, on the host for a remote one (CONTRACT §23).
+func (s *Tmux) ProcStat(ctx context.Context, pid int) ([]byte, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	if s.prefix == nil {
+		return os.ReadFile(path)
+	}
+	return s.run(ctx, "cat", path)
+}
+
+// PidGone reports whether pid has ended on the server's machine: no such
+// process, or a zombie (state Z after the command name in its stat).
+func (s *Tmux) PidGone(ctx context.Context, pid int) bool {
+	if pid <= 0 {
+		return true
+	}
+	if s.prefix == nil {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return true
+		}
+	}
+	b, err := s.ProcStat(ctx, pid)
+	if err != nil {
+		// Locally: it exists (kill said so) but cannot be read: alive.
+		// On a host: no stat is no process, unless ssh itself failed.
+		// (ssh's own failure is exit status 255).
+		var ee *exec.ExitError
+		return s.prefix != nil && errors.As(err, &ee) && ee.ExitCode() != 255
+	}
+	i := strings.LastIndexByte(string(b), ')')
+	return i >= 0 && strings.HasPrefix(string(b[i+1:]), " Z")
+}
+
+// Signal signals pid's process group, then pid (the pane's program leads
+// its own group): with kill(2) here, with kill(1) on a host.
+func (s *Tmux) Signal(ctx context.Context, pid int, sig syscall.Signal) {
+	if pid <= 0 {
+		return
+	}
+	if s.prefix == nil {
+		syscall.Kill(-pid, sig)
+		syscall.Kill(pid, sig)
+		return
+	}
+	n, p := strconv.Itoa(int(sig)), strconv.Itoa(pid)
+	s.run(ctx, "sh", "-c", "kill -"+n+" -- -"+p+" 2>/dev/null; kill -"+n+" "+p+" 2>/dev/null; true")
+}
