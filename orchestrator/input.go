@@ -30,8 +30,9 @@ func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wa
 		return tools.InputResult{}, n.withCrash(tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id))
 	}
 	n.observe(ctx)
-	rev := n.scr.Revision()
-	n.recordInput(rev, text)
+	pt := n.scr.InputPoint()
+	rev := pt.Revision
+	n.recordInput(pt, text)
 	if err := send(n); err != nil {
 		return tools.InputResult{Terminal: id, Revision: rev}, err
 	}

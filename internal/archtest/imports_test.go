@@ -22,8 +22,14 @@ var allowed = map[string][]string{
 	// The engine: nodes on tmux servers. It never imports the tool server.
 	"orchestrator": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/",
 		// application logs of a node are followed with fsnotify (applogs.go, CONTRACT §11)
-		"github.com/fsnotify/fsnotify"},
-	"orchestrator/screen": {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
+		"github.com/fsnotify/fsnotify",
+		// text and regex waits (a room of its own)
+		module + "/orchestrator/textwait"},
+	// Text and regex waits over a Source (the engine's node behind an
+	// interface): the standard library only, never the engine or the
+	// tool server.
+	"orchestrator/textwait": {},
+	"orchestrator/screen":   {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
 	// PNG screenshots from a cell grid: fonts and pixels only.
 	"orchestrator/render": {"golang.org/x/image/"},
 	// Recordings and traces, replayed through the same mirror.

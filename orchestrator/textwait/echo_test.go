@@ -1,0 +1,90 @@
+package textwait
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestMaskEcho(t *testing.T) {
+	tests := []struct {
+		name   string
+		text   string // the output; "|" marks the input position (removed)
+		prefix string // the cursor row's text when the input was typed
+		inputs []string
+		probe  string
+		found  bool
+	}{
+		{"plain echo hidden", "$ |sleep 1; echo READY\n", "$ ", []string{"sleep 1; echo READY"}, "READY", false},
+		{"output after echo kept", "$ |sleep 1; echo READY\nREADY\n", "$ ", []string{"sleep 1; echo READY"}, "READY", true},
+		{"wrapped echo hidden", "$ |sleep 1; echo RE \nADY\n", "$ ", []string{"sleep 1; echo READY"}, "READY", false},
+		{"wrapped at a word", "$ |head; echo \nFLOOD-DONE\n", "$ ", []string{"head; echo FLOOD-DONE"}, "FLOOD-DONE", false},
+		{"wrapped at a trimmed space", "$ |head; echo\nFLOOD-DONE\n", "$ ", []string{"head; echo FLOOD-DONE"}, "FLOOD-DONE", false},
+		{"no inputs", "|READY", "", nil, "READY", true},
+		{"multi-line input", "> |a READY\n> b\nREADY", "> ", []string{"a READY\nb"}, "READY", true},
+		{"input never echoed", "|READY", "", []string{"secret"}, "READY", true},
+		// CONTRACT §18: only an echo at the input position is masked.
+		{"stty -echo: printed back inside output", "|AFTER-go42\n", "", []string{"go42"}, "AFTER-go42", true},
+		{"stty -echo after a prompt", "> |AFTER-go42\n", "> ", []string{"go42"}, "go42", true},
+		{"echo after the program's own output", "$ |building...\nREADY\n", "$ ", []string{"READY"}, "READY", true},
+		{"line redrawn with its prompt", "$ |e\n$ echo hello\n", "$ ", []string{"echo hello"}, "hello", false},
+		{"line redrawn in pieces", "$ |ec\nech\n$ echo hello\nhello\n", "$ ", []string{"echo hello"}, "hello\nhello", false},
+		{"echo beyond the window", "|" + strings.Repeat("\n", 2000) + "go42", "", []string{"go42"}, "go42", true},
+		{"later lines need the first", "|x1\ny2\n", "", []string{"a1\ny2"}, "y2", true},
+	}
+	for _, tt := range tests {
+		at := strings.Index(tt.text, "|")
+		text := strings.Replace(tt.text, "|", "", 1)
+		var ins []Input
+		for k, in := range tt.inputs {
+			ins = append(ins, Input{Seq: uint64(k + 1), At: 100 + uint64(at), Prefix: tt.prefix, Text: in})
+		}
+		got := MaskEcho(text, 100, ins)
+		if strings.Contains(got, tt.probe) != tt.found {
+			t.Errorf("%s: MaskEcho(%q) = %q: contains %q = %v, want %v", tt.name, text, got, tt.probe, !tt.found, tt.found)
+		}
+		if len(got) != len(text) {
+			t.Errorf("%s: masking changed the length", tt.name)
+		}
+	}
+}
+
+func TestMaskRows(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		rows   []string
+		prefix string
+		input  string
+		probe  string
+		found  bool
+	}{
+		{"echo after the prompt", []string{"$ echo READY", "READY"}, "$ ", "echo READY", "READY\n", true},
+		{"only the echo", []string{"$ echo READY", "$"}, "$ ", "echo READY", "READY", false},
+		{"not echoed, inside output", []string{"AFTER-go42", "$"}, "", "go42", "go42", true},
+		{"not echoed after a prompt", []string{"> AFTER-go42"}, "> ", "go42", "go42", true},
+	} {
+		got := MaskRows(tt.rows, []Input{{Seq: 1, Prefix: tt.prefix, Text: tt.input}})
+		if strings.Contains(got, tt.probe) != tt.found {
+			t.Errorf("%s: MaskRows(%q) = %q: contains %q = %v, want %v", tt.name, tt.rows, got, tt.probe, !tt.found, tt.found)
+		}
+	}
+}
+
+func TestQuiet(t *testing.T) {
+	for _, tt := range []struct {
+		noise, prefix, line string
+		want                bool
+	}{
+		{"", "", "go42", true},
+		{"  \n", "", "go42", true},
+		{"AFTER-", "", "go42", false},
+		{"$ ", "$ ", "echo hi", true},
+		{"e\n$ ech", "$ ", "echo hi", true},
+		{"\x00\x00", "", "go", true},
+		{"$ x", "$ ", "echo hi", false},
+		{"> AFTER-", "> ", "go42", false},
+	} {
+		if got := quiet([]byte(tt.noise), tt.prefix, tt.line); got != tt.want {
+			t.Errorf("quiet(%q, %q, %q) = %v, want %v", tt.noise, tt.prefix, tt.line, got, tt.want)
+		}
+	}
+}
