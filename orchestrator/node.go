@@ -142,6 +142,8 @@ type node struct {
 	// autowrap off); the snapshot of that revision reports it as tmux does.
 	edgeRev uint64
 
+	rd readiness // the program's start: input waits for it (ready.go)
+
 	tw termwright // crash report, last input, query refs, logs (termtools.go)
 	// lastRecDir is the directory of the node's latest recording.
 	lastRecDir string

@@ -147,6 +147,7 @@ func (o *Orchestrator) launchRemote(ctx context.Context, spec LaunchSpec) (tools
 	o.log.Info("launched node", "node", id, "host", spec.Host, "command", spec.Command[0], "owner", spec.Owner)
 	info := n.info(0)
 	info.Exited = n.earlyExit(ctx, o.cfg.LaunchWatch)
+	info.Ready = n.launchReady(ctx)
 	return info, nil
 }
 

@@ -42,6 +42,11 @@ type NodeInfo struct {
 	// Exited is set in a launch's result when the program exited within
 	// a second of its start.
 	Exited *EarlyExit `json:"exited,omitempty"`
+	// Ready is set in a launch's result: whether the program showed that
+	// it reads (it printed, then its output was quiet for 250 ms) within
+	// the launch (CONTRACT §18). Input sent before that point is held
+	// until it, at most 2 s after the launch.
+	Ready *bool `json:"ready,omitempty"`
 	// Crash is set once the program ended on its own with a non-zero
 	// code or a signal (CONTRACT §11).
 	Crash *Crash `json:"crash,omitempty"`
