@@ -59,8 +59,8 @@ func (n *node) textSource() textwait.Source { return textSource{n} }
 
 func (s textSource) TextStart(rev uint64) (uint64, bool, error) { return s.n.scr.TextStart(rev) }
 
-func (s textSource) AppendTextFrom(dst []byte, off uint64, first bool) ([]byte, uint64, uint64) {
-	return s.n.scr.AppendTextFrom(dst, off, first)
+func (s textSource) AppendTextRange(dst []byte, off, to uint64, first bool) ([]byte, uint64, uint64) {
+	return s.n.scr.AppendTextRange(dst, off, to, first)
 }
 
 func (s textSource) InputsAfter(rev, seq uint64) ([]textwait.Input, uint64) {

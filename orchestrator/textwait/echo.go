@@ -35,7 +35,7 @@ func echoWindow(line string) int { return 1024 + 2*len(line) }
 // echoMask finds, in text that arrives in pieces, the echoes of the
 // inputs typed after the baseline.
 type echoMask struct {
-	seq      uint64 // the Seq of the last input taken
+	seq      uint64 // the Seq of the last input taken (see Source.InputsAfter)
 	startLog uint64 // the oldest log offset of the text the scan holds
 	inputs   []*echoInput
 }
@@ -68,23 +68,24 @@ func inputLines(text string) []string {
 	return out
 }
 
-// add takes new inputs; the text read so far ends at log offset logEnd,
-// scan offset end. An input typed where the scan's text is not known
-// (before it, in text the log dropped) is not looked for.
-func (m *echoMask) add(ins []Input, seq, logEnd uint64, end int) {
-	if seq <= m.seq {
+// add takes an input; the text read so far ends at log offset logEnd,
+// scan offset end. An input is typed at the end of the text read up to
+// it (the scan reads up to each input's offset first); one found typed
+// further back (it was recorded while the turn before read) is placed by
+// counting back from the end, exact unless invalid UTF-8 came since. An
+// input typed where the scan's text is not known (in text the log
+// dropped) is not looked for.
+func (m *echoMask) add(in Input, logEnd uint64, end int) {
+	lines := inputLines(in.Text)
+	if len(lines) == 0 || in.At < m.startLog {
 		return
 	}
-	m.seq = seq
-	for _, in := range ins {
-		lines := inputLines(in.Text)
-		if len(lines) == 0 || in.At < m.startLog || in.At > logEnd || uint64(end) < logEnd-in.At {
-			continue
-		}
-		at := end - int(logEnd-in.At)
-		m.inputs = append(m.inputs, &echoInput{at: at, from: at, prefix: in.Prefix,
-			first: &echoLine{text: lines[0], fresh: true}, rest: lines[1:]})
+	at := end // typed at the end of the text read (or inside a rune there)
+	if in.At < logEnd {
+		at = end - int(min(logEnd-in.At, uint64(end)))
 	}
+	m.inputs = append(m.inputs, &echoInput{at: at, from: at, prefix: in.Prefix,
+		first: &echoLine{text: lines[0], fresh: true}, rest: lines[1:]})
 }
 
 // lookback is how far before the end of the text already searched an
@@ -266,18 +267,17 @@ func wrapPattern(line string) string {
 	return pat.String()
 }
 
-// MaskEcho masks the echoes of inputs in text, the whole text logged from
-// log offset start on, as a scan masks them when it reads the text piece
-// by piece.
-func MaskEcho(text string, start uint64, inputs []Input) string {
+// MaskEcho masks the echoes of inputs in text as a scan that reads the
+// text piece by piece masks them; at[i] is the offset in text at which
+// inputs[i] was typed (the length the text had then).
+func MaskEcho(text string, inputs []Input, at []int) string {
 	b := []byte(text)
-	for _, in := range inputs {
+	for i, in := range inputs {
 		lines := inputLines(in.Text)
-		if len(lines) == 0 || in.At < start || in.At-start > uint64(len(b)) {
+		if len(lines) == 0 || at[i] < 0 || at[i] > len(b) {
 			continue
 		}
-		at := int(in.At - start)
-		maskLines(b, at, true, in.Prefix, lines)
+		maskLines(b, at[i], true, in.Prefix, lines)
 	}
 	return string(b)
 }

@@ -1,8 +1,11 @@
 package textwait
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 func TestMaskEcho(t *testing.T) {
@@ -35,10 +38,12 @@ func TestMaskEcho(t *testing.T) {
 		at := strings.Index(tt.text, "|")
 		text := strings.Replace(tt.text, "|", "", 1)
 		var ins []Input
+		var ats []int
 		for k, in := range tt.inputs {
-			ins = append(ins, Input{Seq: uint64(k + 1), At: 100 + uint64(at), Prefix: tt.prefix, Text: in})
+			ins = append(ins, Input{Seq: uint64(k + 1), Prefix: tt.prefix, Text: in})
+			ats = append(ats, at)
 		}
-		got := MaskEcho(text, 100, ins)
+		got := MaskEcho(text, ins, ats)
 		if strings.Contains(got, tt.probe) != tt.found {
 			t.Errorf("%s: MaskEcho(%q) = %q: contains %q = %v, want %v", tt.name, text, got, tt.probe, !tt.found, tt.found)
 		}
@@ -85,6 +90,53 @@ func TestQuiet(t *testing.T) {
 	} {
 		if got := quiet([]byte(tt.noise), tt.prefix, tt.line); got != tt.want {
 			t.Errorf("quiet(%q, %q, %q) = %v, want %v", tt.noise, tt.prefix, tt.line, got, tt.want)
+		}
+	}
+}
+
+// Inputs typed at random points of random output, echoed or not, with a
+// line editor's noise or a program's output around them: the incremental
+// scan masks as a search of the whole text does, piece by piece.
+func TestTextScanEchoAgreesWithWholeText(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	words := []string{"$ ", "go42", "go", "AFTER-", "\r\n", " ", "e", "ech", "echo go42", "x", "\r", "> ", "READY", "\x1b[K"}
+	inputs := []string{"go42", "echo go42", "go42\r", "a\rgo42", "READY"}
+	specs := []tools.WaitSpec{
+		{Wait: tools.WaitText, Text: "go42"},
+		{Wait: tools.WaitText, Text: "AFTER-go42"},
+		{Wait: tools.WaitRegex, Pattern: `^go42$`},
+		{Wait: tools.WaitRegex, Pattern: `(?s)echo.*READY`},
+	}
+	n := newSrc(t)
+	for trial := range 3000 {
+		// A fresh line and no inputs kept from the trial before.
+		if err := n.Write([]byte("\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		n.inputs = nil
+		p := pattern(t, specs[trial%len(specs)])
+		baseline := n.Revision()
+		scan := New(p, baseline)
+		for range 2 + rng.IntN(12) {
+			if rng.IntN(4) == 0 {
+				n.typed(inputs[rng.IntN(len(inputs))])
+			}
+			var out []byte
+			for range rng.IntN(4) {
+				out = append(out, words[rng.IntN(len(words))]...)
+			}
+			if err := n.Write(out); err != nil {
+				t.Fatal(err)
+			}
+			ok, m := scan.Match(n, nil)
+			fok, fm := fullMatch(n, p, baseline)
+			if ok != fok || (ok && m != fm) {
+				txt, _ := n.TextSince(baseline)
+				t.Fatalf("trial %d %+v: incremental %v %q, whole text %v %q; text %q, inputs %+v", trial, specs[trial%len(specs)], ok, m, fok, fm, txt, n.inputs)
+			}
+			if ok {
+				break
+			}
 		}
 	}
 }

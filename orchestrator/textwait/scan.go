@@ -8,7 +8,10 @@ package textwait
 
 import (
 	"bytes"
+	"cmp"
+	"math"
 	"regexp"
+	"slices"
 )
 
 // Source is what a scan reads: the text log of a terminal's output, the
@@ -19,12 +22,13 @@ type Source interface {
 	// no longer all kept (then off is the oldest offset known to follow
 	// rev). See screen.Screen.TextStart.
 	TextStart(rev uint64) (off uint64, complete bool, err error)
-	// AppendTextFrom appends the text logged from offset off on to dst
-	// and returns it with the offset from which it was read (> off if the
-	// log dropped text) and the offset of its end. first says the read
-	// starts a text: a partial rune at its start is skipped. See
-	// screen.Screen.AppendTextFrom.
-	AppendTextFrom(dst []byte, off uint64, first bool) (out []byte, from, end uint64)
+	// AppendTextRange appends the text logged from offset off up to
+	// offset to (or the log's end, if that comes first) to dst and
+	// returns it with the offset from which it was read (> off if the log
+	// dropped text) and the offset of its end. first says the read starts
+	// a text: a partial rune at its start is skipped. See
+	// screen.Screen.AppendTextRange.
+	AppendTextRange(dst []byte, off, to uint64, first bool) (out []byte, from, end uint64)
 	// InputsAfter returns the inputs typed at or after revision rev whose
 	// Seq is above seq, in order, and the Seq of the last input typed.
 	InputsAfter(rev, seq uint64) ([]Input, uint64)
@@ -122,16 +126,16 @@ func (s *Scan) Match(src Source, rc *RowsCache) (bool, string) {
 		s.echo.startLog = off
 	}
 	// The inputs first: every one of them was typed at a log offset the
-	// read below reaches.
+	// reads below reach. The text is read up to each input's offset, then
+	// on from it, so the scan knows where in its text the input was typed.
 	ins, seq := src.InputsAfter(s.baseline, s.echo.seq)
-	var from uint64
-	prev := s.logOff
-	s.buf, from, s.logOff = src.AppendTextFrom(s.buf, prev, s.end() == 0)
-	if from > prev {
-		s.complete = false // the log dropped text before this turn read it
-		s.echo.startLog = max(s.echo.startLog, from)
+	slices.SortStableFunc(ins, func(a, b Input) int { return cmp.Compare(a.At, b.At) })
+	for _, in := range ins {
+		s.read(src, in.At)
+		s.echo.add(in, s.logOff, s.end())
 	}
-	s.echo.add(ins, seq, s.logOff, s.end())
+	s.read(src, math.MaxUint64)
+	s.echo.seq = max(s.echo.seq, seq)
 	masked := s.echo.find(s.buf, s.bufAt)
 	ws := s.windowStart(min(s.searched, masked))
 	s.searched = s.end()
@@ -146,6 +150,20 @@ func (s *Scan) Match(src Source, rc *RowsCache) (bool, string) {
 		return s.search(rc.rows(src, s.baseline))
 	}
 	return false, ""
+}
+
+// read appends the text logged up to log offset to.
+func (s *Scan) read(src Source, to uint64) {
+	if to <= s.logOff {
+		return
+	}
+	var from uint64
+	prev := s.logOff
+	s.buf, from, s.logOff = src.AppendTextRange(s.buf, prev, to, s.end() == 0)
+	if from > prev {
+		s.complete = false // the log dropped text before this turn read it
+		s.echo.startLog = max(s.echo.startLog, from)
+	}
 }
 
 // windowStart is the scan offset from which text changed at or after at

@@ -83,7 +83,12 @@ func fullMatch(s *src, p Pattern, baseline uint64) (bool, string) {
 	}
 	start, _, _ := s.TextStart(baseline)
 	ins, _ := s.InputsAfter(baseline, 0)
-	return Search(p, []byte(MaskEcho(txt, start, ins)))
+	at := make([]int, len(ins))
+	for i, in := range ins {
+		before, _, _ := s.AppendTextRange(nil, start, in.At, true)
+		at[i] = len(before)
+	}
+	return Search(p, []byte(MaskEcho(txt, ins, at)))
 }
 
 type scanStep struct {
@@ -370,7 +375,9 @@ func TestWholeMaxIsTheTextLog(t *testing.T) {
 
 // FuzzTextScan cuts arbitrary pane output at arbitrary places: the
 // incremental scan must agree with a search of the whole text after every
-// piece, for a text wait, a line regex and a multi-line regex.
+// piece, for a text wait, a line regex and a multi-line regex; in a second
+// round the waited-for text is also typed as input before one of the
+// pieces (its echo may or may not follow).
 func FuzzTextScan(f *testing.F) {
 	f.Add([]byte("ok  pkg\r\nREADY\r\n"), []byte{3, 1, 7}, "READY")
 	f.Add([]byte("\x1b[31mRE\x1b[0mADY\xff\xfe日本\r\nDONE"), []byte{1, 2, 3, 4, 5}, "DONE")
@@ -384,13 +391,20 @@ func FuzzTextScan(f *testing.F) {
 			{Wait: tools.WaitRegex, Pattern: "^" + regexp.QuoteMeta(text) + "$"},
 			{Wait: tools.WaitRegex, Pattern: `(?s)start.*` + regexp.QuoteMeta(text)},
 		}
-		for _, spec := range specs {
+		for round, spec := range append(specs, specs...) {
 			n := newSrc(t)
 			c := pattern(t, spec)
 			baseline := n.Revision()
 			scan := New(c, baseline)
+			typeAt := -1
+			if round >= len(specs) {
+				typeAt = len(out) % (len(cuts) + 1)
+			}
 			rest, k := out, 0
 			for len(rest) > 0 {
+				if k == typeAt {
+					n.typed(text)
+				}
 				size := len(rest)
 				if k < len(cuts) {
 					size = min(len(rest), int(cuts[k])+1)
