@@ -49,7 +49,7 @@ func TestLaunchSaysReady(t *testing.T) {
 		argv  []string
 		ready bool
 	}{
-		{"a bash whose rc file takes 0.7 s", slowBash(t), true},
+		{"an interactive bash", bashArgv(), true},
 		{"a program that prints nothing", []string{"sleep", "30"}, false},
 	} {
 		start := time.Now()

@@ -184,7 +184,7 @@ func firstEcho(b []byte, from int, positioned bool, prefix string, l *echoLine) 
 		limit = min(limit, echoWindow(l.text)+1)
 	}
 	for o := from; o < limit; {
-		i, j := l.findIn(b[o:])
+		i, j := l.findIn(b[o:min(len(b), limit+l.lookback())])
 		if i < 0 || o+i >= limit {
 			return -1, -1
 		}
