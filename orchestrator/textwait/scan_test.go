@@ -92,10 +92,9 @@ func fullMatch(s *src, p Pattern, baseline uint64) (bool, string) {
 }
 
 type scanStep struct {
-	input  string // recorded as sent before out
-	out    string // pane output
-	match  bool   // the wait holds after this step
-	detail string
+	input string // recorded as sent before out
+	out   string // pane output
+	match bool   // the wait holds after this step
 }
 
 func TestTextScanAcrossChunks(t *testing.T) {
