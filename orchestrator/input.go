@@ -29,9 +29,12 @@ func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wa
 	if status, _, gone := n.state(); gone || status == tools.StatusExited {
 		return tools.InputResult{}, n.withCrash(tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id))
 	}
+	// Held until the program shows that it reads (ready.go).
+	n.waitReady(ctx, n.readyBy())
 	n.observe(ctx)
-	rev := n.scr.Revision()
-	n.recordInput(rev, text)
+	pt := n.scr.InputPoint()
+	rev := pt.Revision
+	n.recordInput(pt, text)
 	if err := send(n); err != nil {
 		return tools.InputResult{Terminal: id, Revision: rev}, err
 	}

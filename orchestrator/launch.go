@@ -219,6 +219,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	o.log.Info("launched node", "node", id, "host", meta.Host, "command", spec.Command[0], "owner", spec.Owner)
 	info := n.info(0)
 	info.Exited = n.earlyExit(ctx, o.cfg.LaunchWatch)
+	info.Ready = n.launchReady(ctx)
 	return info, nil
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/orchestrator/textwait"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -54,9 +55,8 @@ func (m NodeMeta) Incarnation() string {
 // input is text sent to a node, kept so a text wait is never satisfied by
 // the terminal's echo of it.
 type input struct {
-	rev  uint64 // the node's revision just before it was sent
-	seq  uint64 // its number among the node's inputs, from 1
-	text string
+	rev uint64 // the node's revision just before it was sent
+	textwait.Input
 }
 
 // maxInputs bounds the inputs kept per node for echo masking.
@@ -123,7 +123,7 @@ type node struct {
 	// scanMu guards scans: the text and regex waits the pump evaluates
 	// (waitreg.go).
 	scanMu sync.Mutex
-	scans  []*scanReg
+	scans  []*textwait.Reg
 
 	mu          sync.Mutex // guards the fields below
 	status      string
@@ -142,6 +142,8 @@ type node struct {
 	// last column (a pending wrap that x/vt does not show, e.g. with
 	// autowrap off); the snapshot of that revision reports it as tmux does.
 	edgeRev uint64
+
+	rd readiness // the program's start: input waits for it (ready.go)
 
 	tw termwright // crash report, last input, query refs, logs (termtools.go)
 	// lastRecDir is the directory of the node's latest recording.
@@ -232,44 +234,33 @@ func (n *node) markLost(reason string) {
 	n.statusCh = make(chan struct{})
 }
 
-func (n *node) recordInput(rev uint64, text string) {
+// recordInput keeps text about to be sent at point pt (the mirror's
+// InputPoint just before it is sent), for echo masking.
+func (n *node) recordInput(pt screen.Point, text string) {
 	if text == "" {
 		return
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.inputSeq++
-	n.inputs = append(n.inputs, input{rev: rev, seq: n.inputSeq, text: text})
+	n.inputs = append(n.inputs, input{rev: pt.Revision, Input: textwait.Input{Seq: n.inputSeq, At: pt.TextEnd, Prefix: pt.Prefix, Text: text}})
 	if len(n.inputs) > maxInputs {
 		n.inputs = append([]input(nil), n.inputs[len(n.inputs)-maxInputs:]...)
 	}
 }
 
-// inputsAfter returns the texts sent at or after revision rev whose
+// inputsAfter returns the inputs sent at or after revision rev whose
 // seq is above seq, and the seq of the last input recorded.
-func (n *node) inputsAfter(rev, seq uint64) ([]string, uint64) {
+func (n *node) inputsAfter(rev, seq uint64) ([]textwait.Input, uint64) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	var out []string
+	var out []textwait.Input
 	for _, in := range n.inputs {
-		if in.rev >= rev && in.seq > seq {
-			out = append(out, in.text)
+		if in.rev >= rev && in.Seq > seq {
+			out = append(out, in.Input)
 		}
 	}
 	return out, n.inputSeq
-}
-
-// inputsSince returns the texts sent at or after revision rev.
-func (n *node) inputsSince(rev uint64) []string {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var out []string
-	for _, in := range n.inputs {
-		if in.rev >= rev {
-			out = append(out, in.text)
-		}
-	}
-	return out
 }
 
 // snapshot is the mirror's snapshot, with the cursor as tmux reports it

@@ -53,6 +53,7 @@ func (n *node) pump() {
 		case <-n.quit:
 			return
 		case <-n.stream.Ready():
+			n.rd.output()
 			n.apply(n.stream.Take())
 			n.evalScans()
 			heal.Reset(healQuiet)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/orchestrator/textwait"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -20,6 +21,9 @@ type compiled struct {
 	timeout time.Duration
 	quiet   time.Duration
 }
+
+// pattern is what a text or regex wait looks for.
+func (c *compiled) pattern() textwait.Pattern { return textwait.Pattern{Text: c.Text, Re: c.re} }
 
 func compileWait(spec tools.WaitSpec) (compiled, error) {
 	c := compiled{WaitSpec: spec}
@@ -53,76 +57,6 @@ func compileWait(spec tools.WaitSpec) (compiled, error) {
 		c.quiet = time.Duration(spec.QuietMS) * time.Millisecond
 	}
 	return c, nil
-}
-
-// maskEcho blanks, in order, the first occurrence of each line of each
-// input in text, so a wait never matches the terminal's echo of what was
-// typed. The echo may be broken by the line editor's wrapping (line ends
-// and spaces between any two characters), which the
-// search allows for lines up to maxWrapAware bytes. Masked bytes become
-// NUL, which no pattern of ours can match.
-func maskEcho(text string, inputs []string) string {
-	if len(inputs) == 0 {
-		return text
-	}
-	b := []byte(text)
-	from := 0
-	for _, in := range inputs {
-		for _, line := range strings.Split(strings.ReplaceAll(in, "\r", "\n"), "\n") {
-			if line == "" {
-				continue
-			}
-			start, end := findEcho(string(b[from:]), line)
-			if start < 0 {
-				continue
-			}
-			for j := from + start; j < from+end; j++ {
-				b[j] = 0
-			}
-			from += end
-		}
-	}
-	return string(b)
-}
-
-// maxWrapAware bounds the input lines searched with wrap points allowed.
-const maxWrapAware = 2048
-
-// wrapPattern is the regular expression of line's echo as a line editor
-// may break it: line ends and spaces between any two characters, and a
-// space of the line itself may be gone (a row's trailing space, trimmed
-// where the editor wrapped at it).
-func wrapPattern(line string) string {
-	var pat strings.Builder
-	for i, r := range line {
-		if i > 0 {
-			pat.WriteString(`[ \n]*`)
-		}
-		if r == ' ' {
-			continue
-		}
-		pat.WriteString(regexp.QuoteMeta(string(r)))
-	}
-	return pat.String()
-}
-
-// findEcho finds line in text, exactly or with wrap points inserted.
-func findEcho(text, line string) (int, int) {
-	if i := strings.Index(text, line); i >= 0 {
-		return i, i + len(line)
-	}
-	if len(line) > maxWrapAware {
-		return -1, -1
-	}
-	re, err := regexp.Compile(wrapPattern(line))
-	if err != nil {
-		return -1, -1
-	}
-	loc := re.FindStringIndex(text)
-	if loc == nil {
-		return -1, -1
-	}
-	return loc[0], loc[1]
 }
 
 // waitFor blocks until spec holds, the timeout passes or ctx ends. It
@@ -177,9 +111,9 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 		return tools.WaitResult{Matched: matched, Wait: c.Wait, Revision: n.scr.Revision(), After: baseline, Match: m,
 			ElapsedMS: time.Since(start).Milliseconds(), Status: status, ExitCode: code}
 	}
-	var scan *scanReg // text and regex waits: evaluated by the pump too
+	var scan *textwait.Reg // text and regex waits: evaluated by the pump too
 	if c.Wait == tools.WaitText || c.Wait == tools.WaitRegex {
-		scan = n.addScan(newTextScan(&c, baseline))
+		scan = n.addScan(textwait.New(c.pattern(), baseline))
 		defer n.removeScan(scan)
 	}
 	for {
@@ -205,7 +139,7 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 				return result(true, ""), nil
 			}
 		case tools.WaitText, tools.WaitRegex:
-			if ok, m := scan.eval(n, nil); ok {
+			if ok, m := scan.Eval(n.textSource(), nil); ok {
 				return result(true, m), nil
 			}
 		}
@@ -224,7 +158,7 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 			// The pump takes the scan's turns and says when it holds. An
 			// exited node's last output is waited for revision by
 			// revision (above).
-			changed = scan.ready
+			changed = scan.Ready()
 		}
 		select {
 		case <-changed:

@@ -1,41 +1,11 @@
 package orchestrator
 
 import (
-	"strings"
 	"testing"
 
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tools"
 )
-
-func TestMaskEcho(t *testing.T) {
-	tests := []struct {
-		name   string
-		text   string
-		inputs []string
-		want   string // "" where the text must not contain the probe
-		probe  string
-		found  bool
-	}{
-		{"plain echo hidden", "$ sleep 1; echo READY\n", []string{"sleep 1; echo READY"}, "", "READY", false},
-		{"output after echo kept", "$ sleep 1; echo READY\nREADY\n", []string{"sleep 1; echo READY"}, "", "READY", true},
-		{"wrapped echo hidden", "$ sleep 1; echo RE \nADY\n", []string{"sleep 1; echo READY"}, "", "READY", false},
-		{"wrapped at a word", "$ head; echo \nFLOOD-DONE\n", []string{"head; echo FLOOD-DONE"}, "", "FLOOD-DONE", false},
-		{"wrapped at a trimmed space", "$ head; echo\nFLOOD-DONE\n", []string{"head; echo FLOOD-DONE"}, "", "FLOOD-DONE", false},
-		{"no inputs", "READY", nil, "", "READY", true},
-		{"multi-line input", "> a READY\n> b\nREADY", []string{"a READY\nb"}, "", "READY", true},
-		{"input never echoed", "READY", []string{"secret"}, "", "READY", true},
-	}
-	for _, tt := range tests {
-		got := maskEcho(tt.text, tt.inputs)
-		if strings.Contains(got, tt.probe) != tt.found {
-			t.Errorf("%s: maskEcho(%q) = %q: contains %q = %v, want %v", tt.name, tt.text, got, tt.probe, !tt.found, tt.found)
-		}
-		if len(got) != len(tt.text) {
-			t.Errorf("%s: masking changed the length", tt.name)
-		}
-	}
-}
 
 func TestCompileWait(t *testing.T) {
 	for _, tt := range []struct {

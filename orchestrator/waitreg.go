@@ -2,7 +2,8 @@ package orchestrator
 
 import (
 	"slices"
-	"sync"
+
+	"github.com/termsprawl/termsprawl/orchestrator/textwait"
 )
 
 // Text and regex waits are evaluated by the pump, not woken per revision.
@@ -11,37 +12,16 @@ import (
 // a scheduler wake-up, a few locks, a look at the new text — and during a
 // flood, with a bump per chunk of output, eight waits cost the
 // orchestrator about half as much CPU again as one, almost none of it in
-// the search itself. A wait registers its scan with its node instead; the
-// pump, the only goroutine that changes the mirror, gives every
-// registered scan its turn right after it applied output or reseeded, and
-// wakes a waiter only when its condition holds. The waiting goroutine
-// still takes a turn when it starts and when the node's status changes.
-
-// scanReg is one registered text or regex wait.
-type scanReg struct {
-	mu    sync.Mutex // guards scan, ok and m: the pump and the waiter take turns
-	scan  *textScan
-	ok    bool
-	m     string
-	ready chan struct{} // closed when the condition holds
-}
-
-// eval gives the scan a turn unless its condition already held.
-func (r *scanReg) eval(n *node, rc *rowsCache) (bool, string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if !r.ok {
-		if ok, m := r.scan.match(n, rc); ok {
-			r.ok, r.m = true, m
-			close(r.ready)
-		}
-	}
-	return r.ok, r.m
-}
+// the search itself. A wait registers its scan (textwait.Reg) with its
+// node instead; the pump, the only goroutine that changes the mirror,
+// gives every registered scan its turn right after it applied output or
+// reseeded, and wakes a waiter only when its condition holds. The waiting
+// goroutine still takes a turn when it starts and when the node's status
+// changes; the Reg's mutex makes the two take turns.
 
 // addScan registers a wait's scan with the node.
-func (n *node) addScan(s *textScan) *scanReg {
-	r := &scanReg{scan: s, ready: make(chan struct{})}
+func (n *node) addScan(s *textwait.Scan) *textwait.Reg {
+	r := textwait.NewReg(s)
 	n.scanMu.Lock()
 	n.scans = append(n.scans, r)
 	n.scanMu.Unlock()
@@ -49,9 +29,9 @@ func (n *node) addScan(s *textScan) *scanReg {
 }
 
 // removeScan unregisters it (when its wait returns).
-func (n *node) removeScan(r *scanReg) {
+func (n *node) removeScan(r *textwait.Reg) {
 	n.scanMu.Lock()
-	n.scans = slices.DeleteFunc(n.scans, func(x *scanReg) bool { return x == r })
+	n.scans = slices.DeleteFunc(n.scans, func(x *textwait.Reg) bool { return x == r })
 	n.scanMu.Unlock()
 }
 
@@ -65,8 +45,42 @@ func (n *node) evalScans() {
 	}
 	regs := slices.Clone(n.scans)
 	n.scanMu.Unlock()
-	var rc rowsCache
+	var rc textwait.RowsCache
+	src := n.textSource()
 	for _, r := range regs {
-		r.eval(n, &rc)
+		r.Eval(src, &rc)
 	}
+}
+
+// textSource is what a node's text waits read: its mirror and its inputs.
+type textSource struct{ n *node }
+
+func (n *node) textSource() textwait.Source { return textSource{n} }
+
+func (s textSource) TextStart(rev uint64) (uint64, bool, error) { return s.n.scr.TextStart(rev) }
+
+func (s textSource) AppendTextRange(dst []byte, off, to uint64, first bool) ([]byte, uint64, uint64) {
+	return s.n.scr.AppendTextRange(dst, off, to, first)
+}
+
+func (s textSource) InputsAfter(rev, seq uint64) ([]textwait.Input, uint64) {
+	return s.n.inputsAfter(rev, seq)
+}
+
+func (s textSource) SeededAfter(rev uint64) bool {
+	s.n.mu.Lock()
+	defer s.n.mu.Unlock()
+	return s.n.seedRev > rev
+}
+
+func (s textSource) RowsSince(rev uint64) []string {
+	ch, err := s.n.scr.ChangesSince(rev)
+	if err != nil {
+		return s.n.scr.Rows()
+	}
+	rows := make([]string, 0, len(ch.Rows))
+	for _, r := range ch.Rows {
+		rows = append(rows, r.Text)
+	}
+	return rows
 }

@@ -46,6 +46,11 @@ type NodeInfo struct {
 	// named other nodes (their ids), so this node got another id
 	// (terminal) and is reached by that.
 	NameTaken []string `json:"name_taken,omitempty"`
+	// Ready is set in a launch's result: whether the program showed that
+	// it reads (it printed, then its output was quiet for 250 ms) within
+	// the launch (CONTRACT §18). Input sent before that point is held
+	// until it, at most 2 s after the launch.
+	Ready *bool `json:"ready,omitempty"`
 	// Crash is set once the program ended on its own with a non-zero
 	// code or a signal (CONTRACT §11).
 	Crash *Crash `json:"crash,omitempty"`

@@ -22,7 +22,9 @@ var allowed = map[string][]string{
 	// The engine: nodes on tmux servers. It never imports the tool server.
 	"orchestrator": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/hosts", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/",
 		// the rooms that need no node
-		module + "/orchestrator/proc", module + "/orchestrator/termio", module + "/orchestrator/applog"},
+		module + "/orchestrator/proc", module + "/orchestrator/termio", module + "/orchestrator/applog",
+		// text and regex waits (a room of its own)
+		module + "/orchestrator/textwait"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -35,7 +37,11 @@ var allowed = map[string][]string{
 	"orchestrator/termio": {module + "/tools", "github.com/charmbracelet/x/ansi"},
 	// Application logs of a node, followed with fsnotify (CONTRACT §11).
 	"orchestrator/applog": {module + "/tools", "github.com/fsnotify/fsnotify"},
-	"orchestrator/screen": {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
+	// Text and regex waits over a Source (the engine's node behind an
+	// interface): the standard library only, never the engine or the
+	// tool server.
+	"orchestrator/textwait": {},
+	"orchestrator/screen":   {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
 	// PNG screenshots from a cell grid: fonts and pixels only.
 	"orchestrator/render": {"golang.org/x/image/"},
 	// Recordings and traces, replayed through the same mirror.

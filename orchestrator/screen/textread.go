@@ -42,14 +42,26 @@ func (s *Screen) TextStart(rev uint64) (off uint64, complete bool, err error) {
 // this read starts a text, as TextSince's does: a partial rune at its
 // start is skipped.
 func (s *Screen) AppendTextFrom(dst []byte, off uint64, first bool) (out []byte, from, end uint64) {
+	return s.AppendTextRange(dst, off, ^uint64(0), first)
+}
+
+// AppendTextRange is AppendTextFrom that stops at offset to (or the end
+// of the log, if that comes first; before the rune to would cut): a reader that must know where in the
+// text a given offset falls (the position of an input) reads up to it,
+// then on from it.
+func (s *Screen) AppendTextRange(dst []byte, off, to uint64, first bool) (out []byte, from, end uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	from = max(off, s.text.start)
-	end = s.text.end()
+	end = min(s.text.end(), max(to, from))
+	// Not inside a rune: a range ends before the rune that to cuts.
+	for k := 0; k < utf8.UTFMax-1 && end > from && end < s.text.end() && !utf8.RuneStart(s.text.buf[end-s.text.start]); k++ {
+		end--
+	}
 	if from >= end {
 		return dst, from, end
 	}
-	b := s.text.buf[from-s.text.start:]
+	b := s.text.buf[from-s.text.start : end-s.text.start]
 	if from > off || first {
 		// The bound may have cut a rune: skip a leading partial one.
 		for i := 0; i < utf8.UTFMax-1 && len(b) > 0 && !utf8.RuneStart(b[0]); i++ {

@@ -95,6 +95,20 @@ func (t *agentTable) setState(node, incarnation, state, message string) {
 	t.saveLocked()
 }
 
+// initState sets the state of a just launched agent unless its hooks
+// already reported one: a launch returns only once its program showed
+// that it reads (or up to 2 s later), and the agent's first hooks may
+// come before that.
+func (t *agentTable) initState(node, incarnation, state, message string) {
+	t.mu.Lock()
+	if prev, ok := t.states[node]; ok && prev.Incarnation == incarnation {
+		t.mu.Unlock()
+		return
+	}
+	t.mu.Unlock()
+	t.setState(node, incarnation, state, message)
+}
+
 // forget drops a gone node's state and every task it sent or received.
 func (t *agentTable) forget(id, incarnation string) {
 	t.mu.Lock()
@@ -197,7 +211,7 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		return tools.NodeInfo{}, nil, err
 	}
 	if m, ok := s.o.Meta(info.Terminal); ok {
-		s.agents.setState(info.Terminal, m.Incarnation(), tools.AgentWorking, "launched")
+		s.agents.initState(info.Terminal, m.Incarnation(), tools.AgentWorking, "launched")
 	}
 	return info, c.stateOf(info.Terminal), nil
 }
