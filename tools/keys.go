@@ -24,6 +24,10 @@ var tmuxKeys = map[string]bool{
 	"KP6": true, "KP7": true, "KP8": true, "KP9": true, "KPEnter": true,
 }
 
+// IsKeyName reports whether name is one of tmux's key names (Enter, F5,
+// KP0 …) as ParseKeys gives them, without modifiers.
+func IsKeyName(name string) bool { return tmuxKeys[name] }
+
 // keyAliases maps readable names (compared case-insensitively) to tmux's.
 var keyAliases = map[string]string{
 	"enter": "Enter", "return": "Enter", "ret": "Enter",

@@ -415,17 +415,6 @@ func (r *Recorder) Input(kind string, size int, keys []string) {
 	r.kick()
 }
 
-// keyNames are tmux's key names (as orchestrator/termio's ParseKeys gives them).
-var keyNames = map[string]bool{
-	"Enter": true, "Escape": true, "Tab": true, "BTab": true, "BSpace": true, "Space": true,
-	"Up": true, "Down": true, "Left": true, "Right": true,
-	"Home": true, "End": true, "PPage": true, "NPage": true, "IC": true, "DC": true,
-	"F1": true, "F2": true, "F3": true, "F4": true, "F5": true, "F6": true,
-	"F7": true, "F8": true, "F9": true, "F10": true, "F11": true, "F12": true,
-	"KP0": true, "KP1": true, "KP2": true, "KP3": true, "KP4": true, "KP5": true,
-	"KP6": true, "KP7": true, "KP8": true, "KP9": true, "KPEnter": true,
-}
-
 // keyName keeps a key's name when it is one (Enter, C-c, M-S-Up) and
 // hides anything else: a character becomes "char", other text "text"
 // (tmux sends an unknown key name as literal text).
@@ -436,7 +425,7 @@ func keyName(k string) string {
 		base, mods = base[2:], true
 	}
 	switch {
-	case keyNames[base]:
+	case tools.IsKeyName(base):
 		return k
 	case mods && utf8.RuneCountInString(base) == 1 && base > " " && base < "\x7f":
 		return k
