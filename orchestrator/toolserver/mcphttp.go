@@ -281,7 +281,7 @@ func (d *mcpDoor) serve(w http.ResponseWriter, r *http.Request, id tools.Identit
 			return
 		}
 		defer d.sessions.release(id.Incarnation)
-		d.engine.ServeHTTP(w, r)
+		d.serveEngine(w, r)
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
@@ -290,7 +290,7 @@ func (d *mcpDoor) serve(w http.ResponseWriter, r *http.Request, id tools.Identit
 			rpcFail(w, http.StatusBadRequest, codeNoSession, "%s %s needs the Mcp-Session-Id header of a session that initialize opened", r.Method, MCPPath)
 			return
 		}
-		d.engine.ServeHTTP(w, r) // the stateless protocol (2026-07-28) has no sessions
+		d.serveEngine(w, r) // the stateless protocol (2026-07-28) has no sessions
 		return
 	}
 	if !d.sessions.begin(sid, id.Incarnation) {
@@ -302,7 +302,7 @@ func (d *mcpDoor) serve(w http.ResponseWriter, r *http.Request, id tools.Identit
 		// The event stream outlives the server's write timeout.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	}
-	d.engine.ServeHTTP(w, r)
+	d.serveEngine(w, r)
 }
 
 // jsonMethod is the "method" of a JSON-RPC object ("" if none).
