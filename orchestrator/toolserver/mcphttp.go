@@ -164,7 +164,8 @@ func (d *mcpDoor) sweepEvery(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 			d.sessions.sweep()
-			d.limiter.prune()
+			d.limiter.Prune()
+			d.api.slots.Prune()
 		}
 	}
 }
@@ -228,8 +229,19 @@ func (d *mcpDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnauthorized, "missing, malformed or unknown bearer token: send \"Authorization: Bearer <token>\" with the token of a live node's session file on every request (`termsprawlctl mcp --print-http` prints it)")
 		return
 	}
+	// The token's share of the connections (tools.CallSlots, shared with
+	// /call): over it, refused before anything runs, and the connection
+	// is not marked authenticated (its slot frees).
+	release, lerr := d.api.slots.Acquire(id)
+	if lerr != nil {
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Retry-After", "1")
+		rpcFail(w, http.StatusTooManyRequests, codeLimited, "%s", lerr.Error())
+		return
+	}
+	defer release()
 	tools.MarkAuthenticated(r)
-	if ok, wait := d.limiter.allow(id.Incarnation); !ok {
+	if ok, wait := d.limiter.Allow(id.Incarnation); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		rpcFail(w, http.StatusTooManyRequests, codeLimited, "rate limit: at most %d MCP requests per second per token (bursts of %d); retry after %s", mcpRatePerSecond, mcpRateBurst, wait.Round(time.Millisecond))
 		return
