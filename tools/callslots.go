@@ -26,8 +26,8 @@ import (
 const (
 	MaxCallsPerToken  = MaxConnections / 8 // 64
 	OperatorReserve   = MaxConnections / 8 // 64
-	CallRatePerSecond = 100
-	CallRateBurst     = 200
+	CallRatePerSecond = 500
+	CallRateBurst     = 1000
 )
 
 // CallSlots counts the requests in flight per token and takes /call's

@@ -154,3 +154,36 @@ func TestOneTokenCannotLockOutTheOperator(t *testing.T) {
 		})
 	}
 }
+
+// /call's per-token rate: an agent token gets CallRateBurst calls at once
+// and CallRatePerSecond after; the operator is not limited; tokens do not
+// share a bucket.
+func TestCallRatePerToken(t *testing.T) {
+	now := time.Unix(0, 0)
+	s := NewCallSlots(MaxConnections)
+	s.rate = NewRateLimiter(func() time.Time { return now }, CallRatePerSecond, CallRateBurst)
+	a := Identity{Node: "a", Role: RoleAgent, Incarnation: "a@1"}
+	b := Identity{Node: "b", Role: RoleAgent, Incarnation: "b@1"}
+	op := Identity{Node: OperatorNode, Role: RoleOperator, Incarnation: OperatorNode}
+	for i := range CallRateBurst {
+		if _, err := s.AllowCall(a); err != nil {
+			t.Fatalf("call %d of the burst refused: %v", i, err)
+		}
+	}
+	wait, err := s.AllowCall(a)
+	if err == nil || err.Kind != KindRejected || !err.Retryable || err.Details["quota"] != "rate" || wait <= 0 {
+		t.Fatalf("over the burst: %v %v", wait, err)
+	}
+	if _, err := s.AllowCall(b); err != nil {
+		t.Fatalf("another token shares the bucket: %v", err)
+	}
+	for range 3 * CallRateBurst {
+		if _, err := s.AllowCall(op); err != nil {
+			t.Fatalf("the operator was limited: %v", err)
+		}
+	}
+	now = now.Add(time.Second / CallRatePerSecond)
+	if _, err := s.AllowCall(a); err != nil {
+		t.Fatalf("no refill: %v", err)
+	}
+}

@@ -7,6 +7,7 @@
 package toolserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -44,6 +45,9 @@ type Server struct {
 	// slots are the per-token limits /call and /mcp share (requests in
 	// flight, /call's rate): tools.CallSlots.
 	slots *tools.CallSlots
+
+	maxNodes  int       // --max-nodes
+	nodeQuota nodeQuota // agents' launches under way (quotas.go)
 }
 
 // CallSlots are the per-token limits of /call, shared with /mcp
@@ -62,7 +66,7 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),
-		slots: tools.NewCallSlots(tools.MaxConnections)}
+		slots: tools.NewCallSlots(tools.MaxConnections), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
 	s.dialogs.onOpen, s.dialogs.onEnd = s.dialogOpened, s.dialogEnded
 	s.handlers = s.buildHandlers()
 	o.OnGone(s.nodeGone)
