@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // /mcp answers JSON-RPC whatever goes wrong with a session id, also when
@@ -35,4 +37,40 @@ func TestMCPBadSessionIsJSONRPC(t *testing.T) {
 			t.Fatalf("a session ended under the request: HTTP %d %s %q", r.status, r.header.Get("Content-Type"), r.body)
 		}
 	}
+}
+
+// /mcp and /call share a token's requests in flight: a node whose share
+// is taken (long waits on /call) is refused on /mcp too, at once, and the
+// operator is served on both.
+func TestMCPSharesTheTokensSlots(t *testing.T) {
+	s, door, _, url := mcpServe(t)
+	op := s.op()
+	node := apiLaunch(t, op, "cat")
+	tok := apiToken(t, s.session(node))
+	id, ok := door.api.Authenticate(tok)
+	if !ok {
+		t.Fatal("the node's token is unknown")
+	}
+	var held []func()
+	for range tools.MaxCallsPerToken {
+		release, err := door.api.slots.Acquire(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, release)
+	}
+	r := mcpDo(t, http.MethodPost, url, tok, "", initBody("2025-06-18"), nil)
+	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.body), "in flight") {
+		t.Fatalf("/mcp over the token's share: HTTP %d %s", r.status, r.body)
+	}
+	res := apiCall(t, s.session(node), "session_info", nil)
+	if res.OK || res.Kind != tools.KindRejected || res.Details["quota"] != "calls" {
+		t.Fatalf("/call over the token's share: %s", apiRes(res))
+	}
+	mcpInit(t, url, apiToken(t, op), "2025-06-18")
+	apiOK(t, op, "terminal_list", nil, nil)
+	for _, release := range held {
+		release()
+	}
+	mcpInit(t, url, tok, "2025-06-18")
 }
