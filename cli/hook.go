@@ -2,11 +2,13 @@ package cli
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -189,7 +191,20 @@ func (h *hookRun) claudePermission(in hookInput) int {
 		return 2
 	}
 	title := permissionTitle(in.ToolName, in.ToolInput)
-	out, err := h.askHuman(title)
+	input := ""
+	if len(bytes.TrimSpace(in.ToolInput)) > 0 {
+		var err error
+		if input, err = tools.CanonicalJSON(in.ToolInput); err != nil {
+			h.say("the tool_input is not JSON (%v): denied", err)
+			return 2
+		}
+	}
+	if len(input) > tools.MaxStringBytes {
+		h.say("the %s input is %d KiB, over the %d KiB termsprawl shows a human in full: denied", in.ToolName, len(input)>>10, tools.MaxStringBytes>>10)
+		return 2
+	}
+	ask := permissionAsk{tool: in.ToolName, input: input, title: title}
+	out, err := h.askHuman(ask)
 	if err != nil {
 		h.say("%v: denied", err)
 		return 2
@@ -214,11 +229,27 @@ func denyMessage(out tools.DialogOutcome) string {
 	return "Permission denied by the human in termsprawl: " + reason
 }
 
+// permissionAsk is what a permission dialog asks: the tool and its full
+// input (canonical JSON), and the title shown to humans.
+type permissionAsk struct{ tool, input, title string }
+
+// own is nil when out answers this very request: a dialog of kind
+// permission for the same tool and the same full input. After a restart
+// an id may name another request (termsprawl before this check handed
+// ids out again); its answer is never taken for this one.
+func (a permissionAsk) own(out tools.DialogOutcome) error {
+	if out.Kind != "permission" || out.Tool != a.tool || out.Input != a.input {
+		return fmt.Errorf("termsprawl answered dialog %s, which asks %s %q, not this %s request: not taken", out.Dialog, cmp.Or(out.Kind, "(no kind)"), oneLineText(cmp.Or(out.Tool, "(no tool)")+" "+out.Input, 120), a.tool)
+	}
+	return nil
+}
+
 // askHuman opens a permission dialog and waits for its end: repeated
 // bounded waits on the same dialog, riding through an orchestrator
 // restart (the dialog is kept on disk), never longer than the dialog's
-// life and a margin.
-func (h *hookRun) askHuman(title string) (tools.DialogOutcome, error) {
+// life and a margin. The answer is taken only if it is to this request
+// (permissionAsk.own).
+func (h *hookRun) askHuman(ask permissionAsk) (tools.DialogOutcome, error) {
 	life := h.g.DialogTimeout
 	if life <= 0 || life > tools.MaxDialogTimeout {
 		life = tools.MaxDialogTimeout
@@ -227,8 +258,13 @@ func (h *hookRun) askHuman(title string) (tools.DialogOutcome, error) {
 	// The first call only opens the dialog (it returns at once with its
 	// id), so that a restart of termsprawl during any later wait finds
 	// the hook knowing which dialog to wait on again.
-	args, _ := json.Marshal(map[string]any{"kind": "permission", "title": title,
-		"timeout_ms": life.Milliseconds(), "wait_ms": 1})
+	what := map[string]any{"kind": "permission", "tool": ask.tool}
+	if ask.input != "" {
+		what["input"] = ask.input
+	}
+	open := map[string]any{"title": ask.title, "timeout_ms": life.Milliseconds(), "wait_ms": 1}
+	maps.Copy(open, what)
+	args, _ := json.Marshal(open)
 	res := tools.Call(h.ctx, h.session, tools.Request{Operation: "dialog_request", Args: args}, tools.CallOptions{})
 	if !res.OK && res.Kind == tools.KindUnavailable {
 		if errors.Is(res.Err(), tools.ErrNotRunning) {
@@ -242,6 +278,9 @@ func (h *hookRun) askHuman(title string) (tools.DialogOutcome, error) {
 			var out tools.DialogOutcome
 			if err := json.Unmarshal(res.Value, &out); err != nil {
 				return out, fmt.Errorf("termsprawl's answer is not a dialog outcome: %w", err)
+			}
+			if err := ask.own(out); err != nil {
+				return tools.DialogOutcome{}, err
 			}
 			return out, nil
 		}
@@ -264,7 +303,9 @@ func (h *hookRun) askHuman(title string) (tools.DialogOutcome, error) {
 		if left <= 0 {
 			return tools.DialogOutcome{}, fmt.Errorf("dialog %s got no answer in time (last: %s)", id, res.Error)
 		}
-		wargs, _ := json.Marshal(map[string]any{"dialog": id, "wait_ms": min(hookWaitMS, int(left.Milliseconds())+1)})
+		wait := map[string]any{"dialog": id, "wait_ms": min(hookWaitMS, int(left.Milliseconds())+1)}
+		maps.Copy(wait, what)
+		wargs, _ := json.Marshal(wait)
 		res = tools.Call(h.ctx, h.session, tools.Request{Operation: "dialog_request", Args: wargs}, tools.CallOptions{Wait: left})
 	}
 }

@@ -21,6 +21,15 @@ func runCtlIn(t *testing.T, stdin string, args ...string) (int, string, string) 
 
 const permissionInput = `{"session_id":"s","cwd":"/tmp","permission_mode":"default","hook_event_name":"PermissionRequest","tool_name":"Bash","tool_input":{"command":"touch /tmp/x","description":"make x"},"permission_suggestions":[]}`
 
+// permissionInputCanon is permissionInput's tool_input as the hook sends it.
+const permissionInputCanon = `{"command":"touch /tmp/x","description":"make x"}`
+
+// ownOutcome is an outcome of the dialog permissionInput opens.
+func ownOutcome(o tools.DialogOutcome) tools.DialogOutcome {
+	o.Kind, o.Tool, o.Input = "permission", "Bash", permissionInputCanon
+	return o
+}
+
 // hookDecision decodes Claude Code's PermissionRequest answer.
 func hookDecision(t *testing.T, stdout string) (behavior, message string) {
 	t.Helper()
@@ -117,7 +126,7 @@ func TestHookClaudePermission(t *testing.T) {
 				if waits < 3 {
 					return tools.ErrResult(tools.Errorf(tools.KindTimeout, "still waiting").WithDetails("dialog", "dialog-7").WithDetails("open", true))
 				}
-				return tools.OKResult(tools.DialogOutcome{Dialog: "dialog-7", Answer: tools.DialogAnswer{Mode: c.mode, Reason: c.msg}})
+				return tools.OKResult(ownOutcome(tools.DialogOutcome{Dialog: "dialog-7", Answer: tools.DialogAnswer{Mode: c.mode, Reason: c.msg}}))
 			})
 			before := len(fs.Backend.Calls())
 			code, out, errb := runCtlIn(t, permissionInput, "--session", fs.Agent, "hook", "claude", "PermissionRequest")
@@ -133,11 +142,12 @@ func TestHookClaudePermission(t *testing.T) {
 				t.Fatalf("calls %+v", calls)
 			}
 			var first struct {
-				Kind, Title string
-				TimeoutMS   int `json:"timeout_ms"`
+				Kind, Title, Tool, Input string
+				TimeoutMS                int `json:"timeout_ms"`
 			}
 			_ = json.Unmarshal(calls[0].Args, &first)
-			if first.Kind != "permission" || first.Title != "Bash: touch /tmp/x" || first.TimeoutMS != int(tools.MaxDialogTimeout.Milliseconds()) {
+			if first.Kind != "permission" || first.Title != "Bash: touch /tmp/x" || first.TimeoutMS != int(tools.MaxDialogTimeout.Milliseconds()) ||
+				first.Tool != "Bash" || first.Input != permissionInputCanon {
 				t.Fatalf("dialog opened with %s", calls[0].Args)
 			}
 			if !strings.Contains(string(calls[0].Args), `"wait_ms":1`) {
@@ -158,7 +168,7 @@ func TestHookClaudePermission(t *testing.T) {
 func TestHookClaudeDenials(t *testing.T) {
 	fs := newFakeState(t)
 	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
-		return tools.OKResult(tools.DialogOutcome{Dialog: "dialog-1", TimedOut: true, Answer: tools.DialogAnswer{Mode: "deny", Reason: "nobody answered"}})
+		return tools.OKResult(ownOutcome(tools.DialogOutcome{Dialog: "dialog-1", TimedOut: true, Answer: tools.DialogAnswer{Mode: "deny", Reason: "nobody answered"}}))
 	})
 	code, out, errb := runCtlIn(t, permissionInput, "--session", fs.Agent, "hook", "claude", "PermissionRequest", "--dialog-timeout", "2s")
 	if code != 0 {
@@ -297,5 +307,45 @@ func TestHookWithdrawsWhenStopped(t *testing.T) {
 	last := calls[len(calls)-1]
 	if last.Op != "dialog_answer" || !strings.Contains(string(last.Args), `"dialog":"dialog-3"`) || !strings.Contains(string(last.Args), `"mode":"deny"`) {
 		t.Fatalf("the dialog was not withdrawn: %+v", calls)
+	}
+}
+
+// A hook waiting on its dialog takes no answer to another request: an
+// outcome naming another tool, another input (even one that differs only
+// in whitespace the title squeezes) or another kind is a deny, never an
+// allow. (Before termsprawl checked, a restart handed the id out again
+// and an allow of "Bash: ls" ran another request.)
+func TestHookTakesOnlyItsOwnAnswer(t *testing.T) {
+	fs := newFakeState(t)
+	for _, c := range []struct {
+		name string
+		out  tools.DialogOutcome
+	}{
+		{"another input", tools.DialogOutcome{Kind: "permission", Tool: "Bash", Input: `{"command":"ls"}`}},
+		{"another tool", tools.DialogOutcome{Kind: "permission", Tool: "Write", Input: permissionInputCanon}},
+		{"a question", tools.DialogOutcome{Kind: "question", Tool: "", Input: ""}},
+		{"nothing said", tools.DialogOutcome{}},
+		{"whitespace", tools.DialogOutcome{Kind: "permission", Tool: "Bash", Input: `{"command":"touch  /tmp/x","description":"make x"}`}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			waits := 0
+			fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
+				waits++
+				if waits == 1 {
+					return tools.ErrResult(tools.Errorf(tools.KindTimeout, "still waiting").WithDetails("dialog", "dialog-4").WithDetails("open", true))
+				}
+				out := c.out
+				out.Dialog, out.Answer = "dialog-4", tools.DialogAnswer{Mode: "allow"}
+				return tools.OKResult(out)
+			})
+			code, out, errb := runCtlIn(t, permissionInput, "--session", fs.Agent, "hook", "claude", "PermissionRequest")
+			if code != 2 || strings.Contains(out, "allow") || !strings.Contains(errb, "not this Bash request") {
+				t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errb)
+			}
+			calls := fs.Backend.Calls()
+			if last := calls[len(calls)-1]; !strings.Contains(string(last.Args), `"tool":"Bash"`) || !strings.Contains(string(last.Args), `"input":`) {
+				t.Fatalf("a repeated wait should say what it asks, for termsprawl to check too: %s", last.Args)
+			}
+		})
 	}
 }

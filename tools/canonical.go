@@ -3,7 +3,10 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strconv"
+	"strings"
 )
 
 // CanonicalArgs rewrites validated args so that Go's decoder takes them as
@@ -73,4 +76,29 @@ func canonicalInteger(raw json.RawMessage) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return json.RawMessage(strconv.FormatInt(n, 10)), true
+}
+
+// CanonicalJSON is one JSON value in a canonical form: object keys
+// sorted, no insignificant whitespace, strings escaped one way (no HTML
+// escaping), numbers as written. Two inputs that mean the same value to
+// a JSON reader that keeps the last of duplicate keys get the same bytes;
+// inputs that differ in any string, even in whitespace, do not. It is
+// what "always" answers remember a tool's input by.
+func CanonicalJSON(raw []byte) (string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return "", fmt.Errorf("not JSON: %w", err)
+	}
+	if dec.More() {
+		return "", errors.New("more than one JSON value")
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return "", fmt.Errorf("encode: %w", err)
+	}
+	return strings.TrimSuffix(b.String(), "\n"), nil
 }

@@ -100,8 +100,11 @@ completed|failed}. Use a fresh message_id per message.`,
 
 	TopicDialogs: `Dialogs are pending permission prompts and questions of agents, shown to
 the human. An agent opens one with dialog_request (for instance from its
-permission hook); the call blocks up to wait_ms (at most 40 s) and
-returns the answer. If the wait runs out first (kind timeout,
+permission hook), giving for a permission the tool and its full input
+(JSON text): "always" is remembered by those, the human reads them. The
+call blocks up to wait_ms (at most 40 s) and returns the answer with the
+dialog's kind, tool and input: act on it only if they are your request's.
+If the wait runs out first (kind timeout,
 details.dialog), call dialog_request {"dialog": ID} again: the same
 dialog, never a new one. A dialog nobody answers within timeout_ms (at
 most 10 minutes) ends as a deny (timed_out: true).

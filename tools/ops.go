@@ -358,6 +358,8 @@ func buildOperations() []*Operation {
 				enumParam("kind", "permission (allow/deny) or question (pick an option); required unless dialog is given.", "permission", "question"),
 				{Name: "title", Type: TypeString, NonEmpty: true, Description: "What is being asked; required unless dialog is given."},
 				{Name: "options", Type: TypeStringArray, NonEmpty: true, Description: "Choices for a question."},
+				{Name: "tool", Type: TypeString, NonEmpty: true, MaxLen: MaxNameBytes, Description: "For a permission: the tool asked for (e.g. Bash); \"always\" is remembered by tool and input, never by title."},
+				{Name: "input", Type: TypeString, NonEmpty: true, Description: "With tool: the tool's full input as JSON text; the human sees it in full, the title is only a summary."},
 				intParam("timeout_ms", fmt.Sprintf("How long the dialog stays open before it ends as a deny (default %d, max %d: 10 minutes).", DefaultWaitTimeout.Milliseconds(), MaxDialogTimeout.Milliseconds()), intPtr(0), intPtr(int(MaxDialogTimeout.Milliseconds()))),
 				intParam("wait_ms", fmt.Sprintf("How long this call blocks (default and max %d); running out while the dialog is open is kind timeout with details.dialog: call again with dialog.", MaxWaitTimeout.Milliseconds()), intPtr(0), intPtr(int(MaxWaitTimeout.Milliseconds()))),
 				{Name: "dialog", Type: TypeString, NonEmpty: true, MaxLen: MaxIDBytes, Description: "Your open dialog's id (from a dialog_request that ran out of wait_ms): wait on it again."},
@@ -813,6 +815,17 @@ func (op *Operation) checkWaitRules(prefix string, m map[string]json.RawMessage)
 }
 
 func checkDialogRequest(op *Operation, fields map[string]json.RawMessage) error {
+	if raw, ok := fields["input"]; ok {
+		if _, ok := fields["tool"]; !ok {
+			return op.usageErr("input", "argument \"input\" needs \"tool\": the tool whose input it is")
+		}
+		var in string
+		if json.Unmarshal(raw, &in) == nil {
+			if _, err := CanonicalJSON([]byte(in)); err != nil {
+				return op.usageErr("input", "argument \"input\" must be the tool's input as JSON text: %w", err)
+			}
+		}
+	}
 	if _, ok := fields["dialog"]; ok {
 		return nil
 	}

@@ -125,7 +125,10 @@ func openReceiptStore(dir string, now func() time.Time) (*ReceiptStore, error) {
 		return nil, fmt.Errorf("open receipt store: %w", err)
 	}
 	s := &ReceiptStore{dir: dir, now: now, ttl: ReceiptTTL, locks: map[string]*keyLock{}}
-	if err := s.Prune(); err != nil {
+	// At open no write of this store is under way (one orchestrator per
+	// state dir holds server.lock): every temporary file is a leftover of
+	// a write a kill interrupted, whatever its age.
+	if err := s.prune(true); err != nil {
 		return nil, fmt.Errorf("open receipt store: %w", err)
 	}
 	return s, nil
@@ -289,12 +292,16 @@ func (s *ReceiptStore) write(st storedReceipt, args json.RawMessage) error {
 }
 
 // Prune removes receipts older than 24 h (by file modification time).
-func (s *ReceiptStore) Prune() error {
+func (s *ReceiptStore) Prune() error { return s.prune(false) }
+
+// prune is Prune; allTemp removes every temporary file, not only those
+// over an hour old.
+func (s *ReceiptStore) prune(allTemp bool) error {
 	now := s.now()
 	s.mu.Lock()
 	s.lastPrune = now
 	s.mu.Unlock()
-	if err := s.pruneDir(s.dir, now); err != nil {
+	if err := s.pruneDir(s.dir, now, allTemp); err != nil {
 		return err
 	}
 	subdirs, err := os.ReadDir(s.dir)
@@ -304,7 +311,7 @@ func (s *ReceiptStore) Prune() error {
 	for _, d := range subdirs {
 		if d.IsDir() {
 			sub := filepath.Join(s.dir, d.Name())
-			if err := s.pruneDir(sub, now); err != nil {
+			if err := s.pruneDir(sub, now, allTemp); err != nil {
 				return err
 			}
 			_ = os.Remove(sub) // only if empty
@@ -315,7 +322,7 @@ func (s *ReceiptStore) Prune() error {
 
 // pruneDir removes the expired receipts and stale temporary files of one
 // directory.
-func (s *ReceiptStore) pruneDir(dir string, now time.Time) error {
+func (s *ReceiptStore) pruneDir(dir string, now time.Time, allTemp bool) error {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return fmt.Errorf("prune receipts: %w", err)
@@ -332,7 +339,7 @@ func (s *ReceiptStore) pruneDir(dir string, now time.Time) error {
 		stale := now.Sub(info.ModTime()) >= s.ttl
 		// Leftover temporary files of an interrupted write.
 		if strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") {
-			stale = now.Sub(info.ModTime()) >= time.Hour
+			stale = allTemp || now.Sub(info.ModTime()) >= time.Hour
 		} else if !strings.HasSuffix(name, ".json") {
 			continue
 		}

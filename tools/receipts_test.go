@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -227,5 +228,37 @@ func TestCanonicalArgs(t *testing.T) {
 	}
 	if c, _ := CanonicalArgs(nil); c != "{}" {
 		t.Fatal(c)
+	}
+}
+
+// A kill during a receipt's write leaves its temporary file; the next
+// start removes every one, however young (4 were left after 50 kill
+// cycles), and keeps the receipts.
+func TestReceiptStoreOpenRemovesTempFiles(t *testing.T) {
+	dir := t.TempDir()
+	s, err := OpenReceiptStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Put("node1", "k1", "terminal_submit", json.RawMessage(`{"terminal":"t","text":"x"}`), json.RawMessage(`{"action":"terminal_submit"}`)); err != nil {
+		t.Fatal(err)
+	}
+	sub := s.callerDir("node1")
+	leftovers := []string{filepath.Join(sub, ".x.json.tmp-123"), filepath.Join(dir, ".y.json.tmp-456")}
+	for _, p := range leftovers {
+		if err := os.WriteFile(p, []byte("{"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := OpenReceiptStore(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range leftovers {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s left after a restart: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(s.path("node1", "k1")); err != nil {
+		t.Fatalf("the receipt was removed: %v", err)
 	}
 }

@@ -66,13 +66,26 @@ func TokenEqual(a, b string) bool {
 // clients cannot hold idle keep-alive connections; behind NewHTTPServer
 // and ListenLoopback a connection whose request passed step 4 keeps its
 // slot under MaxConnections.
+//
+// Between steps 4 and 5 the caller's per-token limits (CallSlots: requests
+// in flight, /call's rate) refuse a request over them with 429, kind
+// rejected, before it runs. A Backend with a CallSlots() *CallSlots method
+// shares its slots (with /mcp); else the handler has its own.
 func NewHandler(b Backend, hostPort func() string) http.Handler {
-	return &handler{backend: b, hostPort: hostPort}
+	h := &handler{backend: b, hostPort: hostPort}
+	if sb, ok := b.(interface{ CallSlots() *CallSlots }); ok {
+		h.slots = sb.CallSlots()
+	}
+	if h.slots == nil {
+		h.slots = NewCallSlots(MaxConnections)
+	}
+	return h
 }
 
 type handler struct {
 	backend  Backend
 	hostPort func() string
+	slots    *CallSlots
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -129,6 +142,20 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnauthorized, KindUnauthorized, "unknown or revoked token: its node may have been closed; use the session file of a live node")
 		return
 	}
+	// Over a per-token limit: refused before anything runs, and the
+	// connection is not marked authenticated (its slot is freed).
+	if wait, lerr := h.slots.AllowCall(id); lerr != nil {
+		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
+		writeLimited(w, lerr)
+		return
+	}
+	release, lerr := h.slots.Acquire(id)
+	if lerr != nil {
+		w.Header().Set("Retry-After", "1")
+		writeLimited(w, lerr)
+		return
+	}
+	defer release()
 	markAuthenticated(r.Context())
 
 	if ct := r.Header.Get("Content-Type"); ct != "" {
@@ -247,6 +274,13 @@ func bearerToken(h string) (string, bool) {
 	}
 	token = strings.TrimSpace(token)
 	return token, ValidToken(token)
+}
+
+// writeLimited refuses a request over a per-token limit: 429, and the
+// connection closes.
+func writeLimited(w http.ResponseWriter, err *Error) {
+	w.Header().Set("Connection", "close")
+	writeResult(w, http.StatusTooManyRequests, ErrResult(err))
 }
 
 func writeResult(w http.ResponseWriter, status int, res Result) {

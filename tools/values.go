@@ -400,10 +400,17 @@ type TaskSent struct {
 
 // Dialog is a pending permission prompt or question.
 type Dialog struct {
-	ID      string    `json:"dialog"`
-	Node    string    `json:"node"`
-	Kind    string    `json:"kind"`
-	Title   string    `json:"title"`
+	ID   string `json:"dialog"`
+	Node string `json:"node"`
+	Kind string `json:"kind"`
+	// Title is for display only (the hook's is squeezed and cut); what a
+	// dialog asks is Kind, Tool and Input.
+	Title string `json:"title"`
+	// Tool and Input are the tool a permission is asked for and its full
+	// input as canonical JSON (CanonicalJSON), when the asker gave them:
+	// what "always" remembers and what a human reads before allowing.
+	Tool    string    `json:"tool,omitempty"`
+	Input   string    `json:"input,omitempty"`
 	Options []string  `json:"options,omitempty"`
 	Created time.Time `json:"created"`
 	// Expires is when an unanswered dialog ends as a deny.
@@ -436,6 +443,12 @@ type DialogOutcome struct {
 	Dialog     string       `json:"dialog,omitempty"`
 	Answer     DialogAnswer `json:"answer"`
 	Remembered bool         `json:"remembered,omitempty"`
+	// Kind, Tool and Input are what the answered dialog asked (Input as
+	// canonical JSON), so a waiter can check that the answer is to its
+	// own request before acting on it.
+	Kind  string `json:"kind,omitempty"`
+	Tool  string `json:"tool,omitempty"`
+	Input string `json:"input,omitempty"`
 	// TimedOut: nobody answered before the dialog expired, so it ended as
 	// a deny (never an allow).
 	TimedOut bool `json:"timed_out,omitempty"`

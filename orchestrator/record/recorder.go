@@ -27,6 +27,10 @@ const (
 	maxKeys     = 64
 )
 
+// inputWriteBound bounds how long Input waits for its event to be written
+// (a stuck disk delays an input at most this long).
+const inputWriteBound = 2 * time.Second
+
 // Input kinds (events.jsonl "kind").
 const (
 	InputType   = "type"
@@ -89,6 +93,12 @@ type Recorder struct {
 	stopped   bool
 	closed    bool // Close was called: further calls are no-ops
 	failed    chan struct{}
+	// gen counts the batches handed to the writer's next write; written
+	// is the last one written, and writtenCh is closed (and replaced)
+	// after each write: Input waits on them.
+	gen       uint64
+	written   uint64
+	writtenCh chan struct{}
 
 	// The writer goroutine's own state: it encodes the records.
 	enc    []byte
@@ -187,10 +197,11 @@ func start(dir string, m Meta, now func() time.Time) (*Recorder, error) {
 func newRecorder(dir string, castF, eventF *os.File, origin time.Time, now func() time.Time, m Meta) *Recorder {
 	return &Recorder{
 		dir: dir, castF: castF, eventF: eventF, origin: origin, now: now, meta: m,
-		failed: make(chan struct{}),
-		wake:   make(chan struct{}, 1),
-		quit:   make(chan struct{}),
-		done:   make(chan struct{}),
+		failed:    make(chan struct{}),
+		writtenCh: make(chan struct{}),
+		wake:      make(chan struct{}, 1),
+		quit:      make(chan struct{}),
+		done:      make(chan struct{}),
 	}
 }
 
@@ -392,12 +403,18 @@ func (r *Recorder) nowMS() int64 { return r.stamp() / 1000 }
 // names (Enter, C-c, M-S-Up): a character is recorded as "char" and other
 // text as "text", so typing by key presses leaves no text either. Other
 // kinds never keep keys.
+//
+// Unlike output, an input's event is written before Input returns (write,
+// no fsync: it survives a kill -9 of the orchestrator), so an input that
+// was answered is in events.jsonl; a disk that does not take it within
+// inputWriteBound delays the input no longer.
 func (r *Recorder) Input(kind string, size int, keys []string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped || r.closed {
 		return
 	}
+	defer r.awaitWriteLocked()
 	if !inputKinds[kind] {
 		kind = "other"
 	}
@@ -413,6 +430,34 @@ func (r *Recorder) Input(kind string, size int, keys []string) {
 	}
 	r.addEvent(e)
 	r.kick()
+}
+
+// awaitWriteLocked wakes the writer and waits until what is queued now
+// was written (or the recording stopped, or inputWriteBound passed).
+// Called with mu held; it releases mu while it waits.
+func (r *Recorder) awaitWriteLocked() {
+	if r.stopped || r.closed {
+		return
+	}
+	r.gen++
+	mine := r.gen
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+	timer := time.NewTimer(inputWriteBound)
+	defer timer.Stop()
+	for r.written < mine && !r.stopped && !r.closed {
+		ch := r.writtenCh
+		r.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer.C:
+			r.mu.Lock()
+			return
+		}
+		r.mu.Lock()
+	}
 }
 
 // keyName keeps a key's name when it is one (Enter, C-c, M-S-Up) and
@@ -558,6 +603,7 @@ func (r *Recorder) run() {
 		}
 		r.mu.Lock()
 		q, events := r.q, r.eventBuf
+		taken := r.gen
 		r.q, r.eventBuf = r.spareQ[:0], r.spareE[:0]
 		r.spareQ, r.spareE = nil, nil
 		var meta *Meta
@@ -588,6 +634,9 @@ func (r *Recorder) run() {
 		if err != nil {
 			r.fail(err)
 		}
+		r.written = taken
+		close(r.writtenCh)
+		r.writtenCh = make(chan struct{})
 		if cap(q) <= spareCap {
 			r.spareQ = q[:0]
 		}

@@ -690,3 +690,22 @@ func TestFrameBytes(t *testing.T) {
 		}
 	}
 }
+
+// An input's event is in events.jsonl when Input returns, before the
+// writer's next tick and without Close: a paste answered ok:true and then
+// a kill -9 within ~100 ms left the paste out of events.jsonl.
+func TestInputEventWrittenBeforeInputReturns(t *testing.T) {
+	r, dir, _ := startRec(t, Meta{})
+	defer r.Close()
+	for i, kind := range []string{InputPaste, InputSubmit, InputPress} {
+		r.Input(kind, 10+i, []string{"Enter"})
+		b, err := os.ReadFile(filepath.Join(dir, EventsFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := fmt.Sprintf(`"kind":%q,"bytes":%d`, kind, 10+i)
+		if !strings.Contains(string(b), want) {
+			t.Fatalf("after Input(%s) events.jsonl lacks %s:\n%s", kind, want, b)
+		}
+	}
+}

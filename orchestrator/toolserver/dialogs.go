@@ -1,9 +1,11 @@
 package toolserver
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -42,7 +44,7 @@ type dialogTable struct {
 	mu      sync.Mutex // guards every field and every dialog's Outcome/Ended
 	next    int
 	dialogs map[string]*dialog
-	always  map[string]bool // alwaysKey(incarnation, kind, title): allowed for good
+	always  map[string]bool // alwaysKey(incarnation, kind, tool, input, title): allowed for good
 	store   *store
 	// onOpen is told of a dialog that just opened (the tmux message to
 	// humans, the agent's state); it runs on its own goroutine.
@@ -55,8 +57,35 @@ func newDialogTable(st *store) *dialogTable {
 	return &dialogTable{dialogs: map[string]*dialog{}, always: map[string]bool{}, store: st}
 }
 
-func alwaysKey(incarnation, kind, title string) string {
-	return incarnation + "\x00" + kind + "\x00" + title
+// alwaysKey is what an "always" answer is remembered by: the asking
+// node's life, the kind, and the exact tool and canonical input when the
+// asker gave them (a permission hook does), else the exact title. Never
+// the hook's title, which squeezes whitespace and cuts at 200 characters:
+// "always" for `echo ok rm -rf X` must not allow `echo ok⏎rm -rf X`.
+func alwaysKey(incarnation, kind, tool, input, title string) string {
+	if tool != "" {
+		return incarnation + "\x00" + kind + "\x00tool\x00" + tool + "\x00" + input
+	}
+	return incarnation + "\x00" + kind + "\x00title\x00" + title
+}
+
+func (d *dialog) alwaysKey() string {
+	return alwaysKey(d.Incarnation, d.Kind, d.Tool, d.Input, d.Title)
+}
+
+// outcome is out with what d asked, so the waiter can check it is its own.
+func (d *dialog) outcome(out tools.DialogOutcome) tools.DialogOutcome {
+	out.Dialog, out.Kind, out.Tool, out.Input = d.ID, d.Kind, d.Tool, d.Input
+	return out
+}
+
+// idNumber is N of an id dialog-N, 0 for any other id.
+func idNumber(id string) int {
+	n, err := strconv.Atoi(strings.TrimPrefix(id, "dialog-"))
+	if err != nil || !strings.HasPrefix(id, "dialog-") || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // dialogsOnDisk is dialogs.json.
@@ -67,7 +96,7 @@ type dialogsOnDisk struct {
 }
 
 // saveLocked writes the table; t.mu is held.
-func (t *dialogTable) saveLocked() {
+func (t *dialogTable) saveLocked() error {
 	d := dialogsOnDisk{Next: t.next, Dialogs: make([]*dialog, 0, len(t.dialogs)), Always: make([]string, 0, len(t.always))}
 	for _, x := range t.dialogs {
 		d.Dialogs = append(d.Dialogs, x)
@@ -77,19 +106,30 @@ func (t *dialogTable) saveLocked() {
 		d.Always = append(d.Always, k)
 	}
 	sort.Strings(d.Always)
-	t.store.save(dialogsFile, d)
+	return t.store.save(dialogsFile, d)
 }
 
 // restore loads dialogs.json: open dialogs of live incarnations are open
-// again (their expiry kept), ended ones keep their outcome.
+// again (their expiry kept), ended ones keep their outcome. Ids never
+// repeat: the counter goes on above every id on disk, and when the file
+// cannot be read it starts from the clock (milliseconds since 1970, far
+// above any count handed out before).
 func (t *dialogTable) restore(st *store, live map[string]bool) error {
 	var d dialogsOnDisk
 	if err := st.load(dialogsFile, &d); err != nil {
+		t.mu.Lock()
+		t.next = max(t.next, int(time.Now().UnixMilli()))
+		t.mu.Unlock()
 		return err
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.next = max(t.next, d.Next)
+	for _, x := range d.Dialogs {
+		if x != nil {
+			t.next = max(t.next, idNumber(x.ID))
+		}
+	}
 	for _, x := range d.Dialogs {
 		if x == nil || !live[x.Incarnation] || x.ID == "" {
 			continue
@@ -115,8 +155,8 @@ func (t *dialogTable) restore(st *store, live map[string]bool) error {
 // armLocked starts the timer that ends an open dialog as a deny.
 func (t *dialogTable) armLocked(d *dialog) {
 	d.timer = time.AfterFunc(time.Until(d.Expires), func() {
-		t.end(d.ID, tools.DialogOutcome{Dialog: d.ID, TimedOut: true,
-			Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: "nobody answered in termsprawl before the dialog timed out"}})
+		t.end(d.ID, d.outcome(tools.DialogOutcome{TimedOut: true,
+			Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: "nobody answered in termsprawl before the dialog timed out"}}))
 	})
 }
 
@@ -128,7 +168,8 @@ func (t *dialogTable) end(id string, out tools.DialogOutcome) bool {
 		t.mu.Unlock()
 		return false
 	}
-	d.Outcome, d.Ended = out, time.Now().UTC()
+	d.Outcome, d.Ended = d.outcome(out), time.Now().UTC()
+	out = d.Outcome
 	if d.timer != nil {
 		d.timer.Stop()
 	}
@@ -229,19 +270,27 @@ type dialogRequestArgs struct {
 	TimeoutMS int      `json:"timeout_ms"`
 	WaitMS    int      `json:"wait_ms"`
 	Dialog    string   `json:"dialog"`
+	Tool      string   `json:"tool"`
+	Input     string   `json:"input"`
 }
 
 func dialogRequest(c *call, a dialogRequestArgs) (tools.DialogOutcome, error) {
 	t := c.s.dialogs
 	var d *dialog
 	var err error
+	if a.Input != "" {
+		if a.Input, err = tools.CanonicalJSON([]byte(a.Input)); err != nil {
+			return tools.DialogOutcome{}, tools.Errorf(tools.KindUsage, "dialog_request: argument \"input\" must be the tool's input as JSON text: %w", err)
+		}
+	}
 	if a.Dialog != "" {
-		d, err = t.resume(c.caller, a.Dialog)
+		d, err = t.resume(c.caller, a)
 	} else {
 		var remembered bool
 		d, remembered, err = t.open(c, a)
 		if remembered {
-			return tools.DialogOutcome{Answer: tools.DialogAnswer{Mode: tools.AnswerAllow, Reason: "always allowed in termsprawl"}, Remembered: true}, nil
+			return tools.DialogOutcome{Answer: tools.DialogAnswer{Mode: tools.AnswerAllow, Reason: "always allowed in termsprawl"}, Remembered: true,
+				Kind: a.Kind, Tool: a.Tool, Input: a.Input}, nil
 		}
 	}
 	if err != nil {
@@ -275,8 +324,11 @@ func stillOpen(d *dialog, wait time.Duration) error {
 	return err
 }
 
-// resume finds the caller's own dialog to wait on again.
-func (t *dialogTable) resume(caller tools.Identity, id string) (*dialog, error) {
+// resume finds the caller's own dialog to wait on again; kind, tool and
+// input, when given, must be the dialog's (a waiter that says what it
+// asked never takes the answer to another request).
+func (t *dialogTable) resume(caller tools.Identity, a dialogRequestArgs) (*dialog, error) {
+	id := a.Dialog
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	d, ok := t.dialogs[id]
@@ -285,6 +337,10 @@ func (t *dialogTable) resume(caller tools.Identity, id string) (*dialog, error) 
 	}
 	if d.Incarnation != caller.Incarnation {
 		return nil, tools.Errorf(tools.KindForbidden, "dialog %q was opened by node %q: only it may wait on it", id, d.Node)
+	}
+	if (a.Kind != "" && a.Kind != d.Kind) || (a.Tool != "" && a.Tool != d.Tool) || (a.Input != "" && a.Input != d.Input) || (a.Title != "" && a.Title != d.Title) {
+		return nil, tools.Errorf(tools.KindConflict, "dialog %q asks something else than this request (%s %s): it is not yours to wait on; open a new dialog", id, d.Kind, cmp.Or(d.Tool, d.Title)).
+			WithDetails("dialog", id).WithDetails("mismatch", true)
 	}
 	return d, nil
 }
@@ -300,7 +356,7 @@ func (t *dialogTable) open(c *call, a dialogRequestArgs) (*dialog, bool, error) 
 		life = time.Duration(a.TimeoutMS) * time.Millisecond
 	}
 	t.mu.Lock()
-	if t.always[alwaysKey(c.caller.Incarnation, a.Kind, a.Title)] {
+	if t.always[alwaysKey(c.caller.Incarnation, a.Kind, a.Tool, a.Input, a.Title)] {
 		t.mu.Unlock()
 		return nil, true, nil
 	}
@@ -318,10 +374,19 @@ func (t *dialogTable) open(c *call, a dialogRequestArgs) (*dialog, bool, error) 
 	t.next++
 	now := time.Now().UTC()
 	d := &dialog{Dialog: tools.Dialog{ID: fmt.Sprintf("dialog-%d", t.next), Node: c.caller.Node, Kind: a.Kind, Title: a.Title,
-		Options: a.Options, Created: now, Expires: now.Add(life)}, Incarnation: c.caller.Incarnation, done: make(chan struct{})}
+		Tool: a.Tool, Input: a.Input, Options: a.Options, Created: now, Expires: now.Add(life)}, Incarnation: c.caller.Incarnation, done: make(chan struct{})}
 	t.dialogs[d.ID] = d
+	// A dialog whose id is not on disk is refused: after a restart the
+	// counter would hand the id out again, and a waiter on the old one
+	// would take the new one's answer. (t.next stays: the number is
+	// burnt in memory, and on disk it was never handed out.)
+	if err := t.saveLocked(); err != nil {
+		delete(t.dialogs, d.ID)
+		t.mu.Unlock()
+		return nil, false, tools.Errorf(tools.KindNotRun, "the dialog was not opened: termsprawl cannot save it (%v); free space in the state dir and ask again", err).
+			WithDetails("cause", err.Error())
+	}
 	t.armLocked(d)
-	t.saveLocked()
 	onOpen := t.onOpen
 	t.mu.Unlock()
 	if onOpen != nil {
@@ -365,14 +430,14 @@ func dialogAnswer(c *call, a dialogAnswerArgs) (tools.DialogOutcome, any, error)
 		return tools.DialogOutcome{}, nil, tools.Errorf(tools.KindUsage, "selection %q is not one of %q", a.Selection, d.Options)
 	}
 	if a.Mode == tools.AnswerAlways {
-		t.always[alwaysKey(d.Incarnation, d.Kind, d.Title)] = true
+		t.always[d.alwaysKey()] = true
 	}
 	t.mu.Unlock()
 	ans := tools.DialogAnswer{Mode: a.Mode, Selection: a.Selection, Reason: a.Reason}
 	if ans.Reason == "" {
 		ans.Reason = defaultReason(a.Mode, c.caller)
 	}
-	out := tools.DialogOutcome{Dialog: d.ID, Answer: ans}
+	out := d.outcome(tools.DialogOutcome{Answer: ans})
 	if !t.end(d.ID, out) {
 		// Another answer or the timeout got there first.
 		t.mu.Lock()

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -15,13 +17,23 @@ import (
 // batchVersion is the one MCP protocol version with JSON-RPC batches.
 const batchVersion = "2025-03-26"
 
+// mcpBatchConcurrency bounds the elements of one batch that run at once
+// (a variable so tests can watch the bound).
+var mcpBatchConcurrency = 4
+
+// testHookBatchElement, when set, runs as a batch element starts; the
+// func it returns runs as the element ends.
+var testHookBatchElement func() func()
+
 // serveBatch answers a JSON-RPC batch. Protocol 2025-03-26 requires
 // servers to take batches; later versions removed them and send the
 // Mcp-Protocol-Version header, so a batch that names another version is
 // refused. Each element runs through the engine as its own POST on the
-// same session (concurrently, as separate requests would); the replies go
-// back as one JSON array (202 without a body when the batch held only
-// notifications). initialize may not be part of a batch.
+// same session, at most mcpBatchConcurrency at once; each element counts
+// as one request for the token's rate limit (the POST itself too), and
+// one over it is answered with the limit's error instead of running. The
+// replies go back as one JSON array (202 without a body when the batch
+// held only notifications). initialize may not be part of a batch.
 func (d *mcpDoor) serveBatch(w http.ResponseWriter, r *http.Request, id tools.Identity, body []byte) {
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && v != batchVersion {
 		rpcFail(w, http.StatusBadRequest, codeInvalidBatch, "JSON-RPC batches are only part of MCP protocol %s; this request speaks %s: send one message per POST", batchVersion, clipText(v, 20))
@@ -42,14 +54,32 @@ func (d *mcpDoor) serveBatch(w http.ResponseWriter, r *http.Request, id tools.Id
 	}
 	replies := make([][]json.RawMessage, len(items))
 	var wg sync.WaitGroup
+	sem := make(chan struct{}, max(1, mcpBatchConcurrency))
 	for i, it := range items {
 		if jsonMethod(it) == "initialize" {
-			replies[i] = []json.RawMessage{batchError(it, "initialize must not be part of a batch")}
+			replies[i] = []json.RawMessage{batchError(it, codeInvalidBatch, "initialize must not be part of a batch")}
 			continue
+		}
+		if ok, wait := d.limiter.Allow(id.Incarnation); !ok {
+			if hasID(it) {
+				replies[i] = []json.RawMessage{batchError(it, codeLimited, fmt.Sprintf("rate limit: at most %d MCP requests per second per token (bursts of %d; each element of a batch counts); retry after %s",
+					mcpRatePerSecond, mcpRateBurst, wait.Round(time.Millisecond)))}
+			}
+			continue
+		}
+		select {
+		case sem <- struct{}{}:
+		case <-r.Context().Done():
+			wg.Wait()
+			return
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-sem }()
+			if testHookBatchElement != nil {
+				defer testHookBatchElement()()
+			}
 			sub := r.Clone(r.Context())
 			sub.Body = io.NopCloser(bytes.NewReader(it))
 			sub.ContentLength = int64(len(it))
@@ -75,7 +105,16 @@ func (d *mcpDoor) serveBatch(w http.ResponseWriter, r *http.Request, id tools.Id
 	_, _ = w.Write(data)
 }
 
-func batchError(item json.RawMessage, msg string) json.RawMessage {
+// hasID reports whether a JSON-RPC message carries an id (a request, not
+// a notification).
+func hasID(item json.RawMessage) bool {
+	var m struct {
+		ID json.RawMessage `json:"id"`
+	}
+	return json.Unmarshal(item, &m) == nil && len(m.ID) > 0
+}
+
+func batchError(item json.RawMessage, code int, msg string) json.RawMessage {
 	var m struct {
 		ID json.RawMessage `json:"id"`
 	}
@@ -83,7 +122,7 @@ func batchError(item json.RawMessage, msg string) json.RawMessage {
 	if len(m.ID) == 0 {
 		m.ID = json.RawMessage("null")
 	}
-	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": codeInvalidBatch, "message": msg}})
+	data, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "error": map[string]any{"code": code, "message": msg}})
 	return data
 }
 

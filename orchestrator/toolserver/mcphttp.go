@@ -164,7 +164,8 @@ func (d *mcpDoor) sweepEvery(ctx context.Context, every time.Duration) {
 			return
 		case <-t.C:
 			d.sessions.sweep()
-			d.limiter.prune()
+			d.limiter.Prune()
+			d.api.slots.Prune()
 		}
 	}
 }
@@ -228,8 +229,19 @@ func (d *mcpDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(http.StatusUnauthorized, "missing, malformed or unknown bearer token: send \"Authorization: Bearer <token>\" with the token of a live node's session file on every request (`termsprawlctl mcp --print-http` prints it)")
 		return
 	}
+	// The token's share of the connections (tools.CallSlots, shared with
+	// /call): over it, refused before anything runs, and the connection
+	// is not marked authenticated (its slot frees).
+	release, lerr := d.api.slots.Acquire(id)
+	if lerr != nil {
+		w.Header().Set("Connection", "close")
+		w.Header().Set("Retry-After", "1")
+		rpcFail(w, http.StatusTooManyRequests, codeLimited, "%s", lerr.Error())
+		return
+	}
+	defer release()
 	tools.MarkAuthenticated(r)
-	if ok, wait := d.limiter.allow(id.Incarnation); !ok {
+	if ok, wait := d.limiter.Allow(id.Incarnation); !ok {
 		w.Header().Set("Retry-After", strconv.Itoa(int(wait/time.Second)+1))
 		rpcFail(w, http.StatusTooManyRequests, codeLimited, "rate limit: at most %d MCP requests per second per token (bursts of %d); retry after %s", mcpRatePerSecond, mcpRateBurst, wait.Round(time.Millisecond))
 		return
@@ -281,7 +293,7 @@ func (d *mcpDoor) serve(w http.ResponseWriter, r *http.Request, id tools.Identit
 			return
 		}
 		defer d.sessions.release(id.Incarnation)
-		d.engine.ServeHTTP(w, r)
+		d.serveEngine(w, r)
 		return
 	}
 	sid := r.Header.Get("Mcp-Session-Id")
@@ -290,7 +302,7 @@ func (d *mcpDoor) serve(w http.ResponseWriter, r *http.Request, id tools.Identit
 			rpcFail(w, http.StatusBadRequest, codeNoSession, "%s %s needs the Mcp-Session-Id header of a session that initialize opened", r.Method, MCPPath)
 			return
 		}
-		d.engine.ServeHTTP(w, r) // the stateless protocol (2026-07-28) has no sessions
+		d.serveEngine(w, r) // the stateless protocol (2026-07-28) has no sessions
 		return
 	}
 	if !d.sessions.begin(sid, id.Incarnation) {
@@ -302,7 +314,7 @@ func (d *mcpDoor) serve(w http.ResponseWriter, r *http.Request, id tools.Identit
 		// The event stream outlives the server's write timeout.
 		_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
 	}
-	d.engine.ServeHTTP(w, r)
+	d.serveEngine(w, r)
 }
 
 // jsonMethod is the "method" of a JSON-RPC object ("" if none).

@@ -351,32 +351,66 @@ func TestMCPHTTPBatch(t *testing.T) {
 	}
 }
 
-func TestMCPRateLimiterRefillAndPrune(t *testing.T) {
-	clk := &fakeClock{t: time.Unix(0, 0)}
-	l := newRateLimiter(clk.now, 10, 3)
-	for i := range 3 {
-		if ok, _ := l.allow("a"); !ok {
-			t.Fatalf("request %d of the burst refused", i)
+// Each element of a batch counts for the rate limit (3,000 calls in one
+// batch ran in 1.46 s against 50/s), and at most mcpBatchConcurrency
+// elements run at once.
+func TestMCPHTTPBatchCountsEachElement(t *testing.T) {
+	s, _, _, url := mcpServe(t)
+	tok := apiToken(t, s.op())
+	sid := mcpInit(t, url, tok, "2025-03-26")
+	var mu sync.Mutex
+	cur, most := 0, 0
+	testHookBatchElement = func() func() {
+		mu.Lock()
+		cur++
+		most = max(most, cur)
+		mu.Unlock()
+		return func() {
+			mu.Lock()
+			cur--
+			mu.Unlock()
 		}
 	}
-	ok, wait := l.allow("a")
-	if ok || wait <= 0 || wait > 100*time.Millisecond {
-		t.Fatalf("over the burst: ok %v, wait %s", ok, wait)
+	t.Cleanup(func() { testHookBatchElement = nil })
+	const n = mcpRateBurst + 100
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"session_info","arguments":{}}}`, i+10)
 	}
-	if ok, _ := l.allow("b"); !ok {
-		t.Fatal("another key shares the bucket")
+	b.WriteString("]")
+	r := mcpDo(t, http.MethodPost, url, tok, sid, b.String(), nil)
+	var replies []struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
 	}
-	clk.advance(100 * time.Millisecond)
-	if ok, _ := l.allow("a"); !ok {
-		t.Fatal("no refill after 100 ms at 10/s")
+	if err := json.Unmarshal(r.body, &replies); err != nil || r.status != 200 || len(replies) != n {
+		t.Fatalf("batch: HTTP %d %v, %d replies", r.status, err, len(replies))
 	}
-	l.prune() // b has refilled (2 + 1 token in 100 ms), a has not
-	if _, ok := l.buckets["a"]; !ok || len(l.buckets) != 1 {
-		t.Fatalf("prune kept %v, want only a", l.buckets)
+	ran, limited := 0, 0
+	for _, m := range replies {
+		switch {
+		case m.Result != nil:
+			ran++
+		case m.Error != nil && m.Error.Code == codeLimited && strings.Contains(m.Error.Message, "rate limit"):
+			limited++
+		default:
+			t.Fatalf("reply %+v", m)
+		}
 	}
-	clk.advance(time.Second)
-	l.prune()
-	if len(l.buckets) != 0 {
-		t.Fatalf("%d full buckets kept", len(l.buckets))
+	// The fake clock does not move: the burst, less initialize,
+	// notifications/initialized and the batch's POST.
+	if ran != mcpRateBurst-3 || limited != n-ran {
+		t.Fatalf("%d elements ran and %d were limited, want %d and %d", ran, limited, mcpRateBurst-3, n-mcpRateBurst+3)
+	}
+	if most > mcpBatchConcurrency || most == 0 {
+		t.Fatalf("%d batch elements ran at once, over %d", most, mcpBatchConcurrency)
 	}
 }

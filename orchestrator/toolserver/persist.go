@@ -55,19 +55,23 @@ func newStore(stateDir string, log *slog.Logger) *store {
 	return &store{dir: filepath.Join(stateDir, persistDir), log: log}
 }
 
-// save writes v as the named table. A failure is logged, not returned:
-// the table in memory stays right, and the next change writes it again.
-func (st *store) save(name string, v any) {
+// save writes v as the named table. A failure is logged and returned;
+// most callers go on (the table in memory stays right, and the next
+// change writes it again), but one that hands out something that must
+// survive a restart (a dialog id) refuses it.
+func (st *store) save(name string, v any) error {
 	if st == nil || st.dir == "" {
-		return
+		return nil
 	}
 	if err := os.MkdirAll(st.dir, 0o700); err != nil {
 		st.log.Warn("persist table", "file", name, "err", err)
-		return
+		return fmt.Errorf("persist %s: %w", name, err)
 	}
 	if err := tools.WriteJSONAtomic(filepath.Join(st.dir, name), v); err != nil {
 		st.log.Warn("persist table", "file", name, "err", err)
+		return fmt.Errorf("persist %s: %w", name, err)
 	}
+	return nil
 }
 
 // load reads the named table into v; a missing file leaves v as it is.

@@ -7,6 +7,7 @@
 package toolserver
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"log/slog"
@@ -40,7 +41,18 @@ type Server struct {
 	dialogs *dialogTable
 
 	monitor monitorLink // the web monitor's URL (monitor.go)
+
+	// slots are the per-token limits /call and /mcp share (requests in
+	// flight, /call's rate): tools.CallSlots.
+	slots *tools.CallSlots
+
+	maxNodes  int       // --max-nodes
+	nodeQuota nodeQuota // agents' launches under way (quotas.go)
 }
+
+// CallSlots are the per-token limits of /call, shared with /mcp
+// (tools.NewHandler takes them from here).
+func (s *Server) CallSlots() *tools.CallSlots { return s.slots }
 
 // New builds the tool server of o. op is the operator's session.
 func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string, op tools.Session) (*Server, error) {
@@ -53,7 +65,8 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	s := &Server{o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
-		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st)}
+		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),
+		slots: tools.NewCallSlots(tools.MaxConnections), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
 	s.dialogs.onOpen, s.dialogs.onEnd = s.dialogOpened, s.dialogEnded
 	s.handlers = s.buildHandlers()
 	o.OnGone(s.nodeGone)

@@ -65,6 +65,13 @@ func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 			spec.Ancestors = append(spec.Ancestors, m.Ancestors...)
 		}
 	}
+	if c.caller.Role != tools.RoleOperator {
+		release, err := c.s.reserveNode(c.caller, spec.Ancestors)
+		if err != nil {
+			return tools.NodeInfo{}, err
+		}
+		defer release()
+	}
 	info, err := c.s.o.Launch(c.ctx, spec)
 	if err != nil {
 		return tools.NodeInfo{}, err

@@ -159,6 +159,12 @@
       const c = el('div', 'dialog');
       c.append(el('div', 'title', d.title));
       c.append(el('div', 'none', d.kind + ' from ' + d.node + ' · ' + d.dialog));
+      // The full input (the title is a squeezed summary): what is allowed.
+      if (d.tool) {
+        let input = d.input || '';
+        try { input = JSON.stringify(JSON.parse(input), null, 2); } catch (e) { /* shown as sent */ }
+        c.append(el('pre', 'tail', d.tool + ' ' + input));
+      }
       if (d.options && d.options.length) c.append(el('div', '', 'options: ' + d.options.join(' | ')));
       c.append(el('div', 'none', 'answer it in a terminal with:'));
       for (const cmd of d.answer) c.append(el('code', '', cmd));
