@@ -64,7 +64,7 @@ func DirName(node string, t time.Time) string {
 
 // readMeta reads dir/meta.json.
 func readMeta(dir string) (Meta, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	raw, err := tools.ReadFileBounded(filepath.Join(dir, MetaFile), tools.MaxStateFileBytes)
 	if err != nil {
 		return Meta{}, err
 	}

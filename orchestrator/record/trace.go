@@ -582,17 +582,17 @@ func readTraceDir(dir string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	var total int64
 	for name := range traceFiles {
-		f, err := os.Open(filepath.Join(dir, name))
+		// Opened without blocking and checked as opened: a FIFO named
+		// session.cast answers at once instead of holding the call.
+		f, st, err := tools.OpenRegular(filepath.Join(dir, name))
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
+			if errors.Is(err, tools.ErrNotRegularFile) {
+				return nil, tools.Errorf(tools.KindUsage, "trace %s: %s is not a regular file: %w", dir, name, err)
+			}
 			return nil, tools.Errorf(tools.KindUsage, "trace %s: %w", dir, err)
-		}
-		st, err := f.Stat()
-		if err != nil || !st.Mode().IsRegular() {
-			f.Close()
-			return nil, tools.Errorf(tools.KindUsage, "trace %s: %s is not a regular file", dir, name)
 		}
 		if total+st.Size() > MaxTraceBytes {
 			f.Close()
@@ -616,7 +616,7 @@ func readBareCast(p string, size int64) (map[string][]byte, error) {
 	if size > MaxTraceBytes {
 		return nil, tooBig(p, size)
 	}
-	f, err := os.Open(p)
+	f, _, err := tools.OpenRegular(p)
 	if err != nil {
 		return nil, tools.Errorf(tools.KindUsage, "trace %s: %w", p, err)
 	}
@@ -655,7 +655,7 @@ func isZipFile(p string) bool {
 	if strings.EqualFold(filepath.Ext(p), ".zip") {
 		return true
 	}
-	f, err := os.Open(p)
+	f, _, err := tools.OpenRegular(p)
 	if err != nil {
 		return false
 	}
@@ -716,11 +716,18 @@ func readTraceZip(p string, size int64) (map[string][]byte, error) {
 	if size > MaxTraceBytes {
 		return nil, tooBig(p, size)
 	}
-	zr, err := zip.OpenReader(p)
+	zf, st, err := tools.OpenRegular(p)
+	if err != nil {
+		return nil, tools.Errorf(tools.KindUsage, "trace %s: %w", p, err)
+	}
+	defer zf.Close()
+	if st.Size() > MaxTraceBytes {
+		return nil, tooBig(p, st.Size())
+	}
+	zr, err := zip.NewReader(zf, st.Size())
 	if err != nil {
 		return nil, tools.Errorf(tools.KindUsage, "trace %s: not a trace: not a readable zip: %v", p, err)
 	}
-	defer zr.Close()
 	refuse := func(name string, why error) error {
 		return tools.Errorf(tools.KindUsage, "trace %s: zip entry %q is refused: %v", p, name, why).WithDetails("entry", name)
 	}

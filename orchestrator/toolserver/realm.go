@@ -1,0 +1,73 @@
+package toolserver
+
+import (
+	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// A node's realm is its host (CHOICES "trust model: a remote agent's
+// realm"). An agent whose node runs on another host than the
+// orchestrator's is kept to that host unless the operator granted the host
+// more (hosts.json launch_elsewhere): its launches land on its host, and
+// the nodes of this machine and of other hosts are neither read nor
+// driven by it (nor listed to it). An agent on this machine is not kept
+// (it already runs beside the orchestrator's state); neither is the
+// operator.
+
+// realm is the host the caller's node runs on ("" this machine) and
+// whether the caller is kept to it.
+func (c *call) realm() (host string, confined bool) {
+	if c.caller.Role == tools.RoleOperator {
+		return "", false
+	}
+	m, ok := c.s.o.Meta(c.caller.Node)
+	if !ok || m.Host == "" {
+		return "", false
+	}
+	return m.Host, !c.s.o.HostGrantsElsewhere(m.Host)
+}
+
+// hostLabel names a host in messages.
+func hostLabel(h string) string {
+	if h == "" {
+		return "this machine (" + tools.LocalHost + ")"
+	}
+	return "host " + h
+}
+
+// launchRealm settles where a launch runs: host "local" is this machine;
+// an agent on another host launches there by default, and elsewhere only
+// with the operator's grant.
+func (c *call) launchRealm(spec *orchestrator.LaunchSpec) error {
+	host, confined := c.realm()
+	explicitLocal := spec.Host == tools.LocalHost
+	if explicitLocal {
+		spec.Host = ""
+	}
+	if host == "" {
+		return nil
+	}
+	if spec.Host == "" && !explicitLocal {
+		spec.Host = host // a node's launches stay on its host
+		return nil
+	}
+	if confined && spec.Host != host {
+		return tools.Errorf(tools.KindForbidden, "node %q runs on host %s and may launch only there, not on %s: the operator can allow it with launch_elsewhere for host %s in hosts.json (termsprawl up --host-allow-elsewhere %s)",
+			c.caller.Node, host, hostLabel(spec.Host), host, host).WithDetails("host", host)
+	}
+	return nil
+}
+
+// inRealm refuses a confined caller a node outside its host.
+func (c *call) inRealm(id string) error {
+	host, confined := c.realm()
+	if !confined {
+		return nil
+	}
+	m, ok := c.s.o.Meta(id)
+	if !ok || m.Host == host {
+		return nil
+	}
+	return tools.Errorf(tools.KindForbidden, "node %q runs on host %s and may not read or drive terminal %q, which is on %s: an agent on another host is kept to its host's terminals unless the operator allows it (launch_elsewhere for host %s in hosts.json)",
+		c.caller.Node, host, id, hostLabel(m.Host), host).WithDetails("host", host)
+}
