@@ -15,7 +15,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tools"
@@ -62,7 +64,8 @@ type Trace struct {
 	kfRetry int
 	scratch *screen.Screen // reused by replays from keyframes
 	retries int            // replays redone without a shortcut (a tainted feeder)
-	kfBytes int            // text held by keyframes
+	kfBytes int            // text held by keyframes since the spacing last doubled
+	mem     atomic.Int64   // MemoryBytes
 }
 
 // maxKeyframeBytes bounds the text the keyframes of one trace hold; past
@@ -135,8 +138,21 @@ func openFiles(p string, files map[string][]byte) (*Trace, error) {
 	t.overview = buildOverview(c, events, t.meta, warnings)
 	t.kfEvery, t.kfRetry = keyframeEvery, keyframeRetry
 	t.nextKF = t.kfEvery
+	t.mem.Store(memoryEstimate(t.size, len(c.events)))
 	return t, nil
 }
+
+// memoryEstimate is what an open trace holds before any keyframe: its
+// files, the parsed index of its events, and the overhead measured on
+// top of them (about 0.3 times the files: the overview, the events'
+// unescaped copies made while parsing). BenchmarkTraceMemory measures it.
+func memoryEstimate(fileBytes int64, events int) int64 {
+	return fileBytes + fileBytes*3/10 + int64(events)*int64(unsafe.Sizeof(castEvent{})) + 64<<10
+}
+
+// MemoryBytes estimates the memory the trace holds: its files, its index
+// and its keyframes (which grow as it is replayed).
+func (t *Trace) MemoryBytes() int64 { return t.mem.Load() }
 
 // parseEvents reads events.jsonl; lines that do not parse are skipped.
 func parseEvents(b []byte, warnings []string) ([]Event, []string) {
@@ -281,6 +297,7 @@ func (t *Trace) Close() error {
 		return nil
 	}
 	t.closed = true
+	t.mem.Store(0)
 	if t.b != nil {
 		t.b.close()
 		t.b = nil
@@ -487,6 +504,7 @@ func (t *Trace) extend(target int) {
 			if k := t.b.takeKeyframe(); k != nil {
 				t.kfs = append(t.kfs, k)
 				t.kfBytes += k.size()
+				t.mem.Add(int64(k.size()))
 				if t.kfBytes > maxKeyframeBytes {
 					t.kfEvery *= 2
 					t.kfBytes = 0
