@@ -35,27 +35,43 @@ func hostLabel(h string) string {
 	return "host " + h
 }
 
-// launchRealm settles where a launch runs: host "local" is this machine;
-// an agent on another host launches there by default, and elsewhere only
-// with the operator's grant.
+// launchRealm settles where a launch runs (realmHost).
 func (c *call) launchRealm(spec *orchestrator.LaunchSpec) error {
-	host, confined := c.realm()
-	explicitLocal := spec.Host == tools.LocalHost
+	h, err := c.realmHost(spec.Host)
+	spec.Host = h
+	return err
+}
+
+// realmHost is the host a launch asking for host runs on ("" this
+// machine): "local" is this machine; an agent on another host launches
+// there by default, and elsewhere only with the operator's grant.
+func (c *call) realmHost(host string) (string, error) {
+	mine, confined := c.realm()
+	explicitLocal := host == tools.LocalHost
 	if explicitLocal {
-		spec.Host = ""
+		host = ""
 	}
+	if mine == "" {
+		return host, nil
+	}
+	if host == "" && !explicitLocal {
+		return mine, nil // a node's launches stay on its host
+	}
+	if confined && host != mine {
+		return "", tools.Errorf(tools.KindForbidden, "node %q runs on host %s and may launch only there, not on %s: the operator can allow it with launch_elsewhere for host %s in hosts.json (termsprawl up --host-allow-elsewhere %s)",
+			c.caller.Node, mine, hostLabel(host), mine, mine).WithDetails("host", mine)
+	}
+	return host, nil
+}
+
+// explicitHost is host as a launch names it after realmHost settled it:
+// "local" for this machine, so that launchFor does not move it back to
+// the caller's host.
+func explicitHost(host string) string {
 	if host == "" {
-		return nil
+		return tools.LocalHost
 	}
-	if spec.Host == "" && !explicitLocal {
-		spec.Host = host // a node's launches stay on its host
-		return nil
-	}
-	if confined && spec.Host != host {
-		return tools.Errorf(tools.KindForbidden, "node %q runs on host %s and may launch only there, not on %s: the operator can allow it with launch_elsewhere for host %s in hosts.json (termsprawl up --host-allow-elsewhere %s)",
-			c.caller.Node, host, hostLabel(spec.Host), host, host).WithDetails("host", host)
-	}
-	return nil
+	return host
 }
 
 // inRealm refuses a confined caller a node outside its host.

@@ -76,6 +76,12 @@ func TestRemoteAgentKeptToItsHost(t *testing.T) {
 	if child.Host != "rem" {
 		t.Fatalf("a launch without host by the agent on rem landed on %q, want rem", child.Host)
 	}
+	r, _ := apiMutate(t, agent, "agent_launch", apiM{"agent": "custom", "command": []string{"sleep", "600"}})
+	var ag tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &ag); err != nil || ag.Host != "rem" {
+		t.Fatalf("agent_launch without host by the agent on rem: %s %v", r.Result, err)
+	}
+	apiFail(t, agent, "agent_launch", apiM{"agent": "custom", "command": []string{"sleep", "600"}, "host": tools.LocalHost}, tools.KindForbidden)
 	res := apiFail(t, agent, "terminal_launch", apiM{"command": []string{"sleep", "600"}, "host": tools.LocalHost}, tools.KindForbidden)
 	if !strings.Contains(res.Error, "launch_elsewhere") {
 		t.Fatalf("the refusal does not say how to allow it: %s", res.Error)
@@ -95,8 +101,8 @@ func TestRemoteAgentKeptToItsHost(t *testing.T) {
 			t.Fatalf("terminal_list shows the agent on rem node %s on %q", n.Terminal, n.Host)
 		}
 	}
-	if len(list.Terminals) != 2 {
-		t.Fatalf("terminal_list shows the agent %d nodes, want its host's 2", len(list.Terminals))
+	if len(list.Terminals) != 3 {
+		t.Fatalf("terminal_list shows the agent %d nodes, want its host's 3", len(list.Terminals))
 	}
 
 	// A local agent is not kept; "local" names this machine.
