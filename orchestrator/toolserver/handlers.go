@@ -49,7 +49,11 @@ func reader[A, R any](f func(c *call, a A) (R, error)) handler {
 			if err := c.resolve(&a); err != nil {
 				return nil, err
 			}
-			return f(c, a)
+			r, err := f(c, a)
+			if err != nil {
+				return r, err
+			}
+			return c.keepToRealm(r), nil
 		},
 	}
 }

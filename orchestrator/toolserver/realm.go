@@ -87,3 +87,38 @@ func (c *call) inRealm(id string) error {
 	return tools.Errorf(tools.KindForbidden, "node %q runs on host %s and may not read or drive terminal %q, which is on %s: an agent on another host is kept to its host's terminals unless the operator allows it (launch_elsewhere for host %s in hosts.json)",
 		c.caller.Node, host, id, hostLabel(m.Host), host).WithDetails("host", host)
 }
+
+// keepToRealm drops from a listing what lies outside the realm of a
+// caller kept to its host: other hosts' and this machine's agents
+// (agent_status) and dialogs (dialog_list). terminal_list filters itself.
+func (c *call) keepToRealm(v any) any {
+	host, confined := c.realm()
+	if !confined {
+		return v
+	}
+	inRealm := func(node string) bool {
+		m, ok := c.s.o.Meta(node)
+		return ok && m.Host == host
+	}
+	switch l := v.(type) {
+	case tools.AgentList:
+		kept := l.Agents[:0:0]
+		for _, a := range l.Agents {
+			if inRealm(a.Node) {
+				kept = append(kept, a)
+			}
+		}
+		l.Agents = kept
+		return l
+	case tools.DialogList:
+		kept := l.Dialogs[:0:0]
+		for _, d := range l.Dialogs {
+			if inRealm(d.Node) {
+				kept = append(kept, d)
+			}
+		}
+		l.Dialogs = kept
+		return l
+	}
+	return v
+}

@@ -105,6 +105,18 @@ func TestRemoteAgentKeptToItsHost(t *testing.T) {
 		t.Fatalf("terminal_list shows the agent %d nodes, want its host's 3", len(list.Terminals))
 	}
 
+	// agent_status shows it its host's agents only.
+	apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": []string{"sleep", "600"}, "cwd": t.TempDir()})
+	var agents tools.AgentList
+	apiOK(t, agent, "agent_status", nil, &agents)
+	if len(agents.Agents) != 1 || agents.Agents[0].Node != ag.Terminal {
+		t.Fatalf("agent_status shows the agent on rem %+v, want only %s", agents.Agents, ag.Terminal)
+	}
+	apiOK(t, op, "agent_status", nil, &agents)
+	if len(agents.Agents) != 2 {
+		t.Fatalf("agent_status shows the operator %d agents, want 2", len(agents.Agents))
+	}
+
 	// A local agent is not kept; "local" names this machine.
 	la := realmLaunch(t, op, apiM{"command": []string{"sleep", "600"}, "cwd": t.TempDir()})
 	apiOK(t, s.session(la.Terminal), "terminal_snapshot", apiM{"terminal": rem.Terminal}, nil)
