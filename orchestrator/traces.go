@@ -42,8 +42,15 @@ func (o *Orchestrator) TraceOpen(path string) (tools.TraceOpened, error) {
 	// Keyframes are built in the background while the caller reads the
 	// overview, so the first trace_frame_at near the end does not replay
 	// the whole cast. The goroutine ends when they are built or the trace
-	// is closed.
-	go t.Warm()
+	// is closed (also while it waits its turn: Warm then returns at once).
+	go func() {
+		// One trace warms at a time: a replay makes several times its
+		// cast in short-lived garbage, and four at once multiplied the
+		// process's peak.
+		warmSlot <- struct{}{}
+		defer func() { <-warmSlot }()
+		t.Warm()
+	}()
 	opened := tools.TraceOpened{Trace: id, Path: t.Path(), Meta: t.Meta()}
 	if len(evicted) > 0 {
 		opened.Evicted, opened.AlsoEvicted = evicted[0], evicted[1:]
@@ -62,6 +69,9 @@ func (o *Orchestrator) TraceClose(id string) (tools.TraceClosed, error) {
 	}
 	return tools.TraceClosed{Trace: id, Closed: true}, nil
 }
+
+// warmSlot lets one trace build its keyframes at a time (TraceOpen).
+var warmSlot = make(chan struct{}, 1)
 
 // TraceOverview summarises an open trace.
 func (o *Orchestrator) TraceOverview(id string) (tools.TraceOverview, error) {
