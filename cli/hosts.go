@@ -41,6 +41,20 @@ func (h *human) resolveHosts() ([]tools.HostSpec, error) {
 	if err != nil {
 		return nil, err
 	}
+	for _, name := range h.upOpts.HostAllowElsewhere {
+		found := false
+		for i := range hosts {
+			if hosts[i].Name == name {
+				found = true
+				if !hosts[i].LaunchElsewhere {
+					hosts[i].LaunchElsewhere, changed = true, true
+				}
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("%w: --host-allow-elsewhere %q: no such host; add it with --host %s=DEST", tools.ErrHost, name, name)
+		}
+	}
 	if changed {
 		if err := tools.EnsureStateDir(h.stateDir); err != nil {
 			return nil, err

@@ -81,8 +81,10 @@ type upCmd struct {
 	LogLevel  string        `name:"log-level" enum:"auto,debug,info,warn,error" default:"auto" help:"Log level of the log on stderr: debug, info, warn or error; auto is warn when stderr is a terminal, else info."`
 	Hosts     []string      `name:"host" sep:"none" placeholder:"NAME=DEST" help:"Also drive the tmux server of another machine over ssh (repeatable; DEST is [user@]host or an ssh config alias). Saved in <state>/hosts.json, so later runs reconnect to it."`
 	HostCtls  []string      `name:"host-ctl" sep:"none" placeholder:"NAME=PATH" help:"Absolute path of termsprawlctl on host NAME (default: the one on its PATH)."`
-	Monitor   bool          `name:"monitor" help:"Also print the read-only web monitor's URL and open it with xdg-open (see termsprawl monitor)."`
-	NoOpen    bool          `name:"no-open" help:"Print the monitor's URL but open nothing (implies --monitor)."`
+	// HostAllowElsewhere: the operator's grant to the agents on a host.
+	HostAllowElsewhere []string `name:"host-allow-elsewhere" sep:"none" placeholder:"NAME" help:"Let the agents running on host NAME launch on this machine and other hosts, and read and drive the terminals there (default: they are kept to their host). Saved in <state>/hosts.json (launch_elsewhere)."`
+	Monitor            bool     `name:"monitor" help:"Also print the read-only web monitor's URL and open it with xdg-open (see termsprawl monitor)."`
+	NoOpen             bool     `name:"no-open" help:"Print the monitor's URL but open nothing (implies --monitor)."`
 	// MCPAllowOrigin: Origins /mcp accepts (every other Origin is refused).
 	MCPAllowOrigin []string `name:"mcp-allow-origin" placeholder:"ORIGIN" help:"Accept this Origin on the MCP endpoint /mcp (repeatable; e.g. http://localhost:6274 for a browser-based MCP client). Any other Origin is refused."`
 }

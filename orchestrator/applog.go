@@ -1,6 +1,8 @@
 package orchestrator
 
 import (
+	"time"
+
 	"github.com/termsprawl/termsprawl/orchestrator/applog"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -13,18 +15,38 @@ func resolveLogs(specs []tools.LogSpec, cwd string) ([]tools.LogSpec, error) {
 	return applog.Resolve(specs, cwd)
 }
 
+// CheckLogs is the check of a launch's logs with the state dir
+// forbidden (applog.Resolve): the tool server refuses a launch with it
+// before launching, with a clear error.
+func (o *Orchestrator) CheckLogs(specs []tools.LogSpec, cwd string) error {
+	_, err := applog.Resolve(specs, cwd, o.cfg.StateDir)
+	return err
+}
+
+// logsReadyWait bounds how long attach waits for the follower's first
+// opens (so that lines written right after a launch are followed). The
+// opens never block on a FIFO (O_NONBLOCK); this only bounds a file
+// system that hangs, and adoption goes on without it.
+const logsReadyWait = 2 * time.Second
+
 // startLogs starts following the node's logs, if it has any, until its
-// pump ends.
+// pump ends. Nothing inside the state dir is ever followed, whatever the
+// paths became since the launch (the follower checks each open).
 func (n *node) startLogs() {
 	if len(n.meta.Logs) == 0 {
 		return
 	}
-	lf, err := applog.Follow(n.meta.Logs, n.scr, n.done, n.log)
+	lf, err := applog.Follow(n.meta.Logs, n.scr, n.done, n.log, n.o.cfg.StateDir)
 	if err != nil {
 		n.log.Warn("cannot follow logs", "err", err)
 		return
 	}
 	n.tw.logs = lf
+	select {
+	case <-lf.Ready():
+	case <-time.After(logsReadyWait):
+		n.log.Warn("the logs' first open is slow: following them in the background", "wait", logsReadyWait)
+	}
 }
 
 // changesWithLogs is the screen's changes since cursor plus, for a node

@@ -129,14 +129,17 @@ func (n *node) lastRecording() string {
 }
 
 // saveMeta rewrites the node's metadata with the recording it has now, so
-// a restarted orchestrator goes on recording it.
+// a restarted orchestrator goes on recording it. On a full disk (the
+// reason a recording stops) the atomic write has no room for its
+// temporary file: the file is then rewritten in place, so it stops naming
+// a recording that ended.
 func (n *node) saveMeta() error {
 	m := n.meta
 	m.Recording = ""
 	if rec := n.rec.Load(); rec != nil {
 		m.Recording = rec.dir
 	}
-	if err := tools.WriteJSONAtomic(n.o.metaPath(m.ID), m); err != nil {
+	if err := tools.WriteJSONAtomicOrInPlace(n.o.metaPath(m.ID), m); err != nil {
 		return fmt.Errorf("write node metadata of %s: %w", m.ID, err)
 	}
 	return nil

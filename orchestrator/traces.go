@@ -12,7 +12,8 @@ import (
 )
 
 // Traces: recordings reopened for reading (CONTRACT §13). At most
-// record.MaxOpenTraces are open at once, for the orchestrator's life; ids
+// record.MaxOpenTraces are open at once, holding at most
+// record.TraceMemoryBudget together, for the orchestrator's life; ids
 // ("trace-1", …) do not survive a restart (open the path again).
 
 // tracePath resolves trace_open's path: an absolute path as it is, a bare
@@ -41,10 +42,36 @@ func (o *Orchestrator) TraceOpen(path string) (tools.TraceOpened, error) {
 	// Keyframes are built in the background while the caller reads the
 	// overview, so the first trace_frame_at near the end does not replay
 	// the whole cast. The goroutine ends when they are built or the trace
-	// is closed.
-	go t.Warm()
-	return tools.TraceOpened{Trace: id, Path: t.Path(), Meta: t.Meta(), Evicted: evicted}, nil
+	// is closed (also while it waits its turn: Warm then returns at once).
+	go func() {
+		// One trace warms at a time: a replay makes several times its
+		// cast in short-lived garbage, and four at once multiplied the
+		// process's peak.
+		warmSlot <- struct{}{}
+		defer func() { <-warmSlot }()
+		t.Warm()
+	}()
+	opened := tools.TraceOpened{Trace: id, Path: t.Path(), Meta: t.Meta()}
+	if len(evicted) > 0 {
+		opened.Evicted, opened.AlsoEvicted = evicted[0], evicted[1:]
+	}
+	return opened, nil
 }
+
+// TraceClose closes an open trace and frees its memory; closed is false
+// when it was not open (closed before, or evicted).
+func (o *Orchestrator) TraceClose(id string) (tools.TraceClosed, error) {
+	if err := o.traces.Close(id); err != nil {
+		if tools.KindOf(err) == tools.KindNotFound {
+			return tools.TraceClosed{Trace: id}, nil
+		}
+		return tools.TraceClosed{}, err
+	}
+	return tools.TraceClosed{Trace: id, Closed: true}, nil
+}
+
+// warmSlot lets one trace build its keyframes at a time (TraceOpen).
+var warmSlot = make(chan struct{}, 1)
 
 // TraceOverview summarises an open trace.
 func (o *Orchestrator) TraceOverview(id string) (tools.TraceOverview, error) {
@@ -91,7 +118,7 @@ func (o *Orchestrator) TraceFrameAt(id string, spec FrameSpec) (tools.TraceFrame
 	)
 	at, err := t.WithFrame(spec.TimeMS, spec.Marker, func(scr *screen.Screen) {
 		s = scr.Snapshot()
-		img, f, rerr = render.PNG(scr.Cells(), render.Options{Scale: spec.Scale, Theme: spec.Theme})
+		img, f, rerr = renderPNG(scr.Cells(), render.Options{Scale: spec.Scale, Theme: spec.Theme})
 	})
 	if err != nil {
 		return tools.TraceFrame{}, err

@@ -120,3 +120,31 @@ func describeUnopenable(path string, err error) string {
 	}
 	return describeFileMode(fi.Mode())
 }
+
+// OpenRegular opens the regular file at path for reading, refusing
+// anything else, without ever blocking on the open: like ReadFileBounded
+// it opens with O_NONBLOCK (on Unix), so a FIFO with no writer answers at
+// once instead of hanging its caller, then fstat's the opened file (not
+// the path, which may have been swapped since a Stat) and refuses a FIFO,
+// device, socket or directory with an error matching ErrNotRegularFile.
+// Reads of a regular file are not affected by O_NONBLOCK. The caller
+// closes the file; the FileInfo is the opened file's.
+func OpenRegular(path string) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|openNonblock, 0)
+	if err != nil {
+		if what := describeUnopenable(path, err); what != "" {
+			return nil, nil, &fs.PathError{Op: "open", Path: path, Err: &notRegularError{what: what}}
+		}
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: err}
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, &fs.PathError{Op: "open", Path: path, Err: &notRegularError{what: describeFileMode(fi.Mode())}}
+	}
+	return f, fi, nil
+}

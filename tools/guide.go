@@ -129,9 +129,11 @@ To read one: trace_open {path} gives {trace}; trace_overview {trace}
 lists markers, inputs, exit, crash and gaps; trace_frame_at {trace,
 marker: "step 3"} (or time_ms) rebuilds that screen in terminal_snapshot's
 shape, with screenshot: true for a PNG; trace_diff {trace, from_ms, to_ms}
-gives the rows that changed. At most 8 traces are open; a ninth closes the
-least recently used (named in evicted). Trace ids last until the
-orchestrator restarts: open the path again after that.`,
+gives the rows that changed. At most 8 traces are open, holding at most
+256 MB together; opening past either closes the least recently used
+(named in evicted). trace_close {trace} frees one when you are done.
+Trace ids last until the orchestrator restarts: open the path again after
+that.`,
 }
 
 // Guide returns the text of a topic: hand-written usage prose followed by

@@ -34,7 +34,19 @@ type HostSpec struct {
 	// endpoint.json and tmux.conf; empty: under the remote user's
 	// ~/.local/state/termsprawl/remote/.
 	RemoteDir string `json:"remote_dir,omitempty"`
+	// LaunchElsewhere is the operator's grant to the agents running on
+	// this host: they may launch on this machine ("local") and on other
+	// hosts, and read and drive the nodes there as any agent may. Without
+	// it (the default) an agent on this host is kept to its realm, the
+	// host: its launches land there whatever it asks, and the nodes of
+	// other hosts and of this machine are out of its reach. `termsprawl up
+	// --host-allow-elsewhere NAME` sets it.
+	LaunchElsewhere bool `json:"launch_elsewhere,omitempty"`
 }
+
+// LocalHost is the name a launch gives for this machine (the
+// orchestrator's own) when its caller's default is another host.
+const LocalHost = "local"
 
 // RemoteSocket is the host's tmux socket name.
 func (h HostSpec) RemoteSocket() string {
@@ -58,7 +70,7 @@ func CheckHost(h HostSpec) error {
 	switch {
 	case !hostNameRE.MatchString(h.Name):
 		return fmt.Errorf("%w: name %q: use letters, digits, - and _ (at most 32, starting with a letter or digit)", ErrHost, h.Name)
-	case strings.EqualFold(h.Name, "local"):
+	case strings.EqualFold(h.Name, LocalHost):
 		return fmt.Errorf("%w: name %q is reserved for this machine: pick another name", ErrHost, h.Name)
 	case h.Dest == "" || strings.HasPrefix(h.Dest, "-") || strings.ContainsAny(h.Dest, " \t\n\x00'\"`$;&|<>\\"):
 		return fmt.Errorf("%w: host %s: destination %q is not an ssh destination ([user@]host or an ssh config alias)", ErrHost, h.Name, h.Dest)

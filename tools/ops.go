@@ -175,7 +175,7 @@ var (
 	paramColumns = intParam("columns", fmt.Sprintf("Width in columns (%d to %d).", MinColumns, MaxColumns), intPtr(MinColumns), intPtr(MaxColumns))
 	// paramHost names a machine of `termsprawl up --host` (CONTRACT §17).
 	paramHost = Param{Name: "host", Type: TypeString, NonEmpty: true, MaxLen: 32,
-		Description: "Run it on this host (a name from `termsprawl up --host NAME=DEST`; see terminal_list's host). Default: this machine. cwd is then a path on that host (default: the remote home)."}
+		Description: "Run it on this host (a name from `termsprawl up --host NAME=DEST`; see terminal_list's host), or \"local\" for this machine. Default: this machine, or for an agent on another host its own host (it may launch elsewhere only if the operator allowed that host launch_elsewhere). cwd is then a path on that host (default: the remote home)."}
 	paramRows    = intParam("rows", fmt.Sprintf("Height in rows (%d to %d).", MinRows, MaxRows), intPtr(MinRows), intPtr(MaxRows))
 	paramCommand = Param{Name: "command", Type: TypeStringArray, NonEmpty: true,
 		Description: "Program and arguments as an argv array (default: the user's shell)."}

@@ -18,7 +18,7 @@ var contractOps = []string{
 	"agent_launch", "agent_status", "agent_report", "agent_send", "agent_task",
 	"agent_reply", "dialog_request", "dialog_list", "dialog_answer",
 	// §13 recordings and traces
-	"terminal_record", "terminal_mark", "trace_open", "trace_overview", "trace_frame_at", "trace_diff",
+	"terminal_record", "terminal_mark", "trace_open", "trace_close", "trace_overview", "trace_frame_at", "trace_diff",
 }
 
 func TestOperationTable(t *testing.T) {

@@ -50,12 +50,23 @@ type TraceMeta struct {
 }
 
 // TraceOpened is trace_open's value: the id to pass to the other trace
-// operations, and, when a ninth trace was opened, the one closed for it.
+// operations, and, when a ninth trace was opened or the memory budget was
+// spent, the one (or ones) closed for it.
 type TraceOpened struct {
 	Trace   string    `json:"trace"`
 	Path    string    `json:"path"`
 	Meta    TraceMeta `json:"meta"`
 	Evicted string    `json:"evicted,omitempty"`
+	// AlsoEvicted are the further traces closed when one eviction did not
+	// free enough of the memory budget.
+	AlsoEvicted []string `json:"also_evicted,omitempty"`
+}
+
+// TraceClosed is trace_close's value: closed is false when the trace was
+// no longer open (closed before, or evicted as the coldest).
+type TraceClosed struct {
+	Trace  string `json:"trace"`
+	Closed bool   `json:"closed"`
 }
 
 // TraceOverview is trace_overview's value.

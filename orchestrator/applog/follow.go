@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,11 +30,15 @@ func usage(format string, a ...any) error { return tools.Errorf(tools.KindUsage,
 
 // Resolve checks a launch's logs before anything exists: absolute paths
 // (relative ones against cwd), unique labels (a file's base name by
-// default), an existing directory, and a file that, if it exists, is a
-// readable regular file. A file that does not exist yet is accepted and
-// followed once it appears. Its errors are of kind usage and say what to
-// fix.
-func Resolve(specs []tools.LogSpec, cwd string) ([]tools.LogSpec, error) {
+// default), an existing directory, a path that is not inside any of the
+// forbidden directories (termsprawl's state dir: its session files hold
+// tokens), also once symbolic links are resolved, and a file that, if it
+// exists, is a readable regular file (opened without blocking: a FIFO is
+// refused, never waited on). A file that does not exist yet is accepted
+// and followed once it appears. Its errors are of kind usage and say what
+// to fix.
+func Resolve(specs []tools.LogSpec, cwd string, forbidden ...string) ([]tools.LogSpec, error) {
+	roots := realRoots(forbidden)
 	if len(specs) > tools.MaxLogs {
 		return nil, usage("%d logs: at most %d per terminal", len(specs), tools.MaxLogs)
 	}
@@ -56,6 +61,9 @@ func Resolve(specs []tools.LogSpec, cwd string) ([]tools.LogSpec, error) {
 		if fi, err := os.Stat(filepath.Dir(p)); err != nil || !fi.IsDir() {
 			return nil, usage("log %q: its directory %s does not exist; create it first (a missing file is fine, a missing directory cannot be watched)", label, filepath.Dir(p))
 		}
+		if root, ok := insideAny(realPath(p), roots); ok {
+			return nil, usage("log %q (%s) is inside termsprawl's state directory %s: its files are never followed as logs; give a log file elsewhere", label, p, root)
+		}
 		fi, err := os.Stat(p)
 		switch {
 		case errors.Is(err, os.ErrNotExist):
@@ -67,11 +75,15 @@ func Resolve(specs []tools.LogSpec, cwd string) ([]tools.LogSpec, error) {
 		case !fi.Mode().IsRegular():
 			return nil, usage("log %q (%s) is not a regular file (%s): give the path of a log file", label, p, fi.Mode().Type())
 		default:
-			f, err := os.Open(p)
+			f, fi, err := tools.OpenRegular(p)
 			if err != nil {
 				return nil, usage("log %q (%s) cannot be read: %v; fix its permissions or give another file", label, p, errors.Unwrap(err))
 			}
+			why := refusal(f, fi, p, roots)
 			f.Close()
+			if why != "" {
+				return nil, usage("log %q (%s) is refused: %s; give a log file elsewhere", label, p, why)
+			}
 		}
 		out = append(out, tools.LogSpec{Path: p, Label: label})
 	}
@@ -113,8 +125,10 @@ type Follower struct {
 	scr     Screen
 	done    <-chan struct{}
 	stopped chan struct{} // closed when run has returned and closed every file
+	ready   chan struct{} // closed once the files were first opened (or found missing)
 	log     *slog.Logger
 	files   []*logFile
+	roots   []string // forbidden directories, symbolic links resolved
 
 	mu      sync.Mutex // guards entries, dropped, kept, and each logFile's missing flag
 	entries []logEntry // oldest first, at most tools.MaxLogLines
@@ -138,29 +152,28 @@ type logFile struct {
 // Follow starts following logs (resolved by Resolve) from their current
 // end until done closes. Lines are stamped with scr's revision when they
 // are read; log gets what goes wrong on the way (a directory that cannot
-// be watched, a read error).
-func Follow(logs []tools.LogSpec, scr Screen, done <-chan struct{}, log *slog.Logger) (*Follower, error) {
+// be watched, a read error, a file refused).
+//
+// Nothing in Follow touches the files: the watch and the first opens are
+// made by the follower's own goroutine, which closes Ready when they are
+// done, so a caller (adoption) never waits on a log. Every open — the
+// first, and each of a file recreated or rotated under the name — is
+// checked again: a regular file opened without blocking, not inside a
+// forbidden directory (symbolic links resolved, on Linux the opened file's
+// own path), and not a second hard link to a file on a forbidden
+// directory's file system. A file refused is reported missing.
+func Follow(logs []tools.LogSpec, scr Screen, done <-chan struct{}, log *slog.Logger, forbidden ...string) (*Follower, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	lf := &Follower{scr: scr, done: done, stopped: make(chan struct{}), log: log, kept: make(chan struct{})}
+	lf := &Follower{scr: scr, done: done, stopped: make(chan struct{}), ready: make(chan struct{}), log: log,
+		kept: make(chan struct{}), roots: realRoots(forbidden)}
 	for _, s := range logs {
 		lf.files = append(lf.files, &logFile{spec: s})
 	}
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, fmt.Errorf("follow logs: %w", err)
-	}
-	dirs := map[string]bool{}
-	for _, lg := range lf.files {
-		d := filepath.Dir(lg.spec.Path)
-		if !dirs[d] {
-			dirs[d] = true
-			if err := w.Add(d); err != nil {
-				log.Warn("cannot watch a log's directory", "dir", d, "err", err)
-			}
-		}
-		lf.open(lg, true)
 	}
 	go lf.run(w)
 	return lf, nil
@@ -170,16 +183,40 @@ func Follow(logs []tools.LogSpec, scr Screen, done <-chan struct{}, log *slog.Lo
 // closed) and closed its files.
 func (lf *Follower) Stopped() <-chan struct{} { return lf.stopped }
 
-// open opens lg's file, at its end (atEnd) or its start.
+// Ready is closed once the follower has watched its directories and first
+// opened its files (at their end): lines written after it are followed.
+func (lf *Follower) Ready() <-chan struct{} { return lf.ready }
+
+// start watches the logs' directories and opens the files at their end.
+func (lf *Follower) start(w *fsnotify.Watcher) {
+	defer close(lf.ready)
+	dirs := map[string]bool{}
+	for _, lg := range lf.files {
+		d := filepath.Dir(lg.spec.Path)
+		if !dirs[d] {
+			dirs[d] = true
+			if err := w.Add(d); err != nil {
+				lf.log.Warn("cannot watch a log's directory", "dir", d, "err", err)
+			}
+		}
+		lf.open(lg, true)
+	}
+}
+
+// open opens lg's file, at its end (atEnd) or its start, if it is a file
+// the follower may read (refusal).
 func (lf *Follower) open(lg *logFile, atEnd bool) {
-	f, err := os.Open(lg.spec.Path)
+	f, fi, err := tools.OpenRegular(lg.spec.Path)
 	if err != nil {
+		if errors.Is(err, tools.ErrNotRegularFile) {
+			lf.log.Warn("log refused", "path", lg.spec.Path, "err", err)
+		}
 		lf.setMissing(lg, true)
 		return
 	}
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
+	if why := refusal(f, fi, lg.spec.Path, lf.roots); why != "" {
 		f.Close()
+		lf.log.Warn("log refused", "path", lg.spec.Path, "why", why)
 		lf.setMissing(lg, true)
 		return
 	}
@@ -196,6 +233,103 @@ func inode(fi os.FileInfo) uint64 {
 		return st.Ino
 	}
 	return 0
+}
+
+// realRoots resolves the forbidden directories' symbolic links (a root
+// that does not resolve is kept as it is, cleaned).
+func realRoots(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if d == "" {
+			continue
+		}
+		out = append(out, realPath(d))
+	}
+	return out
+}
+
+// realPath is p with its symbolic links resolved, as far as it exists:
+// the longest existing prefix is resolved and the rest appended.
+func realPath(p string) string {
+	p = filepath.Clean(p)
+	if !filepath.IsAbs(p) {
+		if a, err := filepath.Abs(p); err == nil {
+			p = a
+		}
+	}
+	rest := ""
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Join(r, rest)
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return filepath.Join(p, rest)
+		}
+		rest = filepath.Join(filepath.Base(p), rest)
+		p = parent
+	}
+}
+
+// insideAny reports the root p is inside of (or is), if any.
+func insideAny(p string, roots []string) (string, bool) {
+	for _, r := range roots {
+		rel, err := filepath.Rel(r, p)
+		if err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return r, true
+		}
+	}
+	return "", false
+}
+
+// openedPath is the path the kernel gives for the opened file (Linux's
+// /proc/self/fd), or "" where there is none. SyscallConn, not Fd: Fd
+// would put the file back in blocking mode.
+func openedPath(f *os.File) string {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var p string
+	rc.Control(func(fd uintptr) {
+		if l, err := os.Readlink("/proc/self/fd/" + strconv.FormatUint(uint64(fd), 10)); err == nil && filepath.IsAbs(l) {
+			p = l
+		}
+	})
+	return p
+}
+
+// refusal says why the opened file f (fi its fstat, p the path it was
+// opened by) may not be followed, or "": it is inside a forbidden
+// directory — by the path with its links resolved, and on Linux by the
+// opened file's own path (/proc/self/fd), which no rename between the
+// check and the open can fool — or it is a file with more than one hard
+// link on a forbidden directory's file system (a hard link made outside
+// to a session file).
+func refusal(f *os.File, fi os.FileInfo, p string, roots []string) string {
+	if len(roots) == 0 {
+		return ""
+	}
+	paths := []string{realPath(p)}
+	if fdPath := openedPath(f); fdPath != "" {
+		paths = append(paths, fdPath)
+	}
+	for _, q := range paths {
+		if root, ok := insideAny(q, roots); ok {
+			return "it is inside termsprawl's state directory " + root
+		}
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok || st.Nlink <= 1 {
+		return ""
+	}
+	for _, r := range roots {
+		var rs syscall.Stat_t
+		if syscall.Stat(r, &rs) == nil && rs.Dev == st.Dev {
+			return "it has " + strconv.FormatUint(uint64(st.Nlink), 10) + " hard links on the file system of termsprawl's state directory " + r + " (it may be one of its files)"
+		}
+	}
+	return ""
 }
 
 func (lf *Follower) setMissing(lg *logFile, missing bool) {
@@ -232,6 +366,7 @@ func (lf *Follower) run(w *fsnotify.Watcher) {
 		}
 		close(lf.stopped)
 	}()
+	lf.start(w)
 	for {
 		select {
 		case <-lf.done:

@@ -56,6 +56,7 @@ func follow(t *testing.T, logs ...tools.LogSpec) (*Follower, *fakeScreen) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	<-lf.Ready()
 	t.Cleanup(func() {
 		close(done)
 		select {

@@ -25,7 +25,7 @@ const FormatVersion = 1
 // Meta is meta.json: what was recorded (tools.TraceMeta, the value
 // trace_open returns). It is written when the recording starts and
 // rewritten atomically (temporary file and rename) on Exit, Resume and
-// Close.
+// Close — in place when the disk is full (writeMeta).
 type Meta = tools.TraceMeta
 
 // Crash is the crash report of CONTRACT §11: a program that exited on its
@@ -64,7 +64,7 @@ func DirName(node string, t time.Time) string {
 
 // readMeta reads dir/meta.json.
 func readMeta(dir string) (Meta, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, MetaFile))
+	raw, err := tools.ReadFileBounded(filepath.Join(dir, MetaFile), tools.MaxStateFileBytes)
 	if err != nil {
 		return Meta{}, err
 	}
@@ -76,13 +76,25 @@ func readMeta(dir string) (Meta, error) {
 }
 
 // writeMeta writes dir/meta.json atomically: a temporary file in dir,
-// synced, then renamed over the old one.
+// synced, then renamed over the old one. On a full disk (no room for the
+// temporary file) it rewrites the old file in place when the new content
+// fits in its blocks: a recording stopped by a full disk still says why.
 func writeMeta(dir string, m Meta) error {
 	raw, err := json.MarshalIndent(m, "", "  ")
 	if err != nil {
 		return err
 	}
 	raw = append(raw, '\n')
+	err = writeMetaAtomic(dir, raw)
+	if err != nil && tools.IsNoSpace(err) {
+		if ierr := tools.RewriteInPlace(filepath.Join(dir, MetaFile), raw); ierr == nil {
+			return nil
+		}
+	}
+	return err
+}
+
+func writeMetaAtomic(dir string, raw []byte) error {
 	tmp, err := os.CreateTemp(dir, ".meta-*.tmp")
 	if err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,14 +17,29 @@ import (
 // MaxOpenTraces is how many traces a Registry keeps open.
 const MaxOpenTraces = 8
 
+// TraceMemoryBudget bounds the memory the open traces of a Registry hold
+// together, as Trace.MemoryBytes estimates it (their files, the index of
+// their events, their keyframes). Opening past it, or a trace's keyframes
+// growing past it, closes the coldest others. One trace alone fits: its
+// files are at most MaxTraceBytes.
+const TraceMemoryBudget = 256 << 20
+
+// MaxConcurrentOpens is how many traces are read and parsed at once; more
+// trace_open calls wait their turn (each open briefly holds about twice
+// its file in memory).
+const MaxConcurrentOpens = 2
+
 // Registry holds the open traces of a tool server, by id ("trace-1",
-// "trace-2", …; ids are not reused). Opening one more than MaxOpenTraces
-// closes the coldest (least recently used). It is safe for concurrent use.
+// "trace-2", …; ids are not reused). Opening one more than MaxOpenTraces,
+// or past the memory budget, closes the coldest (least recently used). It
+// is safe for concurrent use.
 type Registry struct {
-	mu     sync.Mutex
-	next   int
-	tick   uint64
-	traces map[string]*regEntry
+	mu      sync.Mutex
+	next    int
+	tick    uint64
+	traces  map[string]*regEntry
+	budget  int64
+	opening chan struct{} // a slot per open being read
 }
 
 type regEntry struct {
@@ -34,16 +50,23 @@ type regEntry struct {
 	stamp string // size and modification times of the files when opened
 }
 
-// NewRegistry returns an empty Registry.
+// NewRegistry returns an empty Registry with the TraceMemoryBudget.
 func NewRegistry() *Registry {
-	return &Registry{traces: map[string]*regEntry{}}
+	return NewRegistryBudget(TraceMemoryBudget)
+}
+
+// NewRegistryBudget returns an empty Registry whose open traces hold at
+// most budget bytes together (tests make it small).
+func NewRegistryBudget(budget int64) *Registry {
+	return &Registry{traces: map[string]*regEntry{}, budget: budget, opening: make(chan struct{}, MaxConcurrentOpens)}
 }
 
 // Open opens the trace at path and returns its id. If the same path is
 // already open and its files have not changed, that trace is returned
-// again. If MaxOpenTraces were open, the coldest is closed first and its
-// id returned as evicted (else evicted is "").
-func (r *Registry) Open(path string) (id string, t *Trace, evicted string, err error) {
+// again. If MaxOpenTraces were open or the memory budget is spent, the
+// coldest are closed first and their ids returned as evicted (else
+// evicted is empty).
+func (r *Registry) Open(path string) (id string, t *Trace, evicted []string, err error) {
 	key, err := filepath.Abs(path)
 	if err != nil {
 		key = path
@@ -55,33 +78,91 @@ func (r *Registry) Open(path string) (id string, t *Trace, evicted string, err e
 			r.tick++
 			e.used = r.tick
 			r.mu.Unlock()
-			return e.id, e.t, "", nil
+			return e.id, e.t, nil, nil
 		}
 	}
 	r.mu.Unlock()
 
+	r.opening <- struct{}{}
 	t, err = Open(path)
+	<-r.opening
 	if err != nil {
-		return "", nil, "", err
+		return "", nil, nil, err
 	}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	var victim *regEntry
+	var victims []*regEntry
 	if len(r.traces) >= MaxOpenTraces {
-		for _, e := range r.traces {
-			if victim == nil || e.used < victim.used {
-				victim = e
-			}
-		}
-		delete(r.traces, victim.id)
-		victim.t.Close()
-		evicted = victim.id
+		victims = append(victims, r.coldestLocked(""))
 	}
 	r.next++
 	r.tick++
 	id = "trace-" + strconv.Itoa(r.next)
 	r.traces[id] = &regEntry{id: id, t: t, used: r.tick, key: key, stamp: stamp}
-	return id, t, evicted, nil
+	victims = append(victims, r.trimLocked(id)...)
+	r.mu.Unlock()
+	return id, t, closeVictims(victims), nil
+}
+
+// coldestLocked removes and returns the least recently used entry other
+// than keep. Called with mu held and at least one other entry.
+func (r *Registry) coldestLocked(keep string) *regEntry {
+	var victim *regEntry
+	for _, e := range r.traces {
+		if e.id != keep && (victim == nil || e.used < victim.used) {
+			victim = e
+		}
+	}
+	if victim != nil {
+		delete(r.traces, victim.id)
+	}
+	return victim
+}
+
+// trimLocked removes the coldest entries other than keep while the open
+// traces hold more than the budget. Called with mu held.
+func (r *Registry) trimLocked(keep string) []*regEntry {
+	var out []*regEntry
+	for {
+		var total int64
+		for _, e := range r.traces {
+			total += e.t.MemoryBytes()
+		}
+		if total <= r.budget || len(r.traces) <= 1 {
+			return out
+		}
+		v := r.coldestLocked(keep)
+		if v == nil {
+			return out
+		}
+		out = append(out, v)
+	}
+}
+
+// closeVictims closes evicted traces (outside the registry's lock) and
+// returns their ids. Their memory goes back to the operating system: a
+// closed trace's hundreds of megabytes would otherwise stay in the
+// process.
+func closeVictims(victims []*regEntry) []string {
+	var ids []string
+	var freed int64
+	for _, v := range victims {
+		if v == nil {
+			continue
+		}
+		freed += v.t.MemoryBytes()
+		v.t.Close()
+		ids = append(ids, v.id)
+	}
+	releaseMemory(freed)
+	return ids
+}
+
+// releaseMemory hands freed memory back to the operating system when it
+// is worth a full collection (16 MB or more).
+func releaseMemory(freed int64) {
+	if freed >= 16<<20 {
+		go debug.FreeOSMemory()
+	}
 }
 
 // fileStamp identifies the state of a trace's files.
@@ -105,22 +186,38 @@ func fileStamp(p string) string {
 	return strings.Join(parts, ";")
 }
 
-// Get returns an open trace and marks it used.
+// Get returns an open trace and marks it used. Keyframes grow a trace
+// after it is opened: past the budget, the coldest others are closed.
 func (r *Registry) Get(id string) (*Trace, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	e := r.traces[id]
 	if e == nil {
-		return nil, r.notFound(id)
+		err := r.notFound(id)
+		r.mu.Unlock()
+		return nil, err
 	}
 	r.tick++
 	e.used = r.tick
+	victims := r.trimLocked(id)
+	r.mu.Unlock()
+	closeVictims(victims)
 	return e.t, nil
+}
+
+// MemoryBytes is the memory the open traces hold together (estimated).
+func (r *Registry) MemoryBytes() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var total int64
+	for _, e := range r.traces {
+		total += e.t.MemoryBytes()
+	}
+	return total
 }
 
 func (r *Registry) notFound(id string) error {
 	ids := r.idsLocked()
-	msg := fmt.Sprintf("no open trace %q (it may have been closed as the coldest of %d)", id, MaxOpenTraces)
+	msg := fmt.Sprintf("no open trace %q (it may have been closed, or closed as the coldest of %d or to keep the open traces within %d MB)", id, MaxOpenTraces, r.budget>>20)
 	if len(ids) == 0 {
 		msg += "; no trace is open: trace_open one"
 	} else {
@@ -129,7 +226,7 @@ func (r *Registry) notFound(id string) error {
 	return tools.Errorf(tools.KindNotFound, "%s", msg).WithDetails("traces", ids)
 }
 
-// Close closes an open trace.
+// Close closes an open trace and frees its memory.
 func (r *Registry) Close(id string) error {
 	r.mu.Lock()
 	e := r.traces[id]
@@ -140,7 +237,8 @@ func (r *Registry) Close(id string) error {
 	}
 	delete(r.traces, id)
 	r.mu.Unlock()
-	return e.t.Close()
+	closeVictims([]*regEntry{e})
+	return nil
 }
 
 // CloseAll closes every open trace.

@@ -15,7 +15,9 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tools"
@@ -62,7 +64,8 @@ type Trace struct {
 	kfRetry int
 	scratch *screen.Screen // reused by replays from keyframes
 	retries int            // replays redone without a shortcut (a tainted feeder)
-	kfBytes int            // text held by keyframes
+	kfBytes int            // text held by keyframes since the spacing last doubled
+	mem     atomic.Int64   // MemoryBytes
 }
 
 // maxKeyframeBytes bounds the text the keyframes of one trace hold; past
@@ -135,8 +138,21 @@ func openFiles(p string, files map[string][]byte) (*Trace, error) {
 	t.overview = buildOverview(c, events, t.meta, warnings)
 	t.kfEvery, t.kfRetry = keyframeEvery, keyframeRetry
 	t.nextKF = t.kfEvery
+	t.mem.Store(memoryEstimate(t.size, len(c.events)))
 	return t, nil
 }
+
+// memoryEstimate is what an open trace holds before any keyframe: its
+// files, the parsed index of its events, and the overhead measured on
+// top of them (about 0.3 times the files: the overview, the events'
+// unescaped copies made while parsing). BenchmarkTraceMemory measures it.
+func memoryEstimate(fileBytes int64, events int) int64 {
+	return fileBytes + fileBytes*3/10 + int64(events)*int64(unsafe.Sizeof(castEvent{})) + 64<<10
+}
+
+// MemoryBytes estimates the memory the trace holds: its files, its index
+// and its keyframes (which grow as it is replayed).
+func (t *Trace) MemoryBytes() int64 { return t.mem.Load() }
 
 // parseEvents reads events.jsonl; lines that do not parse are skipped.
 func parseEvents(b []byte, warnings []string) ([]Event, []string) {
@@ -281,6 +297,7 @@ func (t *Trace) Close() error {
 		return nil
 	}
 	t.closed = true
+	t.mem.Store(0)
 	if t.b != nil {
 		t.b.close()
 		t.b = nil
@@ -487,6 +504,7 @@ func (t *Trace) extend(target int) {
 			if k := t.b.takeKeyframe(); k != nil {
 				t.kfs = append(t.kfs, k)
 				t.kfBytes += k.size()
+				t.mem.Add(int64(k.size()))
 				if t.kfBytes > maxKeyframeBytes {
 					t.kfEvery *= 2
 					t.kfBytes = 0
@@ -582,17 +600,17 @@ func readTraceDir(dir string) (map[string][]byte, error) {
 	files := map[string][]byte{}
 	var total int64
 	for name := range traceFiles {
-		f, err := os.Open(filepath.Join(dir, name))
+		// Opened without blocking and checked as opened: a FIFO named
+		// session.cast answers at once instead of holding the call.
+		f, st, err := tools.OpenRegular(filepath.Join(dir, name))
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
+			if errors.Is(err, tools.ErrNotRegularFile) {
+				return nil, tools.Errorf(tools.KindUsage, "trace %s: %s is not a regular file: %w", dir, name, err)
+			}
 			return nil, tools.Errorf(tools.KindUsage, "trace %s: %w", dir, err)
-		}
-		st, err := f.Stat()
-		if err != nil || !st.Mode().IsRegular() {
-			f.Close()
-			return nil, tools.Errorf(tools.KindUsage, "trace %s: %s is not a regular file", dir, name)
 		}
 		if total+st.Size() > MaxTraceBytes {
 			f.Close()
@@ -616,7 +634,7 @@ func readBareCast(p string, size int64) (map[string][]byte, error) {
 	if size > MaxTraceBytes {
 		return nil, tooBig(p, size)
 	}
-	f, err := os.Open(p)
+	f, _, err := tools.OpenRegular(p)
 	if err != nil {
 		return nil, tools.Errorf(tools.KindUsage, "trace %s: %w", p, err)
 	}
@@ -655,7 +673,7 @@ func isZipFile(p string) bool {
 	if strings.EqualFold(filepath.Ext(p), ".zip") {
 		return true
 	}
-	f, err := os.Open(p)
+	f, _, err := tools.OpenRegular(p)
 	if err != nil {
 		return false
 	}
@@ -716,11 +734,18 @@ func readTraceZip(p string, size int64) (map[string][]byte, error) {
 	if size > MaxTraceBytes {
 		return nil, tooBig(p, size)
 	}
-	zr, err := zip.OpenReader(p)
+	zf, st, err := tools.OpenRegular(p)
+	if err != nil {
+		return nil, tools.Errorf(tools.KindUsage, "trace %s: %w", p, err)
+	}
+	defer zf.Close()
+	if st.Size() > MaxTraceBytes {
+		return nil, tooBig(p, st.Size())
+	}
+	zr, err := zip.NewReader(zf, st.Size())
 	if err != nil {
 		return nil, tools.Errorf(tools.KindUsage, "trace %s: not a trace: not a readable zip: %v", p, err)
 	}
-	defer zr.Close()
 	refuse := func(name string, why error) error {
 		return tools.Errorf(tools.KindUsage, "trace %s: zip entry %q is refused: %v", p, name, why).WithDetails("entry", name)
 	}

@@ -158,6 +158,13 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 			return tools.NodeInfo{}, nil, tools.Errorf(tools.KindUsage, "agent %q needs a command", a.Agent)
 		}
 	}
+	// Where it runs first: an agent on another host launches there by
+	// default (realm.go), and the wiring depends on where.
+	host, err := c.realmHost(a.Host)
+	if err != nil {
+		return tools.NodeInfo{}, nil, err
+	}
+	a.Host = host
 	extra := map[string]string{"TERMSPRAWL_AGENT": a.Agent}
 	switch {
 	case a.Host != "":
@@ -205,7 +212,7 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 	if name == "" {
 		name = a.Agent
 	}
-	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: a.Host}
+	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host)}
 	info, err := c.launchFor(spec)
 	if err != nil {
 		return tools.NodeInfo{}, nil, err

@@ -98,7 +98,7 @@ func TestDialogIDsNeverRepeat(t *testing.T) {
 	// A restart: the next ids are new.
 	s.stop()
 	s = apiStart(t, tmux, dir)
-	op, sess = s.op(), s.session(node)
+	sess = s.session(node)
 	open(sess, "pwd")
 
 	// dialogs.json unreadable at start: still no id from before.

@@ -28,6 +28,16 @@ type handler struct {
 	result reflect.Type
 	// drives: the args name a terminal the caller must be allowed to drive.
 	drives bool
+	// names: the args name a node (namesNode), so resolve checks it is in
+	// the caller's realm.
+	names bool
+}
+
+// namesANode reports whether args of type A name a node.
+func namesANode[A any]() bool {
+	var zero A
+	_, ok := any(&zero).(namesNode)
+	return ok
 }
 
 // decodeArgs decodes validated args into a typed struct: once per request.
@@ -41,6 +51,7 @@ func decodeArgs[A any](args json.RawMessage) (A, error) {
 func reader[A, R any](f func(c *call, a A) (R, error)) handler {
 	return handler{
 		result: reflect.TypeFor[R](),
+		names:  namesANode[A](),
 		read: func(c *call, args json.RawMessage) (any, error) {
 			a, err := decodeArgs[A](args)
 			if err != nil {
@@ -49,7 +60,11 @@ func reader[A, R any](f func(c *call, a A) (R, error)) handler {
 			if err := c.resolve(&a); err != nil {
 				return nil, err
 			}
-			return f(c, a)
+			r, err := f(c, a)
+			if err != nil {
+				return r, err
+			}
+			return c.keepToRealm(r), nil
 		},
 	}
 }
@@ -63,6 +78,7 @@ func mutator[A, R any](f func(c *call, a A) (R, any, error)) handler {
 	return handler{
 		result: reflect.TypeFor[R](),
 		drives: drives,
+		names:  namesANode[A](),
 		mutate: func(c *call, args json.RawMessage) (any, any, error) {
 			a, err := decodeArgs[A](args)
 			if err != nil {

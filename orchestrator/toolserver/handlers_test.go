@@ -46,3 +46,18 @@ func TestTerminalMutationsCheckTheDriveRule(t *testing.T) {
 		}
 	}
 }
+
+// Every operation whose table row names a terminal or a node gets args
+// that name it (namesNode), so resolve applies the realm rule to it: an
+// agent kept to its host reads and drives nothing outside (realm.go).
+func TestNodeArgsCheckTheRealm(t *testing.T) {
+	hs := (&Server{}).buildHandlers()
+	for _, op := range tools.Operations() {
+		if op.Param("terminal") == nil && op.Param("node") == nil {
+			continue
+		}
+		if !hs[op.Name].names {
+			t.Errorf("%s names a terminal or node but its args do not resolve it: the realm rule would not apply", op.Name)
+		}
+	}
+}

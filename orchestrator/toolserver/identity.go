@@ -104,7 +104,8 @@ func (a *nodeArg) ref() *string { return &a.Node }
 // the handler runs.
 type namesNode interface{ ref() *string }
 
-// resolve replaces the node a's args name with its id.
+// resolve replaces the node a's args name with its id, and refuses a
+// node outside the realm of a caller kept to its host (realm.go).
 func (c *call) resolve(a any) error {
 	n, ok := a.(namesNode)
 	if !ok {
@@ -112,6 +113,9 @@ func (c *call) resolve(a any) error {
 	}
 	id, err := c.s.o.Resolve(*n.ref())
 	if err != nil {
+		return err
+	}
+	if err := c.inRealm(id); err != nil {
 		return err
 	}
 	*n.ref() = id

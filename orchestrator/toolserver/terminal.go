@@ -2,6 +2,8 @@ package toolserver
 
 import (
 	"encoding/base64"
+	"os"
+	"path/filepath"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -54,9 +56,25 @@ func (c *call) stateOf(id string) any {
 // as the new node's ancestors, and registers the new node's token.
 func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 	spec.Owner = c.caller.Node
+	if err := c.launchRealm(&spec); err != nil {
+		return tools.NodeInfo{}, err
+	}
 	if m, _ := c.s.o.Meta(c.caller.Node); spec.Cwd == "" && c.caller.Role != tools.RoleOperator && m.Host == spec.Host {
 		// A node's launches start where its program is (CONTRACT §10).
 		spec.Cwd = c.s.o.CurrentPath(c.ctx, c.caller.Node)
+	}
+	if spec.Host == "" && len(spec.Logs) > 0 {
+		// Logs inside the state dir are refused before anything is made
+		// (the follower also refuses them at every open).
+		cwd := spec.Cwd
+		if cwd == "" {
+			cwd, _ = os.Getwd()
+		}
+		if filepath.IsAbs(cwd) {
+			if err := c.s.o.CheckLogs(spec.Logs, cwd); err != nil {
+				return tools.NodeInfo{}, err
+			}
+		}
 	}
 	if c.caller.Role != tools.RoleOperator {
 		spec.Parent = c.caller.Node
@@ -100,9 +118,20 @@ func terminalLaunch(c *call, spec orchestrator.LaunchSpec) (tools.NodeInfo, any,
 }
 
 func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
-	rows := c.s.o.List(c.ctx)
-	c.s.agents.describe(rows)
-	return tools.NodeList{Terminals: rows}, nil
+	all := c.s.o.List(c.ctx)
+	c.s.agents.describe(all)
+	host, confined := c.realm()
+	if !confined {
+		return tools.NodeList{Terminals: all}, nil
+	}
+	// An agent kept to its host sees that host's nodes only.
+	mine := all[:0:0]
+	for _, n := range all {
+		if n.Host == host {
+			mine = append(mine, n)
+		}
+	}
+	return tools.NodeList{Terminals: mine}, nil
 }
 
 type snapshotArgs struct {

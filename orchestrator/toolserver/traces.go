@@ -11,6 +11,7 @@ func traceHandlers() map[string]handler {
 		"terminal_record": mutator(terminalRecord),
 		"terminal_mark":   mutator(terminalMark),
 		"trace_open":      reader(traceOpen),
+		"trace_close":     reader(traceClose),
 		"trace_overview":  reader(traceOverview),
 		"trace_frame_at":  reader(traceFrameAt),
 		"trace_diff":      reader(traceDiff),
@@ -53,6 +54,10 @@ func traceOpen(c *call, a traceOpenArgs) (tools.TraceOpened, error) {
 
 type traceArg struct {
 	Trace string `json:"trace"`
+}
+
+func traceClose(c *call, a traceArg) (tools.TraceClosed, error) {
+	return c.s.o.TraceClose(a.Trace)
 }
 
 func traceOverview(c *call, a traceArg) (tools.TraceOverview, error) {
