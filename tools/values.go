@@ -54,6 +54,11 @@ type NodeInfo struct {
 	// Host is the machine the node runs on: empty for this one, else a
 	// name from `termsprawl up --host NAME=DEST` (CONTRACT §17).
 	Host string `json:"host,omitempty"`
+	// State, Since and NeedsHuman are an agent node's state (CONTRACT
+	// §20, see AgentInfo); empty for other nodes.
+	State      string `json:"state,omitempty"`
+	Since      string `json:"since,omitempty"`
+	NeedsHuman bool   `json:"needs_human,omitempty"`
 }
 
 // Crash is how a program that died on its own ended (CONTRACT §11).
@@ -320,12 +325,15 @@ type WatchCancelled struct {
 	Cancelled bool   `json:"cancelled"`
 }
 
-// Agent states (agent_report, agent_status).
+// Agent states (agent_report, agent_status; CONTRACT §20).
 const (
-	AgentIdle    = "idle"
-	AgentWorking = "working"
-	AgentWaiting = "waiting"
-	AgentUnknown = "unknown"
+	AgentStarting = "starting"
+	AgentIdle     = "idle"
+	AgentWorking  = "working"
+	AgentWaiting  = "waiting"
+	AgentError    = "error"
+	AgentExited   = "exited"
+	AgentUnknown  = "unknown"
 )
 
 // AgentInfo is one row of agent_status.
@@ -339,6 +347,12 @@ type AgentInfo struct {
 	Status  string    `json:"status"`
 	// AcceptsTasks: the agent opted in to agent_send from any agent.
 	AcceptsTasks bool `json:"accepts_tasks"`
+	// Since is when the state began (RFC 3339); NeedsHuman is true while
+	// the agent waits on a human (CONTRACT §20).
+	Since      string `json:"since"`
+	NeedsHuman bool   `json:"needs_human"`
+	// Why is the evidence behind the state, newest first (explain: true).
+	Why []Evidence `json:"why,omitempty"`
 }
 
 // AgentList is agent_status's value.
