@@ -13,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/notify"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -40,6 +41,8 @@ type Server struct {
 	dialogs *dialogTable
 
 	monitor monitorLink // the web monitor's URL (monitor.go)
+
+	notifier *notify.Notifier // notifications (notify.go)
 }
 
 // New builds the tool server of o. op is the operator's session.
@@ -55,6 +58,10 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st)}
 	s.dialogs.onOpen, s.dialogs.onEnd = s.dialogOpened, s.dialogEnded
+	if s.notifier, err = s.newNotifier(cfg.Notify, cfg.NotifyMode); err != nil {
+		cancel()
+		return nil, err
+	}
 	s.handlers = s.buildHandlers()
 	o.OnGone(s.nodeGone)
 	// A node's token is known from the moment its session file exists,
@@ -65,11 +72,15 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		s.loadToken(m)
 	}
 	s.restore()
+	s.startAgentWatchers()
 	return s, nil
 }
 
-// Close cancels waits and watches in flight.
-func (s *Server) Close() { s.cancel() }
+// Close cancels waits and watches in flight and ends the notifier.
+func (s *Server) Close() {
+	s.cancel()
+	s.notifier.Close()
+}
 
 // Context ends when the server closes (the HTTP server's base context).
 func (s *Server) Context() context.Context { return s.ctx }

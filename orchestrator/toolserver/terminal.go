@@ -93,7 +93,9 @@ func terminalLaunch(c *call, spec orchestrator.LaunchSpec) (tools.NodeInfo, any,
 }
 
 func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
-	return tools.NodeList{Terminals: c.s.o.List(c.ctx)}, nil
+	nodes := c.s.o.List(c.ctx)
+	c.s.annotateNodes(c.ctx, nodes) // agents' states (agentstate.go)
+	return tools.NodeList{Terminals: nodes}, nil
 }
 
 type snapshotArgs struct {
