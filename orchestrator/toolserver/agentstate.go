@@ -218,6 +218,7 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 			return
 		}
 		r, err := p.Run(s.ctx)
+		s.log.Debug("turn watcher: quiet wait", "node", node, "matched", r.Matched, "timed_out", r.TimedOut, "err", err)
 		if err != nil {
 			var te *tools.Error
 			if errors.As(err, &te) && te.Kind == tools.KindTimeout && s.ctx.Err() == nil {
@@ -231,7 +232,7 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 			}
 			continue
 		}
-		if !s.judgeScreen(node, incarnation, st.Since) {
+		if !s.judgeScreen(node, incarnation) {
 			// Still busy: wait for the screen to change before the next
 			// quiet wait, so a still screen is judged once.
 			if rp, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice); err == nil {
@@ -243,17 +244,18 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 
 // judgeScreen looks at a quiet screen of a working agent; true when it
 // showed the turn's end (and the evidence was applied).
-func (s *Server) judgeScreen(node, incarnation string, since time.Time) bool {
+func (s *Server) judgeScreen(node, incarnation string) bool {
 	snap, err := s.o.Snapshot(node)
 	if err != nil {
 		return false
 	}
 	ended, event, detail := agentstate.TurnEnded(snap.Lines)
+	s.log.Debug("turn watcher: judged", "node", node, "ended", ended, "event", event)
 	if !ended {
 		return false
 	}
 	// The state may have moved meanwhile (the Stop hook came first).
-	if st, ok := s.agents.stateOfLife(node, incarnation); !ok || st.State != tools.AgentWorking || !st.Since.Equal(since) {
+	if st, ok := s.agents.stateOfLife(node, incarnation); !ok || st.State != tools.AgentWorking {
 		return true
 	}
 	msg := "the turn ended without its end hook (" + detail + ")"
