@@ -38,6 +38,9 @@ const (
 const (
 	ScreenTurnEnded = "turn_ended"
 	ScreenAPIError  = "api_error"
+	// ScreenReady: a starting agent's prompt is up (quiet, no busy
+	// marker): idle, for agents without a start hook.
+	ScreenReady = "ready"
 )
 
 // ReportPrefix marks the evidence of an agent_report that named a state
@@ -136,6 +139,12 @@ func target(cur string, ev tools.Evidence) string {
 			}
 		}
 	case tools.SourceScreen:
+		if ev.Event == ScreenReady {
+			if cur == tools.AgentStarting {
+				return tools.AgentIdle
+			}
+			return ""
+		}
 		if cur != tools.AgentWorking {
 			return ""
 		}

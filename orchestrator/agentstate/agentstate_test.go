@@ -45,6 +45,8 @@ func TestDerive(t *testing.T) {
 		{"bad report", []tools.Evidence{ev(H, "report:working", 2), ev(H, "report:asleep", 3)}, tools.AgentWorking, 2, false},
 		{"gemini", []tools.Evidence{ev(H, "BeforeAgent", 2), ev(H, "AfterAgent", 3)}, tools.AgentIdle, 3, false},
 		{"codex", []tools.Evidence{ev(P, ProcLaunched, 0), ev(H, "agent-turn-complete", 3)}, tools.AgentIdle, 3, false},
+		{"ready from the screen", []tools.Evidence{ev(P, ProcLaunched, 0), ev(S, ScreenReady, 2)}, tools.AgentIdle, 2, false},
+		{"ready only when starting", []tools.Evidence{ev(H, "UserPromptSubmit", 1), ev(S, ScreenReady, 2)}, tools.AgentWorking, 1, false},
 		{"launched twice", []tools.Evidence{ev(P, ProcLaunched, 0), ev(H, "Stop", 1), ev(P, ProcLaunched, 2)}, tools.AgentIdle, 1, false},
 	}
 	for _, c := range cases {

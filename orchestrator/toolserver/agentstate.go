@@ -97,7 +97,7 @@ func (s *Server) evidence(node, incarnation string, ev tools.Evidence, message, 
 // stateChanged starts the turn watcher for a working agent and notifies.
 func (s *Server) stateChanged(tr transition, kind, name string) {
 	s.log.Debug("agent state", "node", tr.node, "from", tr.from, "to", tr.to, "source", tr.ev.Source, "event", tr.ev.Event)
-	if tr.to == tools.AgentWorking {
+	if tr.to == tools.AgentWorking || tr.to == tools.AgentStarting {
 		s.watchTurn(tr.node, tr.incarnation)
 	}
 	s.notifyTransition(tr, kind, name)
@@ -203,14 +203,14 @@ func (s *Server) watchTurn(node, incarnation string) {
 }
 
 // turnWatcher judges the screen each time it goes quiet while the agent
-// works. It ends when the agent stops working, its node is gone, or the
+// starts (its prompt up: ready) or works (the prompt back: the turn ended). It ends when the agent stops working, its node is gone, or the
 // server closes; each wait is bounded by turnWaitSlice so a changed state
 // is seen.
 func (s *Server) turnWatcher(node, incarnation, key string) {
 	defer s.agents.releaseWatch(key)
 	for s.ctx.Err() == nil {
 		st, ok := s.agents.stateOfLife(node, incarnation)
-		if !ok || st.State != tools.AgentWorking {
+		if !ok || (st.State != tools.AgentWorking && st.State != tools.AgentStarting) {
 			return
 		}
 		p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(turnQuiet / time.Millisecond)}, turnWaitSlice)
@@ -255,7 +255,15 @@ func (s *Server) judgeScreen(node, incarnation string) bool {
 		return false
 	}
 	// The state may have moved meanwhile (the Stop hook came first).
-	if st, ok := s.agents.stateOfLife(node, incarnation); !ok || st.State != tools.AgentWorking {
+	st, ok := s.agents.stateOfLife(node, incarnation)
+	if !ok || (st.State != tools.AgentWorking && st.State != tools.AgentStarting) {
+		return true
+	}
+	if st.State == tools.AgentStarting {
+		if event != agentstate.ScreenTurnEnded {
+			return false
+		}
+		s.evidence(node, incarnation, tools.Evidence{Source: tools.SourceScreen, Event: agentstate.ScreenReady, Detail: "quiet, its prompt up"}, "ready", "")
 		return true
 	}
 	msg := "the turn ended without its end hook (" + detail + ")"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/agentstate"
 	"github.com/termsprawl/termsprawl/orchestrator/notify"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -89,7 +90,7 @@ func (s *Server) notifyTransition(tr transition, kind, name string) {
 		}
 	case tr.to == tools.AgentError:
 		e.Event, e.Title = notify.EventError, label+"'s turn failed"
-	case tr.to == tools.AgentExited && tr.ev.Event == "crashed":
+	case tr.to == tools.AgentExited && tr.ev.Event == agentstate.ProcCrashed:
 		e.Event, e.Title = notify.EventCrash, label+" crashed"
 	case tr.to == tools.AgentExited:
 		e.Event, e.Title = notify.EventExited, label+" exited"
