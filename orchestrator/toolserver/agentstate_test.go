@@ -251,3 +251,33 @@ func TestNotifyConfigRefused(t *testing.T) {
 		}
 	}
 }
+
+// Quiet mode: a crash sends nothing; needs-a-human still does. The
+// sender is first in, first out, so the needs_human POST arriving alone
+// proves no crash POST was queued before it.
+func TestNotifyQuietModeNoCrash(t *testing.T) {
+	tmux, dir := apiNewState(t)
+	recv, hook := newHookRecv(t, 200)
+	s := apiStartWith(t, tmux, dir, orchestrator.Config{Notify: []string{"webhook=" + hook.URL}, NotifyMode: "quiet"})
+	op := s.op()
+	launch := func(cmd ...string) string {
+		r, _ := apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": cmd})
+		var info tools.NodeInfo
+		if err := json.Unmarshal(r.Result, &info); err != nil {
+			t.Fatal(err)
+		}
+		return info.Terminal
+	}
+	crasher := launch("sh", "-c", "read x; exit 3")
+	asker := launch("cat")
+	apiOK(t, op, "terminal_submit", apiM{"terminal": crasher, "text": "go"}, nil)
+	waitFor(t, 10*time.Second, "the crash", func() bool { return agentInfo(t, op, crasher).State == tools.AgentExited })
+	if w := agentInfo(t, op, crasher).Why[0]; w.Event != "crashed" || !strings.Contains(w.Detail, "code 3") {
+		t.Fatalf("crash evidence %+v", w)
+	}
+	apiCall(t, s.session(asker), "dialog_request", apiM{"kind": "permission", "title": "Bash: ls", "wait_ms": 1})
+	waitFor(t, 10*time.Second, "the needs_human POST", func() bool { return recv.events()[asker+"/needs_human"] == 1 })
+	if ev := recv.events(); len(ev) != 1 {
+		t.Fatalf("quiet mode sent %v", ev)
+	}
+}
