@@ -281,3 +281,30 @@ func TestNotifyQuietModeNoCrash(t *testing.T) {
 		t.Fatalf("quiet mode sent %v", ev)
 	}
 }
+
+// The state and its evidence survive a restart of termsprawl, and the
+// restarted one watches the agent's program again: killed, it is exited.
+func TestAgentStateAcrossRestart(t *testing.T) {
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	r, _ := apiMutate(t, s.op(), "agent_launch", apiM{"agent": "custom", "command": []string{"cat"}})
+	var info tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &info); err != nil {
+		t.Fatal(err)
+	}
+	node := info.Terminal
+	apiOK(t, s.session(node), "agent_report", apiM{"event": "UserPromptSubmit", "message": "prompt: build"}, nil)
+	before := agentInfo(t, s.op(), node)
+	s.stop()
+
+	s = apiStart(t, tmux, dir)
+	after := agentInfo(t, s.op(), node)
+	if after.State != tools.AgentWorking || after.Since != before.Since || len(after.Why) != len(before.Why) {
+		t.Fatalf("after the restart %+v, before %+v", after, before)
+	}
+	apiMutate(t, s.op(), "terminal_signal", apiM{"terminal": node, "signal": "KILL"})
+	waitFor(t, 10*time.Second, "exited after the restart", func() bool {
+		a := agentInfo(t, s.op(), node)
+		return a.State == tools.AgentExited && a.Why[0].Source == tools.SourceProcess
+	})
+}
