@@ -181,8 +181,10 @@ func TestClaudeCodeHooks(t *testing.T) {
 	if !isErr || !strings.Contains(text, "not in this repository") {
 		t.Fatalf("the model was not told the denial: is_error=%v %q", isErr, text)
 	}
-	if st := e.agentState(node); st.State != tools.AgentIdle {
-		t.Fatalf("agent_status after Stop: %+v", st)
+	// The program ended after its Stop hook: exited, whatever the last
+	// hook said (CONTRACT §20), with the Stop in its evidence.
+	if st := e.whyOf(node); st.State != tools.AgentExited || !hasEvidence(st, tools.SourceHook, "Stop") {
+		t.Fatalf("agent_status after Stop and exit: %+v", st)
 	}
 	// Answering again is a conflict that names the first answer.
 	if code, _, errb := e.run(e.ts, "answer", d.ID, "allow"); code != ExitNo || !strings.Contains(errb, "already answered (deny)") {

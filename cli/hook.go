@@ -55,6 +55,8 @@ const maxTitleInput = 200
 var claudeStates = map[string]string{
 	"SessionStart": tools.AgentIdle, "UserPromptSubmit": tools.AgentWorking,
 	"Notification": tools.AgentWaiting, "Stop": tools.AgentIdle, "PermissionRequest": "",
+	// A turn that failed on an API error (Stop does not fire then).
+	"StopFailure": tools.AgentError,
 }
 
 var geminiStates = map[string]string{
@@ -70,6 +72,9 @@ type hookInput struct {
 	Prompt           string          `json:"prompt"`
 	Message          string          `json:"message"`
 	NotificationType string          `json:"notification_type"`
+	// StopFailure's error and error_details (shapes vary: kept raw).
+	Error        json.RawMessage `json:"error"`
+	ErrorDetails json.RawMessage `json:"error_details"`
 	// codex notify
 	Type             string `json:"type"`
 	LastAssistantMsg string `json:"last-assistant-message"`
@@ -156,10 +161,26 @@ func (h *hookRun) claude(stdin io.Reader) int {
 		return h.claudePermission(in)
 	}
 	msg := in.Message
-	if h.g.Event == "UserPromptSubmit" {
+	switch h.g.Event {
+	case "UserPromptSubmit":
 		msg = "prompt: " + in.Prompt
+	case "StopFailure":
+		msg = "the turn failed: " + rawText(in.Error) + " " + rawText(in.ErrorDetails)
 	}
 	return h.report(state, msg)
+}
+
+// rawText is a JSON value as text: a string's contents, else compact JSON.
+func rawText(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, raw) != nil {
+		return ""
+	}
+	return b.String()
 }
 
 func knownEvents(m map[string]string) string {
@@ -174,7 +195,13 @@ func knownEvents(m map[string]string) string {
 // report calls agent_report; 0 on success, 1 (non-blocking for every
 // agent) otherwise.
 func (h *hookRun) report(state, message string) int {
-	args, _ := json.Marshal(map[string]any{"state": state, "message": oneLineText(message, 200)})
+	// The event lets termsprawl derive the state and keep the evidence
+	// (CONTRACT §20); the state is what this hook means by it.
+	event := h.g.Event
+	if h.g.Agent == "codex" {
+		event = "agent-turn-complete"
+	}
+	args, _ := json.Marshal(map[string]any{"state": state, "event": event, "message": oneLineText(message, 200)})
 	res := tools.Call(h.ctx, h.session, tools.Request{Operation: "agent_report", Args: args}, tools.CallOptions{})
 	if !res.OK {
 		h.say("agent_report %s failed: %s", state, res.Error)

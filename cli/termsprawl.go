@@ -45,6 +45,8 @@ type humanGrammar struct {
 	Dialogs    dialogsCmd    `cmd:"" help:"List pending dialogs (permission prompts and questions) of agents."`
 	Answer     answerCmd     `cmd:"" help:"Answer a pending dialog: deny, allow or always; a question with --choice VALUE."`
 	Pick       pickCmd       `cmd:"" help:"Pick a pending dialog and answer it, one line at a time (what C-b a runs in a popup inside any node)."`
+	Why        whyCmd        `cmd:"" help:"Print an agent's state and the evidence behind it, newest first."`
+	Notify     notifyCmd     `cmd:"" help:"Notifications: test sends one to each target and prints what each answered."`
 	Monitor    monitorCmd    `cmd:"" help:"Print the read-only web monitor's URL and open it in the browser (--no-open: print only)."`
 	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawl or one of its commands."`
@@ -87,6 +89,9 @@ type upCmd struct {
 	NoOpen             bool     `name:"no-open" help:"Print the monitor's URL but open nothing (implies --monitor)."`
 	// MCPAllowOrigin: Origins /mcp accepts (every other Origin is refused).
 	MCPAllowOrigin []string `name:"mcp-allow-origin" placeholder:"ORIGIN" help:"Accept this Origin on the MCP endpoint /mcp (repeatable; e.g. http://localhost:6274 for a browser-based MCP client). Any other Origin is refused."`
+	// Notify and NotifyMode: where agents' notifications go (CONTRACT §20).
+	Notify     []string `name:"notify" sep:"none" placeholder:"TARGET" help:"Notify humans here when an agent needs them, errors, crashes or finishes (repeatable): tmux (the default), desktop, terminal (OSC 9/777), webhook=URL. Added to <state>/notify.json's targets."`
+	NotifyMode string   `name:"notify-mode" placeholder:"MODE" help:"quiet: only when an agent needs a human; normal (the default): also errors and crashes; all: also finished turns and exits."`
 }
 
 func (upCmd) Examples() string {
@@ -385,6 +390,10 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		return h.answer(g.Answer)
 	case "pick":
 		return h.pick(os.Stdin)
+	case "why":
+		return h.why(g.Why)
+	case "notify":
+		return h.notifyTest(g.Notify.JSON)
 	case "doctor":
 		return h.doctor(g.Doctor.JSON)
 	case "monitor":

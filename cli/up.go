@@ -134,6 +134,8 @@ func (h *human) config(logger *slog.Logger) orchestrator.Config {
 		IdleAfter: h.upOpts.IdleAfter,
 
 		MCPAllowOrigins: h.upOpts.MCPAllowOrigin,
+		Notify:          h.upOpts.Notify,
+		NotifyMode:      h.upOpts.NotifyMode,
 		Picker:          h.pickerCommand(),
 		ShardSize:       h.upOpts.ShardSize,
 	}
@@ -227,6 +229,12 @@ func (h *human) upDetached() int {
 	}
 	for _, o := range h.upOpts.MCPAllowOrigin {
 		cmd.Args = append(cmd.Args, "--mcp-allow-origin", o)
+	}
+	for _, n := range h.upOpts.Notify {
+		cmd.Args = append(cmd.Args, "--notify", n)
+	}
+	if h.upOpts.NotifyMode != "" {
+		cmd.Args = append(cmd.Args, "--notify-mode", h.upOpts.NotifyMode)
 	}
 	if h.upOpts.ShardSize > 0 {
 		cmd.Args = append(cmd.Args, "--shard-size", strconv.Itoa(h.upOpts.ShardSize))

@@ -56,6 +56,10 @@ type Config struct {
 	// MCPAllowOrigins are the Origin values the tool server's /mcp
 	// accepts (CONTRACT §15; the engine itself does not use them).
 	MCPAllowOrigins []string
+	// Notify and NotifyMode are `up --notify` and `--notify-mode`
+	// (CONTRACT §20; the tool server's business, like MCPAllowOrigins).
+	Notify     []string
+	NotifyMode string
 	// Hosts are the machines driven over ssh (CONTRACT §17; host.go).
 	Hosts []tools.HostSpec
 	// Picker is the shell command the local private servers run in a

@@ -39,6 +39,15 @@ if [ "${CI:-}" = true ]; then
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
 	fi
+	# dbus, libnotify-bin, libglib2.0-bin, python3-dbus, python3-gi: the
+	# desktop notification test starts a session bus with a fake
+	# notification service (orchestrator/notify).
+	if ! command -v dbus-daemon >/dev/null 2>&1 || ! command -v notify-send >/dev/null 2>&1 || ! command -v gdbus >/dev/null 2>&1 ||
+		! /usr/bin/python3 -c 'import dbus, dbus.mainloop.glib; from gi.repository import GLib' >/dev/null 2>&1; then
+		echo "dbus, libnotify-bin, libglib2.0-bin, python3-dbus or python3-gi not found; installing them with apt-get" >&2
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dbus libnotify-bin libglib2.0-bin python3-dbus python3-gi
+	fi
 	# In CI a test that would skip for a missing tool or permission fails.
 	export TERMSPRAWL_REQUIRE_ALL=1
 fi

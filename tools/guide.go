@@ -93,6 +93,13 @@ TERMSPRAWL_SESSION_FILE and TERMSPRAWL_CTL, and known agents get
 termsprawlctl mcp registered as an MCP server. Report what you are doing
 with agent_report so agent_status shows it to others.
 
+agent_status gives each agent one state: starting, working, waiting (it
+needs a human: an open dialog), idle (its turn ended), error (its last
+turn failed) or exited (its program ended; final). It is derived from the
+agent's hooks, its dialogs, its process and its screen, with since and
+needs_human; agent_status {node, explain: true} adds why, the evidence
+newest first ({source: hook|dialog|process|screen, event, at}).
+
 To hand work to another agent: agent_send {node, text, message_id} submits
 the text into its prompt and returns {task}; poll agent_task {task} for the
 reply. The recipient answers with agent_reply {task, text, state:

@@ -326,14 +326,20 @@ func buildOperations() []*Operation {
 			},
 			check: checkAgentLaunch},
 		{Name: "agent_status", Result: AgentList{}, Topic: TopicAgents, Annotations: annRead,
-			Description: "List agent nodes with their reported state (idle, working, waiting) and message."},
-		{Name: "agent_report", Result: AgentReport{}, Topic: TopicAgents, Annotations: annIdempotent,
-			Description: "Report your own state (idle, working or waiting) and an optional message for agent_status; accepts_tasks opts in to agent_send from agents that may not drive you.",
+			Description: "List agent nodes with their state (starting, working, waiting, idle, error, exited), since when, and whether one needs a human; with node and explain: true, the evidence (why), newest first.",
 			Params: []Param{
-				required(enumParam("state", "Your state.", "idle", "working", "waiting")),
+				{Name: "node", Type: TypeString, NonEmpty: true, MaxLen: MaxNameBytes, Description: "Only this agent: its id, else its name when unique, else a unique id prefix."},
+				{Name: "explain", Type: TypeBoolean, Description: "true: add why, the evidence behind each state (hooks, dialogs, the process, the screen), newest first."},
+			}},
+		{Name: "agent_report", Result: AgentReport{}, Topic: TopicAgents, Annotations: annIdempotent,
+			Description: "Report your own state (idle, working, waiting or error) or the hook event that happened (event, as termsprawlctl hook does) and an optional message for agent_status; accepts_tasks opts in to agent_send from agents that may not drive you.",
+			Params: []Param{
+				enumParam("state", "Your state (required unless event is given).", "idle", "working", "waiting", "error"),
+				{Name: "event", Type: TypeString, NonEmpty: true, MaxLen: MaxNameBytes, Description: "The agent's hook event (e.g. Claude Code's UserPromptSubmit, Stop, StopFailure): termsprawl derives the state; an event it does not know is logged and changes nothing."},
 				strParam("message", "Short status message."),
 				{Name: "accepts_tasks", Type: TypeBoolean, Description: "true: any agent may agent_send you tasks (they are typed into your prompt); false: only the operator and the nodes that may drive you (the default)."},
-			}},
+			},
+			check: checkAgentReport},
 		{Name: "agent_send", Result: TaskSent{}, State: Snapshot{}, Topic: TopicAgents, Mutation: true, Annotations: annInput,
 			Description: "Submit text into another agent's prompt as a task; returns {task} to follow with agent_task. Allowed into agents you may drive and agents that opted in with agent_report {accepts_tasks: true}.",
 			Params: []Param{
@@ -377,6 +383,7 @@ func buildOperations() []*Operation {
 			}},
 	}
 	ops = append(ops, traceOperations()...)
+	ops = append(ops, notifyOperations()...)
 	for _, op := range ops {
 		if op.Mutation {
 			op.Params = append(op.Params, paramIdempotencyKey)
@@ -833,6 +840,15 @@ func checkDialogRequest(op *Operation, fields map[string]json.RawMessage) error 
 		if _, ok := fields[name]; !ok {
 			return op.usageErr(name, "argument %q is required to open a dialog (or pass \"dialog\" to wait on an open one)", name)
 		}
+	}
+	return nil
+}
+
+func checkAgentReport(op *Operation, fields map[string]json.RawMessage) error {
+	_, st := fields["state"]
+	_, ev := fields["event"]
+	if !st && !ev {
+		return op.usageErr("state", "argument \"state\" is required (or pass \"event\", the hook event that happened)")
 	}
 	return nil
 }

@@ -19,6 +19,8 @@ var contractOps = []string{
 	"agent_reply", "dialog_request", "dialog_list", "dialog_answer",
 	// §13 recordings and traces
 	"terminal_record", "terminal_mark", "trace_open", "trace_close", "trace_overview", "trace_frame_at", "trace_diff",
+	// §20 notifications
+	"notify_test",
 }
 
 func TestOperationTable(t *testing.T) {

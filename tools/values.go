@@ -62,10 +62,13 @@ type NodeInfo struct {
 	// Kind is what the node is (terminal_list, CONTRACT §18): KindShell,
 	// or the agent kind (claude, codex, gemini, opencode, custom).
 	Kind string `json:"kind,omitempty"`
-	// State is, in terminal_list, the agent's state for agents (as
-	// agent_status reports it; AgentExited once its program ended), else
-	// the process status.
-	State string `json:"state,omitempty"`
+	// State is, in terminal_list, the agent's state for agents (CONTRACT
+	// §20, as agent_status reports it; AgentExited once its program
+	// ended), else the process status. Since and NeedsHuman go with an
+	// agent's state (see AgentInfo); empty for other nodes.
+	State      string `json:"state,omitempty"`
+	Since      string `json:"since,omitempty"`
+	NeedsHuman bool   `json:"needs_human,omitempty"`
 }
 
 // Crash is how a program that died on its own ended (CONTRACT §11).
@@ -332,19 +335,19 @@ type WatchCancelled struct {
 	Cancelled bool   `json:"cancelled"`
 }
 
-// Agent states (agent_report, agent_status).
+// Agent states (agent_report, agent_status; CONTRACT §20).
 const (
-	AgentIdle    = "idle"
-	AgentWorking = "working"
-	AgentWaiting = "waiting"
-	AgentUnknown = "unknown"
+	AgentStarting = "starting"
+	AgentIdle     = "idle"
+	AgentWorking  = "working"
+	AgentWaiting  = "waiting"
+	AgentError    = "error"
+	AgentExited   = "exited"
+	AgentUnknown  = "unknown"
 )
 
 // KindShell is terminal_list's kind of a node that is not an agent.
 const KindShell = "shell"
-
-// AgentExited is terminal_list's state of an agent whose program ended.
-const AgentExited = "exited"
 
 // AgentInfo is one row of agent_status.
 type AgentInfo struct {
@@ -357,6 +360,12 @@ type AgentInfo struct {
 	Status  string    `json:"status"`
 	// AcceptsTasks: the agent opted in to agent_send from any agent.
 	AcceptsTasks bool `json:"accepts_tasks"`
+	// Since is when the state began (RFC 3339); NeedsHuman is true while
+	// the agent waits on a human (CONTRACT §20).
+	Since      string `json:"since"`
+	NeedsHuman bool   `json:"needs_human"`
+	// Why is the evidence behind the state, newest first (explain: true).
+	Why []Evidence `json:"why,omitempty"`
 }
 
 // AgentList is agent_status's value.

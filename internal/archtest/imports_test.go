@@ -49,7 +49,13 @@ var allowed = map[string][]string{
 	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen", "github.com/charmbracelet/x/ansi"},
 	// The tool server drives the engine; tmux is the engine's business.
 	// It mounts the web monitor and feeds it through monitor's interfaces.
-	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor"},
+	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
+		module + "/orchestrator/agentstate", module + "/orchestrator/notify"},
+	// Agent state (CONTRACT §20): a pure derivation from evidence.
+	"orchestrator/agentstate": {module + "/tools"},
+	// Notifications (CONTRACT §20): targets, modes, the queue and its
+	// sender; the tmux and terminal targets are handed in as functions.
+	"orchestrator/notify": {module + "/tools"},
 	// The read-only web monitor: the contract's value types and the cell
 	// grid; it reads the engine and the tool server only through the
 	// interfaces it defines (Engine, Side), so it imports neither.

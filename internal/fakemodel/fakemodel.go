@@ -29,6 +29,14 @@ type Block struct {
 // Reply is one assistant turn.
 type Reply struct {
 	Blocks []Block
+	// Status, when not 0, answers with this HTTP status and an API error
+	// body instead of a message (e.g. 500: the model's API failed), with
+	// x-should-retry: false so clients do not retry.
+	Status int
+	// Hold, when not nil, keeps a streamed reply open after its first
+	// event until Hold is closed or the client goes away (a turn in
+	// progress, to interrupt); the stream then ends unfinished.
+	Hold <-chan struct{}
 }
 
 // Script decides the reply to one request. It sees the decoded request.
@@ -183,6 +191,28 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	n := s.next
 	s.mu.Unlock()
 	reply := s.script(&req)
+	if reply.Status != 0 {
+		w.Header().Set("x-should-retry", "false")
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(reply.Status)
+		_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": "fakemodel: scripted failure"}})
+		return
+	}
+	if reply.Hold != nil {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		fmt.Fprintf(w, "event: message_start\ndata: %s\n\n", mustJSON(map[string]any{"type": "message_start", "message": map[string]any{
+			"id": fmt.Sprintf("msg_%02d", n), "type": "message", "role": "assistant", "model": req.Model, "content": []any{},
+			"stop_reason": nil, "stop_sequence": nil, "usage": usage()}}))
+		if f, ok := w.(http.Flusher); ok {
+			f.Flush()
+		}
+		select {
+		case <-reply.Hold:
+		case <-r.Context().Done():
+		}
+		return // the stream ends unfinished
+	}
 	if len(reply.Blocks) == 0 {
 		reply.Blocks = []Block{{Text: "ok"}}
 	}
@@ -192,6 +222,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	stream(w, n, req.Model, reply, stop)
+}
+
+func mustJSON(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -41,11 +41,14 @@ type SideState struct {
 	Watches []Watch               `json:"watches"`
 }
 
-// AgentState is what an agent last reported (agent_report).
+// AgentState is an agent's state (CONTRACT §20), since when, and
+// whether it needs a human.
 type AgentState struct {
-	State   string    `json:"state"`
-	Message string    `json:"message,omitempty"`
-	Updated time.Time `json:"updated,omitzero"`
+	State      string    `json:"state"`
+	Message    string    `json:"message,omitempty"`
+	Updated    time.Time `json:"updated,omitzero"`
+	Since      time.Time `json:"since,omitzero"`
+	NeedsHuman bool      `json:"needs_human,omitempty"`
 }
 
 // Watch is a watch in progress or fired and not yet read.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/agentstate"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -17,6 +18,12 @@ type agentState struct {
 	Updated      time.Time `json:"updated"`
 	AcceptsTasks bool      `json:"accepts_tasks,omitempty"` // opted in to agent_send from agents that may not drive it
 	Incarnation  string    `json:"incarnation"`             // the node life the state belongs to
+	// Since is when the state began, TurnStart when the running turn
+	// began; Evidence is what the state was derived from, oldest first
+	// (agentstate.go).
+	Since     time.Time        `json:"since,omitzero"`
+	TurnStart time.Time        `json:"turn_start,omitzero"`
+	Evidence  []tools.Evidence `json:"evidence,omitempty"`
 }
 
 // task is a tools.Task with the incarnations of its two ends, so a reply
@@ -35,10 +42,12 @@ type agentTable struct {
 	byMsg  map[string]string // sender incarnation + "\x00" + message_id → task id
 	next   int
 	store  *store
+	// watching: the running watchers, by watchKey (agentstate.go).
+	watching map[string]bool
 }
 
 func newAgentTable(st *store) *agentTable {
-	return &agentTable{states: map[string]agentState{}, tasks: map[string]*task{}, byMsg: map[string]string{}, store: st}
+	return &agentTable{states: map[string]agentState{}, tasks: map[string]*task{}, byMsg: map[string]string{}, store: st, watching: map[string]bool{}}
 }
 
 // agentsOnDisk is agents.json.
@@ -80,33 +89,6 @@ func (t *agentTable) restore(st *store, live map[string]bool) error {
 		t.byMsg[tk.FromInc+"\x00"+tk.MessageID] = tk.ID
 	}
 	return nil
-}
-
-// setState records a node's state (from its hooks, or while it waits on a
-// dialog).
-func (t *agentTable) setState(node, incarnation, state, message string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	prev := t.states[node]
-	if prev.Incarnation != incarnation {
-		prev = agentState{}
-	}
-	t.states[node] = agentState{State: state, Message: message, Updated: time.Now().UTC(), AcceptsTasks: prev.AcceptsTasks, Incarnation: incarnation}
-	t.saveLocked()
-}
-
-// initState sets the state of a just launched agent unless its hooks
-// already reported one: a launch returns only once its program showed
-// that it reads (or up to 2 s later), and the agent's first hooks may
-// come before that.
-func (t *agentTable) initState(node, incarnation, state, message string) {
-	t.mu.Lock()
-	if prev, ok := t.states[node]; ok && prev.Incarnation == incarnation {
-		t.mu.Unlock()
-		return
-	}
-	t.mu.Unlock()
-	t.setState(node, incarnation, state, message)
 }
 
 // forget drops a gone node's state and every task it sent or received.
@@ -218,7 +200,8 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		return tools.NodeInfo{}, nil, err
 	}
 	if m, ok := s.o.Meta(info.Terminal); ok {
-		s.agents.initState(info.Terminal, m.Incarnation(), tools.AgentWorking, "launched")
+		s.evidence(info.Terminal, m.Incarnation(), tools.Evidence{Source: tools.SourceProcess, Event: agentstate.ProcLaunched}, "launched", "")
+		s.watchExit(info.Terminal, m.Incarnation())
 	}
 	return info, c.stateOf(info.Terminal), nil
 }
@@ -245,27 +228,42 @@ func (t *agentTable) describe(rows []tools.NodeInfo) {
 	}
 }
 
-func agentStatus(c *call, _ noArgs) (tools.AgentList, error) {
+type agentStatusArgs struct {
+	Node    string `json:"node"`
+	Explain bool   `json:"explain"`
+}
+
+func agentStatus(c *call, a agentStatusArgs) (tools.AgentList, error) {
+	if a.Node != "" {
+		id, err := c.s.o.Resolve(a.Node)
+		if err != nil {
+			return tools.AgentList{}, err
+		}
+		a.Node = id
+	}
 	t := c.s.agents
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	out := []tools.AgentInfo{}
 	for _, n := range c.s.o.List(c.ctx) {
+		if a.Node != "" && n.Terminal != a.Node {
+			continue
+		}
+		t.mu.Lock()
 		st, reported := t.states[n.Terminal]
+		t.mu.Unlock()
 		if n.Agent == "" && !reported {
 			continue
 		}
-		if !reported {
-			st.State = tools.AgentUnknown
-		}
-		out = append(out, tools.AgentInfo{Node: n.Terminal, Name: n.Name, Agent: n.Agent,
-			State: st.State, Message: st.Message, Updated: st.Updated, Status: n.Status, AcceptsTasks: st.AcceptsTasks})
+		out = append(out, c.s.agentView(c.ctx, n, st, a.Explain))
+	}
+	if a.Node != "" && len(out) == 0 {
+		return tools.AgentList{}, tools.Errorf(tools.KindNotFound, "node %q is not an agent: it has no agent state (see agent_status)", a.Node)
 	}
 	return tools.AgentList{Agents: out}, nil
 }
 
 type agentReportArgs struct {
 	State        string `json:"state"`
+	Event        string `json:"event"`
 	Message      string `json:"message"`
 	AcceptsTasks *bool  `json:"accepts_tasks"`
 }
@@ -274,23 +272,36 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 	if c.caller.Role == tools.RoleOperator {
 		return tools.AgentReport{}, tools.Errorf(tools.KindUsage, "agent_report is for agent nodes: the operator has no agent state")
 	}
-	t := c.s.agents
-	t.mu.Lock()
-	prev := t.states[c.caller.Node]
-	if prev.Incarnation != c.caller.Incarnation {
-		prev = agentState{}
-	}
-	st := agentState{State: a.State, Message: a.Message, Updated: time.Now().UTC(), AcceptsTasks: prev.AcceptsTasks, Incarnation: c.caller.Incarnation}
+	s := c.s
+	node, inc := c.caller.Node, c.caller.Incarnation
 	if a.AcceptsTasks != nil {
+		t := s.agents
+		t.mu.Lock()
+		st := t.states[node]
+		if st.Incarnation != inc {
+			st = agentState{Incarnation: inc, Updated: time.Now().UTC()}
+		}
 		st.AcceptsTasks = *a.AcceptsTasks
+		t.states[node] = st
+		t.saveLocked()
+		t.mu.Unlock()
 	}
-	t.states[c.caller.Node] = st
-	t.saveLocked()
-	t.mu.Unlock()
-	if a.State == tools.AgentWaiting {
-		c.s.notifyWaiting(c.caller.Node, a.Message, "")
+	ev := hookEvidence(a.Event, a.State)
+	if a.Message != "" {
+		ev.Detail = oneLine(a.Message, 200)
 	}
-	return tools.AgentReport{Node: c.caller.Node, State: st.State, Message: st.Message, AcceptsTasks: st.AcceptsTasks}, nil
+	var st agentState
+	if agentstate.KnownHook(ev.Event) {
+		st = s.evidence(node, inc, ev, a.Message, "")
+	} else {
+		// Logged and ignored: the state stays what it was.
+		s.log.Warn("agent hook event termsprawl does not know: ignored", "node", node, "event", ev.Event)
+		st, _ = s.agents.stateOfLife(node, inc)
+	}
+	if st.State == tools.AgentWaiting && (a.State == tools.AgentWaiting || a.Event == "Notification") {
+		s.notifyWaiting(node, a.Message, "")
+	}
+	return tools.AgentReport{Node: node, State: st.State, Message: st.Message, AcceptsTasks: st.AcceptsTasks}, nil
 }
 
 type agentSendArgs struct {

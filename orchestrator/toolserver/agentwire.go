@@ -56,7 +56,7 @@ func isAgentProgram(kind, program string) bool {
 }
 
 // claudeHookEvents are the Claude Code events termsprawl hooks into.
-var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PermissionRequest", "Notification", "Stop"}
+var claudeHookEvents = []string{"SessionStart", "UserPromptSubmit", "PermissionRequest", "Notification", "Stop", "StopFailure"}
 
 // claudeSettings is the settings layer passed with --settings.
 func (s *Server) claudeSettings() map[string]any {

@@ -47,11 +47,18 @@ type apiServe struct {
 // ready. It is stopped at cleanup if the test did not stop it.
 func apiStart(t testing.TB, tmux *tmuxtest.Server, dir string) *apiServe {
 	t.Helper()
+	return apiStartWith(t, tmux, dir, orchestrator.Config{})
+}
+
+// apiStartWith is apiStart with more of the configuration (notify flags).
+func apiStartWith(t testing.TB, tmux *tmuxtest.Server, dir string, cfg orchestrator.Config) *apiServe {
+	t.Helper()
+	cfg.StateDir, cfg.Socket, cfg.Version, cfg.LaunchWatch = dir, tmux.Socket, "test", 100*time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan ServeInfo, 1)
 	go func() {
-		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test", LaunchWatch: 100 * time.Millisecond}, func(i ServeInfo) { ready <- i })
+		s.done <- Serve(ctx, cfg, func(i ServeInfo) { ready <- i })
 	}()
 	select {
 	case s.info = <-ready:

@@ -34,7 +34,8 @@ func (s *Server) MonitorSide() monitor.SideState {
 	st := monitor.SideState{Agents: map[string]monitor.AgentState{}, Dialogs: s.dialogs.list()}
 	s.agents.mu.Lock()
 	for id, a := range s.agents.states {
-		st.Agents[id] = monitor.AgentState{State: a.State, Message: a.Message, Updated: a.Updated}
+		st.Agents[id] = monitor.AgentState{State: a.State, Message: a.Message, Updated: a.Updated,
+			Since: a.Since, NeedsHuman: a.State == tools.AgentWaiting}
 	}
 	s.agents.mu.Unlock()
 	st.Watches = s.watches.view()

@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/notify"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -48,6 +49,8 @@ type Server struct {
 
 	maxNodes  int       // --max-nodes
 	nodeQuota nodeQuota // agents' launches under way (quotas.go)
+
+	notifier *notify.Notifier // notifications (notify.go)
 }
 
 // CallSlots are the per-token limits of /call, shared with /mcp
@@ -68,6 +71,10 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),
 		slots: tools.NewCallSlots(tools.MaxConnections), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
 	s.dialogs.onOpen, s.dialogs.onEnd = s.dialogOpened, s.dialogEnded
+	if s.notifier, err = s.newNotifier(cfg.Notify, cfg.NotifyMode); err != nil {
+		cancel()
+		return nil, err
+	}
 	s.handlers = s.buildHandlers()
 	o.OnGone(s.nodeGone)
 	// A node's token is known from the moment its session file exists,
@@ -78,11 +85,15 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		s.loadToken(m)
 	}
 	s.restore()
+	s.startAgentWatchers()
 	return s, nil
 }
 
-// Close cancels waits and watches in flight.
-func (s *Server) Close() { s.cancel() }
+// Close cancels waits and watches in flight and ends the notifier.
+func (s *Server) Close() {
+	s.cancel()
+	s.notifier.Close()
+}
 
 // Context ends when the server closes (the HTTP server's base context).
 func (s *Server) Context() context.Context { return s.ctx }

@@ -120,6 +120,7 @@ func terminalLaunch(c *call, spec orchestrator.LaunchSpec) (tools.NodeInfo, any,
 func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
 	all := c.s.o.List(c.ctx)
 	c.s.agents.describe(all)
+	c.s.annotateNodes(c.ctx, all) // agents' states (agentstate.go)
 	host, confined := c.realm()
 	if !confined {
 		return tools.NodeList{Terminals: all}, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/agentstate"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -63,7 +64,8 @@ func oneLine(s string, max int) string {
 // waiting and the humans are told.
 func (s *Server) dialogOpened(d tools.Dialog, incarnation string) {
 	if m, ok := s.o.Meta(d.Node); ok && m.Incarnation() == incarnation && m.Agent != "" {
-		s.agents.setState(d.Node, incarnation, tools.AgentWaiting, "asks: "+oneLine(d.Title, maxNotifyTitle))
+		s.evidence(d.Node, incarnation, tools.Evidence{Source: tools.SourceDialog, Event: agentstate.DialogOpened, Detail: d.ID + ": " + oneLine(d.Title, maxNotifyTitle)},
+			"asks: "+oneLine(d.Title, maxNotifyTitle), d.ID)
 	}
 	s.notifyWaiting(d.Node, d.Title, d.ID)
 }
@@ -76,6 +78,10 @@ func (s *Server) dialogEnded(d tools.Dialog, incarnation string, out tools.Dialo
 		if out.TimedOut {
 			msg = "timed out (denied): " + oneLine(d.Title, maxNotifyTitle)
 		}
-		s.agents.setState(d.Node, incarnation, tools.AgentWorking, msg)
+		ev := agentstate.DialogAnswered
+		if out.TimedOut {
+			ev = agentstate.DialogTimedOut
+		}
+		s.evidence(d.Node, incarnation, tools.Evidence{Source: tools.SourceDialog, Event: ev, Detail: d.ID + ": " + msg}, msg, d.ID)
 	}
 }

@@ -137,6 +137,8 @@
     if (n.agent || n.agent_state) {
       const a = n.agent_state;
       pairs.push(['agent state', a ? a.state + (a.message ? ': ' + a.message : '') : 'not reported', a ? '' : 'none']);
+      if (a && a.needs_human) pairs.push(['needs a human', 'yes', 'bad']);
+      if (a && a.since) pairs.push(['since', a.since]);
     }
     pairs.push(['recording', n.recording ? n.recording.path + ' (since ' + n.recording.since + ')' : 'off', n.recording ? 'bad' : 'none']);
     box.append(dl(pairs));

@@ -1,0 +1,267 @@
+package cli
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/internal/fakemodel"
+	"github.com/termsprawl/termsprawl/internal/testenv"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// lastUserText is the text of the conversation's last user message.
+func lastUserText(req *fakemodel.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role != "user" {
+			continue
+		}
+		var b strings.Builder
+		for _, bl := range req.Messages[i].Blocks() {
+			b.WriteString(bl.Text + "\n")
+		}
+		return b.String()
+	}
+	return ""
+}
+
+// whyOf is agent_status {node, explain: true}'s row.
+func (e *e2e) whyOf(node string) tools.AgentInfo {
+	e.t.Helper()
+	args, _ := json.Marshal(map[string]any{"node": node, "explain": true})
+	out := e.must(e.ctl, "--session", e.oper, "call", "agent_status", string(args))
+	var res struct {
+		Value tools.AgentList `json:"value"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Value.Agents) != 1 {
+		e.t.Fatalf("agent_status %s: %v\n%s", node, err, out)
+	}
+	return res.Value.Agents[0]
+}
+
+// waitState waits for node's agent state to be one of states; it returns
+// the row and how long it took.
+func (e *e2e) waitState(node string, within time.Duration, states ...string) (tools.AgentInfo, time.Duration) {
+	e.t.Helper()
+	start := time.Now()
+	for {
+		a := e.whyOf(node)
+		for _, s := range states {
+			if a.State == s {
+				return a, time.Since(start)
+			}
+		}
+		if time.Since(start) > within {
+			_, snap, _ := e.run(e.ts, "snapshot", node)
+			e.t.Fatalf("%s not %v within %v: %+v\nscreen:\n%s", node, states, within, a, snap)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitWhy waits for node's row to satisfy ok.
+func (e *e2e) waitWhy(node string, within time.Duration, what string, ok func(tools.AgentInfo) bool) tools.AgentInfo {
+	e.t.Helper()
+	start := time.Now()
+	for {
+		a := e.whyOf(node)
+		if ok(a) {
+			return a
+		}
+		if time.Since(start) > within {
+			_, snap, _ := e.run(e.ts, "snapshot", node)
+			e.t.Fatalf("%s: not %s within %v: %+v\nscreen:\n%s", node, what, within, a, snap)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// hasEvidence reports whether why holds source/event.
+func hasEvidence(a tools.AgentInfo, source, event string) bool {
+	for _, w := range a.Why {
+		if w.Source == source && (event == "" || w.Event == event) {
+			return true
+		}
+	}
+	return false
+}
+
+// The real Claude Code TUI in a node, against the scripted fake Messages
+// API: its states through its hooks, its dialogs, an interrupt, an API
+// failure and its death, each with its evidence in why; and a webhook
+// that gets one POST per node and event.
+func TestClaudeCodeState(t *testing.T) {
+	e := newE2E(t)
+	dir := testenv.NPM(t, claudeCodePackage)
+	bin := filepath.Join(dir, "node_modules", ".bin")
+	if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
+		testenv.SkipOrFail(t, "npm installed %s without a claude binary: %v", claudeCodePackage, err)
+	}
+	hold := make(chan struct{})
+	defer close(hold)
+	// Each scripted trouble happens once: Claude Code keeps a failed
+	// prompt in the conversation (merged with the next one).
+	var failed, hung bool
+	fake, err := fakemodel.Start(func(req *fakemodel.Request) fakemodel.Reply {
+		if !req.HasTool("Bash") {
+			return fakemodel.Reply{}
+		}
+		last := lastUserText(req)
+		switch {
+		case strings.Contains(last, "please fail") && !failed:
+			failed = true
+			// (Claude Code puts an interrupted prompt back in its input,
+			// so this prompt may follow "please hang".)
+			return fakemodel.Reply{Status: http.StatusInternalServerError}
+		case strings.Contains(last, "please hang") && !hung:
+			hung = true
+			return fakemodel.Reply{Hold: hold}
+		case strings.Contains(last, "please create"):
+			return markerScript(req)
+		case len(req.ToolResults()) > 0 && !strings.Contains(last, "please"):
+			return markerScript(req)
+		}
+		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "hello there"}}}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	var mu sync.Mutex
+	var posts []map[string]any
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		mu.Lock()
+		posts = append(posts, m)
+		mu.Unlock()
+	}))
+	defer hook.Close()
+	for i, kv := range e.env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
+		}
+	}
+	home, work := t.TempDir(), t.TempDir()
+	e.env = append(e.env, claudeEnv(home, fake.URL)...)
+	state := map[string]any{"hasCompletedOnboarding": true,
+		"customApiKeyResponses": map[string]any{"approved": []string{dummyKey[len(dummyKey)-20:]}, "rejected": []string{}},
+		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}}
+	b, _ := json.Marshal(state)
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	up, _, upErr := e.upWith("--notify", "webhook="+hook.URL, "--notify-mode", "normal", "--log-level", "debug")
+	defer e.down(up)
+	defer func() {
+		if t.Failed() {
+			t.Logf("termsprawl up's log:\n%s", upErr.String())
+		}
+	}()
+
+	node := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "tui", "--cwd", work, "--", "claude", "--permission-mode", "default"))
+	if a := e.whyOf(node); a.State != tools.AgentStarting && a.State != tools.AgentIdle {
+		t.Fatalf("just launched: %+v", a)
+	}
+	wargs, _ := json.Marshal(map[string]any{"terminal": node, "wait": "text", "text": "shortcuts", "timeout_ms": 40000})
+	if out := e.must(e.ctl, "--session", e.oper, "call", "terminal_wait_for", string(wargs)); !strings.Contains(out, `"matched": true`) {
+		t.Fatalf("the TUI did not start: %s", out)
+	}
+	a, _ := e.waitState(node, 30*time.Second, tools.AgentIdle)
+	if !hasEvidence(a, tools.SourceHook, "SessionStart") || !hasEvidence(a, tools.SourceProcess, "launched") {
+		t.Fatalf("idle after start without its evidence: %+v", a)
+	}
+
+	// starting → working → idle through the hooks.
+	e.must(e.ts, "send", node, "say hello")
+	a = e.waitWhy(node, 30*time.Second, "idle after a turn", func(a tools.AgentInfo) bool {
+		return a.State == tools.AgentIdle && hasEvidence(a, tools.SourceHook, "UserPromptSubmit")
+	})
+	if a.Why[0].Event != "Stop" || a.Why[1].Event != "UserPromptSubmit" {
+		t.Fatalf("a turn's evidence: %+v", a.Why)
+	}
+
+	// Esc mid-turn: the turn ends within 10 s (no Stop hook needed).
+	e.must(e.ts, "send", node, "please hang")
+	e.waitState(node, 30*time.Second, tools.AgentWorking)
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(e.must(e.ts, "snapshot", node), "esc to interrupt"); {
+		if time.Now().After(deadline) {
+			t.Fatal("no busy marker while the turn hangs")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Escape"}`)
+	a, took := e.waitState(node, 10*time.Second, tools.AgentIdle, tools.AgentError)
+	t.Logf("Esc: %s after %v; why %+v", a.State, took, a.Why[:min(3, len(a.Why))])
+
+	// An HTTP 500 from the Messages API: error (StopFailure) or idle with
+	// the failure in why, within 10 s.
+	e.must(e.ts, "send", node, "please fail")
+	a, took = e.waitState(node, 10*time.Second+5*time.Second, tools.AgentError)
+	t.Logf("HTTP 500: %s after %v; why %+v", a.State, took, a.Why[:min(3, len(a.Why))])
+	if took > 10*time.Second {
+		t.Errorf("the failed turn was seen after %v (want ≤ 10 s)", took)
+	}
+
+	// A permission request: waiting, needs a human; answered: working.
+	marker := filepath.Join(work, "state-marker")
+	e.must(e.ts, "send", node, "please create "+marker)
+	d := e.waitDialog(node, 60*time.Second)
+	a = e.whyOf(node)
+	if a.State != tools.AgentWaiting || !a.NeedsHuman || a.Why[0].Source != tools.SourceDialog {
+		t.Fatalf("while the dialog is open: %+v", a)
+	}
+	e.must(e.ts, "answer", d.ID, "allow")
+	a = e.whyOf(node)
+	if a.State != tools.AgentWorking && a.State != tools.AgentIdle {
+		t.Fatalf("after the answer: %+v", a)
+	}
+	e.waitState(node, 30*time.Second, tools.AgentIdle)
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the allowed command did not run: %v", err)
+	}
+	out := e.must(e.ts, "why", node)
+	if !strings.Contains(out, "is idle") || !strings.Contains(out, "dialog") || !strings.Contains(out, "answered") {
+		t.Fatalf("termsprawl why:\n%s", out)
+	}
+
+	// The program killed: exited, never working again.
+	e.must(e.ctl, "--session", e.oper, "call", "terminal_signal", `{"terminal":"`+node+`","signal":"KILL"}`)
+	a, _ = e.waitState(node, 10*time.Second, tools.AgentExited)
+	if a.Why[0].Source != tools.SourceProcess {
+		t.Fatalf("exited without process evidence: %+v", a.Why)
+	}
+	var l struct {
+		Value tools.NodeList `json:"value"`
+	}
+	_ = json.Unmarshal([]byte(e.must(e.ctl, "--session", e.oper, "call", "terminal_list")), &l)
+	for _, n := range l.Value.Terminals {
+		if n.Terminal == node && (n.State != tools.AgentExited || n.Since == "") {
+			t.Fatalf("terminal_list row %+v", n)
+		}
+	}
+
+	// One POST per node and event, each with every field.
+	mu.Lock()
+	defer mu.Unlock()
+	seen := map[string]int{}
+	for _, p := range posts {
+		seen[p["event"].(string)]++
+		for _, k := range []string{"node", "name", "kind", "event", "state", "title", "text", "answer", "at"} {
+			if _, ok := p[k]; !ok {
+				t.Errorf("POST without %q: %v", k, p)
+			}
+		}
+	}
+	if seen["needs_human"] != 1 || seen["error"] != 1 {
+		t.Errorf("webhook events %v, want one needs_human and one error", seen)
+	}
+}

@@ -1,0 +1,228 @@
+// Package agentstate derives one state per agent from the evidence at
+// hand (CONTRACT §20): the agent's hooks, the dialogs it opened, its
+// process and its screen. Derive is a pure function — evidence in, state
+// out — so the rules are table-tested; the tool server feeds it.
+//
+// It knows nothing of nodes, tmux or the tool server.
+package agentstate
+
+import (
+	"strings"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Result is a derived state.
+type Result struct {
+	State      string
+	Since      time.Time
+	NeedsHuman bool
+}
+
+// Process events.
+const (
+	ProcLaunched = "launched"
+	ProcExited   = "exited"
+	ProcCrashed  = "crashed"
+)
+
+// Dialog events.
+const (
+	DialogOpened   = "opened"
+	DialogAnswered = "answered"
+	DialogTimedOut = "timed_out"
+)
+
+// Screen events: a turn that ended without its end hook.
+const (
+	ScreenTurnEnded = "turn_ended"
+	ScreenAPIError  = "api_error"
+	// ScreenReady: a starting agent's prompt is up (quiet, no busy
+	// marker): idle, for agents without a start hook.
+	ScreenReady = "ready"
+)
+
+// ReportPrefix marks the evidence of an agent_report that named a state
+// rather than an event: "report:idle".
+const ReportPrefix = "report:"
+
+// hookStates maps the hook events termsprawl knows to the state each
+// sets; "" means known and changing nothing. Claude Code's, Gemini
+// CLI's (BeforeAgent, AfterAgent) and Codex's notify (agent-turn-complete).
+var hookStates = map[string]string{
+	"SessionStart":      tools.AgentIdle,
+	"UserPromptSubmit":  tools.AgentWorking,
+	"PreToolUse":        tools.AgentWorking,
+	"PostToolUse":       tools.AgentWorking,
+	"SubagentStart":     tools.AgentWorking,
+	"Notification":      tools.AgentWaiting,
+	"Stop":              tools.AgentIdle,
+	"StopFailure":       tools.AgentError,
+	"PermissionRequest": "", // the dialog it opens is the evidence
+	"PermissionDenied":  "",
+	"SessionEnd":        "", // the process says when it is gone
+	"SubagentStop":      "",
+	"PreCompact":        "",
+	"PostCompact":       "",
+
+	"BeforeAgent": tools.AgentWorking,
+	"AfterAgent":  tools.AgentIdle,
+
+	"agent-turn-complete": tools.AgentIdle,
+}
+
+// KnownHook reports whether termsprawl knows a hook event (or a report
+// of a state). Unknown events are logged and ignored by the caller.
+func KnownHook(event string) bool {
+	if st, ok := strings.CutPrefix(event, ReportPrefix); ok {
+		switch st {
+		case tools.AgentIdle, tools.AgentWorking, tools.AgentWaiting, tools.AgentError:
+			return true
+		}
+		return false
+	}
+	_, ok := hookStates[event]
+	return ok
+}
+
+// Step applies one piece of evidence to cur. It returns the new result
+// and whether the state changed. An exited agent stays exited.
+func Step(cur Result, ev tools.Evidence) (Result, bool) {
+	if cur.State == tools.AgentExited {
+		return cur, false
+	}
+	next := target(cur.State, ev)
+	if next == "" || next == cur.State {
+		return cur, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, ev.At)
+	if err != nil {
+		at = cur.Since
+	}
+	return Result{State: next, Since: at, NeedsHuman: next == tools.AgentWaiting}, true
+}
+
+// target is the state ev moves cur to ("" for none).
+func target(cur string, ev tools.Evidence) string {
+	switch ev.Source {
+	case tools.SourceProcess:
+		switch ev.Event {
+		case ProcLaunched:
+			if cur == "" {
+				return tools.AgentStarting
+			}
+		case ProcExited, ProcCrashed:
+			return tools.AgentExited
+		}
+	case tools.SourceHook:
+		if st, ok := strings.CutPrefix(ev.Event, ReportPrefix); ok {
+			if KnownHook(ev.Event) {
+				return st
+			}
+			return ""
+		}
+		st := hookStates[ev.Event]
+		if st == tools.AgentWorking && cur == tools.AgentWaiting && ev.Event == "PreToolUse" {
+			// A tool about to run may still ask: the dialog's end says
+			// when the human answered.
+			return ""
+		}
+		return st
+	case tools.SourceDialog:
+		switch ev.Event {
+		case DialogOpened:
+			return tools.AgentWaiting
+		case DialogAnswered, DialogTimedOut:
+			if cur == tools.AgentWaiting {
+				return tools.AgentWorking
+			}
+		}
+	case tools.SourceScreen:
+		if ev.Event == ScreenReady {
+			if cur == tools.AgentStarting {
+				return tools.AgentIdle
+			}
+			return ""
+		}
+		if cur != tools.AgentWorking {
+			return ""
+		}
+		switch ev.Event {
+		case ScreenTurnEnded:
+			return tools.AgentIdle
+		case ScreenAPIError:
+			return tools.AgentError
+		}
+	}
+	return ""
+}
+
+// Derive replays evidence, oldest first, from no state.
+func Derive(evidence []tools.Evidence) Result {
+	var r Result
+	for _, ev := range evidence {
+		r, _ = Step(r, ev)
+	}
+	return r
+}
+
+// busyMarkers are what agents' TUIs show while a turn runs (Claude Code
+// and Codex: "esc to interrupt"; Gemini CLI: "esc to cancel").
+var busyMarkers = []string{"esc to interrupt", "esc to cancel"}
+
+// promptMarks start the input line of an agent's TUI once its prompt is
+// back (Claude Code "> " or "❯ ", Codex "› ").
+var promptMarks = []string{">", "❯", "›"}
+
+// apiErrorMarks are how the TUIs say a turn failed on the model's API.
+var apiErrorMarks = []string{"API Error", "api error", "APIError"}
+
+// TurnEnded judges a quiet screen of a working agent: ended is true when
+// no busy marker shows and the prompt is back; event says how
+// (ScreenAPIError when the screen shows an API error, else
+// ScreenTurnEnded) and detail what was seen.
+func TurnEnded(lines []string) (ended bool, event, detail string) {
+	prompt := false
+	apiErr := ""
+	interrupted := false
+	for _, l := range lines {
+		low := strings.ToLower(l)
+		for _, m := range busyMarkers {
+			if strings.Contains(low, m) {
+				return false, "", ""
+			}
+		}
+		t := strings.TrimLeft(l, " │|")
+		for _, m := range promptMarks {
+			if strings.HasPrefix(t, m) {
+				prompt = true
+			}
+		}
+		for _, m := range apiErrorMarks {
+			if apiErr == "" && strings.Contains(l, m) {
+				apiErr = strings.TrimSpace(l)
+			}
+		}
+		if strings.Contains(low, "interrupted") {
+			interrupted = true
+		}
+	}
+	if !prompt {
+		return false, "", ""
+	}
+	switch {
+	case apiErr != "":
+		return true, ScreenAPIError, "quiet, the prompt back, and the screen shows: " + cut(apiErr, 200)
+	case interrupted:
+		return true, ScreenTurnEnded, "quiet, the prompt back after an interrupt, no end hook"
+	}
+	return true, ScreenTurnEnded, "quiet, the prompt back, no end hook"
+}
+
+func cut(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
