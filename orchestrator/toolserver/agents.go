@@ -229,18 +229,11 @@ func (t *agentTable) describe(rows []tools.NodeInfo) {
 }
 
 type agentStatusArgs struct {
-	Node    string `json:"node"`
-	Explain bool   `json:"explain"`
+	optionalNodeArg
+	Explain bool `json:"explain"`
 }
 
 func agentStatus(c *call, a agentStatusArgs) (tools.AgentList, error) {
-	if a.Node != "" {
-		id, err := c.s.o.Resolve(a.Node)
-		if err != nil {
-			return tools.AgentList{}, err
-		}
-		a.Node = id
-	}
 	t := c.s.agents
 	out := []tools.AgentInfo{}
 	for _, n := range c.s.o.List(c.ctx) {

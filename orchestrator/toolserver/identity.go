@@ -99,6 +99,15 @@ type nodeArg struct {
 
 func (a *nodeArg) ref() *string { return &a.Node }
 
+// optionalNodeArg is a `node` argument that may be left out (agent_status:
+// every agent); when given it is resolved and checked like nodeArg.
+type optionalNodeArg struct {
+	Node string `json:"node"`
+}
+
+func (a *optionalNodeArg) ref() *string   { return &a.Node }
+func (a *optionalNodeArg) optional() bool { return true }
+
 // namesNode is implemented by args that name a node: the handler wrappers
 // resolve the name (id, unique name or unique id prefix) to an id before
 // the handler runs.
@@ -109,6 +118,9 @@ type namesNode interface{ ref() *string }
 func (c *call) resolve(a any) error {
 	n, ok := a.(namesNode)
 	if !ok {
+		return nil
+	}
+	if o, ok := a.(interface{ optional() bool }); ok && o.optional() && *n.ref() == "" {
 		return nil
 	}
 	id, err := c.s.o.Resolve(*n.ref())
