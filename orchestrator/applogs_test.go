@@ -132,6 +132,9 @@ func TestAppLogsBadPaths(t *testing.T) {
 		{"a socket", []tools.LogSpec{{Path: sock}}, "not a regular file"},
 		{"a missing directory", []tools.LogSpec{{Path: filepath.Join(dir, "nope", "app.log")}}, "does not exist; create it first"},
 		{"two equal labels", []tools.LogSpec{{Path: filepath.Join(dir, "a.log"), Label: "x"}, {Path: filepath.Join(dir, "b.log"), Label: "x"}}, `two logs are labelled "x"`},
+		// The engine itself refuses termsprawl's own files (a node's
+		// session file holds its token), whoever calls Launch.
+		{"inside the state dir", []tools.LogSpec{{Path: filepath.Join(o.cfg.StateDir, "sessions", "operator.json")}}, "state dir"},
 	}
 	if os.Geteuid() != 0 {
 		// root reads every file whatever its mode: the socket stands for

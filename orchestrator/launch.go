@@ -325,7 +325,7 @@ func (t localTarget) check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpe
 	if err := t.o.checkProgram(spec); err != nil {
 		return nil, err
 	}
-	return resolveLogs(spec.Logs, spec.Cwd)
+	return t.o.resolveLogs(spec.Logs, spec.Cwd)
 }
 
 func (t localTarget) server(ctx context.Context, r *reservation) (hosts.Server, error) {
