@@ -48,6 +48,11 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 		o.ops.Done()
 		return tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)
 	}
+	// Its intent first: a kill during the close is finished on adoption
+	// (interrupted.go). A close goes on even if it cannot be recorded.
+	if err := o.writeMark(o.closeMarkPath(id), inputMark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
+		o.log.Warn("record a close's intent", "node", id, "err", err)
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeDeadline)
 	done := make(chan error, 1)
 	go func() {
@@ -92,6 +97,9 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node) error {
 	n.detach()
 	if testHookClosed != nil {
 		testHookClosed(n)
+	}
+	if testPauseMatches(testPauseClose, n.meta.Name) && !recovering(ctx) {
+		o.testPause(ctx, "close")
 	}
 	switch {
 	case gone:

@@ -538,6 +538,8 @@ func (o *Orchestrator) metaPath(id string) string {
 func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.metaPath(id))
 	os.Remove(tools.SessionPath(o.cfg.StateDir, id))
+	os.Remove(o.inputMarkPath(id))
+	os.Remove(o.closeMarkPath(id))
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {

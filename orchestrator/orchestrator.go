@@ -93,8 +93,10 @@ type Orchestrator struct {
 	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn and the server deaths
 	nodes   map[string]*node
 	closing bool
-	onGone  func(NodeMeta) // told when a node's life ends (closed or its session gone)
-	onBorn  func(NodeMeta) // told when a node's session file (its token) is written
+
+	interrupted interruptedLog // what adoption did with unfinished submits and closes
+	onGone      func(NodeMeta) // told when a node's life ends (closed or its session gone)
+	onBorn      func(NodeMeta) // told when a node's session file (its token) is written
 	// Deaths of the private tmux server: deadAdmin is the admin client
 	// whose end was counted, so one death is counted once.
 	serverDeaths    int
@@ -188,6 +190,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		o.Close()
 		return nil, err
 	}
+	o.finishCloses(ctx)
 	o.wg.Add(1)
 	go o.watchDeaths()
 	return o, nil
