@@ -130,6 +130,9 @@ func TestE2EKillMidSubmitAndClose(t *testing.T) {
 		}
 		waitLine(next)
 		want = append(want, next)
+		if got := logLines(); !slices.Equal(got, want) {
+			t.Fatalf("cycle %d: glued or repeated lines ran:\n got %q\nwant %q", cycle, got, want)
+		}
 
 		// Keys answer their final outcome.
 		if _, env, out := call("terminal_submit", onceArgs); env["ok"] != true {
