@@ -58,7 +58,11 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	go func() {
 		defer o.ops.Done()
 		defer cancel()
-		done <- o.closeNode(cctx, n)
+		err := o.closeNode(cctx, n)
+		if err == nil && n.meta.Host == "" {
+			o.reclaimShards(cctx) // an empty shard's server goes too
+		}
+		done <- err
 	}()
 	select {
 	case err := <-done:
@@ -454,5 +458,13 @@ func (o *Orchestrator) forget(id string) {
 		n.stopRecording()
 		go n.scr.Close()
 		o.gone(n)
+		if n.meta.Host == "" && o.beginOp() {
+			go func() {
+				defer o.ops.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), closeDeadline)
+				defer cancel()
+				o.reclaimShards(ctx)
+			}()
+		}
 	}
 }

@@ -191,6 +191,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		return nil, err
 	}
 	o.finishCloses(ctx)
+	o.reclaimShards(ctx) // shards adoption found empty
 	o.wg.Add(1)
 	go o.watchDeaths()
 	return o, nil
