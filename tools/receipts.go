@@ -309,14 +309,36 @@ func (s *ReceiptStore) Settle(caller, key, op string, receipt json.RawMessage, f
 	return s.writeStored(st, st.Created)
 }
 
-// Forget drops the intent or receipt of (caller, key): the key may be
-// used again (a settled call that failed, as failures are not stored).
-func (s *ReceiptStore) Forget(caller, key string) error {
+// DropInterrupted drops the pending intent of op that a killed
+// orchestrator left for (caller, key), so the key may be used again (the
+// call is known to have failed, and failures are not stored). Anything
+// else stored for the key is left alone.
+func (s *ReceiptStore) DropInterrupted(caller, key, op string) error {
 	if err := checkReceiptKey(caller, key); err != nil {
 		return err
 	}
-	if err := os.Remove(s.path(caller, key)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("forget receipt: %w", err)
+	unlock, err := s.Begin(context.Background(), caller, key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	p := s.path(caller, key)
+	data, err := ReadFileBounded(p, maxStoredReceiptBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return Errorf(KindInternal, "drop receipt intent: %w", err)
+	}
+	var st storedReceipt
+	if err := json.Unmarshal(data, &st); err != nil {
+		return Errorf(KindInternal, "drop receipt intent %s: %w", p, err)
+	}
+	if !st.Pending || st.Run == s.run || st.Operation != op {
+		return nil
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Errorf(KindInternal, "drop receipt intent: %w", err)
 	}
 	return nil
 }

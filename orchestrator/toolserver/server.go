@@ -97,7 +97,7 @@ func (s *Server) settleInterrupted() {
 				State: tools.ClosedState{Terminal: in.Node, Status: "closed"}}.Encode()
 		case orchestrator.OutcomeCloseFailed:
 			// Not stored, as failures are not: the same key may close again.
-			err = s.receipts.Forget(in.Intent.Caller, in.Intent.Key)
+			err = s.receipts.DropInterrupted(in.Intent.Caller, in.Intent.Key, in.Op)
 		}
 		if err == nil && (receipt != nil || failure != nil) {
 			err = s.receipts.Settle(in.Intent.Caller, in.Intent.Key, in.Op, receipt, failure)
