@@ -206,6 +206,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		r.release()
 		return tools.NodeInfo{}, err
 	}
+	r.on(srv) // a shard a launch is under way on is not reclaimed
 	id := r.id
 	meta := NodeMeta{ID: id, Name: cmp.Or(spec.Name, id), Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
 		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host()}

@@ -114,7 +114,7 @@ type Orchestrator struct {
 	// reservations of launches under way (ids and node slots); shardMu
 	// picks a launch's shard.
 	idMu     sync.Mutex
-	reserved map[string]hosts.Server // id → the shard it goes on (nil: a host)
+	reserved map[string]hosts.Server // id → the server it goes on (nil: not chosen yet)
 	shardMu  sync.Mutex
 	// ops counts the launches, closes and reattaches under way; Close
 	// waits for them (each has its own deadline) after it set closing,
