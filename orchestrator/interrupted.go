@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,8 +100,31 @@ func (o *Orchestrator) closeMarkPath(id string) string {
 	return filepath.Join(o.cfg.StateDir, nodesDir, id+".closing")
 }
 
+// writeMark writes an intent file atomically (temporary file, rename)
+// but without fsync: it guards against the orchestrator's death, which
+// keeps the page cache; a machine's crash ends the tmux sessions too, so
+// there is no line left to glue. A submit pays two or three of these.
 func (o *Orchestrator) writeMark(path string, m inputMark) error {
-	return tools.WriteJSONAtomic(path, m)
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
 }
 
 // submitMark records a submit's progress at n (nodes/ID.input).
