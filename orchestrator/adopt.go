@@ -201,6 +201,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		o.mu.Lock()
 		o.nodes[id] = n
 		o.mu.Unlock()
+		o.recoverInput(ctx, n)
 		o.log.Info("adopted node", "node", id, "socket", srv.Socket())
 	}
 	// Forget nodes whose sessions are gone: each one confirmed.

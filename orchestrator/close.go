@@ -48,12 +48,21 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 		o.ops.Done()
 		return tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)
 	}
+	// Its intent first: a kill during the close is finished on adoption
+	// (interrupted.go). A close goes on even if it cannot be recorded.
+	if err := o.writeMark(o.closeMarkPath(id), inputMark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
+		o.log.Warn("record a close's intent", "node", id, "err", err)
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeDeadline)
 	done := make(chan error, 1)
 	go func() {
 		defer o.ops.Done()
 		defer cancel()
-		done <- o.closeNode(cctx, n)
+		err := o.closeNode(cctx, n)
+		if err == nil && n.meta.Host == "" {
+			o.reclaimShards(cctx) // an empty shard's server goes too
+		}
+		done <- err
 	}()
 	select {
 	case err := <-done:
@@ -92,6 +101,9 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node) error {
 	n.detach()
 	if testHookClosed != nil {
 		testHookClosed(n)
+	}
+	if testPauseMatches(testPauseClose, n.meta.Name) && !recovering(ctx) {
+		o.testPause(ctx, "close")
 	}
 	switch {
 	case gone:
@@ -446,5 +458,13 @@ func (o *Orchestrator) forget(id string) {
 		n.stopRecording()
 		go n.scr.Close()
 		o.gone(n)
+		if n.meta.Host == "" && o.beginOp() {
+			go func() {
+				defer o.ops.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), closeDeadline)
+				defer cancel()
+				o.reclaimShards(ctx)
+			}()
+		}
 	}
 }

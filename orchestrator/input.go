@@ -134,10 +134,17 @@ const (
 // Submit types (or, for multi-line text, pastes) the text, lets the
 // program take it, then presses Enter exactly once.
 func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
-	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputSubmit, len(text), nil, func(n *node) error {
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputSubmit, len(text), nil, func(n *node) (err error) {
+		// Its intent first: a kill between the text and Enter is settled
+		// on adoption (interrupted.go).
+		mark, err := o.beginSubmit(ctx, n)
+		if err != nil {
+			return err
+		}
+		sent := false
+		defer func() { mark.end(sent) }()
 		n.noteInput(submitKind(text))
 		if text != "" {
-			var err error
 			if strings.ContainsAny(text, "\n\r") {
 				err = n.pasteText(ctx, text)
 			} else {
@@ -148,7 +155,19 @@ func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.
 			}
 			n.settle(ctx)
 		}
-		return n.pressKeys(ctx, []string{"Enter"})
+		if testPauseMatches(testPauseSubmit, text) {
+			o.testPause(ctx, "submit")
+		}
+		if err := mark.phase(phaseEnter); err != nil {
+			// The text is not left to glue to the next input.
+			n.pressKeys(ctx, []string{"End", "C-u"})
+			return err
+		}
+		if err := n.pressKeys(ctx, []string{"Enter"}); err != nil {
+			return err
+		}
+		sent = true
+		return nil
 	}))
 	r.Bytes = len(text)
 	return r, err

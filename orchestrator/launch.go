@@ -206,12 +206,19 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		r.release()
 		return tools.NodeInfo{}, err
 	}
+	r.on(srv) // a shard a launch is under way on is not reclaimed
 	id := r.id
 	meta := NodeMeta{ID: id, Name: cmp.Or(spec.Name, id), Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
 		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host()}
 	n, err := o.create(ctx, t, srv, spec, meta)
 	if err != nil {
 		r.release()
+		if t.host() == "" {
+			// A shard it may have started for itself goes again.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeDeadline)
+			o.reclaimShards(rctx)
+			cancel()
+		}
 		return tools.NodeInfo{}, err
 	}
 	r.register(n)
@@ -222,6 +229,10 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	info.Ready = n.launchReady(ctx)
 	return info, nil
 }
+
+// testHookBeforeRegister, if set, runs in a launch after the node's
+// mirror attached and before the node is registered.
+var testHookBeforeRegister func(id string)
 
 // create writes the node's files, creates its session and attaches its
 // mirror, under srv's lifecycle lock: it returns with the lock held on
@@ -291,6 +302,17 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 	if err := n.attach(ctx); err != nil {
 		undo()
 		return nil, t.fail(err)
+	}
+	if testHookBeforeRegister != nil {
+		testHookBeforeRegister(id)
+	}
+	if err := ctx.Err(); err != nil {
+		// Its caller gave up: nobody would know of this node. Rolled
+		// back like a close (our client leaves first).
+		n.detach()
+		undo()
+		o.log.Info("launch rolled back: its caller gave up before the node was registered", "node", id)
+		return nil, tools.Errorf(tools.KindNotRun, "launch of %s: the request ended before the node was registered, so it was rolled back (nothing runs): %w", id, err)
 	}
 	ok = true
 	return n, nil
@@ -538,6 +560,8 @@ func (o *Orchestrator) metaPath(id string) string {
 func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.metaPath(id))
 	os.Remove(tools.SessionPath(o.cfg.StateDir, id))
+	os.Remove(o.inputMarkPath(id))
+	os.Remove(o.closeMarkPath(id))
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -59,6 +60,14 @@ func (o *Orchestrator) reserve(name string) (*reservation, error) {
 	id := o.allocateID(name)
 	o.reserved[id] = nil
 	return &reservation{o: o, id: id}, nil
+}
+
+// on records the server the launch goes on (shardFor already did for a
+// shard it picked).
+func (r *reservation) on(srv hosts.Server) {
+	r.o.idMu.Lock()
+	r.o.reserved[r.id] = srv
+	r.o.idMu.Unlock()
 }
 
 // release gives up the reservation (the launch failed or registered).

@@ -97,8 +97,10 @@ type Orchestrator struct {
 	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn and the server deaths
 	nodes   map[string]*node
 	closing bool
-	onGone  func(NodeMeta) // told when a node's life ends (closed or its session gone)
-	onBorn  func(NodeMeta) // told when a node's session file (its token) is written
+
+	interrupted interruptedLog // what adoption did with unfinished submits and closes
+	onGone      func(NodeMeta) // told when a node's life ends (closed or its session gone)
+	onBorn      func(NodeMeta) // told when a node's session file (its token) is written
 	// Deaths of the private tmux server: deadAdmin is the admin client
 	// whose end was counted, so one death is counted once.
 	serverDeaths    int
@@ -116,7 +118,7 @@ type Orchestrator struct {
 	// reservations of launches under way (ids and node slots); shardMu
 	// picks a launch's shard.
 	idMu     sync.Mutex
-	reserved map[string]hosts.Server // id → the shard it goes on (nil: a host)
+	reserved map[string]hosts.Server // id → the server it goes on (nil: not chosen yet)
 	shardMu  sync.Mutex
 	// ops counts the launches, closes and reattaches under way; Close
 	// waits for them (each has its own deadline) after it set closing,
@@ -192,6 +194,8 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		o.Close()
 		return nil, err
 	}
+	o.finishCloses(ctx)
+	o.reclaimShards(ctx) // shards adoption found empty
 	o.wg.Add(1)
 	go o.watchDeaths()
 	return o, nil

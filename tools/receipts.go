@@ -3,6 +3,7 @@ package tools
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -77,6 +78,10 @@ type ReceiptStore struct {
 	now func() time.Time
 	ttl time.Duration
 
+	// run names this store's life: an intent of another run is one a
+	// killed orchestrator left, not one of a call under way.
+	run string
+
 	// mu guards locks and lastPrune.
 	mu        sync.Mutex
 	locks     map[string]*keyLock
@@ -106,12 +111,22 @@ const MaxReceiptsPerCaller = 1000
 // not run a second time.
 type storedReceipt struct {
 	Pending   bool            `json:"pending,omitempty"`
+	Run       string          `json:"run,omitempty"`     // the store's life that wrote a pending intent
+	Failure   *storedFailure  `json:"failure,omitempty"` // a final outcome that is an error (Settle)
 	Caller    string          `json:"caller"`
 	Key       string          `json:"key"`
 	Operation string          `json:"operation"`
 	Args      string          `json:"args"` // canonical args, without idempotency_key
 	Created   time.Time       `json:"created"`
 	Receipt   json.RawMessage `json:"receipt"`
+}
+
+// storedFailure is a final outcome that is an error: repeats of the key
+// answer it.
+type storedFailure struct {
+	Kind    Kind           `json:"kind"`
+	Msg     string         `json:"msg"`
+	Details map[string]any `json:"details,omitempty"`
 }
 
 // OpenReceiptStore opens (creating it with mode 0700) a receipt directory,
@@ -124,7 +139,11 @@ func openReceiptStore(dir string, now func() time.Time) (*ReceiptStore, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open receipt store: %w", err)
 	}
-	s := &ReceiptStore{dir: dir, now: now, ttl: ReceiptTTL, locks: map[string]*keyLock{}}
+	var run [8]byte
+	if _, err := rand.Read(run[:]); err != nil {
+		return nil, fmt.Errorf("open receipt store: %w", err)
+	}
+	s := &ReceiptStore{dir: dir, now: now, ttl: ReceiptTTL, locks: map[string]*keyLock{}, run: hex.EncodeToString(run[:])}
 	// At open no write of this store is under way (one orchestrator per
 	// state dir holds server.lock): every temporary file is a leftover of
 	// a write a kill interrupted, whatever its age.
@@ -220,6 +239,12 @@ func (s *ReceiptStore) Lookup(caller, key, op string, args json.RawMessage) (jso
 	if st.Caller != caller || st.Key != key {
 		return nil, false, Errorf(KindInternal, "receipt %s belongs to another caller or key", p)
 	}
+	if st.Pending && st.Run != s.run {
+		// Left by a killed orchestrator and not settled on adoption
+		// (Settle): final, and not run again.
+		return nil, false, Errorf(KindConflict, "a call with idempotency key %q started at %s and termsprawl stopped before its outcome was recorded; whether it acted is not known, so it is not run again: look at the terminal's state (terminal_snapshot) and use a new key to act again",
+			key, st.Created.Format(time.RFC3339)).WithDetails("idempotency_key", key).WithDetails("interrupted", true)
+	}
 	if st.Pending {
 		return nil, false, Errorf(KindInProgress, "a call with idempotency key %q started at %s and its outcome was never recorded (termsprawl stopped, or its disk was full): it is not run again; look at the terminal's state (terminal_snapshot) and use a new key to act again",
 			key, st.Created.Format(time.RFC3339)).WithDetails("idempotency_key", key)
@@ -232,7 +257,93 @@ func (s *ReceiptStore) Lookup(caller, key, op string, args json.RawMessage) (jso
 		return nil, false, Errorf(KindConflict, "idempotency key %q was already used for %s with different arguments; repeat the exact same arguments or use a new key", key, op).
 			WithDetails("idempotency_key", key)
 	}
+	if f := st.Failure; f != nil {
+		e := Errorf(f.Kind, "%s", f.Msg)
+		for k, v := range f.Details {
+			e = e.WithDetails(k, v)
+		}
+		return nil, false, e.WithDetails("idempotency_key", key)
+	}
 	return st.Receipt, true, nil
+}
+
+// Settle records the final outcome of a call a killed orchestrator left
+// pending (its intent, written by another run of the store): receipt, or
+// else failure. Repeats of the key then answer it. A key that holds no
+// pending intent of op is left alone (its outcome was stored, or it was
+// never used), and so is one of a call under way in this run.
+func (s *ReceiptStore) Settle(caller, key, op string, receipt json.RawMessage, failure *Error) error {
+	if err := checkReceiptKey(caller, key); err != nil {
+		return err
+	}
+	unlock, err := s.Begin(context.Background(), caller, key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	p := s.path(caller, key)
+	data, err := ReadFileBounded(p, maxStoredReceiptBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return Errorf(KindInternal, "settle receipt: %w", err)
+	}
+	var st storedReceipt
+	if err := json.Unmarshal(data, &st); err != nil {
+		return Errorf(KindInternal, "settle receipt %s: %w", p, err)
+	}
+	if !st.Pending || st.Run == s.run || st.Operation != op || st.Caller != caller || st.Key != key {
+		return nil
+	}
+	st.Pending, st.Run = false, ""
+	switch {
+	case failure != nil:
+		details := map[string]any{}
+		for k, v := range failure.Details {
+			details[k] = v
+		}
+		st.Failure = &storedFailure{Kind: failure.Kind, Msg: failure.Error(), Details: details}
+	case receipt != nil && json.Valid(receipt):
+		st.Receipt = receipt
+	default:
+		return Errorf(KindInternal, "settle receipt: neither a valid receipt nor a failure")
+	}
+	return s.writeStored(st, st.Created)
+}
+
+// DropInterrupted drops the pending intent of op that a killed
+// orchestrator left for (caller, key), so the key may be used again (the
+// call is known to have failed, and failures are not stored). Anything
+// else stored for the key is left alone.
+func (s *ReceiptStore) DropInterrupted(caller, key, op string) error {
+	if err := checkReceiptKey(caller, key); err != nil {
+		return err
+	}
+	unlock, err := s.Begin(context.Background(), caller, key)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	p := s.path(caller, key)
+	data, err := ReadFileBounded(p, maxStoredReceiptBytes)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return Errorf(KindInternal, "drop receipt intent: %w", err)
+	}
+	var st storedReceipt
+	if err := json.Unmarshal(data, &st); err != nil {
+		return Errorf(KindInternal, "drop receipt intent %s: %w", p, err)
+	}
+	if !st.Pending || st.Run == s.run || st.Operation != op {
+		return nil
+	}
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return Errorf(KindInternal, "drop receipt intent: %w", err)
+	}
+	return nil
 }
 
 // Put stores the encoded receipt of (caller, key) for op and args.
@@ -245,7 +356,7 @@ func (s *ReceiptStore) Put(caller, key, op string, args json.RawMessage, receipt
 
 // putIntent records that a call with (caller, key) is about to act.
 func (s *ReceiptStore) putIntent(caller, key, op string, args json.RawMessage) error {
-	return s.write(storedReceipt{Pending: true, Caller: caller, Key: key, Operation: op}, args)
+	return s.write(storedReceipt{Pending: true, Run: s.run, Caller: caller, Key: key, Operation: op}, args)
 }
 
 // testHookReceiptWrite, if set, replaces a receipt write's outcome (tests
@@ -268,6 +379,11 @@ func (s *ReceiptStore) write(st storedReceipt, args json.RawMessage) error {
 	}
 	created := s.now()
 	st.Args, st.Created = canon, created
+	return s.writeStored(st, created)
+}
+
+// writeStored writes st (its args already canonical), dated created.
+func (s *ReceiptStore) writeStored(st storedReceipt, created time.Time) error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return Errorf(KindInternal, "store receipt: %w", err)

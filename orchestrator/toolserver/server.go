@@ -86,7 +86,48 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	}
 	s.restore()
 	s.startAgentWatchers()
+	s.settleInterrupted()
 	return s, nil
+}
+
+// settleInterrupted records the final outcome of the keyed submits and
+// closes a killed orchestrator left unfinished, as adoption settled them
+// (orchestrator/interrupted.go): a repeat of the key answers it, never
+// in_progress for ever.
+func (s *Server) settleInterrupted() {
+	list := s.o.Interrupted()
+	for _, in := range list {
+		if in.Intent.Key == "" {
+			continue
+		}
+		var receipt json.RawMessage
+		var failure *tools.Error
+		var err error
+		switch in.Outcome {
+		case orchestrator.OutcomeSubmitted:
+			receipt, err = tools.Receipt{Action: in.Op, Result: tools.InputResult{Terminal: in.Node}, IdempotencyKey: in.Intent.Key,
+				State: (&call{s: s}).stateOf(in.Node)}.Encode()
+		case orchestrator.OutcomeCleared:
+			failure = tools.Errorf(tools.KindNotRun, "termsprawl stopped after typing this submit's text and before pressing Enter; on restart it cleared the line (End, Ctrl+U) instead of pressing Enter, so nothing was submitted: submit again with a new key").
+				WithDetails("interrupted", "cleared")
+		case orchestrator.OutcomeMaybe:
+			failure = tools.Errorf(tools.KindConflict, "termsprawl stopped while pressing this submit's Enter: it may have been submitted (the line was cleared on restart); it is not run again: look at terminal_snapshot, and use a new key to act again").
+				WithDetails("interrupted", "maybe")
+		case orchestrator.OutcomeClosed:
+			receipt, err = tools.Receipt{Action: in.Op, Result: tools.CloseResult{Terminal: in.Node, Closed: true}, IdempotencyKey: in.Intent.Key,
+				State: tools.ClosedState{Terminal: in.Node, Status: "closed"}}.Encode()
+		case orchestrator.OutcomeCloseFailed:
+			// Not stored, as failures are not: the same key may close again.
+			err = s.receipts.DropInterrupted(in.Intent.Caller, in.Intent.Key, in.Op)
+		}
+		if err == nil && (receipt != nil || failure != nil) {
+			err = s.receipts.Settle(in.Intent.Caller, in.Intent.Key, in.Op, receipt, failure)
+		}
+		if err != nil {
+			s.log.Warn("settle an interrupted call's key", "node", in.Node, "op", in.Op, "err", err)
+		}
+	}
+	s.o.AckInterrupted(list)
 }
 
 // Close cancels waits and watches in flight and ends the notifier.
@@ -129,6 +170,8 @@ func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Op
 		return tools.OKResult(v)
 	}
 	key := tools.IdempotencyKey(args)
+	// The engine's intent files carry the key (orchestrator/interrupted.go).
+	c.ctx = orchestrator.WithIntent(ctx, caller.Incarnation, key)
 	receipt, _, err := s.receipts.Do(ctx, caller.Incarnation, key, op.Name, args, func() (json.RawMessage, error) {
 		result, state, err := h.mutate(c, args)
 		if err != nil {

@@ -1,0 +1,300 @@
+package orchestrator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// A submit and a close are each several steps (text, settle, Enter; hang
+// up, wait, kill): an orchestrator killed between two of them used to
+// leave text at the prompt without its Enter (the next submit ran glued to
+// it) or a program running for a node somebody closed. Each writes its
+// intent next to the node's metadata before its first step (nodes/ID.input,
+// nodes/ID.closing), and adoption finishes what the intent names: an
+// interrupted submit's line is cleared, an interrupted close is finished
+// (docs/CHOICES.md "An interrupted submit is cleared, not completed").
+
+// Intent names the keyed call an input or a close serves: the caller's
+// incarnation and its idempotency key. The tool server puts it in the
+// context so the engine's intent files carry it, and what adoption did is
+// reported per key (Interrupted).
+type Intent struct {
+	Caller string `json:"caller,omitempty"`
+	Key    string `json:"key,omitempty"`
+}
+
+type intentCtxKey struct{}
+
+// recoveringCtxKey marks the close adoption finishes (no test pause).
+type recoveringCtxKey struct{}
+
+func recovering(ctx context.Context) bool { return ctx.Value(recoveringCtxKey{}) != nil }
+
+// WithIntent returns ctx carrying the keyed call's intent.
+func WithIntent(ctx context.Context, caller, key string) context.Context {
+	if key == "" {
+		return ctx
+	}
+	return context.WithValue(ctx, intentCtxKey{}, Intent{Caller: caller, Key: key})
+}
+
+func intentOf(ctx context.Context) Intent {
+	in, _ := ctx.Value(intentCtxKey{}).(Intent)
+	return in
+}
+
+// Submit phases in nodes/ID.input.
+const (
+	phaseText  = "text"  // the text may have been sent; Enter certainly not
+	phaseEnter = "enter" // Enter is being sent: it may have arrived
+	phaseDone  = "done"  // Enter was sent (kept for a keyed call until its receipt is stored)
+)
+
+// inputMark is the content of nodes/ID.input and nodes/ID.closing.
+type inputMark struct {
+	Op      string    `json:"op"` // "submit" or "close"
+	Phase   string    `json:"phase,omitempty"`
+	Intent  Intent    `json:"intent"`
+	Started time.Time `json:"started"`
+}
+
+// Outcomes of an interrupted call, as adoption settled it.
+const (
+	OutcomeCleared     = "cleared"      // submit: its line was cleared, nothing was submitted
+	OutcomeMaybe       = "maybe"        // submit: killed while pressing Enter: it may have been submitted
+	OutcomeSubmitted   = "submitted"    // submit: Enter was sent
+	OutcomeClosed      = "closed"       // close: finished on adoption
+	OutcomeCloseFailed = "close_failed" // close: could not be finished; the node is kept
+)
+
+// Interrupted is one call a killed orchestrator left unfinished and what
+// adoption did with it.
+type Interrupted struct {
+	Node    string
+	Op      string // "terminal_submit" or "terminal_close"
+	Intent  Intent
+	Outcome string
+	Err     error // OutcomeCloseFailed: why
+}
+
+// interruptedLog keeps the adoption's list until the tool server acks it.
+type interruptedLog struct {
+	mu   sync.Mutex
+	list []Interrupted
+}
+
+func (o *Orchestrator) inputMarkPath(id string) string {
+	return filepath.Join(o.cfg.StateDir, nodesDir, id+".input")
+}
+
+func (o *Orchestrator) closeMarkPath(id string) string {
+	return filepath.Join(o.cfg.StateDir, nodesDir, id+".closing")
+}
+
+// writeMark writes an intent file atomically (temporary file, rename)
+// but without fsync: it guards against the orchestrator's death, which
+// keeps the page cache; a machine's crash ends the tmux sessions too, so
+// there is no line left to glue. A submit pays two or three of these.
+func (o *Orchestrator) writeMark(path string, m inputMark) error {
+	data, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	_, err = tmp.Write(data)
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// submitMark records a submit's progress at n (nodes/ID.input).
+type submitMark struct {
+	o    *Orchestrator
+	path string
+	m    inputMark
+}
+
+func (o *Orchestrator) beginSubmit(ctx context.Context, n *node) (*submitMark, error) {
+	s := &submitMark{o: o, path: o.inputMarkPath(n.meta.ID),
+		m: inputMark{Op: "submit", Phase: phaseText, Intent: intentOf(ctx), Started: time.Now().UTC()}}
+	if err := o.writeMark(s.path, s.m); err != nil {
+		return nil, tools.Errorf(tools.KindNotRun, "terminal %q: the submit's intent could not be recorded, so nothing was sent (is the state dir's disk full?): %w", n.meta.ID, err)
+	}
+	return s, nil
+}
+
+// phase records that the submit reached phase.
+func (s *submitMark) phase(p string) error {
+	s.m.Phase = p
+	if err := s.o.writeMark(s.path, s.m); err != nil {
+		return tools.Errorf(tools.KindNotRun, "the submit's progress could not be recorded, so Enter was not pressed (is the state dir's disk full?): %w", err)
+	}
+	return nil
+}
+
+// end records that Enter was sent: a keyed submit keeps the mark (phase
+// done) until the next submit, so a kill before its receipt is stored
+// still settles the key as submitted; an unkeyed one drops it.
+func (s *submitMark) end(sent bool) {
+	if sent && s.m.Intent.Key != "" {
+		if err := s.phase(phaseDone); err == nil {
+			return
+		}
+	}
+	if !sent && s.m.Phase != phaseText {
+		return // Enter failed half-way: adoption must not think it is safe
+	}
+	os.Remove(s.path)
+}
+
+func readMark(path string) (inputMark, bool) {
+	var m inputMark
+	b, err := tools.ReadFileBounded(path, tools.MaxStateFileBytes)
+	if err != nil {
+		return m, false
+	}
+	if json.Unmarshal(b, &m) != nil {
+		// Torn or foreign: treat as a submit whose Enter was not sent.
+		return inputMark{Op: "submit", Phase: phaseText}, true
+	}
+	return m, true
+}
+
+// Test hooks a real `termsprawl up` reads from its environment (the
+// kill -9 loop in cli): a submit whose text contains
+// TERMSPRAWL_TEST_PAUSE_SUBMIT, and a close of a node whose name contains
+// TERMSPRAWL_TEST_PAUSE_CLOSE, stop between two of their steps (after the
+// text, before Enter; after detaching, before the hang-up), create
+// STATE/test-paused-submit or STATE/test-paused-close, and wait there for
+// a minute.
+var (
+	testPauseSubmit = os.Getenv("TERMSPRAWL_TEST_PAUSE_SUBMIT")
+	testPauseClose  = os.Getenv("TERMSPRAWL_TEST_PAUSE_CLOSE")
+)
+
+func (o *Orchestrator) testPause(ctx context.Context, what string) {
+	os.WriteFile(filepath.Join(o.cfg.StateDir, "test-paused-"+what), nil, 0o600)
+	pause(ctx, time.Minute)
+}
+
+func testPauseMatches(pattern, s string) bool {
+	return pattern != "" && strings.Contains(s, pattern)
+}
+
+// recoverInput settles a submit a killed orchestrator left at n (after
+// n attached): one whose Enter was not surely sent gets its line cleared
+// (End, then Ctrl+U: readline, zsh's line editor and a tty's own line
+// discipline each erase the line with it), never an Enter.
+func (o *Orchestrator) recoverInput(ctx context.Context, n *node) {
+	m, ok := readMark(o.inputMarkPath(n.meta.ID))
+	if !ok {
+		return
+	}
+	in := Interrupted{Node: n.meta.ID, Op: "terminal_submit", Intent: m.Intent}
+	switch m.Phase {
+	case phaseDone:
+		in.Outcome = OutcomeSubmitted
+	default:
+		in.Outcome = OutcomeCleared
+		if m.Phase == phaseEnter {
+			in.Outcome = OutcomeMaybe
+		}
+		if err := n.pressKeys(ctx, []string{"End", "C-u"}); err != nil {
+			o.log.Warn("clear an interrupted submit's line", "node", n.meta.ID, "err", err)
+		} else {
+			n.noteInput("keys", "End C-u (an interrupted submit's line cleared)")
+		}
+		o.log.Warn("an interrupted submit was cleared, not completed", "node", n.meta.ID, "phase", m.Phase)
+	}
+	if m.Intent.Key == "" {
+		os.Remove(o.inputMarkPath(n.meta.ID)) // no key to settle
+		return
+	}
+	o.interrupted.mu.Lock()
+	o.interrupted.list = append(o.interrupted.list, in)
+	o.interrupted.mu.Unlock()
+}
+
+// finishCloses ends, on adoption, the closes a killed orchestrator began
+// (nodes/ID.closing), all at once, each on its own deadline.
+func (o *Orchestrator) finishCloses(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, n := range o.sortedNodes() {
+		m, ok := readMark(o.closeMarkPath(n.meta.ID))
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			in := Interrupted{Node: n.meta.ID, Op: "terminal_close", Intent: m.Intent, Outcome: OutcomeClosed}
+			// The same intent again: a second kill finishes it next time.
+			cctx := context.WithValue(WithIntent(ctx, m.Intent.Caller, m.Intent.Key), recoveringCtxKey{}, true)
+			if err := o.CloseNode(cctx, n.meta.ID); err != nil {
+				in.Outcome, in.Err = OutcomeCloseFailed, err
+				o.log.Error("finish an interrupted close", "node", n.meta.ID, "err", err)
+			} else {
+				o.log.Info("finished an interrupted close", "node", n.meta.ID)
+			}
+			o.interrupted.mu.Lock()
+			o.interrupted.list = append(o.interrupted.list, in)
+			o.interrupted.mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	// Marks of nodes that are not here any more (their session ended).
+	marks, _ := filepath.Glob(filepath.Join(o.cfg.StateDir, nodesDir, "*.closing"))
+	for _, p := range marks {
+		id := strings.TrimSuffix(filepath.Base(p), ".closing")
+		if _, err := os.Stat(o.metaPath(id)); errors.Is(err, os.ErrNotExist) {
+			m, _ := readMark(p)
+			os.Remove(p)
+			o.interrupted.mu.Lock()
+			o.interrupted.list = append(o.interrupted.list, Interrupted{Node: id, Op: "terminal_close", Intent: m.Intent, Outcome: OutcomeClosed})
+			o.interrupted.mu.Unlock()
+		}
+	}
+}
+
+// Interrupted returns what adoption did with the submits and closes a
+// killed orchestrator left unfinished. The tool server settles their
+// idempotency keys with it, then calls AckInterrupted.
+func (o *Orchestrator) Interrupted() []Interrupted {
+	o.interrupted.mu.Lock()
+	defer o.interrupted.mu.Unlock()
+	return append([]Interrupted(nil), o.interrupted.list...)
+}
+
+// AckInterrupted drops the intent files of the calls in list: their
+// outcome is recorded elsewhere now. (Until then a crash settles them
+// again on the next adoption: clearing a line twice is harmless.)
+func (o *Orchestrator) AckInterrupted(list []Interrupted) {
+	for _, in := range list {
+		if in.Op == "terminal_submit" {
+			os.Remove(o.inputMarkPath(in.Node))
+		}
+	}
+	o.interrupted.mu.Lock()
+	o.interrupted.list = nil
+	o.interrupted.mu.Unlock()
+}

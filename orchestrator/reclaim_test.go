@@ -1,0 +1,102 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Closing every node of the shards after the first lets their servers
+// exit: no server besides the first answers, and only the first's two
+// control clients (admin, waiter) remain.
+func TestEmptyShardsAreReclaimed(t *testing.T) {
+	srv, dir := newTestServer(t)
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.ShardSize = 2 })
+	ctx := tctx(t)
+	var ids []string
+	for range 6 { // three shards
+		ids = append(ids, launch(t, o, stayArgv()...))
+	}
+	var sockets []string
+	for _, s := range o.servers() {
+		sockets = append(sockets, s.Socket())
+	}
+	if len(sockets) != 3 {
+		t.Fatalf("%d shards for 6 nodes of 2, want 3: %q", len(sockets), sockets)
+	}
+	for _, id := range ids {
+		if err := o.CloseNode(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(o.servers()); n != 1 {
+		t.Fatalf("%d shards after closing every node, want 1", n)
+	}
+	for _, s := range sockets[1:] {
+		if hosts.Running(ctx, "tmux", s, minimalEnv()) {
+			t.Fatalf("shard %s still answers after its last node closed", s)
+		}
+	}
+	if !hosts.Running(ctx, "tmux", sockets[0], minimalEnv()) {
+		t.Fatal("the first shard ended too")
+	}
+	kids := tmuxControlChildren()
+	for _, k := range kids {
+		for _, s := range sockets[1:] {
+			if strings.Contains(k, " "+s+" ") {
+				t.Fatalf("a control client of reclaimed shard %s remains: %q", s, k)
+			}
+		}
+	}
+	if len(kids) != 2 {
+		t.Fatalf("%d control clients, want the first shard's admin and waiter: %q", len(kids), kids)
+	}
+	// A new launch after the reclaim starts a shard again when needed.
+	for range 3 {
+		launch(t, o, stayArgv()...)
+	}
+	if n := len(o.servers()); n != 2 {
+		t.Fatalf("%d shards for 3 nodes of 2, want 2", n)
+	}
+}
+
+// A launch whose caller gave up before the node was registered is rolled
+// back: no node, no files, no session, nothing running.
+func TestLaunchRolledBackWhenCallerGaveUp(t *testing.T) {
+	srv, dir := newTestServer(t)
+	o := openOrchestrator(t, srv, dir)
+	ctx, cancel := context.WithCancel(tctx(t))
+	var hooked string
+	testHookBeforeRegister = func(id string) { hooked = id; cancel() }
+	t.Cleanup(func() { testHookBeforeRegister = nil })
+	_, err := o.Launch(ctx, LaunchSpec{Command: stayArgv(), Cwd: t.TempDir(), Name: "gaveup"})
+	testHookBeforeRegister = nil
+	var te *tools.Error
+	if err == nil || !errors.As(err, &te) || te.Kind != tools.KindNotRun {
+		t.Fatalf("launch after its caller gave up: %v, want not_run", err)
+	}
+	if hooked == "" {
+		t.Fatal("the hook never ran")
+	}
+	if _, ok := o.Meta(hooked); ok || len(o.Nodes()) != 0 {
+		t.Fatalf("node %s registered after its caller gave up: %+v", hooked, o.Nodes())
+	}
+	if _, err := srv.Cmd("has-session", "-t", "=ts-"+hooked); err == nil {
+		t.Fatalf("session ts-%s still runs", hooked)
+	}
+	if _, err := o.readMeta(hooked); err == nil {
+		t.Fatal("its metadata file is left")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(tmuxControlChildren()) > 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if kids := tmuxControlChildren(); len(kids) != 2 {
+		t.Fatalf("control clients left: %q", kids)
+	}
+}
