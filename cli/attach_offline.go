@@ -89,7 +89,7 @@ func (h *human) attachOffline(word string, readOnly bool) int {
 	n, err := resolveNode(rows, word)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "%s: termsprawl is not running (state dir %s), and among its nodes' files: %v\n", h.prefix(), h.stateDir, strings.ReplaceAll(err.Error(), "`termsprawl ls` lists the nodes", "they are in "+filepath.Join(h.stateDir, nodesDir)))
-		return ExitNo
+		return nameErrorCode(err) // 2 for an ambiguous NODE (CONTRACT §18)
 	}
 	if n.Host != "" {
 		fmt.Fprintf(h.stderr, "%s: termsprawl is not running (state dir %s): attaching node %s on host %s with ssh and tmux directly; `termsprawl up` adopts it again\n", h.prefix(), h.stateDir, n.Terminal, n.Host)
