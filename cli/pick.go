@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -137,6 +139,11 @@ func (p *picker) choose(ds []tools.Dialog) (*tools.Dialog, error) {
 // or termsprawl said no).
 func (p *picker) answer(d tools.Dialog) (bool, error) {
 	fmt.Fprintf(p.w, "\n%s from %s (%s):\n  %s\n", d.ID, dash(d.Node), d.Kind, strings.ReplaceAll(strings.TrimSpace(d.Title), "\n", "\n  "))
+	if d.Tool != "" || d.Input != "" {
+		// The whole request, not the display title: what allow lets run
+		// (and what "always" remembers) is this tool with this input.
+		fmt.Fprintf(p.w, "  tool: %s\n  input, in full:\n    %s\n", dash(d.Tool), strings.ReplaceAll(fullInput(d.Input), "\n", "\n    "))
+	}
 	args := map[string]any{"dialog": d.ID}
 	if len(d.Options) > 0 {
 		for i, o := range d.Options {
@@ -203,4 +210,14 @@ func (p *picker) send(d tools.Dialog, args map[string]any) (bool, error) {
 	}
 	fmt.Fprintf(p.w, "answered %s (%s): %s\n", d.ID, dash(d.Node), how)
 	return true, nil
+}
+
+// fullInput is a dialog's input as a human reads it: indented JSON, or
+// the text as it is when it is not JSON.
+func fullInput(in string) string {
+	var b bytes.Buffer
+	if json.Indent(&b, []byte(in), "", "  ") == nil {
+		return b.String()
+	}
+	return in
 }
