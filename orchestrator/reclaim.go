@@ -27,22 +27,14 @@ var testHookReclaimed func(socket string)
 func (o *Orchestrator) reclaimShards(ctx context.Context) {
 	o.shardMu.Lock()
 	defer o.shardMu.Unlock()
-	count := map[hosts.Server]int{}
 	o.idMu.Lock()
-	for _, s := range o.reserved {
-		if s != nil {
-			count[s]++
-		}
-	}
 	o.mu.Lock()
 	if o.closing {
 		o.mu.Unlock()
 		o.idMu.Unlock()
 		return
 	}
-	for _, n := range o.nodes {
-		count[n.srv]++
-	}
+	count := o.serverLoadLocked()
 	var empty []*tmuxServer
 	kept := o.shards[:1:1]
 	for _, s := range o.shards[1:] {

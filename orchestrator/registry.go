@@ -211,23 +211,31 @@ func (o *Orchestrator) shardSocket(k int) string {
 	return fmt.Sprintf("%s-%d", o.cfg.Socket, k)
 }
 
+// serverLoadLocked counts, per server, its nodes and the launches under
+// way that chose it. Call with idMu and mu held (and shardMu, so that the
+// count stays true while the caller acts on it).
+func (o *Orchestrator) serverLoadLocked() map[hosts.Server]int {
+	count := map[hosts.Server]int{}
+	for _, s := range o.reserved {
+		if s != nil {
+			count[s]++
+		}
+	}
+	for _, n := range o.nodes {
+		count[n.srv]++
+	}
+	return count
+}
+
 // shardFor picks the shard a new node goes on: the first with room
 // (counting the launches under way), else a new one, and records it in
 // the reservation r. shardMu makes two launches see each other's choice.
 func (o *Orchestrator) shardFor(ctx context.Context, r *reservation) (*tmuxServer, error) {
 	o.shardMu.Lock()
 	defer o.shardMu.Unlock()
-	count := map[hosts.Server]int{}
 	o.idMu.Lock()
-	for _, s := range o.reserved {
-		if s != nil {
-			count[s]++
-		}
-	}
 	o.mu.Lock()
-	for _, n := range o.nodes {
-		count[n.srv]++
-	}
+	count := o.serverLoadLocked()
 	shards := append([]*tmuxServer(nil), o.shards...)
 	o.mu.Unlock()
 	o.idMu.Unlock()

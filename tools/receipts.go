@@ -273,43 +273,22 @@ func (s *ReceiptStore) Lookup(caller, key, op string, args json.RawMessage) (jso
 // pending intent of op is left alone (its outcome was stored, or it was
 // never used), and so is one of a call under way in this run.
 func (s *ReceiptStore) Settle(caller, key, op string, receipt json.RawMessage, failure *Error) error {
-	if err := checkReceiptKey(caller, key); err != nil {
-		return err
-	}
-	unlock, err := s.Begin(context.Background(), caller, key)
-	if err != nil {
-		return err
-	}
-	defer unlock()
-	p := s.path(caller, key)
-	data, err := ReadFileBounded(p, maxStoredReceiptBytes)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return Errorf(KindInternal, "settle receipt: %w", err)
-	}
-	var st storedReceipt
-	if err := json.Unmarshal(data, &st); err != nil {
-		return Errorf(KindInternal, "settle receipt %s: %w", p, err)
-	}
-	if !st.Pending || st.Run == s.run || st.Operation != op || st.Caller != caller || st.Key != key {
-		return nil
-	}
-	st.Pending, st.Run = false, ""
-	switch {
-	case failure != nil:
-		details := map[string]any{}
-		for k, v := range failure.Details {
-			details[k] = v
+	return s.withInterrupted(caller, key, op, "settle receipt", func(_ string, st storedReceipt) error {
+		st.Pending, st.Run = false, ""
+		switch {
+		case failure != nil:
+			details := map[string]any{}
+			for k, v := range failure.Details {
+				details[k] = v
+			}
+			st.Failure = &storedFailure{Kind: failure.Kind, Msg: failure.Error(), Details: details}
+		case receipt != nil && json.Valid(receipt):
+			st.Receipt = receipt
+		default:
+			return Errorf(KindInternal, "settle receipt: neither a valid receipt nor a failure")
 		}
-		st.Failure = &storedFailure{Kind: failure.Kind, Msg: failure.Error(), Details: details}
-	case receipt != nil && json.Valid(receipt):
-		st.Receipt = receipt
-	default:
-		return Errorf(KindInternal, "settle receipt: neither a valid receipt nor a failure")
-	}
-	return s.writeStored(st, st.Created)
+		return s.writeStored(st, st.Created)
+	})
 }
 
 // DropInterrupted drops the pending intent of op that a killed
@@ -317,6 +296,20 @@ func (s *ReceiptStore) Settle(caller, key, op string, receipt json.RawMessage, f
 // call is known to have failed, and failures are not stored). Anything
 // else stored for the key is left alone.
 func (s *ReceiptStore) DropInterrupted(caller, key, op string) error {
+	return s.withInterrupted(caller, key, op, "drop receipt intent", func(p string, _ storedReceipt) error {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return Errorf(KindInternal, "drop receipt intent: %w", err)
+		}
+		return nil
+	})
+}
+
+// withInterrupted runs f, under the key's lock, on the pending intent of
+// op that another run of the store (a killed orchestrator) left for
+// (caller, key), with the path of its file. A key holding no such intent
+// (its outcome was stored, it was never used, or its call is under way in
+// this run) is left alone. what names the action in errors.
+func (s *ReceiptStore) withInterrupted(caller, key, op, what string, f func(path string, st storedReceipt) error) error {
 	if err := checkReceiptKey(caller, key); err != nil {
 		return err
 	}
@@ -331,19 +324,16 @@ func (s *ReceiptStore) DropInterrupted(caller, key, op string) error {
 		return nil
 	}
 	if err != nil {
-		return Errorf(KindInternal, "drop receipt intent: %w", err)
+		return Errorf(KindInternal, "%s: %w", what, err)
 	}
 	var st storedReceipt
 	if err := json.Unmarshal(data, &st); err != nil {
-		return Errorf(KindInternal, "drop receipt intent %s: %w", p, err)
+		return Errorf(KindInternal, "%s %s: %w", what, p, err)
 	}
-	if !st.Pending || st.Run == s.run || st.Operation != op {
+	if !st.Pending || st.Run == s.run || st.Operation != op || st.Caller != caller || st.Key != key {
 		return nil
 	}
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return Errorf(KindInternal, "drop receipt intent: %w", err)
-	}
-	return nil
+	return f(p, st)
 }
 
 // Put stores the encoded receipt of (caller, key) for op and args.
