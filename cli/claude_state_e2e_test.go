@@ -201,6 +201,15 @@ func TestClaudeCodeState(t *testing.T) {
 	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Escape"}`)
 	a, took := e.waitState(node, 10*time.Second, tools.AgentIdle, tools.AgentError)
 	t.Logf("Esc: %s after %v; why %+v", a.State, took, a.Why[:min(3, len(a.Why))])
+	// Claude Code may put an interrupted prompt back into its input box:
+	// delete it, so the next prompt is typed alone (not "please
+	// hangplease fail").
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if strings.HasSuffix(strings.TrimSpace(lastPromptLine(e.must(e.ts, "snapshot", node))), "please hang") {
+			e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"`+strings.TrimSpace(strings.Repeat("BSpace ", len("please hang")))+`"}`)
+			break
+		}
+	}
 
 	// An HTTP 500 from the Messages API: error (StopFailure) or idle with
 	// the failure in why, within 10 s.
@@ -264,4 +273,16 @@ func TestClaudeCodeState(t *testing.T) {
 	if seen["needs_human"] != 1 || seen["error"] != 1 {
 		t.Errorf("webhook events %v, want one needs_human and one error", seen)
 	}
+}
+
+// lastPromptLine is the last line of a Claude Code screen that starts
+// with its prompt mark (❯): the input box, once the turn is over.
+func lastPromptLine(screen string) string {
+	last := ""
+	for _, l := range strings.Split(screen, "\n") {
+		if t := strings.TrimSpace(l); strings.HasPrefix(t, "❯") {
+			last = t
+		}
+	}
+	return last
 }

@@ -58,8 +58,12 @@ func TestRecordingStateDirFull(t *testing.T) {
 	o := openOrchestrator(t, tmuxtest.New(t), dir)
 	id, recDir := launchRecorded(t, o)
 	fillDisk(t, dir)
-	if _, err := o.Submit(tctx(t), id, "seq -f 'fill-%07g-yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy' 1 20000; echo fill-done-$((1+2))",
-		&tools.WaitSpec{Wait: tools.WaitText, Text: "fill-done-3", TimeoutMS: 40000}); err != nil {
+	// Typed and entered as keys: a submit would be refused here, since its
+	// intent file cannot be written on the full disk (interrupted.go).
+	if _, err := o.Type(tctx(t), id, "seq -f 'fill-%07g-yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy' 1 20000; echo fill-done-$((1+2))", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := o.Press(tctx(t), id, "Enter", &tools.WaitSpec{Wait: tools.WaitText, Text: "fill-done-3", TimeoutMS: 40000}); err != nil {
 		t.Fatal(err)
 	}
 	// The node's metadata stops naming the recording (on a condition,
