@@ -1,6 +1,8 @@
 package toolserver
 
 import (
+	"slices"
+
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -89,35 +91,26 @@ func (c *call) inRealm(id string) error {
 }
 
 // keepToRealm drops from a listing what lies outside the realm of a
-// caller kept to its host: other hosts' and this machine's agents
-// (agent_status) and dialogs (dialog_list). terminal_list filters itself.
+// caller kept to its host: other hosts' and this machine's terminals
+// (terminal_list), agents (agent_status) and dialogs (dialog_list).
 func (c *call) keepToRealm(v any) any {
 	host, confined := c.realm()
 	if !confined {
 		return v
 	}
-	inRealm := func(node string) bool {
+	outside := func(node string) bool {
 		m, ok := c.s.o.Meta(node)
-		return ok && m.Host == host
+		return !ok || m.Host != host
 	}
 	switch l := v.(type) {
+	case tools.NodeList:
+		l.Terminals = slices.DeleteFunc(slices.Clone(l.Terminals), func(n tools.NodeInfo) bool { return n.Host != host })
+		return l
 	case tools.AgentList:
-		kept := l.Agents[:0:0]
-		for _, a := range l.Agents {
-			if inRealm(a.Node) {
-				kept = append(kept, a)
-			}
-		}
-		l.Agents = kept
+		l.Agents = slices.DeleteFunc(slices.Clone(l.Agents), func(a tools.AgentInfo) bool { return outside(a.Node) })
 		return l
 	case tools.DialogList:
-		kept := l.Dialogs[:0:0]
-		for _, d := range l.Dialogs {
-			if inRealm(d.Node) {
-				kept = append(kept, d)
-			}
-		}
-		l.Dialogs = kept
+		l.Dialogs = slices.DeleteFunc(slices.Clone(l.Dialogs), func(d tools.Dialog) bool { return outside(d.Node) })
 		return l
 	}
 	return v

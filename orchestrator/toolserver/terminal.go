@@ -120,19 +120,8 @@ func terminalLaunch(c *call, spec orchestrator.LaunchSpec) (tools.NodeInfo, any,
 func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
 	all := c.s.o.List(c.ctx)
 	c.s.agents.describe(all)
-	c.s.annotateNodes(c.ctx, all) // agents' states (agentstate.go)
-	host, confined := c.realm()
-	if !confined {
-		return tools.NodeList{Terminals: all}, nil
-	}
-	// An agent kept to its host sees that host's nodes only.
-	mine := all[:0:0]
-	for _, n := range all {
-		if n.Host == host {
-			mine = append(mine, n)
-		}
-	}
-	return tools.NodeList{Terminals: mine}, nil
+	c.s.annotateNodes(c.ctx, all)              // agents' states (agentstate.go)
+	return tools.NodeList{Terminals: all}, nil // kept to the caller's realm by reader (keepToRealm)
 }
 
 type snapshotArgs struct {
