@@ -1,7 +1,6 @@
 package toolserver
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -35,23 +34,7 @@ func fakeAgents(t *testing.T) string {
 // get wired.
 func startWithCtl(t *testing.T, tmux *tmuxtest.Server, dir, ctl string) *apiServe {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
-	ready := make(chan ServeInfo, 1)
-	go func() {
-		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test", CtlPath: ctl, LaunchWatch: 100 * time.Millisecond}, func(i ServeInfo) { ready <- i })
-	}()
-	select {
-	case s.info = <-ready:
-	case err := <-s.done:
-		cancel()
-		t.Fatalf("Serve returned before ready: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("Serve not ready within 30s")
-	}
-	t.Cleanup(func() { s.stop() })
-	return s
+	return apiStartWith(t, tmux, dir, orchestrator.Config{CtlPath: ctl})
 }
 
 func waitFile(t *testing.T, path string) string {

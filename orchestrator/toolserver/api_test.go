@@ -54,6 +54,10 @@ func apiStart(t testing.TB, tmux *tmuxtest.Server, dir string) *apiServe {
 func apiStartWith(t testing.TB, tmux *tmuxtest.Server, dir string, cfg orchestrator.Config) *apiServe {
 	t.Helper()
 	cfg.StateDir, cfg.Socket, cfg.Version, cfg.LaunchWatch = dir, tmux.Socket, "test", 100*time.Millisecond
+	readyWithin := 30 * time.Second
+	if len(cfg.Hosts) > 0 {
+		readyWithin = 60 * time.Second // its hosts connect before Serve is ready
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
 	ready := make(chan ServeInfo, 1)
@@ -65,9 +69,9 @@ func apiStartWith(t testing.TB, tmux *tmuxtest.Server, dir string, cfg orchestra
 	case err := <-s.done:
 		cancel()
 		t.Fatalf("Serve returned before ready: %v", err)
-	case <-time.After(30 * time.Second):
+	case <-time.After(readyWithin):
 		cancel()
-		t.Fatal("Serve not ready within 30s")
+		t.Fatalf("Serve not ready within %v", readyWithin)
 	}
 	t.Cleanup(func() { s.stop() })
 	return s

@@ -1,9 +1,7 @@
 package toolserver
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
@@ -13,23 +11,7 @@ import (
 // apiStartMax is apiStart with --max-nodes max.
 func apiStartMax(t *testing.T, tmux *tmuxtest.Server, dir string, maxNodes int) *apiServe {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
-	ready := make(chan ServeInfo, 1)
-	go func() {
-		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test", LaunchWatch: 100 * time.Millisecond, MaxNodes: maxNodes}, func(i ServeInfo) { ready <- i })
-	}()
-	select {
-	case s.info = <-ready:
-	case err := <-s.done:
-		cancel()
-		t.Fatalf("Serve returned before ready: %v", err)
-	case <-time.After(30 * time.Second):
-		cancel()
-		t.Fatal("Serve not ready within 30s")
-	}
-	t.Cleanup(s.stop)
-	return s
+	return apiStartWith(t, tmux, dir, orchestrator.Config{MaxNodes: maxNodes})
 }
 
 // An agent cannot take every slot of --max-nodes: its launches and its

@@ -1,13 +1,11 @@
 package toolserver
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
@@ -27,24 +25,7 @@ func realmServe(t *testing.T, grant bool) *apiServe {
 	}
 	host := tools.HostSpec{Name: "rem", Dest: sshtest.Good, SSHOptions: f.SSHOptions(), Socket: f.RemoteSocket,
 		RemoteDir: f.RemoteDir("rem"), LaunchElsewhere: grant}
-	ctx, cancel := context.WithCancel(context.Background())
-	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
-	ready := make(chan ServeInfo, 1)
-	go func() {
-		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test", LaunchWatch: 100 * time.Millisecond,
-			Hosts: []tools.HostSpec{host}}, func(i ServeInfo) { ready <- i })
-	}()
-	select {
-	case s.info = <-ready:
-	case err := <-s.done:
-		cancel()
-		t.Fatalf("Serve returned before ready: %v", err)
-	case <-time.After(60 * time.Second):
-		cancel()
-		t.Fatal("Serve not ready within 60s")
-	}
-	t.Cleanup(func() { s.stop() })
-	return s
+	return apiStartWith(t, tmux, dir, orchestrator.Config{Hosts: []tools.HostSpec{host}})
 }
 
 func realmLaunch(t *testing.T, sess string, args apiM) tools.NodeInfo {
