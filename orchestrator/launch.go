@@ -39,6 +39,9 @@ type LaunchSpec struct {
 	Host string `json:"host,omitempty"`
 	// Record records the node from its start (CONTRACT §13).
 	Record bool `json:"record,omitempty"`
+	// Worktree starts the node in a git worktree (CONTRACT §21); the tool
+	// server makes it and fills in its path before the launch.
+	Worktree *tools.WorktreeLaunch `json:"worktree,omitempty"`
 
 	Owner string `json:"-"` // launching node id, or "operator"
 	// Ancestors are the incarnations that may drive the node besides the

@@ -227,7 +227,7 @@ func buildOperations() []*Operation {
 				enumParam("env_mode", "replace (default): a minimal environment (PATH HOME USER LOGNAME SHELL LANG TERM TMPDIR, TERMSPRAWL_*) plus env; inherit: the orchestrator's environment plus env.", "replace", "inherit"),
 				paramColumns, paramRows, paramHost,
 				{Name: "record", Type: TypeBoolean, Description: "Record the terminal from its start into <state>/traces (see terminal_record)."},
-				paramLogs,
+				paramLogs, paramWorktree,
 			}},
 		{Name: "terminal_list", Result: NodeList{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "List every terminal node: id, name, command, owner, parent, status, exit code, size, revision and attached clients."},
@@ -322,7 +322,7 @@ func buildOperations() []*Operation {
 			Params: []Param{
 				required(enumParam("agent", "Agent kind; custom needs command.", "claude", "codex", "gemini", "opencode", "custom")),
 				{Name: "command", Type: TypeStringArray, NonEmpty: true, Description: "Program and arguments as an argv array (default: the agent's usual command; required for custom)."},
-				paramName, paramCwd, paramHost,
+				paramName, paramCwd, paramHost, paramWorktree,
 			},
 			check: checkAgentLaunch},
 		{Name: "agent_status", Result: AgentList{}, Topic: TopicAgents, Annotations: annRead,
@@ -384,6 +384,7 @@ func buildOperations() []*Operation {
 	}
 	ops = append(ops, traceOperations()...)
 	ops = append(ops, notifyOperations()...)
+	ops = append(ops, worktreeOperations()...)
 	for _, op := range ops {
 		if op.Mutation {
 			op.Params = append(op.Params, paramIdempotencyKey)

@@ -21,6 +21,8 @@ var contractOps = []string{
 	"terminal_record", "terminal_mark", "trace_open", "trace_close", "trace_overview", "trace_frame_at", "trace_diff",
 	// §20 notifications
 	"notify_test",
+	// CONTRACT §21: worktrees (ops_worktree.go)
+	"worktree_list", "worktree_diff", "worktree_comment", "worktree_review_send", "worktree_finish", "worktree_prune",
 }
 
 func TestOperationTable(t *testing.T) {

@@ -69,6 +69,8 @@ type NodeInfo struct {
 	State      string `json:"state,omitempty"`
 	Since      string `json:"since,omitempty"`
 	NeedsHuman bool   `json:"needs_human,omitempty"`
+	// Worktree is the node's git worktree (CONTRACT §21).
+	Worktree *WorktreeState `json:"worktree,omitempty"`
 }
 
 // Crash is how a program that died on its own ended (CONTRACT §11).

@@ -50,7 +50,10 @@ var allowed = map[string][]string{
 	// The tool server drives the engine; tmux is the engine's business.
 	// It mounts the web monitor and feeds it through monitor's interfaces.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
-		module + "/orchestrator/agentstate", module + "/orchestrator/notify"},
+		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree"},
+	// Git worktrees (CONTRACT §21): the user's git CLI only, never nodes,
+	// the engine or the tool server.
+	"orchestrator/worktree": {},
 	// Agent state (CONTRACT §20): a pure derivation from evidence.
 	"orchestrator/agentstate": {module + "/tools"},
 	// Notifications (CONTRACT §20): targets, modes, the queue and its

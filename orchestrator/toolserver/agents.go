@@ -129,6 +129,8 @@ type agentLaunchArgs struct {
 	Name    string   `json:"name"`
 	Cwd     string   `json:"cwd"`
 	Host    string   `json:"host"`
+	// Worktree: a git worktree to start in (worktree.go).
+	Worktree *tools.WorktreeLaunch `json:"worktree"`
 }
 
 func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
@@ -194,7 +196,7 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 	if name == "" {
 		name = a.Agent
 	}
-	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host)}
+	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host), Worktree: a.Worktree}
 	info, err := c.launchFor(spec)
 	if err != nil {
 		return tools.NodeInfo{}, nil, err

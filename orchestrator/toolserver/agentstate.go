@@ -100,6 +100,9 @@ func (s *Server) stateChanged(tr transition, kind, name string) {
 	if tr.to == tools.AgentWorking || tr.to == tools.AgentStarting {
 		s.watchTurn(tr.node, tr.incarnation)
 	}
+	if (tr.from == tools.AgentWorking || tr.from == tools.AgentWaiting) && (tr.to == tools.AgentIdle || tr.to == tools.AgentError) {
+		s.worktreeTurnEnded(tr.node, tr.incarnation) // the turn's diff (worktree.go)
+	}
 	s.notifyTransition(tr, kind, name)
 }
 

@@ -51,6 +51,9 @@ type Server struct {
 	nodeQuota nodeQuota // agents' launches under way (quotas.go)
 
 	notifier *notify.Notifier // notifications (notify.go)
+
+	wtOnce sync.Once // makes wt (worktree.go)
+	wt     *wtTable
 }
 
 // CallSlots are the per-token limits of /call, shared with /mcp

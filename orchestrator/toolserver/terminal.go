@@ -90,9 +90,21 @@ func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 		}
 		defer release()
 	}
+	var wt *wtEntry // the node's git worktree (worktree.go)
+	madeWt := spec.Worktree != nil && spec.Worktree.Path == ""
+	if spec.Worktree != nil {
+		var err error
+		if wt, err = c.prepareWorktree(&spec); err != nil {
+			return tools.NodeInfo{}, err
+		}
+	}
 	info, err := c.s.o.Launch(c.ctx, spec)
 	if err != nil {
+		c.s.launchFailed(c.ctx, wt, madeWt)
 		return tools.NodeInfo{}, err
+	}
+	if wt != nil {
+		c.s.attachWorktree(wt, info.Terminal)
 	}
 	if m, ok := c.s.o.Meta(info.Terminal); ok {
 		c.s.loadToken(m)
@@ -121,6 +133,7 @@ func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
 	all := c.s.o.List(c.ctx)
 	c.s.agents.describe(all)
 	c.s.annotateNodes(c.ctx, all)              // agents' states (agentstate.go)
+	c.s.annotateWorktrees(all)                 // worktrees, from a cache (worktree.go)
 	return tools.NodeList{Terminals: all}, nil // kept to the caller's realm by reader (keepToRealm)
 }
 

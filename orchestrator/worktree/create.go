@@ -1,0 +1,265 @@
+package worktree
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// BranchPrefix is the prefix of every branch termsprawl makes.
+const BranchPrefix = "termsprawl/"
+
+// ErrRefused is wrapped by every refusal: bad input or a state of the
+// repository that termsprawl will not change; nothing was created or
+// removed.
+var ErrRefused = errors.New("refused")
+
+func refuse(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, a...))
+}
+
+// Info is one worktree termsprawl made.
+type Info struct {
+	// Name is the NAME of --worktree NAME.
+	Name string `json:"name"`
+	// Repo is the main worktree of the repository.
+	Repo string `json:"repo"`
+	// Path is the worktree, outside the repository.
+	Path string `json:"path"`
+	// Branch is termsprawl/NAME.
+	Branch string `json:"branch"`
+	// Base is what the branch started from (a branch name, or a commit).
+	Base string `json:"base"`
+	// BaseCommit is the commit Base named then.
+	BaseCommit string `json:"base_commit"`
+}
+
+// Spec asks for a new worktree of the repository that holds Dir.
+type Spec struct {
+	Dir        string
+	Name       string
+	Base       string // default: the main worktree's HEAD (its branch)
+	Submodules bool
+}
+
+// MainWorktree is the main worktree of the repository holding dir.
+func (g Git) MainWorktree(ctx context.Context, dir string) (string, error) {
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", refuse("%s is not a directory; pass --cwd inside a git repository", dir)
+	}
+	if ok, err := g.ok(ctx, dir, "rev-parse", "--is-inside-work-tree"); err != nil {
+		return "", err
+	} else if !ok {
+		return "", refuse("%s is not in a git repository: --worktree needs one (git init there, or pass --cwd inside a repository)", dir)
+	}
+	out, err := g.read(ctx, dir, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range strings.Split(out, "\x00") {
+		if p, ok := strings.CutPrefix(f, "worktree "); ok {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("git worktree list in %s named no main worktree", dir)
+}
+
+// ValidName checks NAME: a valid branch name once prefixed, one path
+// element's worth of text.
+func (g Git) ValidName(ctx context.Context, name string) error {
+	if name == "" {
+		return refuse("the worktree name is empty; give --worktree NAME with a branch-safe name such as fix-login")
+	}
+	ok, err := g.ok(ctx, "", "check-ref-format", "refs/heads/"+BranchPrefix+name)
+	if err != nil {
+		return err
+	}
+	if !ok || strings.HasPrefix(name, "-") {
+		return refuse("%q is not a valid branch name (git check-ref-format refuses %s%s); use letters, digits, - and _ (e.g. fix-login)", name, BranchPrefix, name)
+	}
+	return nil
+}
+
+// PathFor is where the worktree NAME of the repository whose main
+// worktree is repo lives: <repo's parent>/<repo name>.worktrees/<name>.
+func PathFor(repo, name string) string {
+	return filepath.Join(filepath.Dir(repo), filepath.Base(repo)+".worktrees", strings.ReplaceAll(name, "/", "-"))
+}
+
+// Create makes the worktree of s and copies .worktreeinclude's files
+// into it. Refusals (ErrRefused) create nothing.
+func (g Git) Create(ctx context.Context, s Spec) (Info, error) {
+	repo, err := g.MainWorktree(ctx, s.Dir)
+	if err != nil {
+		return Info{}, err
+	}
+	if err := g.ValidName(ctx, s.Name); err != nil {
+		return Info{}, err
+	}
+	in := Info{Name: s.Name, Repo: repo, Branch: BranchPrefix + s.Name, Path: PathFor(repo, s.Name), Base: s.Base}
+	if in.Base == "" {
+		b, err := g.read(ctx, repo, "symbolic-ref", "-q", "--short", "HEAD")
+		if in.Base = strings.TrimSpace(b); err != nil || in.Base == "" {
+			in.Base = "HEAD"
+		}
+	}
+	c, err := g.read(ctx, repo, "rev-parse", "--verify", "--quiet", "--end-of-options", in.Base+"^{commit}")
+	if in.BaseCommit = strings.TrimSpace(c); err != nil || in.BaseCommit == "" {
+		if errors.Is(err, ErrTimeout) {
+			return Info{}, err
+		}
+		return Info{}, refuse("base %q is not a commit in %s; give an existing branch, tag or commit (git branch -a lists them)", in.Base, repo)
+	}
+	if in.Base == "HEAD" {
+		in.Base = in.BaseCommit
+	}
+	if exists, err := g.ok(ctx, repo, "show-ref", "--verify", "--quiet", "refs/heads/"+in.Branch); err != nil {
+		return Info{}, err
+	} else if exists {
+		if where := g.checkedOutAt(ctx, repo, in.Branch); where != "" {
+			return Info{}, refuse("branch %s is already checked out at %s; pick another name, or finish that worktree first (termsprawl finish / termsprawl worktrees)", in.Branch, where)
+		}
+		return Info{}, refuse("branch %s already exists; pick another name, or delete the branch yourself once merged (git branch -d %s)", in.Branch, in.Branch)
+	}
+	if _, err := os.Lstat(in.Path); err == nil {
+		return Info{}, refuse("path %s already exists; pick another name or move it away", in.Path)
+	}
+	if err := os.MkdirAll(filepath.Dir(in.Path), 0o755); err != nil {
+		return Info{}, fmt.Errorf("make the worktrees directory: %w", err)
+	}
+	// --no-track: never an upstream written into the repository's config.
+	if _, err := g.write(ctx, repo, "worktree", "add", "--no-track", "-b", in.Branch, "--", in.Path, in.BaseCommit); err != nil {
+		return Info{}, fmt.Errorf("create the worktree: %w", err)
+	}
+	return in, nil
+}
+
+func (g Git) checkedOutAt(ctx context.Context, repo, branch string) string {
+	out, err := g.read(ctx, repo, "worktree", "list", "--porcelain", "-z")
+	if err != nil {
+		return ""
+	}
+	cur := ""
+	for _, f := range strings.Split(out, "\x00") {
+		if p, ok := strings.CutPrefix(f, "worktree "); ok {
+			cur = p
+		}
+		if f == "branch refs/heads/"+branch {
+			return cur
+		}
+	}
+	return ""
+}
+
+// CopyIncluded copies the files of the main worktree that the repository
+// ignores and .worktreeinclude names (gitignore syntax) into the
+// worktree. It returns the paths copied.
+func (g Git) CopyIncluded(ctx context.Context, in Info) ([]string, error) {
+	inc := filepath.Join(in.Repo, ".worktreeinclude")
+	if _, err := os.Stat(inc); err != nil {
+		return nil, nil
+	}
+	out, err := g.read(ctx, in.Repo, "ls-files", "--others", "--ignored", "-z", "--exclude-from="+inc)
+	if err != nil {
+		return nil, fmt.Errorf("list .worktreeinclude's files: %w", err)
+	}
+	cands := splitZ(out)
+	if len(cands) == 0 {
+		return nil, nil
+	}
+	// Only files the repository itself ignores (never untracked work).
+	ign, err := g.do(ctx, call{dir: in.Repo, args: []string{"check-ignore", "-z", "--stdin"}, read: true, stdin: strings.NewReader(strings.Join(cands, "\x00") + "\x00")})
+	if err != nil && len(ign) == 0 {
+		return nil, nil // exit 1: none ignored
+	}
+	var copied []string
+	for _, rel := range splitZ(string(ign)) {
+		if err := copyFile(filepath.Join(in.Repo, rel), filepath.Join(in.Path, rel)); err != nil {
+			return copied, fmt.Errorf("copy %s into the worktree: %w", rel, err)
+		}
+		copied = append(copied, rel)
+	}
+	return copied, nil
+}
+
+func splitZ(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, "\x00") {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func copyFile(src, dst string) error {
+	st, err := os.Lstat(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	if st.Mode()&fs.ModeSymlink != 0 {
+		t, err := os.Readlink(src)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(t, dst)
+	}
+	if !st.Mode().IsRegular() {
+		return nil
+	}
+	r, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	w, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, st.Mode().Perm())
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(w, r); err != nil {
+		w.Close()
+		return err
+	}
+	return w.Close()
+}
+
+// InitSubmodules clones the worktree's submodules (one level) without
+// writing the repository's configuration: each submodule's URL from
+// .gitmodules is handed to git on its command line.
+func (g Git) InitSubmodules(ctx context.Context, in Info) error {
+	out, err := g.read(ctx, in.Path, "config", "--file", ".gitmodules", "--null", "--get-regexp", `^submodule\..*\.url$`)
+	if err != nil {
+		return nil // no .gitmodules, or no URLs
+	}
+	var args []string
+	for _, rec := range splitZ(out) {
+		key, url, ok := strings.Cut(rec, "\n")
+		if !ok {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimPrefix(key, "submodule."), ".url")
+		if strings.HasPrefix(url, "./") || strings.HasPrefix(url, "../") {
+			// Relative to the superproject's remote, else its directory.
+			if abs, err := filepath.Abs(filepath.Join(in.Repo, url)); err == nil {
+				url = abs
+			}
+		}
+		args = append(args, "-c", "submodule."+name+".url="+url, "-c", "submodule."+name+".active=true")
+	}
+	if len(args) == 0 {
+		return nil
+	}
+	args = append(args, "submodule", "update", "--checkout")
+	if _, err := g.do(ctx, call{dir: in.Path, args: args, limit: SetupTimeout}); err != nil {
+		return fmt.Errorf("initialize submodules: %w", err)
+	}
+	return nil
+}
