@@ -178,5 +178,8 @@ func (h *human) runMoreCmd(cmd string, g *humanGrammar) (int, bool) {
 	case "task":
 		return h.task(g.Task), true
 	}
+	if code, ok := h.runWorktreeCmd(cmd, g); ok {
+		return code, true
+	}
 	return h.runInputCmd(cmd, g)
 }

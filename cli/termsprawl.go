@@ -56,7 +56,8 @@ type humanGrammar struct {
 
 	// press, type, paste, interrupt (keys.go), task (tasks.go), recordings
 	// (recordings.go).
-	moreCmds `embed:""`
+	moreCmds     `embed:""`
+	worktreeCmds `embed:""` // worktree.go
 }
 
 // Examples of the root help: the first five minutes.
@@ -113,11 +114,12 @@ termsprawl down --all                      # stop termsprawl and end every node`
 }
 
 type newCmd struct {
-	Name    string   `name:"name" placeholder:"N" help:"Name shown in ls (and usable as NODE while it is unique)."`
-	Host    string   `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
-	Cwd     string   `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
-	JSON    bool     `name:"json" help:"Print the new node as JSON instead of its id."`
-	Attach  bool     `name:"attach" short:"a" help:"Then attach this terminal to it (as termsprawl attach)."`
+	Name   string `name:"name" placeholder:"N" help:"Name shown in ls (and usable as NODE while it is unique)."`
+	Host   string `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
+	Cwd    string `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
+	JSON   bool   `name:"json" help:"Print the new node as JSON instead of its id."`
+	Attach bool   `name:"attach" short:"a" help:"Then attach this terminal to it (as termsprawl attach)."`
+	worktreeFlags
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: your shell)."`
 }
 
@@ -130,11 +132,12 @@ termsprawl new --attach --name scratch     # launch and take over this terminal 
 }
 
 type agentCmd struct {
-	Kind    string   `arg:"" name:"KIND" enum:"claude,codex,gemini,opencode,custom" help:"Agent kind: claude, codex, gemini, opencode or custom (custom needs a command)."`
-	Host    string   `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
-	Name    string   `name:"name" placeholder:"N" help:"Name shown in ls."`
-	Cwd     string   `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
-	JSON    bool     `name:"json" help:"Print the new node as JSON instead of its id."`
+	Kind string `arg:"" name:"KIND" enum:"claude,codex,gemini,opencode,custom" help:"Agent kind: claude, codex, gemini, opencode or custom (custom needs a command)."`
+	Host string `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
+	Name string `name:"name" placeholder:"N" help:"Name shown in ls."`
+	Cwd  string `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
+	JSON bool   `name:"json" help:"Print the new node as JSON instead of its id."`
+	worktreeFlags
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: the agent's usual command)."`
 }
 
@@ -254,6 +257,8 @@ type human struct {
 	stderr   io.Writer
 	upOpts   upCmd  // the flags of up
 	launched string // the id of the node launch made (for new --attach)
+	// worktree is the launch's worktree argument (worktree.go).
+	worktree map[string]any
 }
 
 // humanOptions are the kong options of termsprawl.
@@ -304,7 +309,7 @@ func sendArgs(args []string) []string {
 // 3 not running.
 func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	var g humanGrammar
-	kctx, code, stop := parseArgs(humanName, &g, sendArgs(args), stdout, stderr, humanPredictors(), humanOptions()...)
+	kctx, code, stop := parseArgs(humanName, &g, worktreeArgs(sendArgs(args)), stdout, stderr, humanPredictors(), humanOptions()...)
 	if stop {
 		return code
 	}
@@ -342,6 +347,16 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	h.ctx = ctx
 
+	if cmd == "new" || cmd == "agent" {
+		w, err := g.New.args()
+		if cmd == "agent" {
+			w, err = g.Agent.args()
+		}
+		if err != nil {
+			return usageError(stderr, h.prefix(), err, "")
+		}
+		h.worktree = w // the launch's worktree argument (worktree.go)
+	}
 	switch cmd {
 	case "up":
 		h.upOpts = g.Up
@@ -549,6 +564,9 @@ func (h *human) launchWith(op, kind, name string, command []string, asJSON bool,
 	}
 	if len(command) > 0 {
 		args["command"] = command
+	}
+	if h.worktree != nil {
+		args["worktree"] = h.worktree
 	}
 	v, code := h.call(op, args)
 	if code != ExitOK {

@@ -1,0 +1,288 @@
+package toolserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// wtRepo makes a git repository (own HOME and git config) with a commit,
+// a setup file that fails, a .worktreeinclude naming .env; it returns the
+// repository and a check that the configuration files are unchanged.
+func wtRepo(t *testing.T) (string, func()) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed (apt-get install git)")
+	}
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
+	os.Unsetenv("GIT_CONFIG_GLOBAL")
+	wtWrite(t, filepath.Join(home, ".gitconfig"), "[user]\n\tname = Test\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n")
+	repo := filepath.Join(t.TempDir(), "my repo")
+	wtWrite(t, filepath.Join(repo, "README"), "one\ntwo\nthree\n")
+	wtWrite(t, filepath.Join(repo, ".gitignore"), ".env\n")
+	wtWrite(t, filepath.Join(repo, ".worktreeinclude"), ".env\n")
+	wtWrite(t, filepath.Join(repo, ".termsprawl", "worktree.json"), `{"setup": ["sh", "-c", "echo SETUP-RAN-$(cat .env); exit 4"]}`)
+	wtWrite(t, filepath.Join(repo, ".env"), "SECRET\n")
+	wtGit(t, repo, "init", "-q")
+	wtGit(t, repo, "add", ".")
+	wtGit(t, repo, "commit", "-qm", "first")
+	files := []string{filepath.Join(repo, ".git", "config"), filepath.Join(home, ".gitconfig")}
+	var before [][]byte
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		before = append(before, b)
+	}
+	return repo, func() {
+		for i, f := range files {
+			if b, _ := os.ReadFile(f); !bytes.Equal(b, before[i]) {
+				t.Errorf("git configuration %s changed:\n%s", f, b)
+			}
+		}
+	}
+}
+
+func wtWrite(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wtGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// lineAgent is an agent in miniature: it echoes each line it reads.
+const lineAgent = `printf '> '; while IFS= read -r l; do printf 'got: %s\n> ' "$l"; done`
+
+func wtLaunch(t *testing.T, sess, repo, name string, wt apiM) (tools.NodeInfo, tools.WorktreeLaunch) {
+	t.Helper()
+	r, _ := apiMutate(t, sess, "agent_launch", apiM{"agent": "custom", "command": []string{"sh", "-c", lineAgent}, "name": name, "cwd": repo, "worktree": wt})
+	var info tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &info); err != nil {
+		t.Fatal(err)
+	}
+	return info, tools.WorktreeLaunch{}
+}
+
+func wtEntryOf(t *testing.T, op, path string) (tools.WorktreeEntry, bool) {
+	t.Helper()
+	var l tools.WorktreeList
+	apiOK(t, op, "worktree_list", nil, &l)
+	for _, w := range l.Worktrees {
+		if w.Path == path {
+			return w, true
+		}
+	}
+	return tools.WorktreeEntry{}, false
+}
+
+// Two agents on two worktrees of one repository; per-turn diffs; a review
+// sent as one task; finish refused on a dirty tree, then merged; kill
+// keeps unpushed work; prune removes only the clean and merged.
+func TestWorktreeAgentsTurnsReviewFinish(t *testing.T) {
+	repo, same := wtRepo(t)
+	defer same()
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	op := s.op()
+
+	a, _ := wtLaunch(t, op, repo, "alpha", apiM{"branch": "alpha"})
+	b, _ := wtLaunch(t, op, repo, "beta", apiM{})
+	pa := filepath.Join(filepath.Dir(repo), "my repo.worktrees", "alpha")
+	apiWaitScreen(t, op, a.Terminal, "SETUP-RAN-SECRET")
+	if scr := apiWaitScreen(t, op, a.Terminal, "starting the program anyway\n>"); !strings.Contains(scr, "worktree setup failed (exit 4)") {
+		t.Fatalf("a failing setup is not reported in the node:\n%s", scr)
+	}
+	// Both run in their own worktree, on their own branch.
+	var l tools.NodeList
+	apiOK(t, op, "terminal_list", nil, &l)
+	var pb string
+	for _, n := range l.Terminals {
+		switch n.Terminal {
+		case a.Terminal:
+			if n.Worktree == nil || n.Worktree.Path != pa || n.Worktree.Branch != "termsprawl/alpha" || n.Worktree.Base != "main" {
+				t.Fatalf("alpha's worktree in terminal_list: %+v", n.Worktree)
+			}
+		case b.Terminal:
+			if n.Worktree == nil || !strings.HasPrefix(n.Worktree.Branch, "termsprawl/beta-") {
+				t.Fatalf("beta's worktree in terminal_list: %+v", n.Worktree)
+			}
+			pb = n.Worktree.Path
+		}
+	}
+	if got := strings.TrimSpace(wtGit(t, pa, "branch", "--show-current")); got != "termsprawl/alpha" {
+		t.Fatalf("alpha's worktree is on %q", got)
+	}
+
+	// A turn: a commit, an edited tracked file and a new file.
+	wtWrite(t, filepath.Join(pa, "committed.txt"), "c\n")
+	wtGit(t, pa, "add", "committed.txt")
+	wtGit(t, pa, "commit", "-qm", "agent work")
+	wtWrite(t, filepath.Join(pa, "README"), "one\nTWO\nthree\n")
+	wtWrite(t, filepath.Join(pa, "new.txt"), "brand\nnew\n")
+	ag := s.session(a.Terminal)
+	apiOK(t, ag, "agent_report", apiM{"event": "UserPromptSubmit"}, nil)
+	apiOK(t, ag, "agent_report", apiM{"event": "Stop"}, nil)
+	var d tools.WorktreeDiff
+	waitFor(t, 20*time.Second, "the turn's diff recorded", func() bool {
+		apiOK(t, op, "worktree_diff", apiM{"node": a.Terminal, "stat": true}, &d)
+		return len(d.Turns) == 1
+	})
+	if tr := d.Turns[0]; tr.Turn != 1 || tr.Files != 3 || tr.Insertions != 1+1+2 || tr.Deletions != 1 || tr.Head == "" {
+		t.Fatalf("turn 1: %+v", tr)
+	}
+	apiOK(t, op, "worktree_diff", apiM{"node": a.Terminal, "turn": 1}, &d)
+	for _, want := range []string{"+TWO", "+++ b/new.txt", "+++ b/committed.txt"} {
+		if !strings.Contains(d.Diff, want) {
+			t.Fatalf("turn 1's diff lacks %q:\n%s", want, d.Diff)
+		}
+	}
+	apiFail(t, op, "worktree_diff", apiM{"node": a.Terminal, "turn": 9}, tools.KindNotFound)
+
+	// Review: two comments, sent as one task quoting each hunk.
+	apiMutate(t, op, "worktree_comment", apiM{"node": a.Terminal, "file": "README", "line": 2, "text": "why capitals?"})
+	apiMutate(t, op, "worktree_comment", apiM{"node": "alpha", "file": "new.txt", "line": 1, "text": "name it better"})
+	r, _ := apiMutate(t, op, "worktree_review_send", apiM{"node": a.Terminal})
+	var sent tools.WorktreeReviewSent
+	if err := json.Unmarshal(r.Result, &sent); err != nil {
+		t.Fatal(err)
+	}
+	if sent.Comments != 2 || sent.Task == "" || !strings.Contains(sent.Text, "README:2: why capitals?") || !strings.Contains(sent.Text, "+TWO") || !strings.Contains(sent.Text, "new.txt:1: name it better") || !strings.Contains(sent.Text, "+brand") {
+		t.Fatalf("review sent: %+v", sent)
+	}
+	var task tools.Task
+	apiOK(t, op, "agent_task", apiM{"task": sent.Task}, &task)
+	if task.Text != sent.Text || task.To != a.Terminal {
+		t.Fatalf("task %+v", task)
+	}
+	apiWaitScreen(t, op, a.Terminal, "got: Review of your changes")
+	apiFail(t, op, "worktree_review_send", apiM{"node": a.Terminal}, tools.KindRejected) // nothing left to send
+
+	// finish is refused on a dirty tree, naming the files; nothing removed.
+	res := apiFail(t, op, "worktree_finish", apiM{"node": a.Terminal, "mode": "merge"}, tools.KindRejected)
+	if !strings.Contains(res.Error, "README") || !strings.Contains(res.Error, "new.txt") {
+		t.Fatalf("dirty finish: %s", res.Error)
+	}
+	if _, err := os.Stat(filepath.Join(pa, "new.txt")); err != nil {
+		t.Fatal("a refused finish removed work")
+	}
+	// kill keeps unpushed work: beta commits, is killed, its worktree stays.
+	wtWrite(t, filepath.Join(pb, "beta.txt"), "b\n")
+	wtGit(t, pb, "add", "beta.txt")
+	wtGit(t, pb, "commit", "-qm", "beta work")
+	apiMutate(t, op, "terminal_close", apiM{"terminal": b.Terminal})
+	if w, ok := wtEntryOf(t, op, pb); !ok || !w.Exists || w.Ahead != 1 || w.Node != "" {
+		t.Fatalf("beta's worktree after kill: %+v %v", w, ok)
+	}
+
+	// Commit alpha's work and merge it: merged, removed, branch deleted.
+	wtGit(t, pa, "add", "-A")
+	wtGit(t, pa, "commit", "-qm", "the rest")
+	r, _ = apiMutate(t, op, "worktree_finish", apiM{"node": a.Terminal, "mode": "merge"})
+	var fin tools.WorktreeFinished
+	if err := json.Unmarshal(r.Result, &fin); err != nil {
+		t.Fatal(err)
+	}
+	if !fin.Merged || !fin.Removed || !fin.BranchDeleted || fin.Node != a.Terminal {
+		t.Fatalf("finish --merge: %+v", fin)
+	}
+	if b, _ := os.ReadFile(filepath.Join(repo, "new.txt")); string(b) != "brand\nnew\n" {
+		t.Fatal("the merge did not reach the main worktree")
+	}
+	apiOK(t, op, "terminal_list", nil, &l)
+	for _, n := range l.Terminals {
+		if n.Terminal == a.Terminal {
+			t.Fatal("the finished node is still running")
+		}
+	}
+
+	// A shell node's worktree, clean and merged once its node is gone:
+	// prune removes it and keeps beta (not merged).
+	rc, _ := apiMutate(t, op, "terminal_launch", apiM{"command": []string{"cat"}, "cwd": repo, "worktree": apiM{"branch": "gamma"}})
+	var c tools.NodeInfo
+	_ = json.Unmarshal(rc.Result, &c)
+	pc := filepath.Join(filepath.Dir(repo), "my repo.worktrees", "gamma")
+	apiOK(t, op, "worktree_diff", apiM{"node": c.Terminal}, &d) // a shell records a turn at each look
+	if len(d.Turns) != 1 || d.Files != 0 {
+		t.Fatalf("shell's diff: %+v", d)
+	}
+	apiMutate(t, op, "terminal_close", apiM{"terminal": c.Terminal})
+	r, _ = apiMutate(t, op, "worktree_prune", nil)
+	var pr tools.WorktreePruned
+	_ = json.Unmarshal(r.Result, &pr)
+	if len(pr.Removed) != 1 || pr.Removed[0].Path != pc || len(pr.Kept) != 1 || pr.Kept[0].Path != pb || !strings.Contains(pr.Kept[0].Reason, "not merged") {
+		t.Fatalf("prune: %+v", pr)
+	}
+	if _, err := os.Stat(pb); err != nil {
+		t.Fatal("prune removed unmerged work")
+	}
+	// finish on a node without a worktree says so.
+	sh := apiLaunch(t, op, "cat")
+	if res := apiFail(t, op, "worktree_finish", apiM{"node": sh, "mode": "keep"}, tools.KindNotFound); !strings.Contains(res.Error, "has no worktree") {
+		t.Fatalf("finish without a worktree: %s", res.Error)
+	}
+	// The orchestrator going down keeps every worktree.
+	s.stop()
+	if _, err := os.Stat(filepath.Join(pb, "beta.txt")); err != nil {
+		t.Fatal("down removed a worktree")
+	}
+}
+
+// Launch refusals say what to do and create nothing.
+func TestWorktreeLaunchRefusals(t *testing.T) {
+	repo, same := wtRepo(t)
+	defer same()
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	op := s.op()
+	notRepo := t.TempDir()
+	wtWrite(t, filepath.Join(filepath.Dir(repo), "my repo.worktrees", "inway", "x"), "x")
+	for _, c := range []struct {
+		cwd  string
+		wt   apiM
+		want string
+	}{
+		{notRepo, apiM{}, "not in a git repository"},
+		{repo, apiM{"branch": "a..b"}, "not a valid branch name"},
+		{repo, apiM{"branch": "x", "base": "nope"}, "is not a commit"},
+		{repo, apiM{"branch": "inway"}, "already exists"},
+	} {
+		res := apiFail(t, op, "terminal_launch", apiM{"command": []string{"cat"}, "cwd": c.cwd, "worktree": c.wt}, tools.KindRejected)
+		if !strings.Contains(res.Error, c.want) {
+			t.Fatalf("%v: %s, want %q", c.wt, res.Error, c.want)
+		}
+	}
+	apiMutate(t, op, "terminal_launch", apiM{"command": []string{"cat"}, "cwd": repo, "worktree": apiM{"branch": "one"}})
+	res := apiFail(t, op, "terminal_launch", apiM{"command": []string{"cat"}, "cwd": repo, "worktree": apiM{"branch": "one"}}, tools.KindRejected)
+	if !strings.Contains(res.Error, "already checked out at") {
+		t.Fatalf("second launch on one branch: %s", res.Error)
+	}
+	var l tools.NodeList
+	apiOK(t, op, "terminal_list", nil, &l)
+	if len(l.Terminals) != 1 {
+		t.Fatalf("refused launches made nodes: %d", len(l.Terminals))
+	}
+	if out := wtGit(t, repo, "branch", "--list"); strings.Count(out, "termsprawl/") != 1 {
+		t.Fatalf("refused launches made branches:\n%s", out)
+	}
+}
