@@ -103,7 +103,15 @@ newest first ({source: hook|dialog|process|screen, event, at}).
 To hand work to another agent: agent_send {node, text, message_id} submits
 the text into its prompt and returns {task}; poll agent_task {task} for the
 reply. The recipient answers with agent_reply {task, text, state:
-completed|failed}. Use a fresh message_id per message.`,
+completed|failed}. Use a fresh message_id per message.
+
+Worktrees: agent_launch (or terminal_launch) {worktree: {branch?, base?}}
+starts the node in a new git worktree beside the repository
+(<repo>.worktrees/NAME, branch termsprawl/NAME). worktree_diff {node,
+turn?, stat?} shows its diff against the base (recorded at each turn's
+end); worktree_comment and worktree_review_send send review comments as
+one task; worktree_finish {node, mode: merge|push|keep} never removes
+uncommitted, unmerged or unpushed work; worktree_list lists them.`,
 
 	TopicDialogs: `Dialogs are pending permission prompts and questions of agents, shown to
 the human. An agent opens one with dialog_request (for instance from its

@@ -136,8 +136,9 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 				return e, nil
 			}
 		}
-		e := &wtEntry{Info: worktree.Info{Name: w.Name, Repo: w.Repo, Path: w.Path, Branch: w.FullBranch, Base: w.Base, BaseCommit: w.BaseCommit}, Created: time.Now().UTC()}
+		e := &wtEntry{Info: worktree.Info{Name: w.Name, Repo: w.Repo, Path: w.Path, Branch: w.FullBranch, Base: w.Base, BaseCommit: w.BaseCommit}, Created: time.Now().UTC(), Owner: spec.Owner}
 		t.entries = append(t.entries, e)
+		t.saveLocked()
 		return e, nil
 	}
 	cwd := spec.Cwd

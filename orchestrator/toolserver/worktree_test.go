@@ -286,3 +286,59 @@ func TestWorktreeLaunchRefusals(t *testing.T) {
 		t.Fatalf("refused launches made branches:\n%s", out)
 	}
 }
+
+// terminal_list never waits on a slow git: the worktree's status comes
+// from a cache refreshed in the background. The fake git blocks every
+// status on a FIFO until the test lets it go.
+func TestWorktreeListDoesNotWaitForGit(t *testing.T) {
+	repo, _ := wtRepo(t)
+	real, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("no git")
+	}
+	dir0 := t.TempDir()
+	fifo := filepath.Join(dir0, "gate")
+	if err := exec.Command("mkfifo", fifo).Run(); err != nil {
+		t.Skip("mkfifo: ", err)
+	}
+	fake := filepath.Join(dir0, "git")
+	wtWrite(t, fake, "#!/bin/sh\nif [ \"$1\" = status ]; then cat '"+fifo+"' >/dev/null; fi\nexec '"+real+"' \"$@\"\n")
+	os.Chmod(fake, 0o755)
+	saved := WorktreeGit
+	WorktreeGit.Bin = fake
+	t.Cleanup(func() { WorktreeGit = saved })
+
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	op := s.op()
+	r, _ := apiMutate(t, op, "terminal_launch", apiM{"command": []string{"cat"}, "cwd": repo, "worktree": apiM{"branch": "slow"}})
+	var info tools.NodeInfo
+	_ = json.Unmarshal(r.Result, &info)
+	wtWrite(t, filepath.Join(filepath.Dir(repo), "my repo.worktrees", "slow", "dirt.txt"), "x\n")
+	list := func() *tools.WorktreeState {
+		var l tools.NodeList
+		apiOK(t, op, "terminal_list", nil, &l)
+		for _, n := range l.Terminals {
+			if n.Terminal == info.Terminal {
+				return n.Worktree
+			}
+		}
+		return nil
+	}
+	// The first list starts the refresh, which blocks in git status; the
+	// lists answer all the same, without a status yet.
+	for range 3 {
+		if w := list(); w == nil || w.Branch != "termsprawl/slow" || w.Checked != "" {
+			t.Fatalf("while git is blocked: %+v", w)
+		}
+	}
+	gate, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate.Close() // the blocked status reads EOF and runs
+	waitFor(t, 20*time.Second, "the cached status", func() bool {
+		w := list()
+		return w != nil && w.Checked != "" && w.Dirty
+	})
+}

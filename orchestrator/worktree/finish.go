@@ -177,7 +177,7 @@ func (g Git) merge(ctx context.Context, in Info) error {
 		}
 		return refuse("the main worktree %s has uncommitted changes (%s): commit or stash them there, then finish again", in.Repo, strings.Join(names, ", "))
 	}
-	if _, err := g.write(ctx, in.Repo, "merge", "--no-edit", "-m", "Merge "+in.Branch, "refs/heads/"+in.Branch); err != nil {
+	if _, err := g.do(ctx, call{dir: in.Repo, args: []string{"merge", "--no-edit", "-m", "Merge " + in.Branch, "refs/heads/" + in.Branch}, limit: PushTimeout}); err != nil {
 		_, _ = g.write(ctx, in.Repo, "merge", "--abort")
 		return fmt.Errorf("%w: merging %s into %s failed and was aborted (nothing changed): %v; merge it yourself, or --push", ErrRefused, in.Branch, in.Base, err)
 	}
