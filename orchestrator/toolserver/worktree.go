@@ -31,6 +31,8 @@ const (
 	// maxTurns is how many turns' diff texts a worktree keeps on disk
 	// (their stats are all kept).
 	maxTurns = 50
+	// maxTurnStats is how many turns' stats a worktree keeps.
+	maxTurnStats = 1000
 	// wtStatusFresh is how long terminal_list shows a worktree's cached
 	// status before it is read again (off the list's path).
 	wtStatusFresh = 5 * time.Second
@@ -151,6 +153,10 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 		name = cmp.Or(stem, "node") + "-" + time.Now().UTC().Format("20060102-150405")
 	}
 	info, err := g.Create(c.ctx, worktree.Spec{Dir: cwd, Name: name, Base: w.Base, Submodules: w.Submodules})
+	for i := 2; w.Branch == "" && err != nil && i < 10 && errors.Is(err, worktree.ErrRefused) && strings.Contains(err.Error(), "already"); i++ {
+		// A made-up name that is taken (two launches in one second): the next.
+		info, err = g.Create(c.ctx, worktree.Spec{Dir: cwd, Name: name + "-" + strconv.Itoa(i), Base: w.Base, Submodules: w.Submodules})
+	}
 	if err != nil {
 		return nil, refusal(err)
 	}
@@ -318,6 +324,9 @@ func (s *Server) recordTurn(ctx context.Context, e *wtEntry) (tools.WorktreeTurn
 		turn.Turn = e.Turns[n-1].Turn + 1
 	}
 	e.Turns = append(e.Turns, turn)
+	if len(e.Turns) > maxTurnStats {
+		e.Turns = slices.Delete(e.Turns, 0, len(e.Turns)-maxTurnStats)
+	}
 	if dir := t.textDir(e); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err == nil {
 			text := d.Text

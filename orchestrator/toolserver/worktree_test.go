@@ -285,6 +285,13 @@ func TestWorktreeLaunchRefusals(t *testing.T) {
 	if out := wtGit(t, repo, "branch", "--list"); strings.Count(out, "termsprawl/") != 1 {
 		t.Fatalf("refused launches made branches:\n%s", out)
 	}
+	// Made-up names never collide, even for two launches in one second.
+	for range 2 {
+		apiMutate(t, op, "terminal_launch", apiM{"command": []string{"cat"}, "name": "twin", "cwd": repo, "worktree": apiM{}})
+	}
+	if out := wtGit(t, repo, "branch", "--list", "termsprawl/twin-*"); strings.Count(out, "termsprawl/twin-") != 2 {
+		t.Fatalf("two default worktrees:\n%s", out)
+	}
 }
 
 // terminal_list never waits on a slow git: the worktree's status comes
