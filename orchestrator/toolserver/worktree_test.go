@@ -16,7 +16,7 @@ import (
 // wtRepo makes a git repository (own HOME and git config) with a commit,
 // a setup file that fails, a .worktreeinclude naming .env; it returns the
 // repository and a check that the configuration files are unchanged.
-func wtRepo(t *testing.T) (string, func()) {
+func wtRepo(t *testing.T, prep ...func(repo string)) (string, func()) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed (apt-get install git)")
@@ -35,6 +35,9 @@ func wtRepo(t *testing.T) (string, func()) {
 	wtGit(t, repo, "init", "-q")
 	wtGit(t, repo, "add", ".")
 	wtGit(t, repo, "commit", "-qm", "first")
+	for _, f := range prep {
+		f(repo)
+	}
 	files := []string{filepath.Join(repo, ".git", "config"), filepath.Join(home, ".gitconfig")}
 	var before [][]byte
 	for _, f := range files {
@@ -348,4 +351,54 @@ func TestWorktreeListDoesNotWaitForGit(t *testing.T) {
 		w := list()
 		return w != nil && w.Checked != "" && w.Dirty
 	})
+}
+
+// Push to a bare remote through worktree_finish; submodules initialized
+// only when the launch asks; the configuration stays byte-identical.
+func TestWorktreePushAndSubmodules(t *testing.T) {
+	bare := filepath.Join(t.TempDir(), "remote.git")
+	repo, same := wtRepo(t, func(repo string) {
+		wtGit(t, repo, "init", "-q", "--bare", bare)
+		wtGit(t, repo, "remote", "add", "origin", bare)
+		sub := filepath.Join(t.TempDir(), "sub")
+		wtGit(t, repo, "init", "-q", sub)
+		wtWrite(t, filepath.Join(sub, "lib.txt"), "lib\n")
+		wtGit(t, sub, "add", ".")
+		wtGit(t, sub, "commit", "-qm", "lib")
+		wtGit(t, repo, "-c", "protocol.file.allow=always", "submodule", "add", "-q", sub, "lib")
+		wtGit(t, repo, "commit", "-qm", "submodule")
+	})
+	defer same()
+	t.Setenv("GIT_CONFIG_COUNT", "1") // the test's file:// submodule needs this; it is no configuration file
+	t.Setenv("GIT_CONFIG_KEY_0", "protocol.file.allow")
+	t.Setenv("GIT_CONFIG_VALUE_0", "always")
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	op := s.op()
+	base := filepath.Join(filepath.Dir(repo), "my repo.worktrees")
+	apiMutate(t, op, "terminal_launch", apiM{"command": []string{"cat"}, "cwd": repo, "worktree": apiM{"branch": "plain"}})
+	apiMutate(t, op, "terminal_launch", apiM{"command": []string{"cat"}, "cwd": repo, "worktree": apiM{"branch": "subs", "submodules": true}})
+	if _, err := os.Stat(filepath.Join(base, "plain", "lib", "lib.txt")); err == nil {
+		t.Fatal("submodules initialized unasked")
+	}
+	if b, err := os.ReadFile(filepath.Join(base, "subs", "lib", "lib.txt")); err != nil || string(b) != "lib\n" {
+		t.Fatalf("submodules not initialized when asked: %q %v", b, err)
+	}
+	p := filepath.Join(base, "plain")
+	wtWrite(t, filepath.Join(p, "pushed.txt"), "p\n")
+	wtGit(t, p, "add", "pushed.txt")
+	wtGit(t, p, "commit", "-qm", "to push")
+	head := strings.TrimSpace(wtGit(t, p, "rev-parse", "HEAD"))
+	r, _ := apiMutate(t, op, "worktree_finish", apiM{"node": "termsprawl/plain", "mode": "push"})
+	var fin tools.WorktreeFinished
+	_ = json.Unmarshal(r.Result, &fin)
+	if fin.Pushed != "origin/termsprawl/plain" || !fin.Removed || fin.BranchDeleted {
+		t.Fatalf("finish --push: %+v", fin)
+	}
+	if got := strings.TrimSpace(wtGit(t, bare, "rev-parse", "refs/heads/termsprawl/plain")); got != head {
+		t.Fatalf("the remote has %s, want %s", got, head)
+	}
+	if !strings.Contains(wtGit(t, repo, "branch", "--list"), "termsprawl/plain") {
+		t.Fatal("the pushed, unmerged branch was deleted")
+	}
 }
