@@ -1,6 +1,7 @@
 package toolserver
 
 import (
+	"errors"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -125,6 +126,10 @@ func (c *call) resolve(a any) error {
 	}
 	id, err := c.s.o.Resolve(*n.ref())
 	if err != nil {
+		var te *tools.Error
+		if o, ok := a.(interface{ orOther() bool }); ok && o.orOther() && errors.As(err, &te) && te.Kind == tools.KindNotFound {
+			return nil // no such node: the handler names it otherwise (a gone node's worktree, worktree.go)
+		}
 		return err
 	}
 	if err := c.inRealm(id); err != nil {

@@ -222,27 +222,40 @@ func (s *Server) launchFailed(ctx context.Context, e *wtEntry, made bool) {
 func (s *Server) annotateWorktrees(rows []tools.NodeInfo) {
 	t := s.wtTab()
 	t.mu.Lock()
+	byNode := map[string]*wtEntry{}
+	for _, e := range t.entries {
+		if e.Node != "" {
+			byNode[e.Node+"\x00"+e.Incarnation] = e
+		}
+	}
+	t.mu.Unlock()
+	for i := range rows {
+		// Only the node life that made it (a later node may reuse the id).
+		if m, ok := s.o.Meta(rows[i].Terminal); ok && len(byNode) > 0 {
+			if e := byNode[m.ID+"\x00"+m.Incarnation()]; e != nil {
+				rows[i].Worktree = &tools.WorktreeState{Path: e.Path, Branch: e.Branch, Base: e.Base}
+			}
+		}
+	}
+	t.mu.Lock()
 	defer t.mu.Unlock()
 	stale := false
 	for i := range rows {
-		for _, e := range t.entries {
-			if e.Node != rows[i].Terminal {
-				continue
-			}
-			ws := &tools.WorktreeState{Path: e.Path, Branch: e.Branch, Base: e.Base}
-			if cs, ok := t.status[e.Path]; ok {
-				ws.Dirty, ws.Ahead, ws.Behind = cs.st.Dirty, cs.st.Ahead, cs.st.Behind
-				ws.Checked = cs.at.Format(time.RFC3339)
-				stale = stale || time.Since(cs.at) > wtStatusFresh
-			} else {
-				stale = true
-			}
-			rows[i].Worktree = ws
+		ws := rows[i].Worktree
+		if ws == nil {
+			continue
+		}
+		if cs, ok := t.status[ws.Path]; ok {
+			ws.Dirty, ws.Ahead, ws.Behind = cs.st.Dirty, cs.st.Ahead, cs.st.Behind
+			ws.Checked = cs.at.UTC().Format(time.RFC3339)
+			stale = stale || time.Since(cs.at) > wtStatusFresh
+		} else {
+			stale = true
 		}
 	}
 	if stale && !t.refreshing {
 		t.refreshing = true
-		entries := slices.Clone(t.entries)
+		entries := slices.DeleteFunc(slices.Clone(t.entries), func(e *wtEntry) bool { return e.Node == "" })
 		go s.refreshWorktrees(entries)
 	}
 }
@@ -345,43 +358,41 @@ func (s *Server) recordTurn(ctx context.Context, e *wtEntry) (tools.WorktreeTurn
 
 // findWorktree resolves a worktree op's node: a live node's id, name or
 // prefix, else a worktree's name, branch or path; the caller must be
-// allowed to read (drive, for mutations) its node.
+// allowed to read (drive, for mutations) its node, and only the operator
+// or the node that launched it may act on one whose node is gone.
 func (c *call) findWorktree(ref string, drive bool) (*wtEntry, error) {
 	t := c.s.wtTab()
-	if id, err := c.s.o.Resolve(ref); err == nil {
-		if e := t.byNode(id, ""); e != nil {
-			if m, ok := c.s.liveNode(e); ok {
-				if err := c.inRealm(id); err != nil {
-					return nil, err
-				}
-				if drive && !canDrive(c.caller, m) {
-					return nil, tools.Errorf(tools.KindForbidden, "node %q may not finish or review the worktree of %q: only the operator and the nodes that launched it", c.caller.Node, id)
-				}
-			}
-			return e, nil
-		}
-		if _, ok := c.s.o.Meta(id); ok {
-			return nil, tools.Errorf(tools.KindNotFound, "node %q has no worktree: launch with --worktree (worktree {} on terminal_launch / agent_launch) to get one; termsprawl worktrees lists them", ref)
-		}
-	}
-	t.mu.Lock()
 	var found *wtEntry
-	for _, e := range t.entries {
-		if e.Name == ref || e.Branch == ref || e.Path == ref {
-			found = e
-			break
+	if id, err := c.s.o.Resolve(ref); err == nil {
+		if m, ok := c.s.o.Meta(id); ok {
+			found = t.byNode(id, m.Incarnation())
+			if found == nil {
+				return nil, tools.Errorf(tools.KindNotFound, "node %q has no worktree: launch with --worktree (worktree {} on terminal_launch / agent_launch) to get one; termsprawl worktrees lists them", ref)
+			}
 		}
 	}
-	t.mu.Unlock()
+	if found == nil {
+		t.mu.Lock()
+		for _, e := range t.entries {
+			if e.Name == ref || e.Branch == ref || e.Path == ref {
+				found = e
+				break
+			}
+		}
+		t.mu.Unlock()
+	}
 	if found == nil {
 		return nil, tools.Errorf(tools.KindNotFound, "no worktree for %q: give a node with a worktree, or a worktree's name or branch (termsprawl worktrees lists them)", ref)
 	}
 	if m, ok := c.s.liveNode(found); ok {
+		if err := c.inRealm(m.ID); err != nil {
+			return nil, err
+		}
 		if drive && !canDrive(c.caller, m) {
-			return nil, tools.Errorf(tools.KindForbidden, "node %q may not finish or review the worktree of %q", c.caller.Node, found.Node)
+			return nil, tools.Errorf(tools.KindForbidden, "node %q may not finish or review the worktree of %q: only the operator and the nodes that launched it", c.caller.Node, m.ID)
 		}
 	} else if c.caller.Role != tools.RoleOperator && found.Owner != c.caller.Node {
-		return nil, tools.Errorf(tools.KindForbidden, "the worktree %s belongs to a node that is gone: only the operator may act on it", found.Path)
+		return nil, tools.Errorf(tools.KindForbidden, "the worktree %s belongs to a node that is gone: only the operator (or the node that launched it) may act on it", found.Path)
 	}
 	return found, nil
 }
@@ -428,9 +439,9 @@ func worktreeList(c *call, _ noArgs) (tools.WorktreeList, error) {
 }
 
 type worktreeDiffArgs struct {
-	Node string `json:"node"`
-	Turn int    `json:"turn"`
-	Stat bool   `json:"stat"`
+	wtNodeArg
+	Turn int  `json:"turn"`
+	Stat bool `json:"stat"`
 }
 
 func worktreeDiff(c *call, a worktreeDiffArgs) (tools.WorktreeDiff, error) {
@@ -494,7 +505,7 @@ func worktreeDiff(c *call, a worktreeDiffArgs) (tools.WorktreeDiff, error) {
 }
 
 type worktreeCommentArgs struct {
-	Node string `json:"node"`
+	wtNodeArg
 	File string `json:"file"`
 	Line int    `json:"line"`
 	Text string `json:"text"`
@@ -528,7 +539,7 @@ func worktreeComment(c *call, a worktreeCommentArgs) (tools.WorktreeComments, an
 	return r, r, nil
 }
 
-func worktreeReviewSend(c *call, a nodeArgLoose) (tools.WorktreeReviewSent, any, error) {
+func worktreeReviewSend(c *call, a wtNodeArg) (tools.WorktreeReviewSent, any, error) {
 	e, err := c.findWorktree(a.Node, true)
 	if err != nil {
 		return tools.WorktreeReviewSent{}, nil, err
@@ -561,11 +572,16 @@ func worktreeReviewSend(c *call, a nodeArgLoose) (tools.WorktreeReviewSent, any,
 	return tools.WorktreeReviewSent{Node: e.Node, Task: sent.Task, Comments: len(comments), Text: text}, left, nil
 }
 
-// nodeArgLoose is a node argument resolved by findWorktree (the node may
-// be gone while its worktree stays).
-type nodeArgLoose struct {
+// wtNodeArg is the node of a worktree operation: resolved (and checked
+// against the realm) like nodeArg when it names a node, else left for
+// findWorktree to match a worktree's name, branch or path (its node may
+// be gone while the worktree stays).
+type wtNodeArg struct {
 	Node string `json:"node"`
 }
+
+func (a *wtNodeArg) ref() *string  { return &a.Node }
+func (a *wtNodeArg) orOther() bool { return true }
 
 // reviewText is one task quoting each comment's file:line and its hunk.
 func reviewText(e *wtEntry, comments []tools.WorktreeComment, diff string) string {
@@ -634,7 +650,7 @@ func hunkAt(diff, file string, line int) string {
 }
 
 type worktreeFinishArgs struct {
-	Node    string `json:"node"`
+	wtNodeArg
 	Mode    string `json:"mode"`
 	Discard bool   `json:"discard"`
 }
