@@ -18,6 +18,12 @@ type WorktreeLaunch struct {
 	BaseCommit string `json:"base_commit,omitempty"`
 	// FullBranch is termsprawl/NAME.
 	FullBranch string `json:"full_branch,omitempty"`
+	// Program is the launch's command before the setup was put in front
+	// of it (the launch's command runs the setup first): a launch that
+	// reuses the worktree runs Program, not the setup again.
+	Program []string `json:"program,omitempty"`
+	// Wrapped: the launch's command is the setup wrapper around Program.
+	Wrapped bool `json:"wrapped,omitempty"`
 }
 
 // WorktreeState is a node's worktree in terminal_list. Dirty, Ahead and

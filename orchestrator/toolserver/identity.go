@@ -2,6 +2,7 @@ package toolserver
 
 import (
 	"errors"
+
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )

@@ -131,6 +131,9 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 			return nil, tools.Errorf(tools.KindRejected, "the worktree %s of this launch is gone; launch without its path to make a new one", w.Path)
 		}
 		spec.Cwd = w.Path
+		if w.Wrapped {
+			spec.Command, w.Wrapped = w.Program, false // the setup ran when the worktree was made
+		}
 		t.mu.Lock()
 		defer t.mu.Unlock()
 		for _, e := range t.entries {
@@ -176,6 +179,7 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 		notes = append(notes, err.Error())
 	}
 	if len(setup) > 0 || len(notes) > 0 {
+		w.Program, w.Wrapped = spec.Command, true
 		spec.Command = worktree.WrapSetup(notes, setup, spec.Command)
 	}
 	spec.Cwd = info.Path

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -400,5 +401,71 @@ func TestWorktreePushAndSubmodules(t *testing.T) {
 	}
 	if !strings.Contains(wtGit(t, repo, "branch", "--list"), "termsprawl/plain") {
 		t.Fatal("the pushed, unmerged branch was deleted")
+	}
+}
+
+// A launch request persisted with its filled-in worktree (a restore after
+// a reboot) starts in that worktree again: nothing is made, the setup does
+// not run again, the program is the one asked for.
+func TestWorktreeReusedByAPersistedLaunch(t *testing.T) {
+	repo, same := wtRepo(t)
+	defer same()
+	tmux, dir := apiNewState(t)
+	cfg := orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test", LaunchWatch: 100 * time.Millisecond}
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	opSess, err := ensureOperatorSession(dir, tmux.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := orchestrator.New(t.Context(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer o.Close()
+	api, err := New(o, cfg, "inst", opSess)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer api.Close()
+	c := &call{ctx: t.Context(), caller: operatorIdentity, s: api}
+	spec := orchestrator.LaunchSpec{Command: []string{"sh", "-c", "echo PROGRAM-STARTED; exec cat"}, Cwd: repo, Worktree: &tools.WorktreeLaunch{Branch: "again"}}
+	first, err := c.launchFor(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := *spec.Worktree
+	if w.Path == "" || w.FullBranch != "termsprawl/again" || w.Base != "main" || w.BaseCommit == "" || !w.Wrapped {
+		t.Fatalf("the launch's worktree was not filled in: %+v", w)
+	}
+	persisted, _ := json.Marshal(orchestrator.LaunchSpec{Command: []string{"/bin/sh", "-c", "echo SETUP-AGAIN"}, Worktree: &w})
+	if err := o.CloseNode(t.Context(), first.Terminal); err != nil {
+		t.Fatal(err)
+	}
+	var again orchestrator.LaunchSpec
+	if err := json.Unmarshal(persisted, &again); err != nil {
+		t.Fatal(err)
+	}
+	second, err := c.launchFor(again)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the program in the reused worktree", func() bool {
+		snap, err := o.Snapshot(second.Terminal)
+		return err == nil && strings.Contains(strings.Join(snap.Lines, "\n"), "PROGRAM-STARTED")
+	})
+	snap, _ := o.Snapshot(second.Terminal)
+	if strings.Contains(strings.Join(snap.Lines, "\n"), "SETUP") {
+		t.Fatalf("the setup ran again:\n%s", strings.Join(snap.Lines, "\n"))
+	}
+	if got := o.CurrentPath(t.Context(), second.Terminal); got != w.Path {
+		t.Fatalf("restored node runs in %q, want %q", got, w.Path)
+	}
+	if e := api.wtTab().byNode(second.Terminal, ""); e == nil || e.Path != w.Path {
+		t.Fatalf("the restored node is not tied to its worktree: %+v", e)
+	}
+	if out := wtGit(t, repo, "worktree", "list"); strings.Count(out, "\n") != 2 {
+		t.Fatalf("a worktree was made again:\n%s", out)
 	}
 }
