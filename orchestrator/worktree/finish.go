@@ -132,7 +132,10 @@ func (o Outcome) summary(in Info) string {
 // discard throws away the named uncommitted changes of a worktree.
 func (g Git) discard(ctx context.Context, path string, tracked, untracked []string) error {
 	if len(tracked) > 0 {
-		args := append([]string{"restore", "--source=HEAD", "--staged", "--worktree", "--"}, tracked...)
+		args := []string{"restore", "--source=HEAD", "--staged", "--worktree", "--"}
+		for _, f := range tracked {
+			args = append(args, ":(literal)"+f) // names, never patterns
+		}
 		if _, err := g.write(ctx, path, args...); err != nil {
 			return fmt.Errorf("discard changes: %w", err)
 		}

@@ -59,6 +59,8 @@ func TestFinishRefusesADirtyTreeNamingTheFiles(t *testing.T) {
 	in := made(t, repo, "dirty")
 	write(t, filepath.Join(in.Path, "README"), "changed\n")
 	write(t, filepath.Join(in.Path, "fresh.txt"), "new\n")
+	write(t, filepath.Join(in.Path, "keep*"), "a file named like a pattern\n")
+	sh(t, in.Path, "git", "add", "keep*")
 	var g Git
 	for _, mode := range []string{FinishMerge, FinishPush} {
 		_, err := g.Finish(ctx(t), in, mode, false)
@@ -73,7 +75,7 @@ func TestFinishRefusesADirtyTreeNamingTheFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !out.Removed || !out.BranchDeleted || len(out.Discarded) != 2 {
+	if !out.Removed || !out.BranchDeleted || len(out.Discarded) != 3 {
 		t.Fatalf("discard then merge: %+v", out)
 	}
 	if b, _ := os.ReadFile(filepath.Join(repo, "README")); string(b) != "one\ntwo\nthree\n" {
