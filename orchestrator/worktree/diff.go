@@ -21,10 +21,11 @@ const (
 	MaxUntracked = 10000
 	// maxFileRead bounds what is read of one new file.
 	maxFileRead = 1 << 20
-	// DiffBudget bounds the time of one diff: what is not done by then is
-	// cut (and said).
-	DiffBudget = 8 * time.Second
 )
+
+// DiffBudget bounds the time of one diff: what is not done by then is cut
+// (and said). A variable for the tests.
+var DiffBudget = 8 * time.Second
 
 // Diff is a worktree's changes against its base: committed, uncommitted
 // and new (untracked, not ignored) files.
@@ -87,6 +88,8 @@ func (g Git) DiffOf(ctx context.Context, in Info, limit int) (Diff, error) {
 		switch {
 		case w.cut:
 			d.Cut = fmt.Sprintf("the diff text is cut at %d bytes", limit)
+		case errors.Is(err, ErrTimeout):
+			d.Cut = fmt.Sprintf("the diff text is cut at %d bytes: git did not finish it in time", text.Len())
 		case err != nil:
 			return d, fmt.Errorf("diff: %w", err)
 		}

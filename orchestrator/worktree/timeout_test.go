@@ -3,6 +3,7 @@ package worktree
 import (
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -51,4 +52,39 @@ func alive(pid int) bool {
 	}
 	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
 	return len(f) > 0 && f[0] != "Z"
+}
+
+// A diff whose git hangs answers within its budget, with what it had and
+// saying it was cut; the hung git and its children are gone.
+func TestDiffOutOfTimeSaysCut(t *testing.T) {
+	repo, same := newRepo(t, "r")
+	defer same()
+	in := made(t, repo, "slow")
+	write(t, filepath.Join(in.Path, "README"), "changed\n")
+	real, _ := exec.LookPath("git")
+	dir := t.TempDir()
+	pidFile := filepath.Join(dir, "child.pid")
+	fake := filepath.Join(dir, "git")
+	// The text diff (a diff without --numstat) prints a little, then hangs.
+	write(t, fake, "#!/bin/sh\nfor a; do [ \"$a\" = --numstat ] && exec '"+real+"' \"$@\"; done\nfor a; do if [ \"$a\" = diff ]; then printf 'diff --git a/README b/README\\n'; sleep 300 & echo $! > '"+pidFile+"'; wait; fi; done\nexec '"+real+"' \"$@\"\n")
+	os.Chmod(fake, 0o755)
+	saved := DiffBudget
+	DiffBudget = 500 * time.Millisecond
+	defer func() { DiffBudget = saved }()
+	d, err := Git{Bin: fake}.DiffOf(ctx(t), in, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(d.Cut, "in time") || !strings.HasPrefix(d.Text, "diff --git a/README") || d.Files != 1 {
+		t.Fatalf("cut %q, text %q, files %d", d.Cut, d.Text, d.Files)
+	}
+	b, _ := os.ReadFile(pidFile)
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(5 * time.Second)
+	for pid > 0 && alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the hung git's child %d still runs", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
