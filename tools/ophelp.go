@@ -171,6 +171,8 @@ func exampleValue(p Param) any {
 		return []string{"example"}
 	case TypeWaitObject:
 		return map[string]any{"wait": WaitText, "text": "done", "timeout_ms": 20000}
+	case TypeRawObject:
+		return map[string]any{"id": "root", "role": "window", "bounds": map[string]int{"row": 0, "column": 0, "width": 80, "height": 24}}
 	case TypeStruct, TypeStructArray:
 		obj := map[string]any{}
 		for _, f := range p.Fields {
