@@ -174,6 +174,9 @@ func exampleValue(p Param) any {
 	case TypeRawObject:
 		return map[string]any{"id": "root", "role": "window", "bounds": map[string]int{"row": 0, "column": 0, "width": 80, "height": 24}}
 	case TypeStruct, TypeStructArray:
+		if p.Name == "locator" {
+			return map[string]any{"role": "button", "name": "OK"}
+		}
 		obj := map[string]any{}
 		for _, f := range p.Fields {
 			if f.Required {

@@ -962,7 +962,7 @@ func paramSchema(p Param) map[string]any {
 	case TypeStruct, TypeStructArray:
 		s = nestedSchema(p)
 	case TypeRawObject:
-		s = map[string]any{"type": "object"}
+		s = semanticTreeSchema()
 	default:
 		s = map[string]any{}
 	}

@@ -68,7 +68,11 @@ func addLocators(ops []*Operation) {
 	for _, op := range ops {
 		switch op.Name {
 		case "terminal_query", "terminal_click", "terminal_hover", "terminal_wheel":
-			op.Params = slices.Insert(op.Params, 1, paramLocator)
+			at := slices.IndexFunc(op.Params, func(p Param) bool { return p.Name == "wait" })
+			if at < 0 {
+				at = len(op.Params)
+			}
+			op.Params = slices.Insert(op.Params, at, paramLocator)
 			inner, alt := op.check, []string{"at", "ref"}
 			if op.Name == "terminal_query" {
 				alt = []string{"text", "pattern"}
@@ -126,4 +130,34 @@ func checkLocatorNotEmpty(op *Operation, fields map[string]json.RawMessage) erro
 		}
 	}
 	return nil
+}
+
+// semanticTreeSchema is the JSON Schema of a tree's root node; children
+// are nodes of the same shape (checked by the orchestrator).
+func semanticTreeSchema() map[string]any {
+	str := func(desc string) map[string]any {
+		return map[string]any{"type": "string", "maxLength": 4096, "description": desc}
+	}
+	cell := func(desc string) map[string]any {
+		return map[string]any{"type": "integer", "minimum": 0, "maximum": MaxColumns, "description": desc}
+	}
+	flag := map[string]any{"type": "boolean"}
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"id":      str("Stable id, unique in the tree (no @, spaces or quotes)."),
+			"role":    map[string]any{"type": "string", "enum": SemanticRoles},
+			"name":    str("Accessible name."),
+			"value":   str("Current value (a textbox's text)."),
+			"test_id": str("Test id."),
+			"label":   str("Label."),
+			"bounds": map[string]any{"type": "object", "additionalProperties": false, "required": []string{"row", "column", "width", "height"},
+				"properties": map[string]any{"row": cell("0-based row."), "column": cell("0-based column."), "width": cell("Cells wide."), "height": cell("Rows high.")}},
+			"state": map[string]any{"type": "object", "additionalProperties": false, "required": []string{},
+				"properties": map[string]any{"focused": flag, "checked": flag, "selected": flag, "disabled": flag, "expanded": flag}},
+			"children": map[string]any{"type": "array", "items": map[string]any{"$ref": "#/properties/tree"}, "description": "Child nodes of the same shape."},
+		},
+		"required":             []string{"id", "role", "bounds"},
+		"additionalProperties": false,
+	}
 }
