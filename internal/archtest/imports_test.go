@@ -47,8 +47,8 @@ var allowed = map[string][]string{
 	"orchestrator/semantic": {},
 	// The probe programs link to publish their trees: the client, and
 	// Bubble Tea v2 for its helpers; never the engine.
-	"probe": {module + "/tools", "charm.land/bubbletea/v2", "github.com/charmbracelet/x/ansi"},
-	"orchestrator/screen":   {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
+	"probe":               {module + "/tools", "charm.land/bubbletea/v2", "github.com/charmbracelet/x/ansi"},
+	"orchestrator/screen": {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
 	// PNG screenshots from a cell grid: fonts and pixels only.
 	"orchestrator/render": {"golang.org/x/image/"},
 	// Recordings and traces, replayed through the same mirror.
