@@ -35,6 +35,45 @@ type semStore struct {
 	seq     uint64
 	commits []semCommit   // oldest first, at most maxSemCommits
 	changed chan struct{} // closed (and replaced) at each commit
+	// marks are the latest commit's seq when an input was sent at a
+	// screen revision: a commit stamped with that same revision may come
+	// before or after the input, and only the mark tells.
+	marks []semMark
+}
+
+// semMark is the commit counter when an input was sent at rev.
+type semMark struct{ rev, seq uint64 }
+
+// markInput notes that an input is being sent at screen revision rev.
+func (s *semStore) markInput(rev uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.marks = append(s.marks, semMark{rev: rev, seq: s.seq})
+	if extra := len(s.marks) - maxSemCommits; extra > 0 {
+		s.marks = append([]semMark(nil), s.marks[extra:]...)
+	}
+}
+
+// baselineAt is the seq a wait with baseline revision rev starts after:
+// the commits an input sent at rev had seen, else the newest commit
+// stamped at or before rev.
+func (s *semStore) baselineAt(rev uint64) uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.marks) - 1; i >= 0; i-- {
+		if s.marks[i].rev == rev {
+			return s.marks[i].seq
+		}
+	}
+	for i := len(s.commits) - 1; i >= 0; i-- {
+		if s.commits[i].rev <= rev {
+			return s.commits[i].seq
+		}
+	}
+	if len(s.commits) > 0 && s.commits[0].seq > 1 {
+		return s.commits[0].seq - 1 // older than the kept commits: the oldest kept counts as after
+	}
+	return 0
 }
 
 // latest returns the newest commit, or false when there is none.
@@ -296,9 +335,7 @@ func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.W
 	start := time.Now()
 	var base uint64
 	if spec.After != nil {
-		if c, ok := n.sem.atRevision(*spec.After); ok {
-			base = c.seq
-		}
+		base = n.sem.baselineAt(*spec.After)
 	} else if c, ok := n.sem.latest(); ok {
 		base = c.seq
 	}

@@ -3,7 +3,9 @@
 // with the probe package. It shows on its last row what it got (the last
 // mouse report and what it did), so tests can see real input arrive.
 //
-// With -noprobe it publishes nothing (a program without a probe).
+// With -noprobe it publishes nothing (a program without a probe); with
+// -wait it starts publishing when P is pressed. D deletes the last list
+// item (outside the text field).
 package main
 
 import (
@@ -26,6 +28,7 @@ type model struct {
 	selected      int
 	last          string
 	layout        map[string]probe.Bounds
+	publishing    bool
 }
 
 func (m *model) Init() tea.Cmd { return nil }
@@ -49,6 +52,10 @@ func (m *model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 			m.name += msg.Text
 		case k == "space" || k == " ":
 			m.agree = !m.agree
+		case k == "P":
+			m.publishing = true
+		case k == "d" && len(m.items) > 0:
+			m.items = m.items[:len(m.items)-1]
 		}
 		m.last = "key " + msg.String()
 	case tea.MouseClickMsg:
@@ -123,7 +130,11 @@ func (m *model) blocks() ([]string, []*probe.Node) {
 
 func (m *model) View() tea.View {
 	lines, _ := m.blocks()
-	out := strings.Join(lines, "\n") + "\n\nlast: " + m.last
+	state := "probe off"
+	if m.publishing {
+		state = "probe on"
+	}
+	out := strings.Join(lines, "\n") + "\n\nlast: " + m.last + "\n" + state
 	v := tea.NewView(out)
 	v.AltScreen = true
 	v.MouseMode = tea.MouseModeAllMotion
@@ -170,8 +181,9 @@ func (m *model) tree() *probe.Node {
 
 func main() {
 	noProbe := flag.Bool("noprobe", false, "publish no tree")
+	wait := flag.Bool("wait", false, "publish once P is pressed")
 	flag.Parse()
-	m := &model{items: []string{"apple", "banana", "cherry", "banana split"}}
+	m := &model{items: []string{"apple", "banana", "cherry", "banana split"}, publishing: !*wait}
 	m.tree() // the layout before the first frame
 	var prog tea.Model = m
 	var pub *probe.Publisher
@@ -179,10 +191,11 @@ func main() {
 		pub = probe.New(probe.Options{OnError: func(err error) { fmt.Fprintln(os.Stderr, "probe:", err) }})
 		defer pub.Close()
 		prog = probe.Wrap(m, pub, func(tea.Model) *probe.Node {
-			if m.width == 0 {
-				return nil // no size yet: the bounds cannot be checked
+			t := m.tree() // also the layout clicks are matched against
+			if m.width == 0 || !m.publishing {
+				return nil // no size yet (the bounds cannot be checked), or not yet asked to
 			}
-			return m.tree()
+			return t
 		})
 	}
 	if _, err := tea.NewProgram(prog).Run(); err != nil {
