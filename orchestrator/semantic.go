@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -383,7 +384,7 @@ func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.W
 			matched = semantic.Line(f[0], c.rev)
 		}
 	}
-	res.Match = matched
+	res.Match = strings.TrimLeft(matched, " ")
 	return res, nil
 }
 
