@@ -519,3 +519,22 @@ func (o *Orchestrator) TraceSemanticAt(id string, ms int64) []string {
 	}
 	return semantic.Lines(&root, rev)
 }
+
+// SemanticTree is node id's latest commit as matches in reading order
+// (the monitor's view), false without one. It never wakes the node.
+func (o *Orchestrator) SemanticTree(id string) (uint64, []tools.SemanticMatch, bool) {
+	n := o.node(id)
+	if n == nil {
+		return 0, nil, false
+	}
+	c, ok := n.sem.latest()
+	if !ok {
+		return 0, nil, false
+	}
+	flat := semantic.Flatten(c.root)
+	out := make([]tools.SemanticMatch, len(flat))
+	for i, f := range flat {
+		out[i] = matchOf(f, c.rev)
+	}
+	return c.rev, out, true
+}
