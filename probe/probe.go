@@ -152,6 +152,28 @@ type Options struct {
 	OnError func(error)
 	// Send replaces the tool call (tests); it gets the tree's JSON.
 	Send func(ctx context.Context, tree json.RawMessage) error
+	// Instance names the orchestrator now running ("" when none); the
+	// publisher sends its last tree again when it changes (a restart
+	// starts with no tree). Default: endpoint.json's instance_id beside
+	// the session file, read every second (a file read, no call).
+	Instance func() string
+}
+
+// ErrUnreachable wraps a send that found no orchestrator (kind
+// unavailable): the tree is kept and sent again, with backoff up to
+// maxBackoff, until it is delivered or a newer one replaces it — so the
+// tree is back soon after an orchestrator restart.
+var ErrUnreachable = errors.New("probe: termsprawl is not reachable")
+
+// Backoff of a tree that could not be delivered.
+const (
+	firstBackoff = 100 * time.Millisecond
+	maxBackoff   = 2 * time.Second
+)
+
+func unreachable(err error) bool {
+	var te *tools.Error
+	return errors.Is(err, ErrUnreachable) || (errors.As(err, &te) && te.Kind == tools.KindUnavailable)
 }
 
 // Stats count what a Publisher did.
@@ -175,6 +197,10 @@ type Publisher struct {
 	lastErr error
 	idle    chan struct{} // closed when nothing is pending or being sent
 
+	instance func() string
+	lastSent json.RawMessage // the last tree delivered, and to which instance
+	sentTo   string
+
 	wake   chan struct{} // capacity 1
 	quit   chan struct{}
 	done   chan struct{}
@@ -197,6 +223,17 @@ func New(opts Options) *Publisher {
 				return err
 			}
 			return tools.Call(ctx, file, tools.Request{Operation: "semantic_publish", Args: args}, tools.CallOptions{Timeout: 10 * time.Second}).Err()
+		}
+	}
+	p.instance = opts.Instance
+	if p.instance == nil && opts.Send == nil && file != "" {
+		ep := tools.EndpointPathFor(file)
+		p.instance = func() string {
+			e, err := tools.ReadEndpoint(ep)
+			if err != nil {
+				return ""
+			}
+			return e.InstanceID
 		}
 	}
 	rate := opts.Rate
@@ -301,12 +338,28 @@ func (p *Publisher) Close() {
 func (p *Publisher) loop() {
 	defer close(p.done)
 	var last time.Time
+	backoff := time.Duration(0)
 	for {
+		var retry <-chan time.Time
+		var rt *time.Timer
+		switch {
+		case backoff > 0:
+			rt = time.NewTimer(backoff)
+			retry = rt.C
+		case p.instance != nil:
+			rt = time.NewTimer(instanceCheck)
+			retry = rt.C
+		}
 		select {
 		case <-p.quit:
 			return
 		case <-p.wake:
+		case <-retry:
 		}
+		if rt != nil {
+			rt.Stop()
+		}
+		p.resendOnRestart()
 		if wait := p.every - time.Since(last); wait > 0 {
 			t := time.NewTimer(wait)
 			select {
@@ -325,16 +378,31 @@ func (p *Publisher) loop() {
 			continue
 		}
 		last = time.Now()
+		to := ""
+		if p.instance != nil {
+			to = p.instance()
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		err := p.send(ctx, tree)
 		cancel()
 		p.mu.Lock()
 		p.busy = false
 		p.lastErr = err
-		if err != nil {
-			p.stats.Failed++
-		} else {
+		switch {
+		case err == nil:
 			p.stats.Published++
+			p.lastSent, p.sentTo = tree, to
+			backoff = 0
+		case unreachable(err):
+			// Kept for a retry unless a newer tree came meanwhile.
+			p.stats.Failed++
+			if p.pending == nil {
+				p.pending = tree
+			}
+			backoff = min(max(backoff*2, firstBackoff), maxBackoff)
+		default:
+			p.stats.Failed++
+			backoff = 0
 		}
 		if p.pending == nil && p.idle != nil {
 			close(p.idle)
@@ -345,6 +413,36 @@ func (p *Publisher) loop() {
 			p.onError(err)
 		}
 	}
+}
+
+// instanceCheck is how often the publisher looks for a restarted
+// orchestrator.
+const instanceCheck = time.Second
+
+// resendOnRestart queues the last delivered tree again when another
+// orchestrator runs now than the one it was delivered to.
+func (p *Publisher) resendOnRestart() {
+	if p.instance == nil {
+		return
+	}
+	p.mu.Lock()
+	last, to := p.lastSent, p.sentTo
+	p.mu.Unlock()
+	if last == nil {
+		return
+	}
+	now := p.instance()
+	if now == "" || now == to {
+		return
+	}
+	p.mu.Lock()
+	if p.pending == nil {
+		p.pending = last
+		if p.idle == nil {
+			p.idle = make(chan struct{})
+		}
+	}
+	p.mu.Unlock()
 }
 
 // treeKey is a tree's identity for skipping identical commits.

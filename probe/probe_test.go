@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -188,5 +189,65 @@ func TestWrapPublishesChangedTrees(t *testing.T) {
 	defer mu.Unlock()
 	if strings.Join(values, ",") != ",|" {
 		t.Fatalf("sent %q", values)
+	}
+}
+
+// A tree that found no orchestrator is sent again until it is delivered
+// (an orchestrator restart), unless a newer one replaced it.
+func TestUnreachableIsRetried(t *testing.T) {
+	var mu sync.Mutex
+	calls := 0
+	p := New(Options{Rate: 1000, Send: func(ctx context.Context, tree json.RawMessage) error {
+		mu.Lock()
+		defer mu.Unlock()
+		calls++
+		if calls <= 2 {
+			return fmt.Errorf("connect: %w", ErrUnreachable)
+		}
+		return nil
+	}})
+	defer p.Close()
+	p.Publish(&Node{ID: "a", Role: RoleButton})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := p.Stats(); st.Published != 1 || st.Failed != 2 {
+		t.Fatalf("stats %+v", st)
+	}
+}
+
+// After an orchestrator restart (another instance), the last tree is
+// sent again: the new orchestrator starts with none.
+func TestResentAfterRestart(t *testing.T) {
+	var mu sync.Mutex
+	instance, sent := "one", 0
+	resent := make(chan struct{}, 1)
+	p := New(Options{Rate: 1000,
+		Instance: func() string { mu.Lock(); defer mu.Unlock(); return instance },
+		Send: func(ctx context.Context, tree json.RawMessage) error {
+			mu.Lock()
+			defer mu.Unlock()
+			sent++
+			if sent == 2 {
+				resent <- struct{}{}
+			}
+			return nil
+		}})
+	defer p.Close()
+	p.Publish(&Node{ID: "a", Role: RoleButton})
+	p.Flush(context.Background())
+	mu.Lock()
+	instance = "two"
+	mu.Unlock()
+	select {
+	case <-resent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the tree was not sent again after the restart")
+	}
+	p.Flush(context.Background())
+	if st := p.Stats(); st.Published != 2 {
+		t.Fatalf("stats %+v", st)
 	}
 }

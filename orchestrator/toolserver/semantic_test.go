@@ -310,3 +310,21 @@ func semanticBadPublishes(t *testing.T, s *apiServe, id, bare string) {
 		t.Fatalf("bare's tree: %v", l)
 	}
 }
+
+// Across an orchestrator restart: the probe finds the new orchestrator
+// with the same session and publishes its tree again.
+func TestAPISemanticAcrossRestart(t *testing.T) {
+	bin := semdemoBin(t)
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	id := apiLaunch(t, s.op(), bin)
+	wait := apiM{"terminal": id, "wait": "semantic", "locator": apiM{"role": "button", "name": "OK"}, "state": "visible", "after": 0, "timeout_ms": 15000}
+	apiOK(t, s.op(), "terminal_wait_for", wait, nil)
+	s.stop()
+	s2 := apiStart(t, tmux, dir)
+	var w tools.WaitResult
+	apiOK(t, s2.op(), "terminal_wait_for", wait, &w)
+	if !w.Matched {
+		t.Fatalf("after the restart: %+v", w)
+	}
+}
