@@ -468,6 +468,13 @@ func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAct
 			}
 		}
 		cur, _ := n.sem.latest()
+		if g, ok := semantic.Lookup(cur.root, f.ID); ok && g.Value == a.Text {
+			// Already the value: retyping it would leave the same tree,
+			// and a probe sends no commit for an unchanged tree.
+			res.Sent, res.Value = !st.Focused, a.Text
+			res.Verified = semantic.RefOf(f.ID, cur.rev)
+			return res, nil
+		}
 		if _, err := o.Press(ctx, id, "End C-u", nil); err != nil {
 			return res, err
 		}
