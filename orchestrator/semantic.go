@@ -61,15 +61,17 @@ func (s *semStore) markInput(rev uint64) {
 	}
 }
 
-// baselineAt is the seq a wait with baseline revision rev starts after:
-// the commits an input sent at rev had seen, else the newest commit
-// stamped at or before rev.
+// baselineAt is the seq a wait or capture with baseline revision rev
+// starts after: the commits the first input sent at rev had seen, else
+// the newest commit stamped at or before rev.
 func (s *semStore) baselineAt(rev uint64) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := len(s.marks) - 1; i >= 0; i-- {
-		if s.marks[i].rev == rev {
-			return s.marks[i].seq
+	// The first input at rev: what came after it is after rev (a later
+	// input at the same revision, even one refused, must not hide it).
+	for _, m := range s.marks {
+		if m.rev == rev {
+			return m.seq
 		}
 	}
 	for i := len(s.commits) - 1; i >= 0; i-- {
@@ -110,13 +112,13 @@ func (s *semStore) after(seq uint64) ([]semCommit, <-chan struct{}) {
 	return out, s.changed
 }
 
-// atRevision is the newest commit stamped at or before rev.
-func (s *semStore) atRevision(rev uint64) (semCommit, bool) {
+// bySeq is the kept commit with seq.
+func (s *semStore) bySeq(seq uint64) (semCommit, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := len(s.commits) - 1; i >= 0; i-- {
-		if s.commits[i].rev <= rev {
-			return s.commits[i], true
+	for _, c := range s.commits {
+		if c.seq == seq {
+			return c, true
 		}
 	}
 	return semCommit{}, false
@@ -195,7 +197,7 @@ func (n *node) semanticChanges(cursor uint64) *tools.SemanticChanges {
 	}
 	var old *semantic.Node
 	var since uint64
-	if c, ok := n.sem.atRevision(cursor); ok {
+	if c, ok := n.sem.bySeq(n.sem.baselineAt(cursor)); ok {
 		old, since = c.root, c.rev
 	}
 	d := semantic.Diff(old, since, cur.root, cur.rev)
