@@ -12,7 +12,7 @@ func TestSemanticBaselineAtAnInput(t *testing.T) {
 	c1 := s.add(semCommit{rev: 10})
 	s.markInput(10)
 	c2 := s.add(semCommit{rev: 10}) // the program's answer, before its output reached the mirror
-	s.markInput(10) // a later input at the same revision (even one refused)
+	s.markInput(10)                 // a later input at the same revision (even one refused)
 	if got := s.baselineAt(10); got != c1.seq {
 		t.Fatalf("baseline %d, want %d (c2 %d must count as after the input)", got, c1.seq, c2.seq)
 	}
