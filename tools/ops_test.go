@@ -23,6 +23,8 @@ var contractOps = []string{
 	"notify_test",
 	// CONTRACT §21: worktrees (ops_worktree.go)
 	"worktree_list", "worktree_diff", "worktree_comment", "worktree_review_send", "worktree_finish", "worktree_prune",
+	// §22 semantic trees
+	"semantic_publish", "terminal_fill", "terminal_check", "terminal_uncheck",
 }
 
 func TestOperationTable(t *testing.T) {
