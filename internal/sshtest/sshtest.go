@@ -41,6 +41,7 @@ type Fixture struct {
 	RemoteSocket string // the remote tmux server's name (tmux -L)
 	SSHDPids     []int
 	blocked      bool
+	tracked      []string // more remote tmux servers to end at cleanup (Track)
 }
 
 // Aliases of Config.
@@ -242,7 +243,13 @@ func (f *Fixture) RemoteDir(name string) string { return f.path("remote-" + name
 // Tmux runs a command on the remote tmux server (its socket is a file on
 // this machine's file system, reachable from outside the namespace).
 func (f *Fixture) Tmux(args ...string) (string, error) {
-	cmd := exec.Command("tmux", append([]string{"-L", f.RemoteSocket}, args...)...)
+	return f.TmuxOn(f.RemoteSocket, args...)
+}
+
+// TmuxOn runs a command on the remote tmux server of socket (one an
+// orchestrator named for itself: see Track).
+func (f *Fixture) TmuxOn(socket string, args ...string) (string, error) {
+	cmd := exec.Command("tmux", append([]string{"-L", socket}, args...)...)
 	cmd.Env = remoteTmuxEnv()
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -291,7 +298,16 @@ func (f *Fixture) InNS(args ...string) (string, error) {
 	return string(out), err
 }
 
+// Track makes cleanup end the remote tmux server of socket too (by that
+// name only): for tests whose orchestrators name their remote servers
+// themselves (a host spec without a socket).
+func (f *Fixture) Track(socket string) { f.tracked = append(f.tracked, socket) }
+
 func (f *Fixture) cleanup() {
+	for _, s := range f.tracked {
+		f.TmuxOn(s, "kill-server")
+		os.Remove(filepath.Join("/tmp", fmt.Sprintf("tmux-%d", os.Getuid()), s))
+	}
 	if f.blocked {
 		run("ip", "route", "del", "unreachable", f.HostIP+"/32")
 	}

@@ -142,6 +142,8 @@ func NewSSH(cfg SSHConfig) *SSH {
 	if cfg.SysProcAttr == nil {
 		cfg.SysProcAttr = func() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 	}
+	// The host's tmux server is this orchestrator's own (CONTRACT §23).
+	cfg.Spec.Socket = cfg.Spec.OwnedSocket(cfg.StateDir)
 	return &SSH{cfg: cfg, spec: cfg.Spec, log: cfg.Log, ctlPath: controlPath(cfg.StateDir, cfg.Spec.Name),
 		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), state: StateConnecting}
 }
