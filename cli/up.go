@@ -366,7 +366,7 @@ func (h *human) down(all bool) int {
 	// The nodes and their sockets, while the orchestrator can still say.
 	var nodeSockets []string
 	remote := map[string]string{} // host → its socket there
-	nodes := -1 // unknown
+	nodes := -1                   // unknown
 	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
 	res := tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
 	cancel()
