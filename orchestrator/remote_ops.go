@@ -38,6 +38,9 @@ func (o *Orchestrator) clientPID(ctx context.Context, n *node) int {
 	if n.meta.Host == "" {
 		return n.client.PID()
 	}
+	if n.sharedClient() {
+		return 0 // the host's mirror client stays: the node's window leaves it
+	}
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	out, err := n.client.Run(cctx, tmuxctl.Command("display-message", "-p", "#{client_pid}"))

@@ -20,13 +20,20 @@ func ownedHost(t *testing.T, f *sshtest.Fixture, dir, rdir string) tools.HostSpe
 	return spec
 }
 
+// sessionsOn lists the node sessions on the remote server of socket.
 func sessionsOn(t *testing.T, f *sshtest.Fixture, socket string) string {
 	t.Helper()
 	out, err := f.TmuxOn(socket, "list-sessions", "-F", "#{session_name}")
 	if err != nil {
 		return "" // no server
 	}
-	return strings.Join(strings.Fields(out), " ")
+	var nodes []string
+	for _, s := range strings.Fields(out) {
+		if strings.HasPrefix(s, "ts-") {
+			nodes = append(nodes, s)
+		}
+	}
+	return strings.Join(nodes, " ")
 }
 
 // Two orchestrators on one host and user: each has its own remote tmux
@@ -67,7 +74,7 @@ func TestRemoteTwoOrchestrators(t *testing.T) {
 	}
 	only(a, idA, sockA)
 	only(b, idB, sockB)
-	if got := sessionsOn(t, f, sockA); got != "termsprawl-admin ts-"+idA {
+	if got := sessionsOn(t, f, sockA); got != "ts-"+idA {
 		t.Fatalf("A's server holds %q", got)
 	}
 	// A restarts: it adopts its own node and nothing of B's.
@@ -96,7 +103,7 @@ func TestRemoteTwoOrchestrators(t *testing.T) {
 		t.Fatalf("A's server after kill-server: %q", got)
 	}
 	only(b, idB, sockB)
-	if got := sessionsOn(t, f, sockB); got != "termsprawl-admin ts-"+idB {
+	if got := sessionsOn(t, f, sockB); got != "ts-"+idB {
 		t.Fatalf("B's server holds %q", got)
 	}
 	b.Close()

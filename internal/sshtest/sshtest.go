@@ -165,7 +165,7 @@ AllowTcpForwarding yes
 LogLevel INFO
 %s`, f.HostIP, port, f.path("hostkey"), f.path("authorized_keys"), extra)
 	if !strings.Contains(extra, "MaxSessions") {
-		body += "MaxSessions 64\n"
+		body += "MaxSessions 10\n" // sshd's default: what hosts meet (CONTRACT §23)
 	}
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		f.t.Fatal(err)

@@ -39,6 +39,11 @@ const (
 	// ConnectTimeout is 10 s of it).
 	ConnectTimeout = 20 * time.Second
 	readyLine      = "termsprawl-ssh-ready"
+	// execSlots is how many short-lived ssh sessions a host opens at once:
+	// sshd's default MaxSessions 10, less the admin, waiter and mirror
+	// clients, less one spare (a human's `termsprawl attach` is its own
+	// connection and does not count).
+	execSlots = 6
 )
 
 // Host connection states (HostStatus.State).
@@ -107,6 +112,11 @@ type SSH struct {
 	done     chan struct{} // closed when the supervisor returns
 	started  bool
 
+	// slots bounds the short-lived ssh sessions (Exec, a server's run and
+	// cli) open at once: with the admin, waiter and mirror clients they
+	// stay within sshd's default MaxSessions 10 (mirror.go).
+	slots chan struct{}
+
 	connectMu sync.Mutex // one connection attempt at a time (supervisor or a launch)
 	// life is the host's tmux server's lifecycle lock (Tmux.Life),
 	// shared by every connection's Tmux.
@@ -145,7 +155,8 @@ func NewSSH(cfg SSHConfig) *SSH {
 	// The host's tmux server is this orchestrator's own (CONTRACT §23).
 	cfg.Spec.Socket = cfg.Spec.OwnedSocket(cfg.StateDir)
 	return &SSH{cfg: cfg, spec: cfg.Spec, log: cfg.Log, ctlPath: controlPath(cfg.StateDir, cfg.Spec.Name),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), state: StateConnecting}
+		slots: make(chan struct{}, execSlots),
+		kick:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), state: StateConnecting}
 }
 
 // Spec is the host's configuration.
@@ -172,7 +183,7 @@ func (h *SSH) LastServer() *Tmux {
 		return h.srv
 	}
 	if h.lastSrv == nil {
-		h.lastSrv = Remote{Bin: "tmux", Socket: h.spec.RemoteSocket(), Prefix: h.MuxPrefix(), Life: &h.life}.Unconnected()
+		h.lastSrv = Remote{Bin: "tmux", Socket: h.spec.RemoteSocket(), Prefix: h.MuxPrefix(), Life: &h.life, Slots: h.slots}.Unconnected()
 	}
 	return h.lastSrv
 }
@@ -228,6 +239,11 @@ func (h *SSH) MuxPrefix() []string {
 // with stdin, and returns its stdout.
 func (h *SSH) Exec(ctx context.Context, script string, stdin []byte) ([]byte, error) {
 	argv := append(h.MuxPrefix(), "/bin/sh", "-c", tmuxctl.ShellQuote(script))
+	release, err := acquire(ctx, h.slots)
+	if err != nil {
+		return nil, fmt.Errorf("on host %s: %w", h.spec.Name, err)
+	}
+	defer release()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errb bytes.Buffer
@@ -279,7 +295,7 @@ func (h *SSH) connectLocked(ctx context.Context) error {
 	}
 	rdir := probe.Rdir
 	srv, err := Remote{Bin: probe.Tmux, Socket: h.spec.RemoteSocket(), Conf: rdir + "/tmux.conf", Deaths: h.cfg.Deaths,
-		Life: &h.life, Prefix: h.MuxPrefix()}.Connect(ctx)
+		Life: &h.life, Prefix: h.MuxPrefix(), Slots: h.slots}.Connect(ctx)
 	if err != nil {
 		return fail(&Error{Host: h.spec.Name, Dest: h.spec.Dest, Reason: "tmux", Err: err,
 			Msg: fmt.Sprintf("host %s: cannot start or reach its tmux server (tmux -L %s): %v", h.spec.Name, h.spec.RemoteSocket(), err)})
@@ -351,10 +367,15 @@ func (h *SSH) supervise() {
 		h.mu.Unlock()
 		if srv != nil {
 			var adminDone <-chan struct{} = srv.Admin().Done()
+			var mirrorDone <-chan struct{}
+			if m := srv.Mirror(); m != nil {
+				mirrorDone = m.Client().Done()
+			}
 			select {
 			case <-h.stop:
 				return
 			case <-masterDone:
+			case <-mirrorDone:
 			case <-adminDone:
 			case <-h.kick:
 				if h.Alive() {

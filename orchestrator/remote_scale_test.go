@@ -1,0 +1,125 @@
+package orchestrator
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// remoteNodes is how many nodes TestRemote64Nodes puts on one host.
+const remoteNodes = 64
+
+// 64 nodes on one host over one ssh connection, under sshd's default
+// MaxSessions 10: all run, each answers a text wait, and each snapshot is
+// the remote tmux's capture-pane. One pass, launched in parallel.
+func TestRemote64Nodes(t *testing.T) {
+	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	ids := make([]string, remoteNodes)
+	errs := make([]error, remoteNodes)
+	var wg sync.WaitGroup
+	for i := range remoteNodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			// The marker is computed, so the echoed command line never
+			// matches it.
+			argv := []string{"sh", "-c", fmt.Sprintf("echo up-$((%d+1000)); exec cat", i)}
+			info, err := o.Launch(tctx(t), LaunchSpec{Command: argv, Host: "big", Columns: 80, Rows: 24})
+			ids[i], errs[i] = info.Terminal, err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("launch %d of %d: %v", i, remoteNodes, err)
+		}
+	}
+	for i, id := range ids {
+		waitText(t, o, id, "up-"+strconv.Itoa(1000+i))
+	}
+	for i, id := range ids {
+		if _, err := o.Submit(tctx(t), id, "echo-"+strconv.Itoa(i), &tools.WaitSpec{Wait: tools.WaitText, Text: "echo-" + strconv.Itoa(i), TimeoutMS: 20000}); err != nil {
+			t.Fatalf("node %d: %v", i, err)
+		}
+	}
+	for _, id := range ids {
+		if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 200, TimeoutMS: 20000}); err != nil {
+			t.Fatal(err)
+		}
+		snap, err := o.Snapshot(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := f.Tmux("capture-pane", "-p", "-t", "=ts-"+id+":")
+		if err != nil {
+			t.Fatalf("capture-pane: %v: %s", err, out)
+		}
+		if got, want := trimScreen(snap.Lines), trimScreen(strings.Split(out, "\n")); got != want {
+			t.Fatalf("node %s: snapshot differs from the remote capture-pane:\n--- snapshot\n%s\n--- capture-pane\n%s", id, got, want)
+		}
+	}
+	running := 0
+	for _, n := range o.List(tctx(t)) {
+		if n.Status == tools.StatusRunning && n.Host == "big" {
+			running++
+		}
+	}
+	if running != remoteNodes {
+		t.Fatalf("%d nodes running on the host, want %d", running, remoteNodes)
+	}
+	// One TCP connection carries everything.
+	ssOut, _ := exec.Command("ss", "-Htn", "state", "established", "dst", f.HostIP).CombinedOutput()
+	if n := strings.Count(strings.TrimSpace(string(ssOut)), "\n") + 1; strings.TrimSpace(string(ssOut)) == "" || n != 1 {
+		t.Fatalf("%d ssh connections to the host, want 1:\n%s", n, ssOut)
+	}
+	ssh, pss := sshChildrenPSS(t)
+	if ssh > 1+3 { // the master and the admin, waiter and mirror clients
+		t.Fatalf("%d ssh processes for %d remote nodes, want at most 4", ssh, remoteNodes)
+	}
+	t.Logf("%d remote nodes: %d ssh processes here (PSS %d KiB in all), one TCP connection", remoteNodes, ssh, pss)
+}
+
+// trimScreen is a screen's rows without trailing blanks.
+func trimScreen(lines []string) string {
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		out[i] = strings.TrimRight(l, " ")
+	}
+	return strings.TrimRight(strings.Join(out, "\n"), "\n")
+}
+
+// sshChildrenPSS counts this process's ssh children and their PSS (KiB).
+func sshChildrenPSS(t *testing.T) (count int, pss int64) {
+	t.Helper()
+	me := strconv.Itoa(os.Getpid())
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	for _, d := range dirs {
+		stat, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		i := strings.LastIndexByte(s, ')')
+		if i < 0 || !strings.HasPrefix(s[strings.IndexByte(s, '(')+1:], "ssh)") {
+			continue
+		}
+		f := strings.Fields(s[i+1:])
+		if len(f) < 2 || f[1] != me {
+			continue
+		}
+		count++
+		pid, _ := strconv.Atoi(filepath.Base(d))
+		if k, err := pssKiB(pid); err == nil {
+			pss += k
+		}
+	}
+	return count, pss
+}
