@@ -75,4 +75,3 @@ func (n *node) leaveClient() {
 // sharedClient reports whether the node's control client is a host's
 // mirror client (not its own: no client pid of its own to wait for).
 func (n *node) sharedClient() bool { return n.link != nil }
-
