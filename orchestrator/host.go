@@ -83,6 +83,11 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 					testHookHostLost(spec.Name)
 				}
 			},
+			BeforeConnect: func() {
+				if testHookHostConnect != nil {
+					testHookHostConnect(spec.Name)
+				}
+			},
 		})
 		o.hosts.byName[spec.Name] = h
 		wg.Add(1)
@@ -177,7 +182,8 @@ func (o *Orchestrator) SetEndpoint(ep tools.Endpoint) {
 // Test hooks: testHookHostLost runs when a host was marked unreachable,
 // before the supervisor reconnects; testHookHostAdopted after a
 // (re)connect's sessions are mirrored again.
-var testHookHostLost, testHookHostAdopted func(host string)
+// testHookHostConnect runs at the start of every connection attempt.
+var testHookHostLost, testHookHostAdopted, testHookHostConnect func(host string)
 
 // stopHosts stops every supervisor (Close, before it waits for the ops:
 // a supervisor adopts sessions under its host's lifecycle lock).

@@ -384,6 +384,7 @@ func buildOperations() []*Operation {
 	}
 	ops = append(ops, traceOperations()...)
 	ops = append(ops, notifyOperations()...)
+	ops = append(ops, hostOperations()...)
 	for _, op := range ops {
 		if op.Mutation {
 			op.Params = append(op.Params, paramIdempotencyKey)

@@ -21,6 +21,8 @@ var contractOps = []string{
 	"terminal_record", "terminal_mark", "trace_open", "trace_close", "trace_overview", "trace_frame_at", "trace_diff",
 	// §20 notifications
 	"notify_test",
+	// §23 hosts
+	"host_list", "host_remove",
 }
 
 func TestOperationTable(t *testing.T) {
@@ -29,7 +31,7 @@ func TestOperationTable(t *testing.T) {
 	}
 	readOnly := []string{"session_info", "guide_read", "terminal_list", "terminal_snapshot", "terminal_read",
 		"terminal_capture_since", "terminal_wait_for", "terminal_scrollback", "terminal_capabilities", "terminal_query", "agent_status", "agent_task", "dialog_list",
-		"trace_open", "trace_overview", "trace_frame_at", "trace_diff"}
+		"trace_open", "trace_overview", "trace_frame_at", "trace_diff", "host_list"}
 	for _, op := range Operations() {
 		if op.Description == "" || strings.Contains(op.Description, "\n") {
 			t.Errorf("%s: description must be one line", op.Name)

@@ -51,6 +51,9 @@ const (
 	StateConnecting  = "connecting"
 	StateConnected   = "connected"
 	StateUnreachable = "unreachable"
+	// StateReconnecting is Status.Shown's word for a host that is not
+	// connected while an attempt to connect is under way.
+	StateReconnecting = "reconnecting"
 )
 
 // Error is why a host could not be used: it names the host, says what
@@ -97,6 +100,9 @@ type SSHConfig struct {
 	OnConnected func(ctx context.Context)
 	OnLost      func()
 	AfterLost   func()
+	// BeforeConnect, if set, runs at the start of every connection
+	// attempt, after the host is marked as attempting (tests).
+	BeforeConnect func()
 }
 
 // SSH is one machine: its ssh master, its tmux server and the supervisor
@@ -134,6 +140,8 @@ type SSH struct {
 	lostAt     time.Time
 	reconnects int
 	lastGap    time.Duration // how long the last outage lasted
+	since      time.Time     // when state last changed
+	attempting bool          // a connection attempt is under way
 }
 
 // Status is one host as doctor and tests see it.
@@ -142,6 +150,23 @@ type Status struct {
 	Reconnects                                     int
 	LastOutage                                     time.Duration
 	MasterPID                                      int
+	// Since is when State last changed; Attempting is whether a
+	// connection attempt is under way.
+	Since      time.Time
+	Attempting bool
+}
+
+// Shown is the state as `termsprawl hosts` says it (CONTRACT §23):
+// connected, reconnecting (not connected, an attempt under way) or
+// unreachable.
+func (st Status) Shown() string {
+	switch {
+	case st.State == StateConnected:
+		return StateConnected
+	case st.Attempting || st.State == StateConnecting:
+		return StateReconnecting
+	}
+	return StateUnreachable
 }
 
 // NewSSH is the host of cfg.Spec, not connected yet.
@@ -156,7 +181,7 @@ func NewSSH(cfg SSHConfig) *SSH {
 	cfg.Spec.Socket = cfg.Spec.OwnedSocket(cfg.StateDir)
 	return &SSH{cfg: cfg, spec: cfg.Spec, log: cfg.Log, ctlPath: controlPath(cfg.StateDir, cfg.Spec.Name),
 		slots: make(chan struct{}, execSlots),
-		kick:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), state: StateConnecting}
+		kick:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), state: StateConnecting, since: time.Now()}
 }
 
 // Spec is the host's configuration.
@@ -193,7 +218,7 @@ func (h *SSH) Status() Status {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := Status{Name: h.spec.Name, Dest: h.spec.Dest, State: h.state, RemoteDir: h.rdir, Ctl: h.probe.Ctl, Tmux: h.probe.TmuxVersion,
-		Reconnects: h.reconnects, LastOutage: h.lastGap}
+		Reconnects: h.reconnects, LastOutage: h.lastGap, Since: h.since, Attempting: h.attempting}
 	if h.lastErr != nil {
 		st.Error = h.lastErr.Error()
 	}
@@ -263,14 +288,43 @@ func (h *SSH) Connect(ctx context.Context) error {
 	if h.Server() != nil {
 		return nil
 	}
+	h.mu.Lock()
+	h.attempting = true
+	h.mu.Unlock()
+	if h.cfg.BeforeConnect != nil {
+		h.cfg.BeforeConnect()
+	}
 	err := h.connectLocked(ctx)
 	h.mu.Lock()
 	h.lastErr = err
+	h.attempting = false
 	if err != nil {
-		h.state = StateUnreachable
+		h.setStateLocked(StateUnreachable)
 	}
 	h.mu.Unlock()
 	return err
+}
+
+// setStateLocked changes the state and, when it differs, since. Call with
+// mu held.
+func (h *SSH) setStateLocked(state string) {
+	if h.state != state {
+		h.state, h.since = state, time.Now()
+	}
+}
+
+// RoundTrip is one command's round trip to the host's tmux server over
+// the connection (the admin client), or an error when not connected.
+func (h *SSH) RoundTrip(ctx context.Context) (time.Duration, error) {
+	srv := h.Server()
+	if srv == nil || srv.Admin() == nil {
+		return 0, fmt.Errorf("host %s: %w", h.spec.Name, ErrUnreachable)
+	}
+	start := time.Now()
+	if _, err := srv.Admin().Run(ctx, tmuxctl.Command("display-message", "-p", "ok")); err != nil {
+		return 0, fmt.Errorf("host %s: %w", h.spec.Name, err)
+	}
+	return time.Since(start), nil
 }
 
 func (h *SSH) connectLocked(ctx context.Context) error {
@@ -302,7 +356,8 @@ func (h *SSH) connectLocked(ctx context.Context) error {
 	}
 	h.mu.Lock()
 	h.master, h.masterDone, h.probe, h.rdir = master, masterDone, probe, rdir
-	h.srv, h.lastSrv, h.state = srv, srv, StateConnected
+	h.srv, h.lastSrv = srv, srv
+	h.setStateLocked(StateConnected)
 	if !h.lostAt.IsZero() {
 		h.reconnects++
 		h.lastGap = time.Since(h.lostAt)
@@ -443,7 +498,8 @@ func (h *SSH) Alive() bool {
 func (h *SSH) lose() {
 	h.mu.Lock()
 	srv, master, masterDone := h.srv, h.master, h.masterDone
-	h.srv, h.master, h.state = nil, nil, StateUnreachable
+	h.srv, h.master = nil, nil
+	h.setStateLocked(StateUnreachable)
 	h.lostAt = time.Now()
 	h.lastErr = fmt.Errorf("%w: the ssh connection to %s ended", ErrUnreachable, h.spec.Dest)
 	h.mu.Unlock()
