@@ -29,8 +29,8 @@ func TestRemoteBadHosts(t *testing.T) {
 		}
 		start := time.Now()
 		o := remoteOrchestrator(t, f, srv, dir, "refused="+sshtest.Refused, "notmux="+sshtest.NoTmux,
-			"changed="+sshtest.Changed, "password="+sshtest.Password)
-		t.Logf("started with four bad hosts in %v", time.Since(start))
+			"changed="+sshtest.Changed, "password="+sshtest.Password, "oldtmux="+sshtest.OldTmux)
+		t.Logf("started with five bad hosts in %v", time.Since(start))
 		return o, f, srv, dir
 	}()
 	for _, tc := range []struct {
@@ -41,6 +41,7 @@ func TestRemoteBadHosts(t *testing.T) {
 		{"notmux", "no-tmux", []string{"host notmux", "has no tmux on its PATH (", "/nonexistent", "install tmux there"}},
 		{"changed", "host-key", []string{"host changed", "host key", "ssh-keygen -R"}},
 		{"password", "auth", []string{"host password", "BatchMode=yes", "ssh-copy-id", "Permission denied"}},
+		{"oldtmux", "old-tmux", []string{"host oldtmux", "has tmux 3.1c (", "oldtmux-bin/tmux", "tmux 3.2 or newer", "upgrade tmux"}},
 	} {
 		t.Run(tc.host, func(t *testing.T) {
 			start := time.Now()
@@ -78,8 +79,10 @@ func TestRemoteBadHosts(t *testing.T) {
 			t.Errorf("host %s: %+v", h.Name, h)
 		}
 	}
-	if _, err := os.Stat(f.RemoteDir("notmux")); err == nil {
-		t.Errorf("the host without tmux got a remote dir")
+	for _, h := range []string{"notmux", "oldtmux"} {
+		if _, err := os.Stat(f.RemoteDir(h)); err == nil {
+			t.Errorf("host %s got a remote dir", h)
+		}
 	}
 }
 

@@ -106,6 +106,8 @@ func CheckHost(h HostSpec) error {
 		return fmt.Errorf("%w: name %q is reserved for this machine: pick another name", ErrHost, h.Name)
 	case h.Dest == "" || strings.HasPrefix(h.Dest, "-") || strings.ContainsAny(h.Dest, " \t\n\x00'\"`$;&|<>\\"):
 		return fmt.Errorf("%w: host %s: destination %q is not an ssh destination ([user@]host or an ssh config alias)", ErrHost, h.Name, h.Dest)
+	case looksLocalPath(h.Dest):
+		return fmt.Errorf("%w: host %s: destination %q is a path on this machine, not an ssh destination: give [user@]machine or an ssh config alias (nodes on this machine need no --host)", ErrHost, h.Name, h.Dest)
 	case h.Socket != "" && !ValidNodeID(h.Socket):
 		return fmt.Errorf("%w: host %s: socket %q: use letters, digits, - and _", ErrHost, h.Name, h.Socket)
 	case h.Ctl != "" && !filepath.IsAbs(h.Ctl):
@@ -119,6 +121,15 @@ func CheckHost(h HostSpec) error {
 		}
 	}
 	return nil
+}
+
+// looksLocalPath reports whether dest reads as a file path rather than an
+// ssh destination ([user@]host, an alias, or an ssh:// URI).
+func looksLocalPath(dest string) bool {
+	if strings.HasPrefix(dest, "ssh://") {
+		return false
+	}
+	return strings.ContainsRune(dest, '/') || strings.HasPrefix(dest, "~") || dest == "." || dest == ".."
 }
 
 // HostsPath is <state>/hosts.json.

@@ -53,6 +53,9 @@ const (
 	Password = "tspassword"
 	// Few is an sshd that allows 4 sessions per connection (MaxSessions).
 	Few = "tsfew"
+	// OldTmux is an sshd whose sessions find a tmux that says it is 3.1c
+	// first on their PATH (a wrapper of the real one).
+	OldTmux = "tsoldtmux"
 )
 
 func run(name string, args ...string) error {
@@ -120,6 +123,19 @@ func New(t testing.TB) *Fixture {
 	f.startSSHD(sshd, 22, "SetEnv SHLVL=1\n")
 	f.startSSHD(sshd, 2222, "SetEnv PATH=/nonexistent SHLVL=1\n")
 	f.startSSHD(sshd, 2223, "MaxSessions 4\nSetEnv SHLVL=1\n")
+	old := f.path("oldtmux-bin")
+	if err := os.MkdirAll(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := "#!/bin/sh\nif [ \"$1\" = -V ]; then echo 'tmux 3.1c'; exit 0; fi\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(old, "tmux"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.startSSHD(sshd, 2224, "SetEnv PATH="+old+":/usr/local/bin:/usr/bin:/bin SHLVL=1\n")
 	f.writeClientConfig()
 	return f
 }
@@ -218,6 +234,7 @@ func (f *Fixture) writeClientConfig() {
 		entry(Changed, 22, "userkey", "known_hosts_changed") +
 		entry(Password, 22, "otherkey", "known_hosts") +
 		entry(Few, 2223, "userkey", "known_hosts") +
+		entry(OldTmux, 2224, "userkey", "known_hosts") +
 		`Host *
   User root
   IdentitiesOnly yes

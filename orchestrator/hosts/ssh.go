@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -630,7 +631,8 @@ const probeScript = `printf 'home=%s\n' "$HOME"; printf 'shell=%s\n' "$SHELL"; p
 printf 'hostname=%s\n' "$(uname -n 2>/dev/null)"
 c="$1"; [ -n "$c" ] || c=$(command -v termsprawlctl 2>/dev/null); if [ -n "$c" ] && [ -x "$c" ]; then printf 'ctl=%s\n' "$c"; fi
 t=$(command -v tmux 2>/dev/null) || exit 0
-printf 'tmux=%s\n' "$t"; printf 'tmuxv=%s\n' "$("$t" -V 2>&1)"
+printf 'tmux=%s\n' "$t"; v=$("$t" -V 2>&1); printf 'tmuxv=%s\n' "$v"
+case $v in "tmux 0."*|"tmux 1."*|"tmux 2."*|"tmux 3.0"*|"tmux 3.1"*) exit 0;; esac
 "$t" -L "$4" -f /dev/null has-session -t '=termsprawl-admin' 2>/dev/null && printf 'server=up\n'
 case $HOME in /*) ;; *) [ -n "$2" ] || exit 0;; esac
 d="$2"; [ -n "$d" ] || d="$HOME/.local/state/termsprawl/remote/$3"
@@ -734,6 +736,10 @@ func parseProbe(name, dest, out string) (Probe, error) {
 		return p, &Error{Host: name, Dest: dest, Reason: "no-tmux",
 			Msg: fmt.Sprintf("host %s (%s) has no tmux on its PATH (%s): install tmux there (e.g. apt-get install tmux)", name, dest, p.Path)}
 	}
+	if major, minor, ok := TmuxVersion(p.TmuxVersion); ok && (major < minTmuxMajor || major == minTmuxMajor && minor < minTmuxMinor) {
+		return p, &Error{Host: name, Dest: dest, Reason: "old-tmux",
+			Msg: fmt.Sprintf("host %s (%s) has %s (%s): termsprawl needs tmux %d.%d or newer there (control-mode pause-after, display-popup): upgrade tmux on %s", name, dest, strings.TrimSpace(p.TmuxVersion), p.Tmux, minTmuxMajor, minTmuxMinor, name)}
+	}
 	if p.Rdir == "" {
 		return p, &Error{Host: name, Dest: dest, Reason: "ssh",
 			Msg: fmt.Sprintf("host %s: its $HOME is %q, not an absolute path: set remote_dir for it in %s", name, p.Home, tools.HostsFile)}
@@ -742,6 +748,24 @@ func parseProbe(name, dest, out string) (Probe, error) {
 }
 
 var slugRE = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// The oldest tmux a host may have.
+const minTmuxMajor, minTmuxMinor = 3, 2
+
+var tmuxVersionRE = regexp.MustCompile(`^tmux (?:next-)?(\d+)\.(\d+)`)
+
+// TmuxVersion reads `tmux -V`'s "tmux 3.3a" (or "tmux next-3.4") as 3, 3;
+// ok is false for what it cannot read ("tmux master": a build from
+// source, taken as new enough).
+func TmuxVersion(v string) (major, minor int, ok bool) {
+	m := tmuxVersionRE.FindStringSubmatch(strings.TrimSpace(v))
+	if m == nil {
+		return 0, 0, false
+	}
+	major, _ = strconv.Atoi(m[1])
+	minor, _ = strconv.Atoi(m[2])
+	return major, minor, true
+}
 
 // Start starts the supervisor: the host's goroutine, which watches the
 // connection and reconnects with backoff until Stop.
