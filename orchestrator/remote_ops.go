@@ -87,3 +87,18 @@ func (o *Orchestrator) HostAgentConfig(ctx context.Context, host string) (ctl, m
 	}
 	return ctl, rdir + "/agent-tools/mcp.json", nil
 }
+
+// HostCtlMissing is what an agent launched on host is told when the host
+// has no termsprawlctl (TERMSPRAWL_CTL_MISSING in its environment): its
+// node runs and is driven, but it cannot call termsprawl. Empty when the
+// host has one, or is not known.
+func (o *Orchestrator) HostCtlMissing(host string) string {
+	h := o.host(host)
+	if h == nil {
+		return ""
+	}
+	if p, _ := h.Probe(); p.Ctl != "" || p.Tmux == "" {
+		return ""
+	}
+	return "termsprawlctl is not installed on host " + host + " (not on its PATH, nor given with --host-ctl " + host + "=PATH): this terminal runs and is driven from termsprawl, but cannot call termsprawl itself; install termsprawlctl there to give it the tools"
+}
