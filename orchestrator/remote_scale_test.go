@@ -84,7 +84,12 @@ func TestRemote64Nodes(t *testing.T) {
 	if ssh > 1+3 { // the master and the admin, waiter and mirror clients
 		t.Fatalf("%d ssh processes for %d remote nodes, want at most 4", ssh, remoteNodes)
 	}
-	t.Logf("%d remote nodes: %d ssh processes here (PSS %d KiB in all), one TCP connection", remoteNodes, ssh, pss)
+	clients, _ := f.Tmux("list-clients", "-F", "#{client_control_mode}")
+	serverPID, _ := f.Tmux("display-message", "-p", "#{pid}")
+	spid, _ := strconv.Atoi(strings.TrimSpace(serverPID))
+	serverPSS, _ := pssKiB(spid)
+	t.Logf("%d remote nodes: %d ssh processes here (PSS %d KiB in all, %d KiB a node), one TCP connection; %d control clients on the host; its tmux server's PSS %d KiB (%d KiB a node)",
+		remoteNodes, ssh, pss, pss/remoteNodes, strings.Count(clients, "1"), serverPSS, serverPSS/remoteNodes)
 }
 
 // trimScreen is a screen's rows without trailing blanks.

@@ -23,7 +23,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +44,7 @@ type Fixture struct {
 	SSHDPids     []int
 	blocked      bool
 	tracked      []string // more remote tmux servers to end at cleanup (Track)
+	frozen       bool     // Freeze stopped the namespace's processes
 }
 
 // Aliases of Config.
@@ -309,6 +312,32 @@ func (f *Fixture) Unblock() {
 	f.blocked = false
 }
 
+// Freeze stops (SIGSTOP) every process in the namespace — sshd, its
+// sessions, the remote tmux server and its programs: a host that hangs.
+// A connection attempt then hangs until ssh's ConnectTimeout, and a live
+// connection until its keepalives give up. Thaw (and cleanup) resume them.
+func (f *Fixture) Freeze() { f.signalNS(syscall.SIGSTOP); f.frozen = true }
+
+// Thaw undoes Freeze.
+func (f *Fixture) Thaw() {
+	if f.frozen {
+		f.signalNS(syscall.SIGCONT)
+		f.frozen = false
+	}
+}
+
+func (f *Fixture) signalNS(sig syscall.Signal) {
+	out, err := exec.Command("ip", "netns", "pids", f.NS).Output()
+	if err != nil {
+		f.t.Fatalf("ip netns pids %s: %v", f.NS, err)
+	}
+	for _, w := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(w); err == nil {
+			syscall.Kill(pid, sig)
+		}
+	}
+}
+
 // InNS runs a command inside the namespace.
 func (f *Fixture) InNS(args ...string) (string, error) {
 	out, err := exec.Command("ip", append([]string{"netns", "exec", f.NS}, args...)...).CombinedOutput()
@@ -321,6 +350,7 @@ func (f *Fixture) InNS(args ...string) (string, error) {
 func (f *Fixture) Track(socket string) { f.tracked = append(f.tracked, socket) }
 
 func (f *Fixture) cleanup() {
+	f.Thaw()
 	for _, s := range f.tracked {
 		f.TmuxOn(s, "kill-server")
 		os.Remove(filepath.Join("/tmp", fmt.Sprintf("tmux-%d", os.Getuid()), s))
