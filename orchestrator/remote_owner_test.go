@@ -92,6 +92,9 @@ func TestRemoteTwoOrchestrators(t *testing.T) {
 	waitText(t, b, idB, "tick 30")
 	// A launches again and ends (down --all's remote step) its own server.
 	idA = remoteLaunch(t, a, "big", tickArgv...)
+	if got := sessionsOn(t, f, sockA); got != "ts-"+idA {
+		t.Fatalf("A's server holds %q before its end", got)
+	}
 	a.Close()
 	kill := specA
 	kill.Socket = sockA
