@@ -39,9 +39,12 @@ type HostStatus = hosts.Status
 
 // hostSet is the orchestrator's hosts.
 type hostSet struct {
-	mu       sync.Mutex // guards byName and endpoint
+	mu       sync.Mutex // guards byName, endpoint and listing
 	byName   map[string]*remoteHost
 	endpoint *tools.Endpoint // the tool server's, once it listens (SetEndpoint)
+	// listing holds the host servers whose panes are being listed after a
+	// death (deaths.go: hostPaneDeaths), each with whether to list again.
+	listing map[*tmuxServer]bool
 }
 
 // remoteHost is one machine as the engine sees it: its connection
@@ -55,7 +58,7 @@ type remoteHost struct {
 // sessions and starts its supervisor. A host that cannot be reached does
 // not stop the orchestrator: it is logged and retried in the background.
 func (o *Orchestrator) startHosts(ctx context.Context) error {
-	o.hosts = &hostSet{byName: map[string]*remoteHost{}}
+	o.hosts = &hostSet{byName: map[string]*remoteHost{}, listing: map[*tmuxServer]bool{}}
 	seen := map[string]string{}
 	for _, spec := range o.cfg.Hosts {
 		if err := tools.CheckHost(spec); err != nil {

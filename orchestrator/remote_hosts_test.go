@@ -156,3 +156,46 @@ func TestRemoteHostRemove(t *testing.T) {
 		t.Fatal("a second rm of the same host was not refused")
 	}
 }
+
+// A host whose pane list hangs after a death never delays the exit of a
+// program on this machine (CONTRACT §23): with the process watcher off,
+// tmux's pane-died hook is the only way here, and its rounds do not wait
+// for the host.
+func TestRemoteHungHostDelaysNoLocalExit(t *testing.T) {
+	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
+	remoteLaunch(t, o, "big", tickArgv...)
+	o.procs = nil // only the pane-died hook tells (deaths.go)
+	release := make(chan struct{})
+	var hung atomic.Int32
+	testHookListPanes = func(s *tmuxServer) {
+		if s.Remote() {
+			hung.Add(1)
+			<-release
+		}
+	}
+	t.Cleanup(func() {
+		testHookListPanes = nil
+		close(release)
+	})
+	// It ends by a signal, printing nothing: no quiet-time check (heal)
+	// looks at it either.
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: t.TempDir(), Columns: 80, Rows: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.deaths <- struct{}{} // a round that finds the host's list stuck
+	for hung.Load() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	if _, err := o.Signal(info.Terminal, "TERM"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := o.WaitFor(tctx(t), info.Terminal, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 15000}) // the host list hangs until cleanup
+	if err != nil || !res.Matched {
+		t.Fatalf("the local exit while the host's pane list hangs: %+v %v (after %v)", res, err, time.Since(start))
+	}
+	if snap, _ := o.Snapshot(info.Terminal); snap.ExitCode == nil || *snap.ExitCode != 128+15 {
+		t.Fatalf("exit code %v, want 143", snap.ExitCode)
+	}
+}
