@@ -91,6 +91,15 @@ func TestRemoteHostStates(t *testing.T) {
 	if h.RoundTripMS == nil || h.Reconnects < 1 {
 		t.Fatalf("reconnected host: %+v", h)
 	}
+	// The node is mirrored again once the reconnect's adoption ran.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if l := o.List(tctx(t)); len(l) == 1 && l[0].Status == tools.StatusRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node after the reconnect: %+v", o.List(tctx(t)))
+		}
+	}
 	waitText(t, o, id, "tick "+strconv.Itoa(lastTick(t, f, id)+2))
 }
 
