@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/tools"
@@ -25,6 +26,7 @@ func TestRemote64Nodes(t *testing.T) {
 	ids := make([]string, remoteNodes)
 	errs := make([]error, remoteNodes)
 	var wg sync.WaitGroup
+	start := time.Now()
 	for i := range remoteNodes {
 		wg.Add(1)
 		go func() {
@@ -42,30 +44,48 @@ func TestRemote64Nodes(t *testing.T) {
 			t.Fatalf("launch %d of %d: %v", i, remoteNodes, err)
 		}
 	}
-	for i, id := range ids {
-		waitText(t, o, id, "up-"+strconv.Itoa(1000+i))
-	}
-	for i, id := range ids {
-		if _, err := o.Submit(tctx(t), id, "echo-"+strconv.Itoa(i), &tools.WaitSpec{Wait: tools.WaitText, Text: "echo-" + strconv.Itoa(i), TimeoutMS: 20000}); err != nil {
-			t.Fatalf("node %d: %v", i, err)
+	launched := time.Since(start)
+	// Each node, all at once: its marker, a submit answered by a text
+	// wait, then quiet and a snapshot equal to the remote capture-pane.
+	check := func(i int, id string) error {
+		after := revisionBase(o.node(id).meta.Epoch)
+		if r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: "up-" + strconv.Itoa(1000+i), After: &after, TimeoutMS: 30000}); err != nil || !r.Matched {
+			return fmt.Errorf("node %d: marker: %+v %v", i, r, err)
 		}
-	}
-	for _, id := range ids {
-		if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 200, TimeoutMS: 20000}); err != nil {
-			t.Fatal(err)
+		word := "echo-" + strconv.Itoa(i)
+		if r, err := o.Submit(tctx(t), id, word, &tools.WaitSpec{Wait: tools.WaitText, Text: word, TimeoutMS: 30000}); err != nil || r.Wait == nil || !r.Wait.Matched {
+			return fmt.Errorf("node %d: submit: %+v %v", i, r, err)
+		}
+		if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 200, TimeoutMS: 30000}); err != nil {
+			return fmt.Errorf("node %d: quiet: %v", i, err)
 		}
 		snap, err := o.Snapshot(id)
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		out, err := f.Tmux("capture-pane", "-p", "-t", "=ts-"+id+":")
 		if err != nil {
-			t.Fatalf("capture-pane: %v: %s", err, out)
+			return fmt.Errorf("capture-pane: %v: %s", err, out)
 		}
 		if got, want := trimScreen(snap.Lines), trimScreen(strings.Split(out, "\n")); got != want {
-			t.Fatalf("node %s: snapshot differs from the remote capture-pane:\n--- snapshot\n%s\n--- capture-pane\n%s", id, got, want)
+			return fmt.Errorf("node %s: snapshot differs from the remote capture-pane:\n--- snapshot\n%s\n--- capture-pane\n%s", id, got, want)
+		}
+		return nil
+	}
+	for i, id := range ids {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = check(i, id)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
 		}
 	}
+	t.Logf("%d nodes launched in %v, each checked (marker, submit, quiet, snapshot) by %v", remoteNodes, launched.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	running := 0
 	for _, n := range o.List(tctx(t)) {
 		if n.Status == tools.StatusRunning && n.Host == "big" {
