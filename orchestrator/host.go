@@ -69,6 +69,7 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 		}
 		seen[spec.Name] = spec.Dest
 	}
+	o.warnUnknownHosts(seen)
 	var wg sync.WaitGroup
 	for _, spec := range o.cfg.Hosts {
 		h := &remoteHost{o: o}
@@ -109,6 +110,25 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// warnUnknownHosts says which nodes belong to a host that is no longer
+// configured (hosts.json edited by hand): they are not listed, and the
+// way to end or forget them is to name the host again and remove it.
+func (o *Orchestrator) warnUnknownHosts(known map[string]string) {
+	orphans := map[string][]string{}
+	for id, read := range o.readMetas() {
+		if read.err == nil && read.Host != "" {
+			if _, ok := known[read.Host]; !ok {
+				orphans[read.Host] = append(orphans[read.Host], id)
+			}
+		}
+	}
+	for host, ids := range orphans {
+		sort.Strings(ids)
+		o.log.Warn("nodes of a host that is not configured are not listed: name the host again (termsprawl up --host "+host+"=DEST), then `termsprawl hosts rm "+host+" --close-nodes` closes them, or forgets them if the host is gone for good",
+			"host", host, "nodes", ids)
+	}
 }
 
 // markUnreachable marks the host's nodes unreachable (the connection was
