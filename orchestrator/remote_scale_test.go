@@ -148,3 +148,30 @@ func sshChildrenPSS(t *testing.T) (count int, pss int64) {
 	}
 	return count, pss
 }
+
+// A node's session killed from outside (a human's kill-session on the
+// host): its window, left in the mirror session alone, is killed too and
+// the node ends as a session that ended; the other node runs on.
+func TestRemoteSessionKilledOutside(t *testing.T) {
+	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	gone := remoteLaunch(t, o, "big", tickArgv...)
+	stays := remoteLaunch(t, o, "big", tickArgv...)
+	waitText(t, o, gone, "tick 2")
+	if out, err := f.Tmux("kill-session", "-t", "=ts-"+gone); err != nil {
+		t.Fatalf("kill-session: %v: %s", err, out)
+	}
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		l := o.List(tctx(t))
+		if len(l) == 1 && l[0].Terminal == stays {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("list after the kill-session: %+v", l)
+		}
+	}
+	out, err := f.Tmux("list-windows", "-t", "=termsprawl-mirror", "-F", "#{window_id}")
+	if err != nil || len(strings.Fields(out)) != 2 {
+		t.Fatalf("the mirror session's windows after the kill: %q %v (want its own and the other node's)", out, err)
+	}
+	waitText(t, o, stays, "tick "+strconv.Itoa(lastTick(t, f, stays)+2))
+}
