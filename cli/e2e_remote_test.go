@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -99,10 +100,33 @@ func TestE2ERemoteHost(t *testing.T) {
 		t.Fatalf("ls after restart:\n%s", ls)
 	}
 	e.submit(e.oper, id, "echo again-$((1+1))", "again-2")
+
+	// termsprawl hosts: the table and its JSON; rm refused while the
+	// host has live nodes.
+	if out := e.must(e.ts, "hosts"); !strings.Contains(out, "NAME") || !regexp.MustCompile(`big\s+tsgood\s+connected\s+2\s+[0-9.]+ ms\s+\d+[smh] ago`).MatchString(out) {
+		t.Fatalf("hosts:\n%s", out)
+	}
+	var hl tools.HostList
+	if err := json.Unmarshal([]byte(e.must(e.ts, "hosts", "--json")), &hl); err != nil || len(hl.Hosts) != 1 || hl.Hosts[0].Nodes != 2 || hl.Hosts[0].RoundTripMS == nil {
+		t.Fatalf("hosts --json: %+v %v", hl, err)
+	}
+	if code, _, errb := e.run(e.ts, "hosts", "rm", "big"); code != ExitNo || !strings.Contains(errb, "live nodes") || !strings.Contains(errb, "--close-nodes") {
+		t.Fatalf("hosts rm with live nodes: exit %d: %s", code, errb)
+	}
 	e.must(e.ts, "kill", id)
 	e.must(e.ts, "kill", agent)
 	if out, err := f.Tmux("list-sessions", "-F", "#{session_name}"); err == nil && strings.Contains(out, "ts-") {
 		t.Fatalf("remote sessions left after kill: %s", out)
 	}
-	e.down(up)
+	// down --all ends this orchestrator's server on the host, over ssh.
+	e.must(e.ts, "new", "--host", "big", "--name", "last", "--", "sleep", "600")
+	if out := e.must(e.ts, "down", "--all"); !strings.Contains(out, "ended every node on host big") {
+		t.Fatalf("down --all:\n%s", out)
+	}
+	if !up.waitExit(15 * time.Second) {
+		t.Fatal("termsprawl up still runs after down --all")
+	}
+	if out, err := f.Tmux("list-sessions", "-F", "#{session_name}"); err == nil {
+		t.Fatalf("the host's tmux server outlived down --all: %s", out)
+	}
 }

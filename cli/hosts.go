@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"cmp"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -103,6 +105,7 @@ func (h *human) attachRemote(n tools.NodeInfo, readOnly bool) int {
 			fmt.Fprintf(h.stderr, "%s: ssh is not on PATH: install openssh-client (%v)\n", h.prefix(), err)
 			return ExitNo
 		}
+		spec.Socket = cmp.Or(n.TmuxSocket, spec.OwnedSocket(h.stateDir))
 		argv := tools.HostAttachArgv(spec, "ts-"+n.Terminal, readOnly)
 		err = execFn(ssh, argv, tools.EnvWithoutTmux(os.Environ()))
 		fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", h.prefix(), shellJoin(argv), err)
@@ -121,4 +124,41 @@ func remoteNodeText(r tools.NodeInfo) string {
 		return fmt.Sprintf("on host %s: %s (`termsprawl snapshot %s` shows its last screen, `termsprawl kill %s` closes it)", r.Host, statusText(r), r.Terminal, r.Terminal)
 	}
 	return fmt.Sprintf("tmux session ts-%s on host %s (socket %s) alive (%s)", r.Terminal, r.Host, r.TmuxSocket, statusText(r))
+}
+
+// killRemoteServers is `down --all` on the hosts: for each host that had
+// nodes, the orchestrator's own tmux server there (its socket is named
+// for this orchestrator, CONTRACT §23) is ended over ssh; another
+// orchestrator's server on the same host and user is never touched.
+func (h *human) killRemoteServers(remote map[string]string) int {
+	if len(remote) == 0 {
+		return ExitOK
+	}
+	specs, err := tools.ReadHosts(h.stateDir)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "%s: %v\n", h.prefix(), err)
+		return ExitNo
+	}
+	code := ExitOK
+	for _, spec := range specs {
+		socket, ok := remote[spec.Name]
+		if !ok {
+			continue
+		}
+		spec.Socket = socket
+		argv := tools.HostKillServerArgv(spec)
+		ctx, cancel := context.WithTimeout(h.ctx, 2*downTimeout)
+		out, err := exec.CommandContext(ctx, argv[0], argv[1:]...).CombinedOutput()
+		cancel()
+		text := strings.TrimSpace(string(out))
+		switch {
+		case err == nil:
+			fmt.Fprintf(h.stdout, "ended every node on host %s (its tmux server on socket %s)\n", spec.Name, socket)
+		case strings.Contains(text, "no server running") || strings.Contains(text, "error connecting to"):
+		default:
+			fmt.Fprintf(h.stderr, "%s: host %s: %s: %v: %s (its nodes keep running there)\n", h.prefix(), spec.Name, shellJoin(argv), err, text)
+			code = ExitNo
+		}
+	}
+	return code
 }

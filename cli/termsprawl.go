@@ -47,6 +47,7 @@ type humanGrammar struct {
 	Pick       pickCmd       `cmd:"" help:"Pick a pending dialog and answer it, one line at a time (what C-b a runs in a popup inside any node)."`
 	Why        whyCmd        `cmd:"" help:"Print an agent's state and the evidence behind it, newest first."`
 	Notify     notifyCmd     `cmd:"" help:"Notifications: test sends one to each target and prints what each answered."`
+	Hosts      hostsCmd      `cmd:"" help:"List the hosts driven over ssh (state, nodes, round trip); rm NAME removes one."`
 	Monitor    monitorCmd    `cmd:"" help:"Print the read-only web monitor's URL and open it in the browser (--no-open: print only)."`
 	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawl or one of its commands."`
@@ -409,6 +410,8 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		return h.why(g.Why)
 	case "notify":
 		return h.notifyTest(g.Notify.JSON)
+	case "hosts":
+		return h.hosts(g.Hosts)
 	case "doctor":
 		return h.doctor(g.Doctor.JSON)
 	case "monitor":

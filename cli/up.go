@@ -365,7 +365,8 @@ func (h *human) down(all bool) int {
 	}
 	// The nodes and their sockets, while the orchestrator can still say.
 	var nodeSockets []string
-	nodes := -1 // unknown
+	remote := map[string]string{} // host → its socket there
+	nodes := -1                   // unknown
 	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
 	res := tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
 	cancel()
@@ -373,6 +374,11 @@ func (h *human) down(all bool) int {
 	if res.OK && tools.DecodeValue(res.Value, &l) == nil {
 		nodes = len(l.Terminals)
 		for _, n := range l.Terminals {
+			if n.Host != "" {
+				// Not a server of this machine: ended on its host.
+				remote[n.Host] = n.TmuxSocket
+				continue
+			}
 			nodeSockets = append(nodeSockets, n.TmuxSocket)
 		}
 	}
@@ -389,7 +395,8 @@ func (h *human) down(all bool) int {
 	if pid > 0 {
 		fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)\n", pid)
 	}
-	return h.killTmuxServers(shardSockets(socket, nodeSockets))
+	code = h.killTmuxServers(shardSockets(socket, nodeSockets))
+	return max(code, h.killRemoteServers(remote))
 }
 
 // keepText is what down says of the nodes it leaves running (nodes < 0:

@@ -313,7 +313,7 @@ func (n *node) detach() {
 		}
 		close(n.quit)
 	})
-	n.client.Close()
+	n.leaveClient()
 	<-n.done
 	n.stopRecording()
 	n.scr.Close()

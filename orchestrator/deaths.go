@@ -155,26 +155,84 @@ var testHookListPanes func(srv *tmuxServer)
 // listPanesAll lists the panes of every shard and host at once, each
 // server with its own timeout, and gives each server's lines to handle as
 // they arrive (concurrently); a server that fails is logged and left out.
-// It returns when every server answered or timed out.
+// It returns when every shard of this machine answered or timed out; a
+// host's answer is not waited for (CONTRACT §23: a slow host never delays
+// exit detection here): it is handled by hostPaneDeaths when it comes,
+// with at most one list in flight per host.
 func (o *Orchestrator) listPanesAll(handle func([]string)) {
-	srvs := append(o.servers(), o.hostServers()...)
+	for _, srv := range o.hostServers() {
+		o.hostPaneDeaths(srv)
+	}
 	var wg sync.WaitGroup
-	for _, srv := range srvs {
+	for _, srv := range o.servers() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if testHookListPanes != nil {
-				testHookListPanes(srv)
+			if lines, ok := o.listPanes(srv); ok {
+				handle(lines)
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			lines, err := srv.Admin().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
-			if err != nil {
-				o.log.Warn("list panes after a pane died", "socket", srv.Socket(), "err", err)
-				return
-			}
-			handle(lines)
 		}()
 	}
 	wg.Wait()
+}
+
+// listPanes is one server's panes with their dead flags.
+func (o *Orchestrator) listPanes(srv *tmuxServer) ([]string, bool) {
+	if testHookListPanes != nil {
+		testHookListPanes(srv)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	lines, err := srv.Admin().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
+	if err != nil {
+		o.log.Warn("list panes after a pane died", "socket", srv.Socket(), "err", err)
+		return nil, false
+	}
+	return lines, true
+}
+
+// hostPaneDeaths lists a host's panes in the background and updates its
+// nodes; a list already in flight for the host is not doubled (the death
+// that asked is in the lines it will read, or asks again: again is set).
+// A dead pane whose status is not known yet is looked at again shortly.
+func (o *Orchestrator) hostPaneDeaths(srv *tmuxServer) {
+	hs := o.hosts
+	hs.mu.Lock()
+	if _, busy := hs.listing[srv]; busy {
+		hs.listing[srv] = true // again, when the one in flight ends
+		hs.mu.Unlock()
+		return
+	}
+	hs.listing[srv] = false
+	hs.mu.Unlock()
+	if !o.beginOp() {
+		hs.mu.Lock()
+		delete(hs.listing, srv)
+		hs.mu.Unlock()
+		return
+	}
+	go func() { // one host's pane list (owner: the death watcher; counted in ops)
+		defer o.ops.Done()
+		for {
+			if lines, ok := o.listPanes(srv); ok && o.paneDeaths(lines) {
+				time.AfterFunc(100*time.Millisecond, func() {
+					select {
+					case o.deaths <- struct{}{}:
+					default:
+					}
+				})
+			}
+			hs.mu.Lock()
+			again := hs.listing[srv]
+			if again {
+				hs.listing[srv] = false
+			} else {
+				delete(hs.listing, srv)
+			}
+			hs.mu.Unlock()
+			if !again {
+				return
+			}
+		}
+	}()
 }

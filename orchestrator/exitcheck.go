@@ -2,8 +2,6 @@ package orchestrator
 
 import (
 	"time"
-
-	"github.com/termsprawl/termsprawl/orchestrator/proc"
 )
 
 // Why an exit seen by the process watcher waits for tmux
@@ -45,7 +43,8 @@ func (n *node) confirmExit(code int) (bool, int) {
 	n.mu.Lock()
 	pid := n.pid
 	n.mu.Unlock()
-	zcode, zombie := proc.ZombieStatus(pid)
+	// On the pane's machine: a host's pid is read there (CONTRACT §23).
+	zcode, zombie := n.zombieStatus(pid)
 	if testHookExitUnconfirmed != nil {
 		testHookExitUnconfirmed(n, zombie)
 	}

@@ -39,9 +39,12 @@ type HostStatus = hosts.Status
 
 // hostSet is the orchestrator's hosts.
 type hostSet struct {
-	mu       sync.Mutex // guards byName and endpoint
+	mu       sync.Mutex // guards byName, endpoint and listing
 	byName   map[string]*remoteHost
 	endpoint *tools.Endpoint // the tool server's, once it listens (SetEndpoint)
+	// listing holds the host servers whose panes are being listed after a
+	// death (deaths.go: hostPaneDeaths), each with whether to list again.
+	listing map[*tmuxServer]bool
 }
 
 // remoteHost is one machine as the engine sees it: its connection
@@ -55,7 +58,7 @@ type remoteHost struct {
 // sessions and starts its supervisor. A host that cannot be reached does
 // not stop the orchestrator: it is logged and retried in the background.
 func (o *Orchestrator) startHosts(ctx context.Context) error {
-	o.hosts = &hostSet{byName: map[string]*remoteHost{}}
+	o.hosts = &hostSet{byName: map[string]*remoteHost{}, listing: map[*tmuxServer]bool{}}
 	seen := map[string]string{}
 	for _, spec := range o.cfg.Hosts {
 		if err := tools.CheckHost(spec); err != nil {
@@ -66,6 +69,7 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 		}
 		seen[spec.Name] = spec.Dest
 	}
+	o.warnUnknownHosts(seen)
 	var wg sync.WaitGroup
 	for _, spec := range o.cfg.Hosts {
 		h := &remoteHost{o: o}
@@ -81,6 +85,11 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 			AfterLost: func() {
 				if testHookHostLost != nil {
 					testHookHostLost(spec.Name)
+				}
+			},
+			BeforeConnect: func() {
+				if testHookHostConnect != nil {
+					testHookHostConnect(spec.Name)
 				}
 			},
 		})
@@ -101,6 +110,25 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// warnUnknownHosts says which nodes belong to a host that is no longer
+// configured (hosts.json edited by hand): they are not listed, and the
+// way to end or forget them is to name the host again and remove it.
+func (o *Orchestrator) warnUnknownHosts(known map[string]string) {
+	orphans := map[string][]string{}
+	for id, read := range o.readMetas() {
+		if read.err == nil && read.Host != "" {
+			if _, ok := known[read.Host]; !ok {
+				orphans[read.Host] = append(orphans[read.Host], id)
+			}
+		}
+	}
+	for host, ids := range orphans {
+		sort.Strings(ids)
+		o.log.Warn("nodes of a host that is not configured are not listed: name the host again (termsprawl up --host "+host+"=DEST), then `termsprawl hosts rm "+host+" --close-nodes` closes them, or forgets them if the host is gone for good",
+			"host", host, "nodes", ids)
+	}
 }
 
 // markUnreachable marks the host's nodes unreachable (the connection was
@@ -177,7 +205,8 @@ func (o *Orchestrator) SetEndpoint(ep tools.Endpoint) {
 // Test hooks: testHookHostLost runs when a host was marked unreachable,
 // before the supervisor reconnects; testHookHostAdopted after a
 // (re)connect's sessions are mirrored again.
-var testHookHostLost, testHookHostAdopted func(host string)
+// testHookHostConnect runs at the start of every connection attempt.
+var testHookHostLost, testHookHostAdopted, testHookHostConnect func(host string)
 
 // stopHosts stops every supervisor (Close, before it waits for the ops:
 // a supervisor adopts sessions under its host's lifecycle lock).

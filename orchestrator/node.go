@@ -68,10 +68,17 @@ type node struct {
 	o      *Orchestrator
 	srv    hosts.Server // the shard or host server the session is on
 	client *tmuxctl.Client
-	pane   string
-	stream *tmuxctl.PaneStream
-	scr    *screen.Screen
-	log    *slog.Logger
+	// events and clientDone are the client's notifications and end for
+	// this node; link and mirror are set when the client is a host's
+	// shared mirror client (remote_mirror.go).
+	events     <-chan tmuxctl.Event
+	clientDone <-chan struct{}
+	link       *hosts.MirrorLink
+	mirror     *hosts.Mirror
+	pane       string
+	stream     *tmuxctl.PaneStream
+	scr        *screen.Screen
+	log        *slog.Logger
 
 	reseedReq chan struct{} // capacity 1
 	recReq    chan recStart // asks the pump to start recording

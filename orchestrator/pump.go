@@ -23,7 +23,7 @@ const (
 // notifications. It is the only goroutine that writes to the mirror.
 func (n *node) pump() {
 	defer close(n.done)
-	events := n.client.Events()
+	events := n.events
 	// heal fires once the node has been quiet for healQuiet after output:
 	// the mirror is then compared with tmux and reseeded if it differs.
 	heal := time.NewTimer(time.Hour)
@@ -90,7 +90,7 @@ func (n *node) pump() {
 			}
 		case <-heal.C:
 			n.heal()
-		case <-n.client.Done():
+		case <-n.clientDone:
 			// Apply what arrived before the end.
 			n.apply(n.stream.Take())
 			n.evalScans()

@@ -29,8 +29,8 @@ func TestRemoteBadHosts(t *testing.T) {
 		}
 		start := time.Now()
 		o := remoteOrchestrator(t, f, srv, dir, "refused="+sshtest.Refused, "notmux="+sshtest.NoTmux,
-			"changed="+sshtest.Changed, "password="+sshtest.Password)
-		t.Logf("started with four bad hosts in %v", time.Since(start))
+			"changed="+sshtest.Changed, "password="+sshtest.Password, "oldtmux="+sshtest.OldTmux)
+		t.Logf("started with five bad hosts in %v", time.Since(start))
 		return o, f, srv, dir
 	}()
 	for _, tc := range []struct {
@@ -41,6 +41,7 @@ func TestRemoteBadHosts(t *testing.T) {
 		{"notmux", "no-tmux", []string{"host notmux", "has no tmux on its PATH (", "/nonexistent", "install tmux there"}},
 		{"changed", "host-key", []string{"host changed", "host key", "ssh-keygen -R"}},
 		{"password", "auth", []string{"host password", "BatchMode=yes", "ssh-copy-id", "Permission denied"}},
+		{"oldtmux", "old-tmux", []string{"host oldtmux", "has tmux 3.1c (", "oldtmux-bin/tmux", "tmux 3.2 or newer", "upgrade tmux"}},
 	} {
 		t.Run(tc.host, func(t *testing.T) {
 			start := time.Now()
@@ -78,36 +79,31 @@ func TestRemoteBadHosts(t *testing.T) {
 			t.Errorf("host %s: %+v", h.Name, h)
 		}
 	}
-	if _, err := os.Stat(f.RemoteDir("notmux")); err == nil {
-		t.Errorf("the host without tmux got a remote dir")
+	for _, h := range []string{"notmux", "oldtmux"} {
+		if _, err := os.Stat(f.RemoteDir(h)); err == nil {
+			t.Errorf("host %s got a remote dir", h)
+		}
 	}
 }
 
-// A host whose sshd allows few sessions per connection: the launch that
-// would pass its MaxSessions is refused with advice, and nothing is left.
+// A host whose sshd allows only 4 sessions per connection still takes
+// many nodes: they share the mirror client (3 sessions in all, and short
+// commands one at a time here), all over the one master connection.
 func TestRemoteMaxSessions(t *testing.T) {
 	o, f, _, dir := newRemote(t, "few="+sshtest.Few)
 	var ids []string
-	var err error
-	for i := 0; i < 4 && err == nil; i++ {
-		var info tools.NodeInfo
-		info, err = o.Launch(tctx(t), LaunchSpec{Command: []string{"cat"}, Host: "few"})
-		if err == nil {
-			ids = append(ids, info.Terminal)
+	for range 10 {
+		info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"cat"}, Host: "few"})
+		if err != nil {
+			t.Fatalf("after %d nodes: %v", len(ids), err)
 		}
+		ids = append(ids, info.Terminal)
 	}
-	var te *tools.Error
 	// Every session rode the one master connection: ssh did not open
-	// connections of its own when the master was refused one.
+	// connections of its own.
 	ssOut, _ := exec.Command("ss", "-Htn", "state", "established", "dst", f.HostIP).CombinedOutput()
 	if n := strings.Count(strings.TrimSpace(string(ssOut)), "\n") + 1; strings.TrimSpace(string(ssOut)) == "" || n != 1 {
 		t.Fatalf("%d ssh connections to the host, want 1:\n%s", n, ssOut)
-	}
-	if !errors.As(err, &te) || te.Kind != tools.KindRejected || !strings.Contains(te.Msg, "MaxSessions") || te.Details["reason"] != "max-sessions" {
-		t.Fatalf("after %d nodes: %v", len(ids), err)
-	}
-	if len(ids) == 0 {
-		t.Fatal("not even one node fitted")
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, nodesDir, "*.json"))
 	if len(files) != len(ids) {
@@ -117,5 +113,9 @@ func TestRemoteMaxSessions(t *testing.T) {
 	if n := strings.Count(out, "ts-"); n != len(ids) {
 		t.Fatalf("%d remote sessions for %d nodes:\n%s", n, len(ids), out)
 	}
-	t.Logf("%d nodes fitted under MaxSessions 4; then: %s", len(ids), te.Msg)
+	for _, id := range ids {
+		if _, err := o.Submit(tctx(t), id, "hi-"+id, &tools.WaitSpec{Wait: tools.WaitText, Text: "hi-" + id + "\n", TimeoutMS: 20000}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }

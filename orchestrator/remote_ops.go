@@ -38,6 +38,9 @@ func (o *Orchestrator) clientPID(ctx context.Context, n *node) int {
 	if n.meta.Host == "" {
 		return n.client.PID()
 	}
+	if n.sharedClient() {
+		return 0 // the host's mirror client stays: the node's window leaves it
+	}
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	out, err := n.client.Run(cctx, tmuxctl.Command("display-message", "-p", "#{client_pid}"))
@@ -83,4 +86,19 @@ func (o *Orchestrator) HostAgentConfig(ctx context.Context, host string) (ctl, m
 		return "", "", tools.Errorf(tools.KindUnavailable, "host %s: write the MCP registration: %w", host, err)
 	}
 	return ctl, rdir + "/agent-tools/mcp.json", nil
+}
+
+// HostCtlMissing is what an agent launched on host is told when the host
+// has no termsprawlctl (TERMSPRAWL_CTL_MISSING in its environment): its
+// node runs and is driven, but it cannot call termsprawl. Empty when the
+// host has one, or is not known.
+func (o *Orchestrator) HostCtlMissing(host string) string {
+	h := o.host(host)
+	if h == nil {
+		return ""
+	}
+	if p, _ := h.Probe(); p.Ctl != "" || p.Tmux == "" {
+		return ""
+	}
+	return "termsprawlctl is not installed on host " + host + " (not on its PATH, nor given with --host-ctl " + host + "=PATH): this terminal runs and is driven from termsprawl, but cannot call termsprawl itself; install termsprawlctl there to give it the tools"
 }

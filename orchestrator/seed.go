@@ -26,29 +26,11 @@ func (n *node) attach(ctx context.Context) error {
 			return err
 		}
 	}
-	c, err := tmuxctl.Start(ctx, n.srv.ClientConfig("attach-session", "-t", "="+n.session()))
+	cols, rows, err := n.startClient(ctx) // remote_mirror.go
 	if err != nil {
-		return fmt.Errorf("attach control client to %s: %w", n.session(), err)
+		return err
 	}
-	out, err := c.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+n.session()+":", "#{pane_id} #{pane_width} #{pane_height}"))
-	if err != nil {
-		c.Close()
-		return fmt.Errorf("find pane of %s: %w", n.session(), err)
-	}
-	if len(out) != 1 {
-		c.Close()
-		return fmt.Errorf("find pane of %s: %d reply lines %q, want 1", n.session(), len(out), out)
-	}
-	f := strings.Fields(out[0])
-	if len(f) != 3 {
-		c.Close()
-		return fmt.Errorf("find pane of %s: unexpected %q", n.session(), out[0])
-	}
-	cols, _ := strconv.Atoi(f[1])
-	rows, _ := strconv.Atoi(f[2])
-	n.client = c
-	n.pane = f[0]
-	n.stream = c.Pane(n.pane)
+	c := n.client
 	n.scr = screen.NewWithOptions(max(cols, 1), max(rows, 1), screen.Options{BaseRevision: revisionBase(n.meta.Epoch)})
 	// Fall behind for more than a few seconds and tmux pauses the pane
 	// rather than stalling the program; the pump then reseeds.
@@ -56,12 +38,12 @@ func (n *node) attach(ctx context.Context) error {
 		n.log.Debug("pause-after not set", "err", err)
 	}
 	if err := n.reseed(ctx); err != nil {
-		c.Close()
+		n.leaveClient()
 		n.scr.Close()
 		return err
 	}
 	if err := n.recordOnStart(); err != nil {
-		c.Close()
+		n.leaveClient()
 		n.scr.Close()
 		return err
 	}

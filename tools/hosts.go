@@ -1,10 +1,13 @@
 package tools
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -28,7 +31,8 @@ type HostSpec struct {
 	// ["-p", "2222"] or ["-F", "/path/to/ssh_config"]).
 	SSHOptions []string `json:"ssh_options,omitempty"`
 	// Socket is the remote private tmux server's name (tmux -L); empty:
-	// DefaultSocket.
+	// one named for the orchestrator (OwnedSocket), so two orchestrators
+	// that share a host and user never share a server (CONTRACT §23).
 	Socket string `json:"socket,omitempty"`
 	// RemoteDir is the directory on the host for the node session files,
 	// endpoint.json and tmux.conf; empty: under the remote user's
@@ -48,12 +52,40 @@ type HostSpec struct {
 // orchestrator's own) when its caller's default is another host.
 const LocalHost = "local"
 
-// RemoteSocket is the host's tmux socket name.
+// RemoteSocket is the host's tmux socket name: Socket, else the
+// orchestrator's own (OwnedSocket; the orchestrator fills Socket in when
+// it starts the host, so its own specs always name it).
 func (h HostSpec) RemoteSocket() string {
 	if h.Socket == "" {
 		return DefaultSocket
 	}
 	return h.Socket
+}
+
+// HostOrigin names the orchestrator of stateDir on the machines it drives:
+// a hash of this machine's name and the state dir's absolute path. It is
+// the same across restarts of that orchestrator and differs between two
+// orchestrators (other state dirs, or other machines).
+func HostOrigin(stateDir string) string {
+	if abs, err := filepath.Abs(stateDir); err == nil {
+		stateDir = abs
+	}
+	name, _ := os.Hostname()
+	sum := sha256.Sum256([]byte(name + "\x00" + stateDir))
+	return hex.EncodeToString(sum[:6])
+}
+
+// OwnedSocket is the remote tmux socket of the orchestrator of stateDir
+// on host h: Socket when hosts.json names one (the user's choice), else
+// "termsprawl-o<origin>", which belongs to that orchestrator alone: its
+// listings, adoptions and closes on the host see no other orchestrator's
+// sessions, and node ids cannot collide there. (The "o" keeps the name
+// from looking like a local shard's "termsprawl-N".)
+func (h HostSpec) OwnedSocket(stateDir string) string {
+	if h.Socket != "" {
+		return h.Socket
+	}
+	return DefaultSocket + "-o" + HostOrigin(stateDir)
 }
 
 type hostsDoc struct {
@@ -74,6 +106,8 @@ func CheckHost(h HostSpec) error {
 		return fmt.Errorf("%w: name %q is reserved for this machine: pick another name", ErrHost, h.Name)
 	case h.Dest == "" || strings.HasPrefix(h.Dest, "-") || strings.ContainsAny(h.Dest, " \t\n\x00'\"`$;&|<>\\"):
 		return fmt.Errorf("%w: host %s: destination %q is not an ssh destination ([user@]host or an ssh config alias)", ErrHost, h.Name, h.Dest)
+	case looksLocalPath(h.Dest):
+		return fmt.Errorf("%w: host %s: destination %q is a path on this machine, not an ssh destination: give [user@]machine or an ssh config alias (nodes on this machine need no --host)", ErrHost, h.Name, h.Dest)
 	case h.Socket != "" && !ValidNodeID(h.Socket):
 		return fmt.Errorf("%w: host %s: socket %q: use letters, digits, - and _", ErrHost, h.Name, h.Socket)
 	case h.Ctl != "" && !filepath.IsAbs(h.Ctl):
@@ -87,6 +121,15 @@ func CheckHost(h HostSpec) error {
 		}
 	}
 	return nil
+}
+
+// looksLocalPath reports whether dest reads as a file path rather than an
+// ssh destination ([user@]host, an alias, or an ssh:// URI).
+func looksLocalPath(dest string) bool {
+	if strings.HasPrefix(dest, "ssh://") {
+		return false
+	}
+	return strings.ContainsRune(dest, '/') || strings.HasPrefix(dest, "~") || dest == "." || dest == ".."
 }
 
 // HostsPath is <state>/hosts.json.
@@ -205,4 +248,12 @@ func HostAttachArgv(h HostSpec, session string, readOnly bool) []string {
 		argv = append(argv, "-r")
 	}
 	return append(argv, "-t", "="+session)
+}
+
+// HostKillServerArgv ends the host's tmux server h.Socket (down --all):
+// ssh in BatchMode, tmux kill-server there.
+func HostKillServerArgv(h HostSpec) []string {
+	argv := append([]string{"ssh"}, SSHOptions...)
+	argv = append(argv, h.SSHOptions...)
+	return append(argv, h.Dest, "--", "tmux", "-L", h.RemoteSocket(), "kill-server")
 }

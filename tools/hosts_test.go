@@ -22,6 +22,14 @@ func TestParseHostFlag(t *testing.T) {
 		{in: "big=", err: "not an ssh destination"},
 		{in: "big=-oProxyCommand=x", err: "not an ssh destination"},
 		{in: "big=a;b", err: "not an ssh destination"},
+		{in: "big=/home/me/project", err: "is a path on this machine"},
+		{in: "big=./here", err: "is a path on this machine"},
+		{in: "big=~/x", err: "is a path on this machine"},
+		{in: "big=..", err: "is a path on this machine"},
+		{in: "big=ssh://me@big:2222", want: HostSpec{Name: "big", Dest: "ssh://me@big:2222"}},
+		{in: "Big.Box=x", err: "name \"Big.Box\": use letters, digits"},
+		{in: "-big=x", err: "name \"-big\""},
+		{in: "a/b=x", err: "name \"a/b\""},
 	} {
 		got, err := ParseHostFlag(tc.in)
 		if tc.err != "" {

@@ -389,6 +389,7 @@ func buildOperations() []*Operation {
 	ops = append(ops, notifyOperations()...)
 	ops = append(ops, worktreeOperations()...)
 	ops = append(ops, semanticOperations()...)
+	ops = append(ops, hostOperations()...)
 	addLocators(ops)
 	for _, op := range ops {
 		if op.Mutation {

@@ -25,6 +25,8 @@ var contractOps = []string{
 	"worktree_list", "worktree_diff", "worktree_comment", "worktree_review_send", "worktree_finish", "worktree_prune",
 	// §22 semantic trees
 	"semantic_publish", "terminal_fill", "terminal_check", "terminal_uncheck",
+	// §23 hosts
+	"host_list", "host_remove",
 }
 
 func TestOperationTable(t *testing.T) {
@@ -33,7 +35,7 @@ func TestOperationTable(t *testing.T) {
 	}
 	readOnly := []string{"session_info", "guide_read", "terminal_list", "terminal_snapshot", "terminal_read",
 		"terminal_capture_since", "terminal_wait_for", "terminal_scrollback", "terminal_capabilities", "terminal_query", "agent_status", "agent_task", "dialog_list",
-		"trace_open", "trace_overview", "trace_frame_at", "trace_diff"}
+		"trace_open", "trace_overview", "trace_frame_at", "trace_diff", "host_list"}
 	for _, op := range Operations() {
 		if op.Description == "" || strings.Contains(op.Description, "\n") {
 			t.Errorf("%s: description must be one line", op.Name)

@@ -23,7 +23,9 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -41,6 +43,8 @@ type Fixture struct {
 	RemoteSocket string // the remote tmux server's name (tmux -L)
 	SSHDPids     []int
 	blocked      bool
+	tracked      []string // more remote tmux servers to end at cleanup (Track)
+	frozen       bool     // Freeze stopped the namespace's processes
 }
 
 // Aliases of Config.
@@ -52,6 +56,9 @@ const (
 	Password = "tspassword"
 	// Few is an sshd that allows 4 sessions per connection (MaxSessions).
 	Few = "tsfew"
+	// OldTmux is an sshd whose sessions find a tmux that says it is 3.1c
+	// first on their PATH (a wrapper of the real one).
+	OldTmux = "tsoldtmux"
 )
 
 func run(name string, args ...string) error {
@@ -119,6 +126,19 @@ func New(t testing.TB) *Fixture {
 	f.startSSHD(sshd, 22, "SetEnv SHLVL=1\n")
 	f.startSSHD(sshd, 2222, "SetEnv PATH=/nonexistent SHLVL=1\n")
 	f.startSSHD(sshd, 2223, "MaxSessions 4\nSetEnv SHLVL=1\n")
+	old := f.path("oldtmux-bin")
+	if err := os.MkdirAll(old, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapper := "#!/bin/sh\nif [ \"$1\" = -V ]; then echo 'tmux 3.1c'; exit 0; fi\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(old, "tmux"), []byte(wrapper), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	f.startSSHD(sshd, 2224, "SetEnv PATH="+old+":/usr/local/bin:/usr/bin:/bin SHLVL=1\n")
 	f.writeClientConfig()
 	return f
 }
@@ -164,7 +184,7 @@ AllowTcpForwarding yes
 LogLevel INFO
 %s`, f.HostIP, port, f.path("hostkey"), f.path("authorized_keys"), extra)
 	if !strings.Contains(extra, "MaxSessions") {
-		body += "MaxSessions 64\n"
+		body += "MaxSessions 10\n" // sshd's default: what hosts meet (CONTRACT §23)
 	}
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		f.t.Fatal(err)
@@ -217,6 +237,7 @@ func (f *Fixture) writeClientConfig() {
 		entry(Changed, 22, "userkey", "known_hosts_changed") +
 		entry(Password, 22, "otherkey", "known_hosts") +
 		entry(Few, 2223, "userkey", "known_hosts") +
+		entry(OldTmux, 2224, "userkey", "known_hosts") +
 		`Host *
   User root
   IdentitiesOnly yes
@@ -242,7 +263,13 @@ func (f *Fixture) RemoteDir(name string) string { return f.path("remote-" + name
 // Tmux runs a command on the remote tmux server (its socket is a file on
 // this machine's file system, reachable from outside the namespace).
 func (f *Fixture) Tmux(args ...string) (string, error) {
-	cmd := exec.Command("tmux", append([]string{"-L", f.RemoteSocket}, args...)...)
+	return f.TmuxOn(f.RemoteSocket, args...)
+}
+
+// TmuxOn runs a command on the remote tmux server of socket (one an
+// orchestrator named for itself: see Track).
+func (f *Fixture) TmuxOn(socket string, args ...string) (string, error) {
+	cmd := exec.Command("tmux", append([]string{"-L", socket}, args...)...)
 	cmd.Env = remoteTmuxEnv()
 	out, err := cmd.CombinedOutput()
 	return string(out), err
@@ -285,13 +312,49 @@ func (f *Fixture) Unblock() {
 	f.blocked = false
 }
 
+// Freeze stops (SIGSTOP) every process in the namespace — sshd, its
+// sessions, the remote tmux server and its programs: a host that hangs.
+// A connection attempt then hangs until ssh's ConnectTimeout, and a live
+// connection until its keepalives give up. Thaw (and cleanup) resume them.
+func (f *Fixture) Freeze() { f.signalNS(syscall.SIGSTOP); f.frozen = true }
+
+// Thaw undoes Freeze.
+func (f *Fixture) Thaw() {
+	if f.frozen {
+		f.signalNS(syscall.SIGCONT)
+		f.frozen = false
+	}
+}
+
+func (f *Fixture) signalNS(sig syscall.Signal) {
+	out, err := exec.Command("ip", "netns", "pids", f.NS).Output()
+	if err != nil {
+		f.t.Fatalf("ip netns pids %s: %v", f.NS, err)
+	}
+	for _, w := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(w); err == nil {
+			syscall.Kill(pid, sig)
+		}
+	}
+}
+
 // InNS runs a command inside the namespace.
 func (f *Fixture) InNS(args ...string) (string, error) {
 	out, err := exec.Command("ip", append([]string{"netns", "exec", f.NS}, args...)...).CombinedOutput()
 	return string(out), err
 }
 
+// Track makes cleanup end the remote tmux server of socket too (by that
+// name only): for tests whose orchestrators name their remote servers
+// themselves (a host spec without a socket).
+func (f *Fixture) Track(socket string) { f.tracked = append(f.tracked, socket) }
+
 func (f *Fixture) cleanup() {
+	f.Thaw()
+	for _, s := range f.tracked {
+		f.TmuxOn(s, "kill-server")
+		os.Remove(filepath.Join("/tmp", fmt.Sprintf("tmux-%d", os.Getuid()), s))
+	}
 	if f.blocked {
 		run("ip", "route", "del", "unreachable", f.HostIP+"/32")
 	}

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,6 +40,11 @@ const (
 	// ConnectTimeout is 10 s of it).
 	ConnectTimeout = 20 * time.Second
 	readyLine      = "termsprawl-ssh-ready"
+	// execSlots is how many short-lived ssh sessions a host opens at once:
+	// sshd's default MaxSessions 10, less the admin, waiter and mirror
+	// clients, less one spare (a human's `termsprawl attach` is its own
+	// connection and does not count).
+	execSlots = 6
 )
 
 // Host connection states (HostStatus.State).
@@ -46,6 +52,9 @@ const (
 	StateConnecting  = "connecting"
 	StateConnected   = "connected"
 	StateUnreachable = "unreachable"
+	// StateReconnecting is Status.Shown's word for a host that is not
+	// connected while an attempt to connect is under way.
+	StateReconnecting = "reconnecting"
 )
 
 // Error is why a host could not be used: it names the host, says what
@@ -92,6 +101,9 @@ type SSHConfig struct {
 	OnConnected func(ctx context.Context)
 	OnLost      func()
 	AfterLost   func()
+	// BeforeConnect, if set, runs at the start of every connection
+	// attempt, after the host is marked as attempting (tests).
+	BeforeConnect func()
 }
 
 // SSH is one machine: its ssh master, its tmux server and the supervisor
@@ -106,6 +118,11 @@ type SSH struct {
 	stopOnce sync.Once
 	done     chan struct{} // closed when the supervisor returns
 	started  bool
+
+	// slots bounds the short-lived ssh sessions (Exec, a server's run and
+	// cli) open at once: with the admin, waiter and mirror clients they
+	// stay within sshd's default MaxSessions 10 (mirror.go).
+	slots chan struct{}
 
 	connectMu sync.Mutex // one connection attempt at a time (supervisor or a launch)
 	// life is the host's tmux server's lifecycle lock (Tmux.Life),
@@ -124,6 +141,8 @@ type SSH struct {
 	lostAt     time.Time
 	reconnects int
 	lastGap    time.Duration // how long the last outage lasted
+	since      time.Time     // when state last changed
+	attempting bool          // a connection attempt is under way
 }
 
 // Status is one host as doctor and tests see it.
@@ -132,6 +151,23 @@ type Status struct {
 	Reconnects                                     int
 	LastOutage                                     time.Duration
 	MasterPID                                      int
+	// Since is when State last changed; Attempting is whether a
+	// connection attempt is under way.
+	Since      time.Time
+	Attempting bool
+}
+
+// Shown is the state as `termsprawl hosts` says it (CONTRACT §23):
+// connected, reconnecting (not connected, an attempt under way) or
+// unreachable.
+func (st Status) Shown() string {
+	switch {
+	case st.State == StateConnected:
+		return StateConnected
+	case st.Attempting || st.State == StateConnecting:
+		return StateReconnecting
+	}
+	return StateUnreachable
 }
 
 // NewSSH is the host of cfg.Spec, not connected yet.
@@ -142,8 +178,11 @@ func NewSSH(cfg SSHConfig) *SSH {
 	if cfg.SysProcAttr == nil {
 		cfg.SysProcAttr = func() *syscall.SysProcAttr { return &syscall.SysProcAttr{} }
 	}
+	// The host's tmux server is this orchestrator's own (CONTRACT §23).
+	cfg.Spec.Socket = cfg.Spec.OwnedSocket(cfg.StateDir)
 	return &SSH{cfg: cfg, spec: cfg.Spec, log: cfg.Log, ctlPath: controlPath(cfg.StateDir, cfg.Spec.Name),
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), state: StateConnecting}
+		slots: make(chan struct{}, execSlots),
+		kick:  make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{}), state: StateConnecting, since: time.Now()}
 }
 
 // Spec is the host's configuration.
@@ -170,7 +209,7 @@ func (h *SSH) LastServer() *Tmux {
 		return h.srv
 	}
 	if h.lastSrv == nil {
-		h.lastSrv = Remote{Bin: "tmux", Socket: h.spec.RemoteSocket(), Prefix: h.MuxPrefix(), Life: &h.life}.Unconnected()
+		h.lastSrv = Remote{Bin: "tmux", Socket: h.spec.RemoteSocket(), Prefix: h.MuxPrefix(), Life: &h.life, Slots: h.slots}.Unconnected()
 	}
 	return h.lastSrv
 }
@@ -180,7 +219,7 @@ func (h *SSH) Status() Status {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	st := Status{Name: h.spec.Name, Dest: h.spec.Dest, State: h.state, RemoteDir: h.rdir, Ctl: h.probe.Ctl, Tmux: h.probe.TmuxVersion,
-		Reconnects: h.reconnects, LastOutage: h.lastGap}
+		Reconnects: h.reconnects, LastOutage: h.lastGap, Since: h.since, Attempting: h.attempting}
 	if h.lastErr != nil {
 		st.Error = h.lastErr.Error()
 	}
@@ -226,6 +265,11 @@ func (h *SSH) MuxPrefix() []string {
 // with stdin, and returns its stdout.
 func (h *SSH) Exec(ctx context.Context, script string, stdin []byte) ([]byte, error) {
 	argv := append(h.MuxPrefix(), "/bin/sh", "-c", tmuxctl.ShellQuote(script))
+	release, err := acquire(ctx, h.slots)
+	if err != nil {
+		return nil, fmt.Errorf("on host %s: %w", h.spec.Name, err)
+	}
+	defer release()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errb bytes.Buffer
@@ -245,14 +289,43 @@ func (h *SSH) Connect(ctx context.Context) error {
 	if h.Server() != nil {
 		return nil
 	}
+	h.mu.Lock()
+	h.attempting = true
+	h.mu.Unlock()
+	if h.cfg.BeforeConnect != nil {
+		h.cfg.BeforeConnect()
+	}
 	err := h.connectLocked(ctx)
 	h.mu.Lock()
 	h.lastErr = err
+	h.attempting = false
 	if err != nil {
-		h.state = StateUnreachable
+		h.setStateLocked(StateUnreachable)
 	}
 	h.mu.Unlock()
 	return err
+}
+
+// setStateLocked changes the state and, when it differs, since. Call with
+// mu held.
+func (h *SSH) setStateLocked(state string) {
+	if h.state != state {
+		h.state, h.since = state, time.Now()
+	}
+}
+
+// RoundTrip is one command's round trip to the host's tmux server over
+// the connection (the admin client), or an error when not connected.
+func (h *SSH) RoundTrip(ctx context.Context) (time.Duration, error) {
+	srv := h.Server()
+	if srv == nil || srv.Admin() == nil {
+		return 0, fmt.Errorf("host %s: %w", h.spec.Name, ErrUnreachable)
+	}
+	start := time.Now()
+	if _, err := srv.Admin().Run(ctx, tmuxctl.Command("display-message", "-p", "ok")); err != nil {
+		return 0, fmt.Errorf("host %s: %w", h.spec.Name, err)
+	}
+	return time.Since(start), nil
 }
 
 func (h *SSH) connectLocked(ctx context.Context) error {
@@ -277,14 +350,15 @@ func (h *SSH) connectLocked(ctx context.Context) error {
 	}
 	rdir := probe.Rdir
 	srv, err := Remote{Bin: probe.Tmux, Socket: h.spec.RemoteSocket(), Conf: rdir + "/tmux.conf", Deaths: h.cfg.Deaths,
-		Life: &h.life, Prefix: h.MuxPrefix()}.Connect(ctx)
+		Life: &h.life, Prefix: h.MuxPrefix(), Slots: h.slots}.Connect(ctx)
 	if err != nil {
 		return fail(&Error{Host: h.spec.Name, Dest: h.spec.Dest, Reason: "tmux", Err: err,
 			Msg: fmt.Sprintf("host %s: cannot start or reach its tmux server (tmux -L %s): %v", h.spec.Name, h.spec.RemoteSocket(), err)})
 	}
 	h.mu.Lock()
 	h.master, h.masterDone, h.probe, h.rdir = master, masterDone, probe, rdir
-	h.srv, h.lastSrv, h.state = srv, srv, StateConnected
+	h.srv, h.lastSrv = srv, srv
+	h.setStateLocked(StateConnected)
 	if !h.lostAt.IsZero() {
 		h.reconnects++
 		h.lastGap = time.Since(h.lostAt)
@@ -349,10 +423,15 @@ func (h *SSH) supervise() {
 		h.mu.Unlock()
 		if srv != nil {
 			var adminDone <-chan struct{} = srv.Admin().Done()
+			var mirrorDone <-chan struct{}
+			if m := srv.Mirror(); m != nil {
+				mirrorDone = m.Client().Done()
+			}
 			select {
 			case <-h.stop:
 				return
 			case <-masterDone:
+			case <-mirrorDone:
 			case <-adminDone:
 			case <-h.kick:
 				if h.Alive() {
@@ -420,7 +499,8 @@ func (h *SSH) Alive() bool {
 func (h *SSH) lose() {
 	h.mu.Lock()
 	srv, master, masterDone := h.srv, h.master, h.masterDone
-	h.srv, h.master, h.state = nil, nil, StateUnreachable
+	h.srv, h.master = nil, nil
+	h.setStateLocked(StateUnreachable)
 	h.lostAt = time.Now()
 	h.lastErr = fmt.Errorf("%w: the ssh connection to %s ended", ErrUnreachable, h.spec.Dest)
 	h.mu.Unlock()
@@ -551,7 +631,8 @@ const probeScript = `printf 'home=%s\n' "$HOME"; printf 'shell=%s\n' "$SHELL"; p
 printf 'hostname=%s\n' "$(uname -n 2>/dev/null)"
 c="$1"; [ -n "$c" ] || c=$(command -v termsprawlctl 2>/dev/null); if [ -n "$c" ] && [ -x "$c" ]; then printf 'ctl=%s\n' "$c"; fi
 t=$(command -v tmux 2>/dev/null) || exit 0
-printf 'tmux=%s\n' "$t"; printf 'tmuxv=%s\n' "$("$t" -V 2>&1)"
+printf 'tmux=%s\n' "$t"; v=$("$t" -V 2>&1); printf 'tmuxv=%s\n' "$v"
+case $v in "tmux 0."*|"tmux 1."*|"tmux 2."*|"tmux 3.0"*|"tmux 3.1"*) exit 0;; esac
 "$t" -L "$4" -f /dev/null has-session -t '=termsprawl-admin' 2>/dev/null && printf 'server=up\n'
 case $HOME in /*) ;; *) [ -n "$2" ] || exit 0;; esac
 d="$2"; [ -n "$d" ] || d="$HOME/.local/state/termsprawl/remote/$3"
@@ -655,6 +736,10 @@ func parseProbe(name, dest, out string) (Probe, error) {
 		return p, &Error{Host: name, Dest: dest, Reason: "no-tmux",
 			Msg: fmt.Sprintf("host %s (%s) has no tmux on its PATH (%s): install tmux there (e.g. apt-get install tmux)", name, dest, p.Path)}
 	}
+	if major, minor, ok := TmuxVersion(p.TmuxVersion); ok && (major < minTmuxMajor || major == minTmuxMajor && minor < minTmuxMinor) {
+		return p, &Error{Host: name, Dest: dest, Reason: "old-tmux",
+			Msg: fmt.Sprintf("host %s (%s) has %s (%s): termsprawl needs tmux %d.%d or newer there (control-mode pause-after, display-popup): upgrade tmux on %s", name, dest, strings.TrimSpace(p.TmuxVersion), p.Tmux, minTmuxMajor, minTmuxMinor, name)}
+	}
 	if p.Rdir == "" {
 		return p, &Error{Host: name, Dest: dest, Reason: "ssh",
 			Msg: fmt.Sprintf("host %s: its $HOME is %q, not an absolute path: set remote_dir for it in %s", name, p.Home, tools.HostsFile)}
@@ -663,6 +748,24 @@ func parseProbe(name, dest, out string) (Probe, error) {
 }
 
 var slugRE = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// The oldest tmux a host may have.
+const minTmuxMajor, minTmuxMinor = 3, 2
+
+var tmuxVersionRE = regexp.MustCompile(`^tmux (?:next-)?(\d+)\.(\d+)`)
+
+// TmuxVersion reads `tmux -V`'s "tmux 3.3a" (or "tmux next-3.4") as 3, 3;
+// ok is false for what it cannot read ("tmux master": a build from
+// source, taken as new enough).
+func TmuxVersion(v string) (major, minor int, ok bool) {
+	m := tmuxVersionRE.FindStringSubmatch(strings.TrimSpace(v))
+	if m == nil {
+		return 0, 0, false
+	}
+	major, _ = strconv.Atoi(m[1])
+	minor, _ = strconv.Atoi(m[2])
+	return major, minor, true
+}
 
 // Start starts the supervisor: the host's goroutine, which watches the
 // connection and reconnects with backoff until Stop.

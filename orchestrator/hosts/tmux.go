@@ -92,9 +92,14 @@ type Tmux struct {
 	stopMu sync.Once
 	wg     sync.WaitGroup
 
-	mu     sync.Mutex // guards admin and waiter (replaced by Ensure)
+	// slots bounds the short-lived ssh sessions (run, cli) a host's
+	// server opens at once (execSlots); nil for a local one.
+	slots chan struct{}
+
+	mu     sync.Mutex // guards admin, waiter and mirror (replaced by Ensure)
 	admin  *tmuxctl.Client
 	waiter *tmuxctl.Client
+	mirror *Mirror // a host's server only: every node's output (mirror.go)
 }
 
 var _ Server = (*Tmux)(nil)
@@ -136,12 +141,14 @@ type Remote struct {
 	Prefix            []string
 	Life              *sync.Mutex
 	Deaths            chan struct{}
+	// Slots is the host's bound on short-lived ssh sessions (SSH.Exec's).
+	Slots chan struct{}
 }
 
 // Unconnected is a host's server with no clients: the server a node of a
 // host never reached is listed on.
 func (r Remote) Unconnected() *Tmux {
-	return &Tmux{bin: r.Bin, socket: r.Socket, conf: r.Conf, prefix: r.Prefix, life: r.Life, deaths: r.Deaths, stop: make(chan struct{})}
+	return &Tmux{bin: r.Bin, socket: r.Socket, conf: r.Conf, prefix: r.Prefix, life: r.Life, deaths: r.Deaths, slots: r.Slots, stop: make(chan struct{})}
 }
 
 // Connect starts the host's server if needed and attaches its clients.
@@ -163,6 +170,11 @@ func (s *Tmux) Life() *sync.Mutex { return s.life }
 // admin client exists: to start the server).
 func (s *Tmux) cli(ctx context.Context, args ...string) (string, error) {
 	argv := tmuxctl.PrefixArgv(s.prefix, true, append([]string{s.bin, "-L", s.socket, "-f", s.conf}, args...))
+	release, err := acquire(ctx, s.slots)
+	if err != nil {
+		return "", err
+	}
+	defer release()
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	cmd.Env = s.minimalEnv
 	out, err := cmd.CombinedOutput()
@@ -201,6 +213,16 @@ func (s *Tmux) connectLocked(ctx context.Context) error {
 		admin.Close()
 		return fmt.Errorf("attach waiter client: %w", err)
 	}
+	if s.prefix != nil {
+		// A host: one client for every node's output (mirror.go).
+		mirror, err := startMirror(ctx, s, admin)
+		if err != nil {
+			waiter.Close()
+			admin.Close()
+			return err
+		}
+		s.mirror = mirror
+	}
 	s.admin, s.waiter = admin, waiter
 	// Nobody needs these clients' notifications: drain them so they do
 	// not pile up.
@@ -219,6 +241,14 @@ func (s *Tmux) connectLocked(ctx context.Context) error {
 // server that starts with args.
 func (s *Tmux) ClientConfig(args ...string) tmuxctl.Config {
 	return tmuxctl.Config{Tmux: s.bin, Socket: s.socket, ConfigFile: s.conf, Args: args, Prefix: s.prefix, ShellQuote: s.prefix != nil}
+}
+
+// Mirror is a host's server's shared client for every node's output
+// (nil for a local server, and for a host's server never connected).
+func (s *Tmux) Mirror() *Mirror {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.mirror
 }
 
 // Admin returns the current admin client (nil for a host's server that
@@ -281,8 +311,11 @@ func (s *Tmux) Close() {
 		return
 	}
 	s.mu.Lock()
-	admin, waiter := s.admin, s.waiter
+	admin, waiter, mirror := s.admin, s.waiter, s.mirror
 	s.mu.Unlock()
+	if mirror != nil {
+		mirror.close()
+	}
 	if admin == nil {
 		return
 	}
@@ -302,7 +335,26 @@ func (s *Tmux) Close() {
 // run runs argv on the server's machine and returns its stdout.
 func (s *Tmux) run(ctx context.Context, argv ...string) ([]byte, error) {
 	argv = tmuxctl.PrefixArgv(s.prefix, true, argv)
+	release, err := acquire(ctx, s.slots)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	return exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+}
+
+// acquire takes one of slots (nil: no bound) until release, or fails when
+// ctx ends first.
+func acquire(ctx context.Context, slots chan struct{}) (release func(), err error) {
+	if slots == nil {
+		return func() {}, nil
+	}
+	select {
+	case slots <- struct{}{}:
+		return func() { <-slots }, nil
+	case <-ctx.Done():
+		return nil, fmt.Errorf("wait for a free ssh session: %w", ctx.Err())
+	}
 }
 
 // ProcStat is /proc/PID/stat on the server's machine: read here for a

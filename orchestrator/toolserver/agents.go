@@ -159,6 +159,9 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		if err != nil {
 			return tools.NodeInfo{}, nil, err
 		}
+		if ctlPath == "" {
+			extra["TERMSPRAWL_CTL_MISSING"] = s.o.HostCtlMissing(a.Host) // told (CONTRACT §23)
+		}
 		if ctlPath != "" {
 			extra["TERMSPRAWL_MCP_CONFIG"] = mcpPath
 			if len(a.Command) == 0 || isAgentProgram(a.Agent, a.Command[0]) {

@@ -146,3 +146,34 @@ func TestLaunchLogsInStateDirRefused(t *testing.T) {
 		t.Fatalf("a refused launch left %d nodes", len(list.Terminals))
 	}
 }
+
+// A host without termsprawlctl: an agent launched there runs and is
+// driven, and is told in its environment that it cannot call; host_list
+// shows the host (no ctl) to the operator and, kept to its host, to the
+// agent; host_remove is the operator's alone.
+func TestRemoteHostWithoutCtl(t *testing.T) {
+	s := realmServe(t, false)
+	op := s.op()
+	r, _ := apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": bashArgv(), "host": "rem"})
+	var ag tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &ag); err != nil || ag.Host != "rem" {
+		t.Fatalf("agent_launch on rem: %s %v", r.Result, err)
+	}
+	sub, _ := apiMutate(t, op, "terminal_submit", apiM{"terminal": ag.Terminal, "text": `echo "[${TERMSPRAWL_CTL_MISSING%%(*}]"`,
+		"wait": apiM{"wait": "text", "text": "[termsprawlctl is not installed on host rem ]", "timeout_ms": 20000}})
+	if !strings.Contains(string(sub.Result), `"matched":true`) {
+		t.Fatalf("the agent was not told: %s", sub.Result)
+	}
+	var l tools.HostList
+	apiOK(t, op, "host_list", nil, &l)
+	if len(l.Hosts) != 1 || l.Hosts[0].Name != "rem" || l.Hosts[0].Ctl != "" || l.Hosts[0].State != tools.HostStateConnected || l.Hosts[0].Nodes != 1 {
+		t.Fatalf("host_list: %+v", l)
+	}
+	agent := s.session(ag.Terminal)
+	apiOK(t, agent, "host_list", nil, &l)
+	if len(l.Hosts) != 1 || l.Hosts[0].Name != "rem" {
+		t.Fatalf("host_list for the agent on rem: %+v", l)
+	}
+	apiFail(t, agent, "host_remove", apiM{"host": "rem", "close_nodes": true}, tools.KindForbidden)
+	apiFail(t, op, "host_remove", apiM{"host": "rem"}, tools.KindRejected)
+}

@@ -1,0 +1,162 @@
+package orchestrator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// The hosts as the operator sees and removes them (CONTRACT §23):
+// host_list and host_remove.
+
+// hostRTTTimeout bounds host_list's round trip to one host: a slow host
+// is reported without one, and never delays the others (asked at once).
+const hostRTTTimeout = 2 * time.Second
+
+// HostList reports every host: its state, node count, a round trip
+// measured now (connected hosts, all at once) and since when the state
+// holds.
+func (o *Orchestrator) HostList(ctx context.Context) []tools.HostInfo {
+	names := o.hostNames()
+	out := make([]tools.HostInfo, len(names))
+	counts := map[string]int{}
+	for _, n := range o.sortedNodes() {
+		if _, _, gone := n.state(); n.meta.Host != "" && !gone {
+			counts[n.meta.Host]++
+		}
+	}
+	var wg sync.WaitGroup
+	for i, name := range names {
+		h := o.host(name)
+		st := h.Status()
+		out[i] = tools.HostInfo{Name: name, Dest: st.Dest, State: st.Shown(), Nodes: counts[name], Since: st.Since.UTC(),
+			Socket: h.Spec().RemoteSocket(), Error: st.Error, Reconnects: st.Reconnects, Tmux: st.Tmux, Ctl: st.Ctl}
+		if st.State == HostConnected {
+			out[i].Error = ""
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rctx, cancel := context.WithTimeout(ctx, hostRTTTimeout)
+				defer cancel()
+				if d, err := h.RoundTrip(rctx); err == nil {
+					ms := float64(d.Microseconds()) / 1000
+					out[i].RoundTripMS = &ms
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return out
+}
+
+// RemoveHost stops driving host name and removes it from hosts.json.
+// While it has live nodes it is refused unless closeNodes: then each node
+// is closed while the host answers; the nodes of a host that cannot be
+// reached are forgotten here (their programs may run on there: said so).
+func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes bool) (tools.HostRemoved, error) {
+	res := tools.HostRemoved{Host: name, Closed: []string{}, Forgotten: []string{}}
+	h := o.host(name)
+	if h == nil {
+		known := strings.Join(o.hostNames(), ", ")
+		if known == "" {
+			known = "none"
+		}
+		return res, tools.Errorf(tools.KindUsage, "no host %q (known hosts: %s)", name, known).WithDetails("host", name)
+	}
+	var mine, live []*node
+	for _, n := range o.sortedNodes() {
+		if n.meta.Host != name {
+			continue
+		}
+		status, _, gone := n.state()
+		if gone {
+			continue
+		}
+		mine = append(mine, n)
+		if status != tools.StatusExited {
+			live = append(live, n)
+		}
+	}
+	if len(live) > 0 && !closeNodes {
+		ids := make([]string, len(live))
+		for i, n := range live {
+			ids[i] = n.meta.ID
+		}
+		return res, tools.Errorf(tools.KindRejected, "host %s has %d live nodes (%s): close them first, or remove the host with close_nodes (termsprawl hosts rm %s --close-nodes)", name, len(live), strings.Join(ids, ", "), name).
+			WithDetails("host", name).WithDetails("nodes", ids)
+	}
+	// Close what the host lets us close, while it is connected.
+	var forget []*node
+	for _, n := range mine {
+		if h.Server() == nil || n.reachable() != nil {
+			forget = append(forget, n)
+			continue
+		}
+		if err := o.CloseNode(ctx, n.meta.ID); err != nil {
+			if errors.Is(err, ErrHostUnreachable) || h.Server() == nil {
+				forget = append(forget, n)
+				continue
+			}
+			return res, fmt.Errorf("remove host %s: close %s: %w", name, n.meta.ID, err)
+		}
+		res.Closed = append(res.Closed, n.meta.ID)
+	}
+	// No more adoption: the supervisor stops and the connection ends.
+	o.hosts.mu.Lock()
+	delete(o.hosts.byName, name)
+	o.hosts.mu.Unlock()
+	h.Shutdown()
+	for _, n := range forget {
+		if o.node(n.meta.ID) != n {
+			continue
+		}
+		n.markGone()
+		o.forget(n.meta.ID)
+		res.Forgotten = append(res.Forgotten, n.meta.ID)
+		o.log.Warn("node of a removed host forgotten: the host could not be reached, its program may still run there", "node", n.meta.ID, "host", name)
+	}
+	sort.Strings(res.Forgotten)
+	if err := removeHostFromFile(o.cfg.StateDir, name); err != nil {
+		return res, err
+	}
+	res.Note = fmt.Sprintf("host %s removed from %s", name, tools.HostsFile)
+	if len(res.Closed) > 0 {
+		res.Note += fmt.Sprintf("; %d nodes closed", len(res.Closed))
+	}
+	if len(res.Forgotten) > 0 {
+		res.Note += fmt.Sprintf("; %d nodes forgotten here without being ended, as the host could not be reached (%s): their programs may still run there (tmux -L %s on %s)",
+			len(res.Forgotten), strings.Join(res.Forgotten, ", "), h.Spec().RemoteSocket(), h.Spec().Dest)
+	}
+	return res, nil
+}
+
+// removeHostFromFile drops host name from hosts.json (nothing to do when
+// the file does not name it: a host given only by --host this run).
+func removeHostFromFile(stateDir, name string) error {
+	specs, err := tools.ReadHosts(stateDir)
+	if err != nil {
+		return err
+	}
+	kept := specs[:0]
+	found := false
+	for _, s := range specs {
+		if s.Name == name {
+			found = true
+			continue
+		}
+		kept = append(kept, s)
+	}
+	if !found {
+		return nil
+	}
+	if err := tools.WriteHosts(stateDir, kept); err != nil {
+		return fmt.Errorf("save %s: %w", tools.HostsFile, err)
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package orchestrator
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// hostInfo is host_list's row of name.
+func hostInfo(t *testing.T, o *Orchestrator, name string) tools.HostInfo {
+	t.Helper()
+	for _, h := range o.HostList(tctx(t)) {
+		if h.Name == name {
+			return h
+		}
+	}
+	t.Fatalf("no host %s in %+v", name, o.HostList(tctx(t)))
+	return tools.HostInfo{}
+}
+
+// waitHostState waits until host_list says state for name.
+func waitHostState(t *testing.T, o *Orchestrator, name, state string, within time.Duration) tools.HostInfo {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		h := hostInfo(t, o, name)
+		if h.State == state {
+			return h
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("host %s: state %s, want %s within %v: %+v", name, h.State, state, within, h)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// host_list through a cut link: connected → unreachable → reconnecting
+// (an attempt held in the hook) → connected; nodes counted, a round trip
+// while connected, since moving with each state.
+func TestRemoteHostStates(t *testing.T) {
+	hold, held := make(chan struct{}), make(chan struct{}, 1)
+	var holding atomic.Bool
+	testHookHostConnect = func(string) {
+		if holding.Load() {
+			held <- struct{}{}
+			<-hold
+		}
+	}
+	t.Cleanup(func() { testHookHostConnect = nil })
+	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	id := remoteLaunch(t, o, "big", tickArgv...)
+	waitText(t, o, id, "tick 2")
+	h := hostInfo(t, o, "big")
+	if h.State != tools.HostStateConnected || h.Nodes != 1 || h.RoundTripMS == nil || *h.RoundTripMS <= 0 || h.Dest != sshtest.Good || h.Since.IsZero() || h.Socket != f.RemoteSocket {
+		t.Fatalf("connected host: %+v", h)
+	}
+	since0 := h.Since
+	// The link is cut: no packet reaches the host, and the master is
+	// ended as ssh's keepalive would end it (without waiting its ~10 s).
+	f.Block()
+	if p, err := os.FindProcess(hostStatus(o, "big").MasterPID); err == nil {
+		p.Kill()
+	}
+	h = waitHostState(t, o, "big", tools.HostStateUnreachable, 20*time.Second)
+	if h.RoundTripMS != nil || h.Nodes != 1 || !h.Since.After(since0) || h.Error == "" {
+		t.Fatalf("unreachable host: %+v", h)
+	}
+	// The link is back; the next attempt is held: reconnecting.
+	holding.Store(true)
+	f.Unblock()
+	select {
+	case <-held:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no reconnect attempt")
+	}
+	if h = hostInfo(t, o, "big"); h.State != tools.HostStateReconnecting {
+		t.Fatalf("while an attempt is under way: %+v", h)
+	}
+	holding.Store(false)
+	close(hold)
+	h = waitHostState(t, o, "big", tools.HostStateConnected, 20*time.Second)
+	if h.RoundTripMS == nil || h.Reconnects < 1 {
+		t.Fatalf("reconnected host: %+v", h)
+	}
+	// The node is mirrored again once the reconnect's adoption ran.
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if l := o.List(tctx(t)); len(l) == 1 && l[0].Status == tools.StatusRunning {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the node after the reconnect: %+v", o.List(tctx(t)))
+		}
+	}
+	waitText(t, o, id, "tick "+strconv.Itoa(lastTick(t, f, id)+2))
+}
+
+// hosts rm: refused while the host has live nodes; with close_nodes they
+// are closed (ended on the host) and the host is gone from hosts.json;
+// a host that cannot be reached has its nodes forgotten, said so.
+func TestRemoteHostRemove(t *testing.T) {
+	f := sshtest.New(t)
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	gone := hostSpec(f, "gone", sshtest.Good)
+	gone.Socket = f.RemoteSocket + "-g" // a server of its own
+	f.Track(gone.Socket)
+	specs := []tools.HostSpec{hostSpec(f, "big", sshtest.Good), gone}
+	if err := tools.WriteHosts(dir, specs); err != nil {
+		t.Fatal(err)
+	}
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.Hosts = specs })
+	id := remoteLaunch(t, o, "big", tickArgv...)
+	_, err := o.RemoveHost(tctx(t), "big", false)
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Kind != tools.KindRejected || !strings.Contains(te.Msg, id) || !strings.Contains(te.Msg, "--close-nodes") {
+		t.Fatalf("rm with a live node: %v", err)
+	}
+	if _, err := o.Snapshot(id); err != nil {
+		t.Fatalf("the node after a refused rm: %v", err)
+	}
+	r, err := o.RemoveHost(tctx(t), "big", true)
+	if err != nil || len(r.Closed) != 1 || r.Closed[0] != id || len(r.Forgotten) != 0 {
+		t.Fatalf("rm --close-nodes: %+v %v", r, err)
+	}
+	if out, err := f.Tmux("has-session", "-t", "=ts-"+id); err == nil {
+		t.Fatalf("the remote session outlived the rm: %s", out)
+	}
+	specs, _ = tools.ReadHosts(dir)
+	if len(specs) != 1 || specs[0].Name != "gone" {
+		t.Fatalf("hosts.json after rm: %+v", specs)
+	}
+	if l := o.HostList(tctx(t)); len(l) != 1 || l[0].Name != "gone" {
+		t.Fatalf("host_list after rm: %+v", l)
+	}
+	// A host gone for good: its node is forgotten, not ended, said so.
+	id2 := remoteLaunch(t, o, "gone", tickArgv...)
+	f.Block()
+	if p, err := os.FindProcess(hostStatus(o, "gone").MasterPID); err == nil {
+		p.Kill()
+	}
+	waitHostState(t, o, "gone", tools.HostStateUnreachable, 20*time.Second)
+	r, err = o.RemoveHost(tctx(t), "gone", true)
+	if err != nil || len(r.Forgotten) != 1 || r.Forgotten[0] != id2 || !strings.Contains(r.Note, "may still run there") {
+		t.Fatalf("rm of an unreachable host: %+v %v", r, err)
+	}
+	if l := o.List(tctx(t)); len(l) != 0 {
+		t.Fatalf("nodes after the rm: %+v", l)
+	}
+	if _, err := os.Stat(o.metaPath(id2)); !os.IsNotExist(err) {
+		t.Fatalf("metadata of the forgotten node: %v", err)
+	}
+	if _, err := o.RemoveHost(tctx(t), "gone", true); err == nil {
+		t.Fatal("a second rm of the same host was not refused")
+	}
+}
+
+// A host whose pane list hangs after a death never delays the exit of a
+// program on this machine (CONTRACT §23): with the process watcher off,
+// tmux's pane-died hook is the only way here, and its rounds do not wait
+// for the host.
+func TestRemoteHungHostDelaysNoLocalExit(t *testing.T) {
+	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
+	remoteLaunch(t, o, "big", tickArgv...)
+	o.procs = nil // only the pane-died hook tells (deaths.go)
+	release := make(chan struct{})
+	var hung atomic.Int32
+	testHookListPanes = func(s *tmuxServer) {
+		if s.Remote() {
+			hung.Add(1)
+			<-release
+		}
+	}
+	t.Cleanup(func() {
+		testHookListPanes = nil
+		close(release)
+	})
+	// It ends by a signal, printing nothing: no quiet-time check (heal)
+	// looks at it either.
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: t.TempDir(), Columns: 80, Rows: 24})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.deaths <- struct{}{} // a round that finds the host's list stuck
+	for hung.Load() == 0 {
+		time.Sleep(10 * time.Millisecond)
+	}
+	start := time.Now()
+	if _, err := o.Signal(info.Terminal, "TERM"); err != nil {
+		t.Fatal(err)
+	}
+	res, err := o.WaitFor(tctx(t), info.Terminal, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 15000}) // the host list hangs until cleanup
+	if err != nil || !res.Matched {
+		t.Fatalf("the local exit while the host's pane list hangs: %+v %v (after %v)", res, err, time.Since(start))
+	}
+	if snap, _ := o.Snapshot(info.Terminal); snap.ExitCode == nil || *snap.ExitCode != 128+15 {
+		t.Fatalf("exit code %v, want 143", snap.ExitCode)
+	}
+}

@@ -1,0 +1,77 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
+)
+
+// A node's control client: its own for a node on this machine; for a
+// node on a host, the host's one mirror client, shared by all its nodes
+// (hosts/mirror.go, CONTRACT §23: 64 nodes and more over one ssh
+// connection under sshd's MaxSessions 10).
+
+// startClient attaches the node's control client and finds its pane and
+// size; it sets client, pane, stream, events and clientDone (and link for
+// a host's node).
+func (n *node) startClient(ctx context.Context) (cols, rows int, err error) {
+	if ts, ok := n.srv.(*tmuxServer); ok && ts.Remote() {
+		m := ts.Mirror()
+		if m == nil {
+			return 0, 0, fmt.Errorf("attach to %s: %w", n.session(), ErrHostUnreachable)
+		}
+		l, err := m.Link(ctx, n.session())
+		if err != nil {
+			return 0, 0, err
+		}
+		n.client, n.pane, n.link, n.mirror = m.Client(), l.Pane, l, m
+		n.stream = n.client.Pane(n.pane)
+		n.events, n.clientDone = l.Events, l.Done
+		return l.Columns, l.Rows, nil
+	}
+	c, err := tmuxctl.Start(ctx, n.srv.ClientConfig("attach-session", "-t", "="+n.session()))
+	if err != nil {
+		return 0, 0, fmt.Errorf("attach control client to %s: %w", n.session(), err)
+	}
+	out, err := c.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+n.session()+":", "#{pane_id} #{pane_width} #{pane_height}"))
+	if err != nil {
+		c.Close()
+		return 0, 0, fmt.Errorf("find pane of %s: %w", n.session(), err)
+	}
+	if len(out) != 1 {
+		c.Close()
+		return 0, 0, fmt.Errorf("find pane of %s: %d reply lines %q, want 1", n.session(), len(out), out)
+	}
+	f := strings.Fields(out[0])
+	if len(f) != 3 {
+		c.Close()
+		return 0, 0, fmt.Errorf("find pane of %s: unexpected %q", n.session(), out[0])
+	}
+	cols, _ = strconv.Atoi(f[1])
+	rows, _ = strconv.Atoi(f[2])
+	n.client, n.pane = c, f[0]
+	n.stream = c.Pane(n.pane)
+	n.events, n.clientDone = c.Events(), c.Done()
+	return cols, rows, nil
+}
+
+// leaveClient ends the node's share of its control client: its own
+// client is closed; a host's node unlinks its window from the mirror
+// session (its pane was paused for the mirror client first: detach).
+func (n *node) leaveClient() {
+	if n.link == nil {
+		n.client.Close()
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	n.mirror.Unlink(ctx, n.link)
+}
+
+// sharedClient reports whether the node's control client is a host's
+// mirror client (not its own: no client pid of its own to wait for).
+func (n *node) sharedClient() bool { return n.link != nil }
