@@ -17,6 +17,10 @@ const (
 	// StatusUnreachable: the node's host cannot be reached over ssh; its
 	// program keeps running there (CONTRACT §17).
 	StatusUnreachable = "unreachable"
+	// StatusLost: the node's tmux server was gone when termsprawl started
+	// (a reboot, a killed tmux): listed with its last screen until it is
+	// restored or forgotten (CONTRACT §25).
+	StatusLost = "lost"
 )
 
 // NodeInfo is one row of terminal_list.
@@ -69,6 +73,9 @@ type NodeInfo struct {
 	State      string `json:"state,omitempty"`
 	Since      string `json:"since,omitempty"`
 	NeedsHuman bool   `json:"needs_human,omitempty"`
+	// SavedAt is, for a lost node, when its last screen was saved (RFC
+	// 3339; CONTRACT §25).
+	SavedAt string `json:"saved_at,omitempty"`
 }
 
 // Crash is how a program that died on its own ended (CONTRACT §11).
@@ -148,6 +155,9 @@ type Snapshot struct {
 	// Screenshot the facts about it.
 	Image      string           `json:"image,omitempty"`
 	Screenshot *ScreenshotFacts `json:"screenshot,omitempty"`
+	// SavedAt is set for a lost node: the screen is its last one, saved
+	// then (RFC 3339; CONTRACT §25).
+	SavedAt string `json:"saved_at,omitempty"`
 }
 
 // ScreenshotFacts describe a screenshot: its size in pixels, that it used

@@ -259,6 +259,7 @@ type agentReportArgs struct {
 	Event        string `json:"event"`
 	Message      string `json:"message"`
 	AcceptsTasks *bool  `json:"accepts_tasks"`
+	Conversation string `json:"conversation"`
 }
 
 func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
@@ -267,6 +268,12 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 	}
 	s := c.s
 	node, inc := c.caller.Node, c.caller.Incarnation
+	if a.Conversation != "" {
+		// For a restore after a reboot (restore.go); never fails the report.
+		if err := s.o.SetConversation(node, a.Conversation); err != nil {
+			s.log.Warn("keep an agent's conversation id", "node", node, "err", err)
+		}
+	}
 	if a.AcceptsTasks != nil {
 		t := s.agents
 		t.mu.Lock()
