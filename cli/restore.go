@@ -40,7 +40,9 @@ type forgetCmd struct {
 	nodeArg
 }
 
-func (forgetCmd) Examples() string { return "termsprawl forget build                    # drop lost node build" }
+func (forgetCmd) Examples() string {
+	return "termsprawl forget build                    # drop lost node build"
+}
 
 // runRebootCmd runs restore and forget; ok is false for other commands.
 func (h *human) runRebootCmd(cmd string, g *humanGrammar) (int, bool) {
