@@ -216,6 +216,8 @@ func (t *agentTable) describe(rows []tools.NodeInfo) {
 		r := &rows[i]
 		st, reported := t.states[r.Terminal]
 		switch {
+		case r.Status == tools.StatusLost: // its state died with it (restore.go)
+			r.Kind, r.State = cmp.Or(r.Agent, tools.KindShell), tools.StatusLost
 		case r.Agent == "" && !reported:
 			r.Kind, r.State = tools.KindShell, r.Status
 		case r.Status == tools.StatusExited:
