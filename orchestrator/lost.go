@@ -393,3 +393,13 @@ func (o *Orchestrator) LostIDs() []string {
 	}
 	return ids
 }
+
+// LostError is the error of an operation on a lost node (conflict, saying
+// how to restore it), or nil when id is not lost.
+func (o *Orchestrator) LostError(id string) error {
+	l := o.lostOne(id)
+	if l == nil || o.node(id) != nil {
+		return nil
+	}
+	return tools.Errorf(tools.KindConflict, "terminal %q is %s: %s", id, l.status, l.reason()).WithDetails("status", l.status)
+}

@@ -300,8 +300,8 @@ func (o *Orchestrator) lookupFor(id string, forClose bool) (*node, error) {
 		}
 		return n, nil
 	}
-	if l := o.lostOne(id); l != nil {
-		return nil, tools.Errorf(tools.KindConflict, "terminal %q is %s: %s", id, l.status, l.reason()).WithDetails("status", l.status)
+	if err := o.LostError(id); err != nil {
+		return nil, err
 	}
 	return nil, tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)
 }

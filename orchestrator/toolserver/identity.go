@@ -74,6 +74,9 @@ func canDrive(caller tools.Identity, m orchestrator.NodeMeta) bool {
 func (c *call) mustDrive(id string) error {
 	m, ok := c.s.o.Meta(id)
 	if !ok {
+		if err := c.s.o.LostError(id); err != nil {
+			return err // lost after a reboot: restore it (restore.go)
+		}
 		return tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)
 	}
 	if !canDrive(c.caller, m) {
