@@ -84,6 +84,7 @@ func (o *Orchestrator) keepOnce(last map[*node]kept) {
 			continue
 		}
 		last[n] = kept{rev: ks.Revision, status: status}
+		o.screensKept.Add(1)
 	}
 	for n := range last {
 		if !seen[n] {

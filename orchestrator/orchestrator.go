@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
@@ -109,6 +110,7 @@ type Orchestrator struct {
 	// startedFirst: the first shard's server was not running before New.
 	lost         map[string]*lostNode
 	startedFirst bool
+	screensKept  atomic.Int64 // the keeper's writes (keepscreen.go)
 
 	interrupted interruptedLog // what adoption did with unfinished submits and closes
 	onGone      func(NodeMeta) // told when a node's life ends (closed or its session gone)
