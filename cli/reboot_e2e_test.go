@@ -4,12 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/fakemodel"
 	"github.com/termsprawl/termsprawl/internal/testenv"
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -180,5 +182,109 @@ func TestClaudeCodeSurvivesReboot(t *testing.T) {
 	}
 	if sessions := e.tmux.Must("list-sessions", "-F", "#{session_name}"); strings.Count(sessions, "ts-"+node) != 1 {
 		t.Fatalf("sessions: %s", sessions)
+	}
+}
+
+// A reboot as tmux sees it, through the CLI: nodes on two shards, every
+// tmux server killed while termsprawl is down; `up` lists them lost
+// (ls, snapshot with when it was saved, doctor); `restore --all` brings
+// them back in their directories, the recorded one recording on with a
+// gap; the next `up` finds nothing to restore.
+func TestE2ERebootRestoreAll(t *testing.T) {
+	e := newE2E(t)
+	up, _, _ := e.upWith("--shard-size", "1")
+	dirs := map[string]string{}
+	for _, name := range []string{"alpha", "beta"} {
+		dirs[name] = t.TempDir()
+		id := strings.TrimSpace(e.must(e.ts, "new", "--name", name, "--cwd", dirs[name], "--", "sh", "-c", "echo hello-"+name+" in $(pwd); exec cat"))
+		if id != name {
+			t.Fatalf("new --name %s printed %q", name, id)
+		}
+		e.waitFor(name, "hello-"+name)
+	}
+	e.must(e.ts, "record", "beta")
+	var list tools.NodeList
+	if err := json.Unmarshal([]byte(e.must(e.ts, "ls", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	sockets := map[string]bool{}
+	recDir := ""
+	for _, n := range list.Terminals {
+		sockets[n.TmuxSocket] = true
+		if n.Recording != nil {
+			recDir = n.Recording.Path
+		}
+	}
+	if len(sockets) != 2 || recDir == "" {
+		t.Fatalf("nodes: %+v", list.Terminals)
+	}
+	// Their last screens reach the disk within the keeper's 2 s.
+	for _, name := range []string{"alpha", "beta"} {
+		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			b, _ := os.ReadFile(filepath.Join(e.state, "nodes", name+".screen.json"))
+			if strings.Contains(string(b), "hello-"+name) {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s's last screen was not kept: %s", name, b)
+			}
+		}
+	}
+	e.down(up)
+	for s := range sockets {
+		if _, err := (&tmuxtest.Server{Socket: s}).Cmd("kill-server"); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	up2, out2, _ := e.upWith("--shard-size", "1")
+	if !strings.Contains(out2.String(), "lost (their tmux server was gone): alpha, beta") {
+		t.Errorf("up's banner does not name the lost nodes:\n%s", out2.String())
+	}
+	ls := e.must(e.ts, "ls")
+	for _, name := range []string{"alpha", "beta"} {
+		if !regexp.MustCompile(`(?m)^` + name + `\s.*\blost\b`).MatchString(ls) {
+			t.Fatalf("ls after the reboot:\n%s", ls)
+		}
+	}
+	code, snap, errb := e.run(e.ts, "snapshot", "alpha")
+	if code != ExitOK || !strings.Contains(snap, "hello-alpha") || !strings.Contains(errb, "last screen, saved at") {
+		t.Fatalf("snapshot of a lost node: exit %d\n%s\n%s", code, snap, errb)
+	}
+	if code, out, _ := e.run(e.ts, "doctor"); code != ExitNo || !strings.Contains(out, "termsprawl restore alpha") {
+		t.Errorf("doctor with lost nodes: exit %d\n%s", code, out)
+	}
+	if code, _, errb := e.run(e.ts, "send", "alpha", "x"); code != ExitNo || !strings.Contains(errb, "lost") {
+		t.Errorf("send to a lost node: exit %d %q", code, errb)
+	}
+	out := e.must(e.ts, "restore", "--all")
+	for _, name := range []string{"alpha", "beta"} {
+		if !strings.Contains(out, "restored node "+name+" in "+dirs[name]) {
+			t.Fatalf("restore --all printed:\n%s", out)
+		}
+		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(e.must(e.ts, "snapshot", name), "hello-"+name+" in "+dirs[name]); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("restored %s does not show its start in %s", name, dirs[name])
+			}
+		}
+	}
+	if !strings.Contains(out, "recording into "+recDir) {
+		t.Fatalf("the recorded node does not record on: %s", out)
+	}
+	events, _ := os.ReadFile(filepath.Join(recDir, "events.jsonl"))
+	if strings.Count(string(events), `"gap"`) != 1 {
+		t.Fatalf("the recording has no gap:\n%s", events)
+	}
+	e.down(up2)
+	up3, _, _ := e.upWith("--shard-size", "1", "--restore")
+	defer e.down(up3)
+	if out := e.must(e.ts, "restore", "--all"); !strings.Contains(out, "no lost nodes") {
+		t.Fatalf("restore --all after a plain restart: %q", out)
+	}
+	if err := json.Unmarshal([]byte(e.must(e.ts, "ls", "--json")), &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Terminals) != 2 || list.Terminals[0].Status != tools.StatusRunning || list.Terminals[1].Status != tools.StatusRunning {
+		t.Fatalf("after the next up: %+v", list.Terminals)
 	}
 }
