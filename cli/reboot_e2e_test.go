@@ -277,7 +277,6 @@ func TestE2ERebootRestoreAll(t *testing.T) {
 	}
 	e.down(up2)
 	up3, _, _ := e.upWith("--shard-size", "1", "--restore")
-	defer e.down(up3)
 	if out := e.must(e.ts, "restore", "--all"); !strings.Contains(out, "no lost nodes") {
 		t.Fatalf("restore --all after a plain restart: %q", out)
 	}
@@ -286,5 +285,15 @@ func TestE2ERebootRestoreAll(t *testing.T) {
 	}
 	if len(list.Terminals) != 2 || list.Terminals[0].Status != tools.StatusRunning || list.Terminals[1].Status != tools.StatusRunning {
 		t.Fatalf("after the next up: %+v", list.Terminals)
+	}
+	// down --all ends them on purpose: the next up does not call them lost.
+	e.must(e.ts, "down", "--all")
+	if !up3.waitExit(15 * time.Second) {
+		t.Fatal("up still runs after down --all")
+	}
+	up4, _, _ := e.upWith("--shard-size", "1")
+	defer e.down(up4)
+	if ls := e.must(e.ts, "ls"); !strings.Contains(ls, "no nodes") {
+		t.Fatalf("after down --all and up:\n%s", ls)
 	}
 }

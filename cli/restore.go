@@ -155,3 +155,13 @@ func printLost(w io.Writer, restored []tools.RestoreResult, errs []error, lost [
 		fmt.Fprintf(w, "lost (their tmux server was gone): %s — termsprawl restore --all starts them again\n", strings.Join(lost, ", "))
 	}
 }
+
+// forgetLaunches removes the kept launches of every node (`down --all`
+// ended them all): the next `up` forgets their nodes instead of listing
+// them lost. termsprawl is stopped: nobody else writes there.
+func forgetLaunches(stateDir string) {
+	files, _ := filepath.Glob(filepath.Join(stateDir, nodesDir, "*.launch.json"))
+	for _, f := range files {
+		os.Remove(f)
+	}
+}

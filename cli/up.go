@@ -394,7 +394,12 @@ func (h *human) down(all bool) int {
 	if pid > 0 {
 		fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)\n", pid)
 	}
-	return h.killTmuxServers(shardSockets(socket, nodeSockets))
+	code = h.killTmuxServers(shardSockets(socket, nodeSockets))
+	if code == ExitOK {
+		// Ended on purpose, not lost: the next up forgets them (restore.go).
+		forgetLaunches(h.stateDir)
+	}
+	return code
 }
 
 // keepText is what down says of the nodes it leaves running (nodes < 0:
