@@ -21,17 +21,10 @@ func restoreHandlers() map[string]handler {
 	}
 }
 
-// lostArg names a lost node: resolved like every node argument, but not
-// under the drive rule (a lost node has no owner to drive it; the
-// operator alone restores and forgets).
-type lostArg struct {
-	Terminal string `json:"terminal"`
-}
-
-func (a *lostArg) ref() *string { return &a.Terminal }
-
+// restoreArgs name a lost node: the drive rule lets only the operator
+// act on one (mustDrive).
 type restoreArgs struct {
-	lostArg
+	terminalArg
 	Cwd string `json:"cwd"`
 }
 
@@ -137,7 +130,7 @@ func firstWord(cmd []string) string {
 	return cmd[0]
 }
 
-func terminalForget(c *call, a lostArg) (tools.ForgetResult, any, error) {
+func terminalForget(c *call, a terminalArg) (tools.ForgetResult, any, error) {
 	if err := c.operatorOnly(); err != nil {
 		return tools.ForgetResult{}, nil, err
 	}
