@@ -104,7 +104,8 @@ termsprawl up --detach                     # background: log in <state>/termspra
 termsprawl up --log-level info             # show the info log on a terminal too
 TERMSPRAWL_HOME=/tmp/ts termsprawl --tmux-socket ts2 up --detach   # a second, separate termsprawl
 termsprawl up --host big=me@big.example    # also run nodes on big: termsprawl new --host big
-termsprawl up --detach --monitor --no-open # print the web monitor's URL, open no browser`
+termsprawl up --detach --monitor --no-open # print the web monitor's URL, open no browser
+termsprawl up --detach --restore           # after a reboot: start the lost nodes again`
 }
 
 type downCmd struct {
