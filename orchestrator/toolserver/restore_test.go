@@ -2,6 +2,9 @@ package toolserver
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,5 +93,89 @@ func TestRestoreOverTheAPI(t *testing.T) {
 	s4 := apiStartWith(t, tmux, dir, orchestrator.Config{RestoreLost: true})
 	if len(s4.info.Restored) != 0 || len(s4.info.Lost) != 0 {
 		t.Fatalf("a second up --restore restored %+v", s4.info.Restored)
+	}
+}
+
+// Each agent kind resumes its conversation its own way after a reboot
+// (Claude Code and Gemini CLI --resume ID, Codex `codex resume ID`);
+// opencode, which reports none, starts fresh and says so; an agent whose
+// program is gone is refused and stays lost.
+func TestRestoreResumesEachAgentKind(t *testing.T) {
+	out := fakeAgents(t)
+	bin := filepath.SplitList(os.Getenv("PATH"))[0]
+	t.Setenv("HOME", t.TempDir())
+	t.Setenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH", "")
+	tmux, dir := apiNewState(t)
+	ctl := "/opt/termsprawl/bin/termsprawlctl"
+	s := startWithCtl(t, tmux, dir, ctl)
+	kinds := []string{"claude", "codex", "gemini", "opencode"}
+	ids := map[string]string{}
+	for _, kind := range kinds {
+		r, _ := apiMutate(t, s.op(), "agent_launch", apiM{"agent": kind})
+		var info tools.NodeInfo
+		if err := json.Unmarshal(r.Result, &info); err != nil {
+			t.Fatal(err)
+		}
+		ids[kind] = info.Terminal
+		waitFile(t, filepath.Join(out, kind+".txt"))
+		if kind != "opencode" {
+			apiOK(t, s.session(info.Terminal), "agent_report", apiM{"event": "SessionStart", "conversation": "conv-" + kind}, nil)
+		}
+	}
+	s.stop()
+	if _, err := tmux.Cmd("kill-server"); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range kinds {
+		os.Remove(filepath.Join(out, kind+".txt"))
+	}
+	gemini, err := os.ReadFile(filepath.Join(bin, "gemini"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(bin, "gemini")); err != nil { // uninstalled meanwhile
+		t.Fatal(err)
+	}
+
+	s2 := startWithCtl(t, tmux, dir, ctl)
+	res := apiFail(t, s2.op(), "terminal_restore", apiM{"terminal": ids["gemini"]}, tools.KindNotRun)
+	if !strings.Contains(res.Error, "gemini is not installed") {
+		t.Fatalf("restore of an agent whose program is gone: %s", res.Error)
+	}
+	var l tools.NodeList
+	apiOK(t, s2.op(), "terminal_list", nil, &l)
+	for _, n := range l.Terminals {
+		if n.Terminal == ids["gemini"] && n.Status != tools.StatusLost {
+			t.Fatalf("after a refused restore: %+v", n)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(bin, "gemini"), gemini, 0o755); err != nil { // installed again
+		t.Fatal(err)
+	}
+	want := map[string]func([]string) bool{
+		"gemini": func(a []string) bool { return strings.Join(a[len(a)-2:], " ") == "--resume conv-gemini" },
+		"claude": func(a []string) bool { return strings.Join(a[len(a)-2:], " ") == "--resume conv-claude" },
+		"codex":  func(a []string) bool { return strings.Join(a[:2], " ") == "resume conv-codex" },
+		"opencode": func(a []string) bool {
+			return !slices.Contains(a, "--resume") && !slices.Contains(a, "resume")
+		},
+	}
+	for kind, ok := range want {
+		rr, _ := apiMutate(t, s2.op(), "terminal_restore", apiM{"terminal": ids[kind]})
+		var r tools.RestoreResult
+		if err := json.Unmarshal(rr.Result, &r); err != nil {
+			t.Fatal(err)
+		}
+		argv := strings.Split(strings.TrimSpace(waitFile(t, filepath.Join(out, kind+".txt"))), "\n")
+		argv = slices.DeleteFunc(argv, func(a string) bool { return strings.HasPrefix(a, "GEMINI=") || strings.HasPrefix(a, "OPENCODE=") })
+		if !ok(argv) {
+			t.Errorf("%s restored with argv %q", kind, argv)
+		}
+		switch {
+		case kind == "opencode" && (r.Resumed != "" || !strings.Contains(r.FreshStart, "reports no conversation id")):
+			t.Errorf("opencode's restore: %+v", r)
+		case kind != "opencode" && (r.Resumed != "conv-"+kind || r.FreshStart != ""):
+			t.Errorf("%s's restore: %+v", kind, r)
+		}
 	}
 }
