@@ -144,6 +144,11 @@ func (h *human) doctorChecks() doctorReport {
 				report(ok, name, "%s", remoteNodeText(r))
 				continue
 			}
+			if r.Status == tools.StatusLost || r.SavedAt != "" {
+				// Its tmux server was gone at start (CONTRACT §25).
+				report(false, name, "%s: its tmux server was gone (a reboot?); `termsprawl snapshot %s` shows its last screen, `termsprawl restore %s` starts it again, `termsprawl forget %s` drops it", r.Status, r.Terminal, r.Terminal, r.Terminal)
+				continue
+			}
 			sock := r.TmuxSocket // the node's shard
 			if sock == "" {
 				sock = socket

@@ -75,6 +75,10 @@ type hookInput struct {
 	// StopFailure's error and error_details (shapes vary: kept raw).
 	Error        json.RawMessage `json:"error"`
 	ErrorDetails json.RawMessage `json:"error_details"`
+	// SessionID is the agent's conversation (Claude Code, Gemini CLI);
+	// codex's notify calls it thread-id.
+	SessionID string `json:"session_id"`
+	ThreadID  string `json:"thread-id"`
 	// codex notify
 	Type             string `json:"type"`
 	LastAssistantMsg string `json:"last-assistant-message"`
@@ -167,7 +171,7 @@ func (h *hookRun) claude(stdin io.Reader) int {
 	case "StopFailure":
 		msg = "the turn failed: " + rawText(in.Error) + " " + rawText(in.ErrorDetails)
 	}
-	return h.report(state, msg)
+	return h.report(state, msg, in.SessionID)
 }
 
 // rawText is a JSON value as text: a string's contents, else compact JSON.
@@ -192,16 +196,21 @@ func knownEvents(m map[string]string) string {
 	return strings.Join(names, ", ")
 }
 
-// report calls agent_report; 0 on success, 1 (non-blocking for every
-// agent) otherwise.
-func (h *hookRun) report(state, message string) int {
+// report calls agent_report, with the agent's conversation id when its
+// hook JSON carried one (kept for a restore, CONTRACT §25); 0 on
+// success, 1 (non-blocking for every agent) otherwise.
+func (h *hookRun) report(state, message, conversation string) int {
 	// The event lets termsprawl derive the state and keep the evidence
 	// (CONTRACT §20); the state is what this hook means by it.
 	event := h.g.Event
 	if h.g.Agent == "codex" {
 		event = "agent-turn-complete"
 	}
-	args, _ := json.Marshal(map[string]any{"state": state, "event": event, "message": oneLineText(message, 200)})
+	a := map[string]any{"state": state, "event": event, "message": oneLineText(message, 200)}
+	if conversation != "" && len(conversation) <= tools.MaxNameBytes {
+		a["conversation"] = conversation
+	}
+	args, _ := json.Marshal(a)
 	res := tools.Call(h.ctx, h.session, tools.Request{Operation: "agent_report", Args: args}, tools.CallOptions{})
 	if !res.OK {
 		h.say("agent_report %s failed: %s", state, res.Error)
@@ -401,7 +410,7 @@ func (h *hookRun) gemini(stdin io.Reader) int {
 	if h.g.Event == "BeforeAgent" {
 		msg = "prompt: " + in.Prompt
 	}
-	code := h.report(state, msg)
+	code := h.report(state, msg, in.SessionID)
 	fmt.Fprintln(h.stdout, "{}")
 	return code
 }
@@ -422,7 +431,7 @@ func (h *hookRun) codex() int {
 		h.say("unknown Codex notification type %q: termsprawl handles agent-turn-complete; nothing reported", in.Type)
 		return 1
 	}
-	return h.report(tools.AgentIdle, in.LastAssistantMsg)
+	return h.report(tools.AgentIdle, in.LastAssistantMsg, in.ThreadID)
 }
 
 // hookSessionMissing answers a hook that has no session: a permission is

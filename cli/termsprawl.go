@@ -59,6 +59,8 @@ type humanGrammar struct {
 	// (recordings.go).
 	moreCmds     `embed:""`
 	worktreeCmds `embed:""` // worktree.go
+	// restore, forget (restore.go).
+	rebootCmds `embed:""`
 }
 
 // Examples of the root help: the first five minutes.
@@ -94,6 +96,8 @@ type upCmd struct {
 	// Notify and NotifyMode: where agents' notifications go (CONTRACT §20).
 	Notify     []string `name:"notify" sep:"none" placeholder:"TARGET" help:"Notify humans here when an agent needs them, errors, crashes or finishes (repeatable): tmux (the default), desktop, terminal (OSC 9/777), webhook=URL. Added to <state>/notify.json's targets."`
 	NotifyMode string   `name:"notify-mode" placeholder:"MODE" help:"quiet: only when an agent needs a human; normal (the default): also errors and crashes; all: also finished turns and exits."`
+	// Restore: start every lost node again at start (restore.go).
+	Restore bool `name:"restore" help:"Start every lost node (its tmux server was gone: a reboot) again once termsprawl serves, as termsprawl restore --all does."`
 }
 
 func (upCmd) Examples() string {
@@ -102,7 +106,8 @@ termsprawl up --detach                     # background: log in <state>/termspra
 termsprawl up --log-level info             # show the info log on a terminal too
 TERMSPRAWL_HOME=/tmp/ts termsprawl --tmux-socket ts2 up --detach   # a second, separate termsprawl
 termsprawl up --host big=me@big.example    # also run nodes on big: termsprawl new --host big
-termsprawl up --detach --monitor --no-open # print the web monitor's URL, open no browser`
+termsprawl up --detach --monitor --no-open # print the web monitor's URL, open no browser
+termsprawl up --detach --restore           # after a reboot: start the lost nodes again`
 }
 
 type downCmd struct {
@@ -418,6 +423,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		return h.monitor(g.Monitor.NoOpen)
 	default:
 		if code, ok := h.runMoreCmd(cmd, &g); ok {
+			return code
+		}
+		if code, ok := h.runRebootCmd(cmd, &g); ok {
 			return code
 		}
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")
@@ -766,7 +774,11 @@ func (h *human) snapshot(node string, asJSON bool) int {
 			fmt.Fprintln(h.stdout, l)
 		}
 	}
-	if snap.Status == tools.StatusExited {
+	if snap.SavedAt != "" {
+		fmt.Fprintf(h.stderr, "%s: node %s is %s: this is its last screen, saved at %s; `termsprawl restore %s` starts it again, `termsprawl forget %s` drops it\n", h.prefix(), snap.Terminal, snap.Status, snap.SavedAt, snap.Terminal, snap.Terminal)
+	} else if snap.Status == tools.StatusLost {
+		fmt.Fprintf(h.stderr, "%s: node %s is lost and no screen of it was saved\n", h.prefix(), snap.Terminal)
+	} else if snap.Status == tools.StatusExited {
 		code := "an unknown code"
 		if snap.ExitCode != nil {
 			code = fmt.Sprintf("code %d", *snap.ExitCode)

@@ -138,6 +138,7 @@ func (h *human) config(logger *slog.Logger) orchestrator.Config {
 		NotifyMode:      h.upOpts.NotifyMode,
 		Picker:          h.pickerCommand(),
 		ShardSize:       h.upOpts.ShardSize,
+		RestoreLost:     h.upOpts.Restore,
 	}
 }
 
@@ -167,6 +168,7 @@ func (h *human) up() int {
 	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
 		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
 		printHosts(h.stdout, info.Hosts)
+		printLost(h.stdout, info.Restored, info.RestoreErrors, info.Lost)
 		if h.upOpts.Monitor || h.upOpts.NoOpen {
 			fmt.Fprintf(h.stdout, "monitor (read-only): %s\n", info.MonitorURL)
 			if !h.upOpts.NoOpen {
@@ -238,6 +240,9 @@ func (h *human) upDetached() int {
 	}
 	if h.upOpts.ShardSize > 0 {
 		cmd.Args = append(cmd.Args, "--shard-size", strconv.Itoa(h.upOpts.ShardSize))
+	}
+	if h.upOpts.Restore {
+		cmd.Args = append(cmd.Args, "--restore")
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = devnull, logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
@@ -396,7 +401,12 @@ func (h *human) down(all bool) int {
 		fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)\n", pid)
 	}
 	code = h.killTmuxServers(shardSockets(socket, nodeSockets))
-	return max(code, h.killRemoteServers(remote))
+	code = max(code, h.killRemoteServers(remote))
+	if code == ExitOK {
+		// Ended on purpose, not lost: the next up forgets them (restore.go).
+		forgetLaunches(h.stateDir)
+	}
+	return code
 }
 
 // keepText is what down says of the nodes it leaves running (nodes < 0:

@@ -213,6 +213,9 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 			o.log.Warn("node not adopted but its session may exist: keeping its files", "node", id)
 			continue
 		}
+		if m.err == nil && o.keepLost(m.NodeMeta) {
+			continue // listed lost with its last screen (lost.go)
+		}
 		o.removeFiles(id)
 	}
 	return nil
@@ -242,6 +245,17 @@ func (o *Orchestrator) removeStaleTemps() {
 		temps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
 		for _, t := range temps {
 			os.Remove(t)
+		}
+	}
+	// A kept launch or screen whose node's metadata is gone (its life
+	// ended while the keeper wrote) goes too.
+	for _, pat := range []string{"*.launch.json", "*.screen.json"} {
+		files, _ := filepath.Glob(filepath.Join(o.cfg.StateDir, nodesDir, pat))
+		for _, f := range files {
+			id, _, _ := strings.Cut(filepath.Base(f), ".")
+			if _, err := os.Stat(o.metaPath(id)); errors.Is(err, os.ErrNotExist) {
+				os.Remove(f)
+			}
 		}
 	}
 }

@@ -34,6 +34,9 @@ import (
 // goes away gets an error saying the close goes on. The node is forgotten
 // only when tmux confirms its session gone and its program is gone.
 func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
+	if o.lostOne(id) != nil && o.node(id) == nil {
+		return o.Forget(id) // a lost node has nothing to end (lost.go)
+	}
 	n, err := o.lookupFor(id, true)
 	if err != nil {
 		return err

@@ -51,6 +51,9 @@ type LaunchSpec struct {
 	Agent     string   `json:"-"` // agent kind
 	// ExtraEnv is added after Env (TERMSPRAWL_* for agents).
 	ExtraEnv map[string]string `json:"-"`
+	// restore is the lost node a restore starts again (lost.go): its id,
+	// name, recording and kept launch.
+	restore *lostNode
 }
 
 func usage(format string, a ...any) error { return tools.Errorf(tools.KindUsage, format, a...) }
@@ -200,7 +203,11 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 		return tools.NodeInfo{}, err
 	}
 
-	r, err := o.reserve(spec.Name)
+	fixed := ""
+	if spec.restore != nil {
+		fixed = spec.restore.meta.ID
+	}
+	r, err := o.reserve(spec.Name, fixed)
 	if err != nil {
 		return tools.NodeInfo{}, err
 	}
@@ -213,6 +220,11 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	id := r.id
 	meta := NodeMeta{ID: id, Name: cmp.Or(spec.Name, id), Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
 		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host()}
+	if l := spec.restore; l != nil {
+		// A new incarnation; revisions above the old node's; its
+		// recording goes on (with a gap).
+		meta.Epoch, meta.Recording = l.meta.Epoch+1, l.meta.Recording
+	}
 	n, err := o.create(ctx, t, srv, spec, meta)
 	if err != nil {
 		r.release()
@@ -256,6 +268,10 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 	if err := tools.WriteJSONAtomic(o.metaPath(id), meta); err != nil {
 		o.removeFiles(id)
 		return nil, fmt.Errorf("write node metadata: %w", err)
+	}
+	if err := o.writeLaunch(id, spec, srv.Socket()); err != nil {
+		o.removeFiles(id)
+		return nil, err
 	}
 	if err := o.writeSessionFile(meta); err != nil {
 		o.removeFiles(id)
@@ -565,6 +581,8 @@ func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(tools.SessionPath(o.cfg.StateDir, id))
 	os.Remove(o.inputMarkPath(id))
 	os.Remove(o.closeMarkPath(id))
+	os.Remove(o.launchPath(id))
+	os.Remove(o.screenPath(id))
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {

@@ -40,9 +40,10 @@ type reservation struct {
 	id string
 }
 
-// reserve claims a free id for name and a slot under MaxNodes, and counts
-// the launch as an op. The shard is chosen later (pick).
-func (o *Orchestrator) reserve(name string) (*reservation, error) {
+// reserve claims a free id for name (or the id fixed, a lost node's that
+// a restore starts again) and a slot under MaxNodes, and counts the
+// launch as an op. The shard is chosen later (pick).
+func (o *Orchestrator) reserve(name, fixed string) (*reservation, error) {
 	o.idMu.Lock()
 	defer o.idMu.Unlock()
 	o.mu.Lock()
@@ -57,7 +58,13 @@ func (o *Orchestrator) reserve(name string) (*reservation, error) {
 	if count >= o.cfg.MaxNodes {
 		return nil, tools.Errorf(tools.KindRejected, "node limit reached (%d): close terminals with terminal_close first", o.cfg.MaxNodes)
 	}
-	id := o.allocateID(name)
+	id := fixed
+	if id == "" {
+		id = o.allocateID(name)
+	} else if _, ok := o.reserved[id]; ok || o.node(id) != nil {
+		o.ops.Done()
+		return nil, tools.Errorf(tools.KindConflict, "terminal %q is being launched or runs already", id)
+	}
 	o.reserved[id] = nil
 	return &reservation{o: o, id: id}, nil
 }

@@ -44,6 +44,9 @@ type NodeMeta struct {
 	// Recording is the directory the node is being recorded into: a
 	// restarted orchestrator goes on recording there.
 	Recording string `json:"recording,omitempty"`
+	// LostAt is when an orchestrator found the node's tmux server gone
+	// (lost.go): it stays lost until restored or forgotten.
+	LostAt time.Time `json:"lost_at,omitzero"`
 }
 
 // Incarnation names this life of the node: its id and creation time. A
@@ -111,6 +114,11 @@ type node struct {
 	recCols, recRows int
 	// recordOnAttach: attach starts a recording (terminal_launch {record}).
 	recordOnAttach bool
+
+	// convMu orders the writes of the agent's conversation id into the
+	// node's kept launch; conversation is the last one written (lost.go).
+	convMu       sync.Mutex
+	conversation string
 
 	// rec is the recording in progress, nil when the node is not recorded.
 	rec atomic.Pointer[recording]

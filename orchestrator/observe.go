@@ -76,6 +76,9 @@ func (o *Orchestrator) Peek() []tools.NodeInfo {
 		}
 		out = append(out, n.info(0))
 	}
+	for _, l := range o.lostSorted() {
+		out = append(out, l.info()) // lost.go
+	}
 	return out
 }
 

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
@@ -62,6 +64,13 @@ type Config struct {
 	NotifyMode string
 	// Hosts are the machines driven over ssh (CONTRACT §17; host.go).
 	Hosts []tools.HostSpec
+	// RestoreLost is `up --restore`: the tool server restores every lost
+	// node once it serves (CONTRACT §25; the engine does not use it).
+	RestoreLost bool
+	// KeepScreens is how often the last screens of nodes that changed
+	// are written to disk, for a restart after a reboot (keepscreen.go).
+	// 0 means DefaultKeepScreens; negative means never.
+	KeepScreens time.Duration
 	// Picker is the shell command the local private servers run in a
 	// popup on prefix tools.PickerKey: the dialog picker (popup.go). "": no
 	// binding.
@@ -97,6 +106,11 @@ type Orchestrator struct {
 	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn and the server deaths
 	nodes   map[string]*node
 	closing bool
+	// lost are the nodes whose tmux server was gone at start (lost.go);
+	// startedFirst: the first shard's server was not running before New.
+	lost         map[string]*lostNode
+	startedFirst bool
+	screensKept  atomic.Int64 // the keeper's writes (keepscreen.go)
 
 	interrupted interruptedLog // what adoption did with unfinished submits and closes
 	onGone      func(NodeMeta) // told when a node's life ends (closed or its session gone)
@@ -176,11 +190,12 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		cfg.ShardSize = DefaultShardSize
 	}
 	deaths := make(chan struct{}, 1)
+	firstRan := hosts.Running(ctx, cfg.Tmux, cfg.Socket, minimalEnv())
 	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg.Picker), minimalEnv(), deaths)
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
+	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, lost: map[string]*lostNode{}, startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
 	if pw, err := proc.NewWatcher(); err == nil {
 		o.procs = pw
 	} else {
@@ -198,6 +213,10 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	o.reclaimShards(ctx) // shards adoption found empty
 	o.wg.Add(1)
 	go o.watchDeaths()
+	if cfg.KeepScreens >= 0 {
+		o.wg.Add(1)
+		go o.keepScreens(cmp.Or(cfg.KeepScreens, DefaultKeepScreens))
+	}
 	return o, nil
 }
 
@@ -282,6 +301,9 @@ func (o *Orchestrator) lookupFor(id string, forClose bool) (*node, error) {
 			return nil, err
 		}
 		return n, nil
+	}
+	if err := o.LostError(id); err != nil {
+		return nil, err
 	}
 	return nil, tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)
 }

@@ -45,6 +45,9 @@ func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
 		}
 		out = append(out, n.info(len(clients[n.srv][n.session()])))
 	}
+	for _, l := range o.lostSorted() {
+		out = append(out, l.info()) // lost.go
+	}
 	return out
 }
 
@@ -70,6 +73,9 @@ func (o *Orchestrator) Owner(id string) (owner string, ok bool) {
 func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
 	n, err := o.lookup(id)
 	if err != nil {
+		if l := o.lostOne(id); l != nil && o.node(id) == nil {
+			return l.snapshot(), nil // its last screen (lost.go)
+		}
 		return tools.Snapshot{}, err
 	}
 	n.observe(context.Background())

@@ -153,6 +153,18 @@ func (o *Orchestrator) Resolve(word string) (string, error) {
 			byPrefix = append(byPrefix, n.meta.ID)
 		}
 	}
+	for _, l := range o.lostSorted() { // lost nodes are named too (lost.go)
+		if l.meta.ID == word {
+			return word, nil
+		}
+		known = append(known, l.meta.ID, l.meta.Name)
+		if l.meta.Name == word {
+			byName = append(byName, l.meta.ID)
+		}
+		if strings.HasPrefix(l.meta.ID, word) {
+			byPrefix = append(byPrefix, l.meta.ID)
+		}
+	}
 	for _, ids := range [][]string{byName, byPrefix} {
 		switch {
 		case len(ids) == 1:

@@ -341,6 +341,7 @@ func buildOperations() []*Operation {
 				{Name: "event", Type: TypeString, NonEmpty: true, MaxLen: MaxNameBytes, Description: "The agent's hook event (e.g. Claude Code's UserPromptSubmit, Stop, StopFailure): termsprawl derives the state; an event it does not know is logged and changes nothing."},
 				strParam("message", "Short status message."),
 				{Name: "accepts_tasks", Type: TypeBoolean, Description: "true: any agent may agent_send you tasks (they are typed into your prompt); false: only the operator and the nodes that may drive you (the default)."},
+				{Name: "conversation", Type: TypeString, NonEmpty: true, MaxLen: MaxNameBytes, Description: "Your own conversation id (Claude Code's session_id, as termsprawlctl hook passes it): kept so a restore after a reboot resumes it."},
 			},
 			check: checkAgentReport},
 		{Name: "agent_send", Result: TaskSent{}, State: Snapshot{}, Topic: TopicAgents, Mutation: true, Annotations: annInput,
@@ -390,6 +391,7 @@ func buildOperations() []*Operation {
 	ops = append(ops, worktreeOperations()...)
 	ops = append(ops, semanticOperations()...)
 	ops = append(ops, hostOperations()...)
+	ops = append(ops, restoreOperations()...)
 	addLocators(ops)
 	for _, op := range ops {
 		if op.Mutation {

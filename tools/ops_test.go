@@ -27,6 +27,8 @@ var contractOps = []string{
 	"semantic_publish", "terminal_fill", "terminal_check", "terminal_uncheck",
 	// §23 hosts
 	"host_list", "host_remove",
+	// §25 surviving a reboot
+	"terminal_restore", "terminal_forget",
 }
 
 func TestOperationTable(t *testing.T) {

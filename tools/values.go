@@ -17,6 +17,10 @@ const (
 	// StatusUnreachable: the node's host cannot be reached over ssh; its
 	// program keeps running there (CONTRACT §17).
 	StatusUnreachable = "unreachable"
+	// StatusLost: the node's tmux server was gone when termsprawl started
+	// (a reboot, a killed tmux): listed with its last screen until it is
+	// restored or forgotten (CONTRACT §25).
+	StatusLost = "lost"
 )
 
 // NodeInfo is one row of terminal_list.
@@ -71,6 +75,9 @@ type NodeInfo struct {
 	NeedsHuman bool   `json:"needs_human,omitempty"`
 	// Worktree is the node's git worktree (CONTRACT §21).
 	Worktree *WorktreeState `json:"worktree,omitempty"`
+	// SavedAt is, for a lost node, when its last screen was saved (RFC
+	// 3339; CONTRACT §25).
+	SavedAt string `json:"saved_at,omitempty"`
 }
 
 // Crash is how a program that died on its own ended (CONTRACT §11).
@@ -153,6 +160,9 @@ type Snapshot struct {
 	// Semantic are the compact lines of the program's semantic tree
 	// (CONTRACT §22), when its probe published one.
 	Semantic []string `json:"semantic,omitempty"`
+	// SavedAt is set for a lost node: the screen is its last one, saved
+	// then (RFC 3339; CONTRACT §25).
+	SavedAt string `json:"saved_at,omitempty"`
 }
 
 // ScreenshotFacts describe a screenshot: its size in pixels, that it used

@@ -221,6 +221,8 @@ func (t *agentTable) describe(rows []tools.NodeInfo) {
 		r := &rows[i]
 		st, reported := t.states[r.Terminal]
 		switch {
+		case r.Status == tools.StatusLost: // its state died with it (restore.go)
+			r.Kind, r.State = cmp.Or(r.Agent, tools.KindShell), tools.StatusLost
 		case r.Agent == "" && !reported:
 			r.Kind, r.State = tools.KindShell, r.Status
 		case r.Status == tools.StatusExited:
@@ -264,6 +266,7 @@ type agentReportArgs struct {
 	Event        string `json:"event"`
 	Message      string `json:"message"`
 	AcceptsTasks *bool  `json:"accepts_tasks"`
+	Conversation string `json:"conversation"`
 }
 
 func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
@@ -272,6 +275,12 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 	}
 	s := c.s
 	node, inc := c.caller.Node, c.caller.Incarnation
+	if a.Conversation != "" {
+		// For a restore after a reboot (restore.go); never fails the report.
+		if err := s.o.SetConversation(node, a.Conversation); err != nil {
+			s.log.Warn("keep an agent's conversation id", "node", node, "err", err)
+		}
+	}
 	if a.AcceptsTasks != nil {
 		t := s.agents
 		t.mu.Lock()

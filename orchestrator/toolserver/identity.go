@@ -76,6 +76,14 @@ func canDrive(caller tools.Identity, m orchestrator.NodeMeta) bool {
 func (c *call) mustDrive(id string) error {
 	m, ok := c.s.o.Meta(id)
 	if !ok {
+		if err := c.s.o.LostError(id); err != nil {
+			// Lost after a reboot (restore.go): the operator's to restore
+			// or forget (the engine answers conflict to anything else).
+			if c.caller.Role == tools.RoleOperator {
+				return nil
+			}
+			return tools.Errorf(tools.KindForbidden, "node %q may not act on terminal %q: %v; only the operator restores or forgets a lost terminal", c.caller.Node, id, err)
+		}
 		return tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)
 	}
 	if !canDrive(c.caller, m) {

@@ -27,6 +27,11 @@ type ServeInfo struct {
 	Nodes           int
 	Hosts           []orchestrator.HostStatus // the machines driven over ssh
 	MonitorURL      string                    // the read-only web monitor (CONTRACT §14)
+	// Lost are the nodes still lost; Restored and RestoreErrors what
+	// up --restore did (CONTRACT §25).
+	Lost          []string
+	Restored      []tools.RestoreResult
+	RestoreErrors []error
 }
 
 // LockError means another live orchestrator owns the state dir.
@@ -170,11 +175,22 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 	}
 	defer tools.RemoveEndpointIfOwned(epPath, instance)
 	o.SetEndpoint(ep) // hosts: the reverse forward and their endpoint.json
+	var restored []tools.RestoreResult
+	var restoreErrs []error
+	if cfg.RestoreLost {
+		// up --restore (CONTRACT §25): served already, so restored agents'
+		// hooks reach us.
+		restored, restoreErrs = api.RestoreLost(ctx)
+		for _, err := range restoreErrs {
+			api.log.Warn("up --restore", "err", err)
+		}
+	}
 	nodes := len(o.Nodes())
 	api.log.Info("serving", "url", ep.URL, "state_dir", cfg.StateDir, "socket", o.Socket(), "nodes", nodes)
 	if ready != nil {
 		ready(ServeInfo{Endpoint: ep, StateDir: cfg.StateDir, Socket: o.Socket(),
-			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: nodes, Hosts: o.Hosts(), MonitorURL: page.URL()})
+			OperatorSession: tools.OperatorSessionPath(cfg.StateDir), Nodes: nodes, Hosts: o.Hosts(), MonitorURL: page.URL(),
+			Lost: o.LostIDs(), Restored: restored, RestoreErrors: restoreErrs})
 	}
 	select {
 	case <-ctx.Done():

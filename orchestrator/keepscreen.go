@@ -1,0 +1,94 @@
+package orchestrator
+
+import (
+	"os"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// DefaultKeepScreens is Config.KeepScreens's default: how often the
+// last screens of changed nodes are written to disk (CONTRACT §25: at
+// most 5 s old while a node shows output).
+const DefaultKeepScreens = 2 * time.Second
+
+// kept is what the keeper last wrote for a node.
+type kept struct {
+	rev    uint64
+	status string
+}
+
+// keepScreens is the one writer of last screens (nodes/<id>.screen.json):
+// every interval it writes, for each local node whose screen or status
+// changed since its last write, the published screen (a copy taken under
+// the screen's lock, never the pump's work). It ends when Close closes
+// o.stop.
+func (o *Orchestrator) keepScreens(every time.Duration) {
+	defer o.wg.Done()
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last := map[*node]kept{}
+	for {
+		select {
+		case <-o.stop:
+			return
+		case <-t.C:
+		}
+		o.keepOnce(last)
+		if testHookKept != nil {
+			testHookKept()
+		}
+	}
+}
+
+// testHookKept, if set, runs after each round of the keeper.
+var testHookKept func()
+
+// keepOnce writes the changed screens of one round; last is the keeper's.
+func (o *Orchestrator) keepOnce(last map[*node]kept) {
+	seen := make(map[*node]bool, len(last))
+	for _, n := range o.sortedNodes() {
+		if n.meta.Host != "" || n.isClosing() {
+			continue // a host's nodes are the host's business
+		}
+		seen[n] = true
+		status, code, _ := n.state()
+		if status == tools.StatusUnreachable {
+			continue // unattached: nothing new to show
+		}
+		n.mu.Lock()
+		reason := n.exitReason
+		n.mu.Unlock()
+		if status == tools.StatusExited && reason != "" {
+			// Ended with its tmux server, not by itself: lost at the next
+			// start, not exited.
+			status = tools.StatusRunning
+		}
+		rev := n.scr.Revision()
+		if k, ok := last[n]; ok && k.rev == rev && k.status == status {
+			continue
+		}
+		ks := keptScreen{Screen: n.snapshot(), Status: status, SavedAt: time.Now().UTC()}
+		if status == tools.StatusExited {
+			ks.ExitCode = code
+		}
+		path := o.screenPath(n.meta.ID)
+		if err := tools.WriteJSONAtomic(path, ks); err != nil {
+			n.log.Warn("keep the last screen", "err", err)
+			continue
+		}
+		if o.node(n.meta.ID) != n || n.isClosing() {
+			// Its life ended while we wrote: its files are gone, and so
+			// is this one.
+			os.Remove(path)
+			continue
+		}
+		last[n] = kept{rev: ks.Revision, status: status}
+		o.screensKept.Add(1)
+	}
+	for n := range last {
+		if !seen[n] {
+			delete(last, n)
+		}
+	}
+}

@@ -1,0 +1,405 @@
+package orchestrator
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Surviving a reboot (CONTRACT §25): each node's launch is kept in
+// nodes/<id>.launch.json and its last screen in nodes/<id>.screen.json
+// (keepscreen.go). When `up` finds a node whose tmux server is gone, the
+// node is listed as lost with that screen until it is restored (the same
+// id, name, directory and recording; a new token and incarnation) or
+// forgotten.
+
+// LaunchRecord is what a node's launch was: the request as launched (every
+// field of LaunchSpec, so a field added to it rides along) and the
+// engine-side parts the request does not carry on the wire, and the
+// agent's own conversation id once its hooks reported one.
+type LaunchRecord struct {
+	Spec      LaunchSpec        `json:"spec"`
+	Owner     string            `json:"owner,omitempty"`
+	Parent    string            `json:"parent,omitempty"`
+	Agent     string            `json:"agent,omitempty"`
+	ExtraEnv  map[string]string `json:"extra_env,omitempty"`
+	Launched  time.Time         `json:"launched"`
+	Socket    string            `json:"socket,omitempty"`
+	Recording bool              `json:"recording,omitempty"`
+	// Conversation is the agent's own session id from its hooks (Claude
+	// Code's and Gemini CLI's session_id, codex's thread-id).
+	Conversation string `json:"conversation,omitempty"`
+}
+
+// Launch is the record's spec with its engine-side parts put back.
+func (r LaunchRecord) Launch() LaunchSpec {
+	s := r.Spec
+	s.Agent, s.ExtraEnv = r.Agent, r.ExtraEnv
+	return s
+}
+
+// keptScreen is nodes/<id>.screen.json: the last screen and when it was
+// saved; Status is exited once the program had ended on its own.
+type keptScreen struct {
+	tools.Screen
+	Status   string    `json:"status"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	SavedAt  time.Time `json:"saved_at"`
+}
+
+// lostNode is a node listed lost (or exited before its server went):
+// its metadata, launch and last screen as read at adoption.
+type lostNode struct {
+	meta      NodeMeta
+	launch    LaunchRecord
+	screen    keptScreen
+	hasScreen bool
+	status    string // tools.StatusLost, or tools.StatusExited
+	restoring bool   // a restore is under way
+}
+
+func (o *Orchestrator) launchPath(id string) string {
+	return filepath.Join(o.cfg.StateDir, nodesDir, id+".launch.json")
+}
+
+func (o *Orchestrator) screenPath(id string) string {
+	return filepath.Join(o.cfg.StateDir, nodesDir, id+".screen.json")
+}
+
+// writeLaunch keeps a launch (create, before the session exists).
+func (o *Orchestrator) writeLaunch(id string, spec LaunchSpec, socket string) error {
+	rec := LaunchRecord{Spec: spec, Owner: spec.Owner, Parent: spec.Parent, Agent: spec.Agent, ExtraEnv: spec.ExtraEnv,
+		Launched: time.Now().UTC(), Socket: socket, Recording: spec.Record}
+	if spec.restore != nil {
+		// A restored node keeps the launch it was restored from (not the
+		// resume arguments of this start), in the directory it runs in.
+		rec = spec.restore.launch
+		rec.Spec.Cwd = spec.Cwd
+		rec.Launched, rec.Socket = time.Now().UTC(), socket
+	}
+	rec.Spec.restore = nil
+	if err := tools.WriteJSONAtomic(o.launchPath(id), rec); err != nil {
+		return fmt.Errorf("write the launch of %s: %w", id, err)
+	}
+	return nil
+}
+
+// readLaunch reads a node's kept launch.
+func (o *Orchestrator) readLaunch(id string) (LaunchRecord, error) {
+	var r LaunchRecord
+	err := readJSON(o.launchPath(id), &r)
+	return r, err
+}
+
+func readJSON(path string, v any) error {
+	b, err := tools.ReadFileBounded(path, tools.MaxStateFileBytes)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("parse %s: %w", path, err)
+	}
+	return nil
+}
+
+// SetConversation keeps an agent's own conversation id (from its hooks)
+// with its launch, so a restore resumes it. Only a change is written.
+func (o *Orchestrator) SetConversation(id, conversation string) error {
+	n := o.node(id)
+	if n == nil || conversation == "" {
+		return nil
+	}
+	n.convMu.Lock()
+	defer n.convMu.Unlock()
+	if n.conversation == conversation {
+		return nil
+	}
+	rec, err := o.readLaunch(id)
+	if err != nil {
+		return fmt.Errorf("keep the conversation of %s: %w", id, err)
+	}
+	rec.Conversation = conversation
+	if err := tools.WriteJSONAtomic(o.launchPath(id), rec); err != nil {
+		return fmt.Errorf("keep the conversation of %s: %w", id, err)
+	}
+	n.conversation = conversation
+	return nil
+}
+
+// serverWasGone reports whether the tmux server of a local node's socket
+// was not running when this orchestrator started: New started the first
+// one itself, connectShards connects every other one that runs.
+func (o *Orchestrator) serverWasGone(socket string) bool {
+	socket = cmp.Or(socket, o.cfg.Socket)
+	if socket == o.cfg.Socket {
+		return o.startedFirst
+	}
+	return o.server(socket) == nil
+}
+
+// keepLost lists a node adoption did not find as lost, if its tmux server
+// was gone (or it was lost before) and its launch was kept: its token
+// dies (the session file goes), its metadata says lost. False: the
+// caller forgets it as before.
+func (o *Orchestrator) keepLost(m NodeMeta) bool {
+	if m.Host != "" {
+		return false
+	}
+	if m.LostAt.IsZero() && !o.serverWasGone(m.Socket) {
+		return false // its server runs: the session itself ended
+	}
+	if _, err := os.Stat(o.closeMarkPath(m.ID)); err == nil {
+		return false // a close was under way: it is finished, not lost
+	}
+	rec, err := o.readLaunch(m.ID)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			o.log.Warn("node's kept launch unreadable: forgotten, not listed lost", "node", m.ID, "err", err)
+		}
+		return false
+	}
+	l := &lostNode{meta: m, launch: rec, status: tools.StatusLost}
+	if err := readJSON(o.screenPath(m.ID), &l.screen); err == nil {
+		l.hasScreen = true
+		if l.screen.Status == tools.StatusExited {
+			l.status = tools.StatusExited // exited before: stays exited
+		}
+	}
+	if m.LostAt.IsZero() {
+		l.meta.LostAt = time.Now().UTC()
+		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.meta); err != nil {
+			o.log.Warn("mark node lost", "node", m.ID, "err", err)
+		}
+	}
+	os.Remove(tools.SessionPath(o.cfg.StateDir, m.ID))
+	os.Remove(o.inputMarkPath(m.ID))
+	o.mu.Lock()
+	o.lost[m.ID] = l
+	o.mu.Unlock()
+	o.log.Info("node lost: its tmux server is gone", "node", m.ID, "status", l.status)
+	return true
+}
+
+// lostOne returns a lost node's entry, or nil.
+func (o *Orchestrator) lostOne(id string) *lostNode {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.lost[id]
+}
+
+// lostSorted returns the lost entries by creation, leaving out those
+// whose restored node is registered already.
+func (o *Orchestrator) lostSorted() []*lostNode {
+	o.mu.Lock()
+	out := make([]*lostNode, 0, len(o.lost))
+	for id, l := range o.lost {
+		if o.nodes[id] == nil {
+			out = append(out, l)
+		}
+	}
+	o.mu.Unlock()
+	slices.SortFunc(out, func(a, b *lostNode) int {
+		if c := a.meta.Created.Compare(b.meta.Created); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.meta.ID, b.meta.ID)
+	})
+	return out
+}
+
+// lostReason is a lost node's exit_reason.
+func (l *lostNode) reason() string {
+	if l.status == tools.StatusExited {
+		return "its program had exited before its tmux server went away"
+	}
+	return fmt.Sprintf("its tmux server was gone when termsprawl started (a reboot, or tmux was killed): termsprawl restore %s starts it again, termsprawl forget %s drops it", l.meta.ID, l.meta.ID)
+}
+
+// info is a lost node's terminal_list row.
+func (l *lostNode) info() tools.NodeInfo {
+	m := l.meta
+	info := tools.NodeInfo{Terminal: m.ID, Name: m.Name, Command: m.Command, Owner: m.Owner, Parent: m.Parent, Agent: m.Agent,
+		Status: l.status, ExitReason: l.reason(), TmuxSocket: m.Socket, Host: m.Host,
+		Columns: l.screen.Columns, Rows: l.screen.Rows, Revision: l.screen.Revision}
+	if l.status == tools.StatusExited {
+		info.ExitCode = l.screen.ExitCode
+	}
+	if l.hasScreen {
+		info.SavedAt = l.screen.SavedAt.Format(time.RFC3339)
+	}
+	return info
+}
+
+// snapshot is a lost node's last screen.
+func (l *lostNode) snapshot() tools.Snapshot {
+	s := tools.Snapshot{Terminal: l.meta.ID, Screen: l.screen.Screen, Status: l.status, ExitReason: l.reason()}
+	if s.Lines == nil {
+		s.Lines = []string{}
+	}
+	if l.status == tools.StatusExited {
+		s.ExitCode = l.screen.ExitCode
+	}
+	if l.hasScreen {
+		s.SavedAt = l.screen.SavedAt.Format(time.RFC3339)
+	}
+	return s
+}
+
+// LostLaunch is what a restore of a lost node would start: its metadata
+// and its kept launch (the tool server adds an agent's resume).
+func (o *Orchestrator) LostLaunch(id string) (NodeMeta, LaunchRecord, error) {
+	l := o.lostOne(id)
+	if l == nil {
+		return NodeMeta{}, LaunchRecord{}, o.notLost(id)
+	}
+	return l.meta, l.launch, nil
+}
+
+// notLost is the error of a restore or forget of a node that is not lost.
+func (o *Orchestrator) notLost(id string) error {
+	if n := o.node(id); n != nil && !n.isClosing() {
+		status, _, _ := n.state()
+		return tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: only a node whose tmux server is gone is restored", id, status).
+			WithDetails("status", status)
+	}
+	return tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals (lost ones have status lost)", id)
+}
+
+// RestoreOptions change what a restore starts: Cwd another directory (the
+// kept one is gone), Command another command line (an agent's resume).
+type RestoreOptions struct {
+	Cwd     string
+	Command []string
+}
+
+// Restore starts a lost node again: the same id, name, directory (or
+// opts.Cwd), environment and recording (resumed, with a gap), a new
+// token and incarnation; nothing else of the old node. A restore that
+// fails leaves the node lost as it was.
+func (o *Orchestrator) Restore(ctx context.Context, id string, opts RestoreOptions) (tools.NodeInfo, error) {
+	o.mu.Lock()
+	l := o.lost[id]
+	switch {
+	case l == nil:
+		o.mu.Unlock()
+		return tools.NodeInfo{}, o.notLost(id)
+	case l.status != tools.StatusLost:
+		o.mu.Unlock()
+		return tools.NodeInfo{}, tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: %s; termsprawl forget %s drops it", id, l.status, l.reason(), id).
+			WithDetails("status", l.status)
+	case l.restoring:
+		o.mu.Unlock()
+		return tools.NodeInfo{}, tools.Errorf(tools.KindConflict, "terminal %q is being restored already", id)
+	}
+	l.restoring = true
+	o.mu.Unlock()
+	ok := false
+	defer func() {
+		o.mu.Lock()
+		l.restoring = false
+		if ok {
+			delete(o.lost, id)
+		}
+		o.mu.Unlock()
+	}()
+	spec := l.launch.Launch()
+	if opts.Cwd != "" {
+		spec.Cwd = opts.Cwd
+	}
+	if len(opts.Command) > 0 {
+		spec.Command = opts.Command
+	}
+	if !filepath.IsAbs(spec.Cwd) {
+		return tools.NodeInfo{}, usage("cannot restore %s: cwd %q is not an absolute path", id, spec.Cwd)
+	}
+	if fi, err := os.Stat(spec.Cwd); err != nil || !fi.IsDir() {
+		return tools.NodeInfo{}, tools.Errorf(tools.KindUsage, "cannot restore %s: its directory %s is gone: restore it with --cwd DIR (terminal_restore {cwd}) to start it in another", id, spec.Cwd).
+			WithDetails("cwd", spec.Cwd)
+	}
+	// Nothing of the old node but what §25 names: the operator restores
+	// it, with no ancestors or parent to drive it.
+	spec.Owner, spec.Parent, spec.Ancestors = tools.OperatorNode, "", nil
+	spec.Record = false // the kept recording is resumed (meta.Recording)
+	spec.Name = l.meta.Name
+	spec.restore = l
+	info, err := o.Launch(ctx, spec)
+	if err != nil {
+		// Launch's rollback removed the node's files: put the lost node's
+		// back as they were.
+		o.rewriteLost(l)
+		return tools.NodeInfo{}, fmt.Errorf("restore %s: %w", id, err)
+	}
+	ok = true
+	o.log.Info("restored lost node", "node", id, "cwd", spec.Cwd, "command", spec.Command[0])
+	return info, nil
+}
+
+// rewriteLost writes a lost node's files again after a failed restore.
+func (o *Orchestrator) rewriteLost(l *lostNode) {
+	id := l.meta.ID
+	if err := tools.WriteJSONAtomic(o.metaPath(id), l.meta); err != nil {
+		o.log.Warn("rewrite lost node's metadata", "node", id, "err", err)
+	}
+	if err := tools.WriteJSONAtomic(o.launchPath(id), l.launch); err != nil {
+		o.log.Warn("rewrite lost node's launch", "node", id, "err", err)
+	}
+	if l.hasScreen {
+		if err := tools.WriteJSONAtomic(o.screenPath(id), l.screen); err != nil {
+			o.log.Warn("rewrite lost node's screen", "node", id, "err", err)
+		}
+	}
+}
+
+// Forget drops a lost (or exited-before) node and its files. A node that
+// runs is refused: terminal_close ends it.
+func (o *Orchestrator) Forget(id string) error {
+	o.mu.Lock()
+	l := o.lost[id]
+	if l == nil || l.restoring {
+		o.mu.Unlock()
+		if l != nil {
+			return tools.Errorf(tools.KindConflict, "terminal %q is being restored: forget it after", id)
+		}
+		if n := o.node(id); n != nil && !n.isClosing() {
+			status, _, _ := n.state()
+			return tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: terminal_close (termsprawl kill) ends a node that runs", id, status).
+				WithDetails("status", status)
+		}
+		return tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)
+	}
+	delete(o.lost, id)
+	o.mu.Unlock()
+	o.removeFiles(id)
+	o.log.Info("forgot lost node", "node", id)
+	return nil
+}
+
+// LostIDs are the ids of the nodes listed lost (not exited), by creation.
+func (o *Orchestrator) LostIDs() []string {
+	var ids []string
+	for _, l := range o.lostSorted() {
+		if l.status == tools.StatusLost {
+			ids = append(ids, l.meta.ID)
+		}
+	}
+	return ids
+}
+
+// LostError is the error of an operation on a lost node (conflict, saying
+// how to restore it), or nil when id is not lost.
+func (o *Orchestrator) LostError(id string) error {
+	l := o.lostOne(id)
+	if l == nil || o.node(id) != nil {
+		return nil
+	}
+	return tools.Errorf(tools.KindConflict, "terminal %q is %s: %s", id, l.status, l.reason()).WithDetails("status", l.status)
+}

@@ -1,0 +1,141 @@
+package toolserver
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/agentstate"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Surviving a reboot (CONTRACT §25): terminal_restore and terminal_forget,
+// operator only. The engine keeps the launches and the last screens
+// (orchestrator/lost.go); here an agent's restore gets its resume.
+
+func restoreHandlers() map[string]handler {
+	return map[string]handler{
+		"terminal_restore": mutator(terminalRestore),
+		"terminal_forget":  mutator(terminalForget),
+	}
+}
+
+// restoreArgs name a lost node: the drive rule lets only the operator
+// act on one (mustDrive).
+type restoreArgs struct {
+	terminalArg
+	Cwd string `json:"cwd"`
+}
+
+func (c *call) operatorOnly() error {
+	if c.caller.Role != tools.RoleOperator {
+		return tools.Errorf(tools.KindForbidden, "%s is for the operator (termsprawl %s): agents do not start or drop lost terminals", c.op.Name, map[string]string{"terminal_restore": "restore", "terminal_forget": "forget"}[c.op.Name])
+	}
+	return nil
+}
+
+func terminalRestore(c *call, a restoreArgs) (tools.RestoreResult, any, error) {
+	if err := c.operatorOnly(); err != nil {
+		return tools.RestoreResult{}, nil, err
+	}
+	res, err := c.s.restoreNode(c.ctx, a.Terminal, a.Cwd)
+	if err != nil {
+		return res, nil, err
+	}
+	return res, c.stateOf(res.Terminal), nil
+}
+
+// RestoreLost restores every lost node (`up --restore`); it returns the
+// results and the errors of those that could not be restored.
+func (s *Server) RestoreLost(ctx context.Context) ([]tools.RestoreResult, []error) {
+	var out []tools.RestoreResult
+	var errs []error
+	for _, id := range s.o.LostIDs() {
+		r, err := s.restoreNode(ctx, id, "")
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, errs
+}
+
+// restoreNode starts lost node id again; an agent with a conversation id
+// resumes it.
+func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.RestoreResult, error) {
+	meta, rec, err := s.o.LostLaunch(id)
+	if err != nil {
+		return tools.RestoreResult{}, err
+	}
+	spec := rec.Launch()
+	cmd, fresh := resumeCommand(rec.Agent, spec.Command, rec.Conversation)
+	if rec.Agent != "" && len(spec.Command) > 0 && isAgentProgram(rec.Agent, spec.Command[0]) {
+		// Its program may be gone since (uninstalled): said as a launch says it.
+		if err := checkAgentProgram(rec.Agent, spec.Command[0]); err != nil {
+			return tools.RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
+		}
+	}
+	info, err := s.o.Restore(ctx, id, orchestrator.RestoreOptions{Cwd: cwd, Command: cmd})
+	if err != nil {
+		return tools.RestoreResult{}, err
+	}
+	if m, ok := s.o.Meta(info.Terminal); ok {
+		s.loadToken(m)
+		if m.Agent != "" {
+			s.evidence(info.Terminal, m.Incarnation(), tools.Evidence{Source: tools.SourceProcess, Event: agentstate.ProcLaunched}, "restored", "")
+			s.watchExit(info.Terminal, m.Incarnation())
+		}
+		meta = m
+	}
+	res := tools.RestoreResult{NodeInfo: info, Cwd: meta.Cwd, FreshStart: fresh}
+	if fresh == "" && rec.Agent != "" {
+		res.Resumed = rec.Conversation
+	}
+	return res, nil
+}
+
+// resumeCommand is the command that resumes an agent's conversation, or
+// nil (the kept command) with why it starts fresh. Only the agent's own
+// program is resumed: a wrapper's arguments are the user's business.
+func resumeCommand(agent string, cmd []string, conversation string) ([]string, string) {
+	if agent == "" {
+		return nil, ""
+	}
+	if len(cmd) == 0 || !isAgentProgram(agent, cmd[0]) {
+		return nil, fmt.Sprintf("started fresh: %q is not %s's own program, so termsprawl does not know how it resumes", firstWord(cmd), agent)
+	}
+	if conversation == "" {
+		switch agent {
+		case "claude", "gemini", "codex":
+			return nil, fmt.Sprintf("started fresh: %s never reported its conversation id to termsprawl (its hooks did not run)", agent)
+		default:
+			return nil, fmt.Sprintf("started fresh: %s reports no conversation id to termsprawl, so its conversation cannot be resumed", agent)
+		}
+	}
+	switch agent {
+	case "claude", "gemini":
+		return append(slices.Clone(cmd), "--resume", conversation), ""
+	case "codex":
+		return append([]string{cmd[0], "resume", conversation}, cmd[1:]...), ""
+	}
+	return nil, fmt.Sprintf("started fresh: termsprawl knows no resume for %s", agent)
+}
+
+func firstWord(cmd []string) string {
+	if len(cmd) == 0 {
+		return ""
+	}
+	return cmd[0]
+}
+
+func terminalForget(c *call, a terminalArg) (tools.ForgetResult, any, error) {
+	if err := c.operatorOnly(); err != nil {
+		return tools.ForgetResult{}, nil, err
+	}
+	if err := c.s.o.Forget(a.Terminal); err != nil {
+		return tools.ForgetResult{}, nil, err
+	}
+	return tools.ForgetResult{Terminal: a.Terminal, Forgotten: true}, tools.ClosedState{Terminal: a.Terminal, Status: "closed"}, nil
+}
