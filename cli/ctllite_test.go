@@ -92,9 +92,9 @@ func TestLiteCtlMatchesFull(t *testing.T) {
 	handed := []inv{
 		{args: []string{}}, {args: []string{"guide"}}, {args: []string{"mcp"}}, {args: []string{"call", "--help"}},
 		{args: []string{"--retry", "1", "call", "session_info"}},
-		{args: []string{"call", "nope"}},                              // unknown: the server says usage
-		{args: []string{"call", "terminal_list", `{"bogus":1}`}},      // the server says usage
-		{args: []string{"call", "terminal_list", `{`}},                // not JSON
+		{args: []string{"call", "nope"}},                               // unknown: the server says usage
+		{args: []string{"call", "terminal_list", `{"bogus":1}`}},       // the server says usage
+		{args: []string{"call", "terminal_list", `{`}},                 // not JSON
 		{args: []string{"--session", missing, "call", "session_info"}}, // no session file
 		{args: []string{"hook", "claude", "PermissionRequest"}, stdin: permissionInput},
 		{args: []string{"hook", "claude", "Stop"}, stdin: permissionInput},
