@@ -211,6 +211,10 @@ type result struct {
 	Kind      string
 	Retryable bool
 	Details   map[string]any
+	// canonical: Value is exactly what json.Marshal writes for it
+	// (compact, HTML-escaped), so that the printed envelope is Value
+	// indented, without a round trip through reflection (okReply).
+	canonical bool
 }
 
 // unavailable is tools.Unavailable.
@@ -378,6 +382,9 @@ func readChunked(r *bufio.Reader) ([]byte, error) {
 // decodeResult is tools.Result's UnmarshalJSON plus tools.Call's kind
 // check.
 func decodeResult(data []byte) (result, bool) {
+	if v, ok := okReply(data); ok {
+		return result{OK: true, Value: v, canonical: true}, true
+	}
 	var env struct {
 		OK        *bool           `json:"ok"`
 		Value     json.RawMessage `json:"value"`
@@ -402,8 +409,38 @@ func decodeResult(data []byte) (result, bool) {
 	return r, true
 }
 
+// okReply recognises the tool server's own successful reply,
+// {"ok":true,"value":V} as json.Marshal wrote it, with V in the form
+// json.Marshal gives a json.RawMessage (compact, with <, > and & escaped,
+// no raw U+2028 or U+2029); anything else is decoded the slow way.
+func okReply(data []byte) (json.RawMessage, bool) {
+	t := bytes.TrimRight(data, " \t\r\n")
+	v, ok := bytes.CutPrefix(t, []byte(`{"ok":true,"value":`))
+	if !ok {
+		return nil, false
+	}
+	v, ok = bytes.CutSuffix(v, []byte("}"))
+	if !ok || len(v) == 0 || bytes.ContainsAny(v, "<>&\u2028\u2029") {
+		return nil, false
+	}
+	var c bytes.Buffer
+	if json.Compact(&c, v) != nil || !bytes.Equal(c.Bytes(), v) {
+		return nil, false
+	}
+	return v, true
+}
+
 // pretty is cli's prettyJSON of the tools.Result.
 func (r result) pretty() ([]byte, error) {
+	if r.OK && r.canonical {
+		var b bytes.Buffer
+		b.Grow(2*len(r.Value) + 32)
+		if err := json.Indent(&b, append([]byte(`{"ok":true,"value":`), append(r.Value, '}')...), "", "  "); err != nil {
+			return nil, err
+		}
+		b.WriteByte('\n')
+		return b.Bytes(), nil
+	}
 	var v any
 	if r.OK {
 		val := r.Value
@@ -433,7 +470,7 @@ func (r result) pretty() ([]byte, error) {
 // waitTimedOut is cli's waitTimedOut: an input's receipt says its wait
 // ran out of time.
 func (r result) waitTimedOut() bool {
-	if !r.OK {
+	if !r.OK || !bytes.Contains(r.Value, []byte(`"timed_out"`)) {
 		return false
 	}
 	var v struct {
