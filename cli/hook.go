@@ -39,9 +39,6 @@ func (ctlHook) Examples() string {
 termsprawlctl hook codex notify '{"type":"agent-turn-complete","last-assistant-message":"done"}'`
 }
 
-// maxHookInput bounds the hook JSON read (a Write tool's input carries
-// the whole file).
-const maxHookInput = ctllite.MaxHookInput
 
 // hookWaitMS is one bounded wait on a dialog (a variable so tests can
 // make the repeated waits short).
