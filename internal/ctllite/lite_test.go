@@ -43,3 +43,48 @@ func TestReadOnlyTable(t *testing.T) {
 		}
 	}
 }
+
+// The lite binary's copies of the contract's values are the tools
+// package's.
+func TestLiteMatchesTools(t *testing.T) {
+	if ctllite.MaxStateFileBytes != tools.MaxStateFileBytes || ctllite.MaxBodyBytes != tools.MaxBodyBytes ||
+		ctllite.MaxReplyBytes != tools.MaxReplyBytes || ctllite.ClientTimeout != tools.ClientTimeout {
+		t.Error("a limit differs from the tools package's")
+	}
+	if ctllite.SessionEnv != "TERMSPRAWL_SESSION_FILE" {
+		t.Errorf("session variable %q", ctllite.SessionEnv)
+	}
+	for _, k := range ctllite.Kinds {
+		if !tools.Kind(k).Valid() {
+			t.Errorf("kind %q is not the contract's", k)
+		}
+	}
+	for _, k := range []tools.Kind{tools.KindUsage, tools.KindNotFound, tools.KindUnauthorized, tools.KindForbidden, tools.KindConflict,
+		tools.KindTimeout, tools.KindNotRun, tools.KindInProgress, tools.KindRejected, tools.KindUnavailable, tools.KindInternal} {
+		if !slices.Contains(ctllite.Kinds, string(k)) {
+			t.Errorf("kind %q is missing", k)
+		}
+	}
+	if got, want := ctllite.UnavailableMessage(" refused. "), tools.UnavailableMessage(" refused. "); got != want {
+		t.Errorf("unavailable message %q, tools says %q", got, want)
+	}
+	want := []string{tools.AgentIdle, tools.AgentWorking, tools.AgentWaiting, tools.AgentError}
+	if !slices.Equal(ctllite.States, want) || ctllite.CodexIdle != tools.AgentIdle {
+		t.Errorf("agent states %q, tools says %q", ctllite.States, want)
+	}
+	for _, env := range []map[string]string{
+		{"TERMSPRAWL_HOME": "rel/dir", "XDG_STATE_HOME": "/x"},
+		{"TERMSPRAWL_HOME": "", "XDG_STATE_HOME": "/x"},
+		{"TERMSPRAWL_HOME": "", "XDG_STATE_HOME": "relative", "HOME": "/home/u"},
+		{"TERMSPRAWL_HOME": "", "XDG_STATE_HOME": "", "HOME": "/home/v"},
+	} {
+		for k, v := range env {
+			t.Setenv(k, v)
+		}
+		got, gerr := ctllite.StateDir()
+		want, werr := tools.StateDir()
+		if got != want || (gerr == nil) != (werr == nil) {
+			t.Errorf("%v: StateDir %q %v, tools says %q %v", env, got, gerr, want, werr)
+		}
+	}
+}
