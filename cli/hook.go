@@ -39,7 +39,6 @@ func (ctlHook) Examples() string {
 termsprawlctl hook codex notify '{"type":"agent-turn-complete","last-assistant-message":"done"}'`
 }
 
-
 // hookWaitMS is one bounded wait on a dialog (a variable so tests can
 // make the repeated waits short).
 var hookWaitMS = int(tools.MaxWaitTimeout / time.Millisecond)
