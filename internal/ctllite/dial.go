@@ -29,7 +29,7 @@ func dialLoopback(hostPort string, timeout time.Duration) (*sockConn, error) {
 	if err != nil {
 		return nil, err
 	}
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := socket()
 	if err != nil {
 		return nil, err
 	}
