@@ -101,3 +101,8 @@ func (s *Server) mountMonitor(saved monitor.Saved, hostPort func() string, next 
 	s.setMonitorURL(m.URL())
 	return m, m.Mount(next), nil
 }
+
+// SemanticTree is the monitor's view of a node's latest semantic commit.
+func (e monitorEngine) SemanticTree(id string) (uint64, []tools.SemanticMatch, bool) {
+	return e.o.SemanticTree(id)
+}
