@@ -21,6 +21,10 @@ fuzz duration="20s":
 bench count="5":
     scripts/bench.sh {{count}}
 
+# The 200-node figures of issue 27 (docs/PERFORMANCE.md "200 nodes").
+scale nodes="200":
+    scripts/scale {{nodes}}
+
 lint:
     go vet ./...
     test -z "$(gofmt -l .)"

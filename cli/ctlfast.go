@@ -3,11 +3,9 @@ package cli
 import (
 	"io"
 	"net/http"
-	"os"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/ctllite"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -31,61 +29,17 @@ type fastCtl struct {
 	op, args string
 }
 
-// parseFastCtl recognises the hot invocations; ok is false for anything
-// kong must handle.
+// parseFastCtl recognises the hot invocations (the lite binary's parser,
+// internal/ctllite); ok is false for anything kong must handle.
 func parseFastCtl(args []string) (f fastCtl, ok bool) {
-	if !fastCtlEnabled || os.Getenv("COMP_LINE") != "" {
+	if !fastCtlEnabled {
 		return f, false
 	}
-	var pos []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if !strings.HasPrefix(a, "-") {
-			pos = append(pos, a)
-			continue
-		}
-		name, val, hasVal := strings.Cut(a, "=")
-		switch name {
-		case "--session", "--wait", "--retry":
-		default:
-			return f, false
-		}
-		if !hasVal {
-			if i+1 >= len(args) {
-				return f, false
-			}
-			i++
-			val = args[i]
-		}
-		switch name {
-		case "--session":
-			f.session = val
-		case "--wait":
-			d, err := time.ParseDuration(val)
-			if err != nil || d < 0 {
-				return f, false
-			}
-			f.wait = d
-		case "--retry":
-			n, err := strconv.Atoi(val)
-			if err != nil || n < 0 {
-				return f, false
-			}
-			f.retry = n
-		}
-	}
-	switch {
-	case len(pos) == 1 && pos[0] == "doctor":
-		f.mode = "doctor"
-	case len(pos) >= 2 && len(pos) <= 3 && pos[0] == "call" && pos[1] != "":
-		f.mode, f.op = "call", pos[1]
-		if len(pos) == 3 {
-			f.args = pos[2]
-		}
-	default:
+	inv, ok := ctllite.Parse(args)
+	if !ok || (inv.Mode != "call" && inv.Mode != "doctor") {
 		return f, false
 	}
-	return f, true
+	return fastCtl{session: inv.Session, wait: inv.Wait, retry: inv.Retry, mode: inv.Mode, op: inv.Op, args: inv.Args}, true
 }
 
 func (f fastCtl) run(stdout, stderr io.Writer) int {

@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/ctllite"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -39,10 +39,6 @@ func (ctlHook) Examples() string {
 termsprawlctl hook codex notify '{"type":"agent-turn-complete","last-assistant-message":"done"}'`
 }
 
-// maxHookInput bounds the hook JSON read (a Write tool's input carries
-// the whole file).
-const maxHookInput = 8 << 20
-
 // hookWaitMS is one bounded wait on a dialog (a variable so tests can
 // make the repeated waits short).
 var hookWaitMS = int(tools.MaxWaitTimeout / time.Millisecond)
@@ -50,39 +46,16 @@ var hookWaitMS = int(tools.MaxWaitTimeout / time.Millisecond)
 // maxTitleInput bounds the summary of a tool's input in a dialog title.
 const maxTitleInput = 200
 
-// Claude Code events the hook knows, and the agent state each reports
-// ("" for the permission event).
-var claudeStates = map[string]string{
-	"SessionStart": tools.AgentIdle, "UserPromptSubmit": tools.AgentWorking,
-	"Notification": tools.AgentWaiting, "Stop": tools.AgentIdle, "PermissionRequest": "",
-	// A turn that failed on an API error (Stop does not fire then).
-	"StopFailure": tools.AgentError,
-}
-
-var geminiStates = map[string]string{
-	"SessionStart": tools.AgentIdle, "BeforeAgent": tools.AgentWorking,
-	"AfterAgent": tools.AgentIdle, "Notification": tools.AgentWaiting,
-}
+// The events each agent's hook knows and the agent state each reports
+// ("" for the permission event), and the hook JSON: shared with the lite
+// termsprawlctl (internal/ctllite), which answers the state events itself.
+var (
+	claudeStates = ctllite.ClaudeStates
+	geminiStates = ctllite.GeminiStates
+)
 
 // hookInput is the part of an agent's hook JSON the hook reads.
-type hookInput struct {
-	Event            string          `json:"hook_event_name"`
-	ToolName         string          `json:"tool_name"`
-	ToolInput        json.RawMessage `json:"tool_input"`
-	Prompt           string          `json:"prompt"`
-	Message          string          `json:"message"`
-	NotificationType string          `json:"notification_type"`
-	// StopFailure's error and error_details (shapes vary: kept raw).
-	Error        json.RawMessage `json:"error"`
-	ErrorDetails json.RawMessage `json:"error_details"`
-	// SessionID is the agent's conversation (Claude Code, Gemini CLI);
-	// codex's notify calls it thread-id.
-	SessionID string `json:"session_id"`
-	ThreadID  string `json:"thread-id"`
-	// codex notify
-	Type             string `json:"type"`
-	LastAssistantMsg string `json:"last-assistant-message"`
-}
+type hookInput = ctllite.HookInput
 
 // hookRun is one run of the hook.
 type hookRun struct {
@@ -113,25 +86,11 @@ func runHook(ctx context.Context, g ctlHook, session string, stdin io.Reader, st
 
 // readHookJSON reads and decodes the hook JSON.
 func readHookJSON(r io.Reader) (hookInput, error) {
-	var in hookInput
-	b, err := io.ReadAll(io.LimitReader(r, maxHookInput+1))
+	b, err := ctllite.ReadHookInput(r)
 	if err != nil {
-		return in, fmt.Errorf("read the hook input: %w", err)
+		return hookInput{}, err
 	}
-	if len(b) > maxHookInput {
-		return in, fmt.Errorf("the hook input is over %d MiB", maxHookInput>>20)
-	}
-	if len(bytes.TrimSpace(b)) == 0 {
-		return in, errors.New("the hook input is empty (expected the agent's hook JSON on stdin)")
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if err := dec.Decode(&in); err != nil {
-		return in, fmt.Errorf("the hook input is not valid JSON (%v)", err)
-	}
-	if dec.More() {
-		return in, errors.New("the hook input has more than one JSON value")
-	}
-	return in, nil
+	return ctllite.ParseHookInput(b)
 }
 
 // claude handles Claude Code's hooks. Exit codes are Claude Code's: 0
@@ -164,53 +123,16 @@ func (h *hookRun) claude(stdin io.Reader) int {
 	if permission {
 		return h.claudePermission(in)
 	}
-	msg := in.Message
-	switch h.g.Event {
-	case "UserPromptSubmit":
-		msg = "prompt: " + in.Prompt
-	case "StopFailure":
-		msg = "the turn failed: " + rawText(in.Error) + " " + rawText(in.ErrorDetails)
-	}
-	return h.report(state, msg, in.SessionID)
+	return h.report(state, ctllite.ClaudeMessage(h.g.Event, in), in.Conversation())
 }
 
-// rawText is a JSON value as text: a string's contents, else compact JSON.
-func rawText(raw json.RawMessage) string {
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var b bytes.Buffer
-	if json.Compact(&b, raw) != nil {
-		return ""
-	}
-	return b.String()
-}
-
-func knownEvents(m map[string]string) string {
-	var names []string
-	for k := range m {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
-}
+func knownEvents(m map[string]string) string { return ctllite.KnownEvents(m) }
 
 // report calls agent_report, with the agent's conversation id when its
 // hook JSON carried one (kept for a restore, CONTRACT §25); 0 on
 // success, 1 (non-blocking for every agent) otherwise.
 func (h *hookRun) report(state, message, conversation string) int {
-	// The event lets termsprawl derive the state and keep the evidence
-	// (CONTRACT §20); the state is what this hook means by it.
-	event := h.g.Event
-	if h.g.Agent == "codex" {
-		event = "agent-turn-complete"
-	}
-	a := map[string]any{"state": state, "event": event, "message": oneLineText(message, 200)}
-	if conversation != "" && len(conversation) <= tools.MaxNameBytes {
-		a["conversation"] = conversation
-	}
-	args, _ := json.Marshal(a)
+	args := ctllite.ReportArgs(h.g.Agent, h.g.Event, state, message, conversation)
 	res := tools.Call(h.ctx, h.session, tools.Request{Operation: "agent_report", Args: args}, tools.CallOptions{})
 	if !res.OK {
 		h.say("agent_report %s failed: %s", state, res.Error)
@@ -384,13 +306,7 @@ func permissionTitle(tool string, input json.RawMessage) string {
 }
 
 // oneLineText squeezes whitespace and cuts s to max runes.
-func oneLineText(s string, max int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
-}
+func oneLineText(s string, max int) string { return ctllite.OneLineText(s, max) }
 
 // gemini handles Gemini CLI's hooks: JSON on stdout, exit 0; a failure
 // is exit 1, a warning that blocks nothing (termsprawl does not gate
@@ -406,11 +322,7 @@ func (h *hookRun) gemini(stdin io.Reader) int {
 		h.say("unknown or mismatched Gemini CLI event %q (input says %q): termsprawl handles %s; nothing reported", h.g.Event, in.Event, knownEvents(geminiStates))
 		return 1
 	}
-	msg := in.Message
-	if h.g.Event == "BeforeAgent" {
-		msg = "prompt: " + in.Prompt
-	}
-	code := h.report(state, msg, in.SessionID)
+	code := h.report(state, ctllite.GeminiMessage(h.g.Event, in), in.Conversation())
 	fmt.Fprintln(h.stdout, "{}")
 	return code
 }
@@ -431,7 +343,7 @@ func (h *hookRun) codex() int {
 		h.say("unknown Codex notification type %q: termsprawl handles agent-turn-complete; nothing reported", in.Type)
 		return 1
 	}
-	return h.report(tools.AgentIdle, in.LastAssistantMsg, in.ThreadID)
+	return h.report(tools.AgentIdle, in.LastAssistantMsg, in.Conversation())
 }
 
 // hookSessionMissing answers a hook that has no session: a permission is

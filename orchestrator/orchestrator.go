@@ -95,6 +95,9 @@ const DefaultRestAfter = 5 * time.Second
 type Orchestrator struct {
 	cfg Config
 	log *slog.Logger
+	// output counts the output every pump took in, to return memory to
+	// the system after floods (memory.go).
+	output outputMeter
 
 	// shards are the private tmux servers, each holding at most
 	// cfg.ShardSize nodes, so one tmux crash takes at most that many
@@ -238,6 +241,7 @@ func (o *Orchestrator) Close() {
 	if testHookShutdown != nil {
 		testHookShutdown()
 	}
+	o.output.stop() // no return of memory after Close (memory.go)
 	// Host supervisors adopt sessions: stop them first.
 	o.stopHosts()
 	o.mu.Lock()

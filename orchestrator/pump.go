@@ -62,6 +62,7 @@ func (n *node) pump() {
 			}
 		case <-rest.C:
 			n.rest()
+			n.trim()
 		case ev, ok := <-events:
 			if !ok {
 				events = nil
@@ -179,6 +180,9 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 		return
 	}
 	n.recordOutput(ch)
+	if ch.Total > n.applied {
+		n.o.output.add(ch.Total - n.applied) // dropped backlog too: its buffer grew
+	}
 	n.applied = ch.Total
 	if n.asleep.Load() {
 		// Output that crossed the switch-off: keep its text only.

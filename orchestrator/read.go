@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
@@ -14,25 +15,46 @@ import (
 )
 
 // humanClients returns the tty names of the clients attached to each
-// shard, control clients (ours) excluded, per session name.
+// shard, control clients (ours) excluded, per session name. The shards
+// are asked side by side: at 200 nodes (25 shards) one list-clients after
+// the other made terminal_list wait for 25 round trips in a row
+// (docs/PERFORMANCE.md, "200 nodes").
 func (o *Orchestrator) humanClients(ctx context.Context) map[hosts.Server]map[string][]string {
-	res := map[hosts.Server]map[string][]string{}
-	for _, srv := range o.servers() {
-		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
-		if err != nil {
-			continue
-		}
-		m := map[string][]string{}
-		for _, line := range out {
-			f := strings.SplitN(line, " ", 3)
-			if len(f) == 3 && f[1] != "1" {
-				m[f[0]] = append(m[f[0]], f[2])
+	srvs := o.servers()
+	found := make([]map[string][]string, len(srvs))
+	var wg sync.WaitGroup
+	for i, srv := range srvs {
+		wg.Go(func() {
+			if testHookHumanClients != nil {
+				testHookHumanClients(len(srvs))
 			}
+			out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
+			if err != nil {
+				return
+			}
+			m := map[string][]string{}
+			for _, line := range out {
+				f := strings.SplitN(line, " ", 3)
+				if len(f) == 3 && f[1] != "1" {
+					m[f[0]] = append(m[f[0]], f[2])
+				}
+			}
+			found[i] = m
+		})
+	}
+	wg.Wait()
+	res := make(map[hosts.Server]map[string][]string, len(srvs))
+	for i, srv := range srvs {
+		if found[i] != nil {
+			res[srv] = found[i]
 		}
-		res[srv] = m
 	}
 	return res
 }
+
+// testHookHumanClients, if set, runs as each shard's list-clients starts,
+// with the number of shards asked.
+var testHookHumanClients func(shards int)
 
 // List returns every node.
 func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {

@@ -101,3 +101,23 @@ func (p *PaneStream) Pending() bool {
 	defer p.mu.Unlock()
 	return len(p.buf) > 0 || p.lost || p.paused
 }
+
+// trimAbove is the buffer capacity Trim keeps.
+const trimAbove = 64 << 10
+
+// Trim lets go of the buffers' memory beyond trimAbove while nothing is
+// pending, so that a quiet pane holds none of a flood's backlog (up to
+// the backlog bound twice: the buffer and the one the last Take handed
+// out). The last Take's Data stays valid for whoever holds it; the next
+// Take allocates afresh. Its one consumer calls it once it is done with
+// that Data.
+func (p *PaneStream) Trim() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.buf) == 0 && cap(p.buf) > trimAbove {
+		p.buf = nil
+	}
+	if cap(p.spare) > trimAbove {
+		p.spare = nil
+	}
+}

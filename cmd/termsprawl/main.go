@@ -2,7 +2,10 @@
 // CLI for it (see package cli). It also carries the MCP server:
 // `termsprawlctl mcp` executes `termsprawl mcp-bridge` (internal/mcpserve),
 // and the orchestrator serves MCP over HTTP at /mcp with the same engine,
-// so that termsprawlctl itself never links mcp-go.
+// so that termsprawlctl itself never links mcp-go. And it carries
+// termsprawlctl's full CLI: `termsprawl __termsprawlctl ARGS…` is what
+// termsprawlctl executes for everything but call, doctor and the state
+// hooks (internal/ctllite).
 package main
 
 import (
@@ -10,6 +13,7 @@ import (
 	"os"
 
 	"github.com/termsprawl/termsprawl/cli"
+	"github.com/termsprawl/termsprawl/internal/ctllite"
 	"github.com/termsprawl/termsprawl/internal/mcpserve"
 	"github.com/termsprawl/termsprawl/orchestrator/toolserver"
 )
@@ -17,6 +21,10 @@ import (
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == mcpserve.BridgeCommand {
 		os.Exit(mcpserve.MainBridge(os.Args[2:], cli.VersionString(), os.Stdin, os.Stdout, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == ctllite.FullCommand {
+		// termsprawlctl's full CLI (everything but its hot path).
+		os.Exit(cli.MainCtl(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	toolserver.UseMCP(mcpEngine(cli.VersionString()))
 	os.Exit(cli.MainTermsprawl(os.Args[1:], os.Stdout, os.Stderr))

@@ -76,12 +76,17 @@ var allowed = map[string][]string{
 		// `termsprawl replay` reads recordings without the orchestrator
 		module + "/orchestrator/record",
 		// shell completion (docs/CHOICES.md)
-		"github.com/willabides/kongplete", "github.com/posener/complete"},
+		"github.com/willabides/kongplete", "github.com/posener/complete",
+		// the hot path's parser and the hooks' shared parts
+		module + "/internal/ctllite"},
 	// cmd/termsprawl wires the MCP engine (internal/mcpserve, mcp-go) into
 	// the tool server and runs the stdio bridge; cmd/termsprawlctl links
 	// only cli, so mcp-go's start-up stays out of `termsprawlctl call`
 	// (TestCtlDoesNotLinkMCPGo).
-	"cmd/...": {module + "/cli", module + "/internal/mcpserve", module + "/orchestrator/toolserver"},
+	"cmd/...": {module + "/cli", module + "/internal/mcpserve", module + "/orchestrator/toolserver", module + "/internal/ctllite"},
+	// termsprawlctl's hot path: the standard library only (its binary
+	// links nothing else; TestCtlLinksOnlyTheStandardLibrary).
+	"internal/ctllite": {},
 	// MCP from the operation table, built with mcp-go (stdio bridge and
 	// the protocol engine behind /mcp).
 	"internal/mcpserve":   {module + "/tools", "github.com/mark3labs/mcp-go/"},

@@ -30,3 +30,19 @@ func TestCtlDoesNotLinkMCPGo(t *testing.T) {
 		t.Error("termsprawl does not link internal/mcpserve: termsprawlctl mcp would have no server to run")
 	}
 }
+
+// termsprawlctl is as fast as tmux's own client (issue 27): its binary
+// links the standard library and internal/ctllite only, no kong, no x/vt,
+// no operation table; the full CLI is the termsprawl binary's
+// (`termsprawl __termsprawlctl`).
+func TestCtlLinksOnlyTheStandardLibrary(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", module+"/cmd/termsprawlctl").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if dep != module+"/cmd/termsprawlctl" && dep != module+"/internal/ctllite" {
+			t.Errorf("termsprawlctl links %s", dep)
+		}
+	}
+}

@@ -10,87 +10,103 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/tools"
 )
 
-// BenchmarkCtlVsTmux is issue 14's first target, side by side in one run:
-// each iteration execs `termsprawlctl --session OP call session_info`,
-// the same CLI with mcp-go's server package linked as it was before the
-// MCP server moved to the termsprawl binary (ctl-with-mcp, a probe built
-// from this tree), and `tmux -L SOCK display-message -p x`, against the
-// same live orchestrator and private tmux server, in rotating order, so
-// all see the same phase of a noisy machine. It reports the median of
-// each (ctl-ms, before-ms, tmux-ms) and the ratios to tmux (ratio, target
-// ≤ 1.5; before-ratio). The inittrace variant runs termsprawlctl
-// under GODEBUG=inittrace=1 and reports the median total package
-// initialisation (init-ms) and the largest package's share (top-init-ms).
+// BenchmarkCtlVsTmux is issue 27's first target (issue 14's before
+// it), side by side in one run: each iteration execs, in rotating order,
+// the lite `termsprawlctl --session OP call session_info` (ctl), its
+// `doctor` (doctor) and `hook claude Stop` with the hook's JSON on stdin
+// in a node's session (hook), the full CLI as termsprawlctl was linked
+// before issue 27 (cli.MainCtl with its kong-free hot path, a probe built
+// from this tree: before), and `tmux -L SOCK display-message -p x`
+// (tmux), against the same live orchestrator and private tmux server, so
+// all see the same phase of a noisy machine. It reports each median
+// (…-ms) and each ratio to tmux (ratio for call, target ≤ 1.0). The
+// inittrace variant runs each CLI under GODEBUG=inittrace=1 and reports
+// the median total package initialisation.
 func BenchmarkCtlVsTmux(b *testing.B) {
 	bin := buildCtl(b)
-	before := buildProbe(b, "ctlwithmcp", ctlWithMCPProbe, "github.com/termsprawl/termsprawl v0.0.0",
-		"github.com/mark3labs/mcp-go "+goModVersion(b, "github.com/mark3labs/mcp-go"))
+	before := buildProbe(b, "ctlfull", ctlFullProbe, "github.com/termsprawl/termsprawl v0.0.0")
 	tmux, dir := apiNewState(b)
 	s := apiStart(b, tmux, dir)
-	apiLaunch(b, s.op(), "cat")
+	node := apiLaunch(b, s.op(), "cat")
+	nodeSession := tools.SessionPath(dir, node)
 	var clean []string // no TMUX*, no TERMSPRAWL_*
 	for _, kv := range tmuxtest.Env() {
 		if !strings.HasPrefix(kv, "TERMSPRAWL_") {
 			clean = append(clean, kv)
 		}
 	}
-	ctl := []string{bin, "--session", s.op(), "call", "session_info"}
-	old := []string{before, "--session", s.op(), "call", "session_info"}
-	tm := []string{"tmux", "-L", tmux.Socket, "display-message", "-p", "x"}
-	run := func(b *testing.B, env []string, argv ...string) (time.Duration, []byte) {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Env = env
+	type cmd struct {
+		name  string
+		argv  []string
+		stdin string
+	}
+	cmds := []cmd{
+		{"ctl", []string{bin, "--session", s.op(), "call", "session_info"}, ""},
+		{"doctor", []string{bin, "--session", s.op(), "doctor"}, ""},
+		{"hook", []string{bin, "--session", nodeSession, "hook", "claude", "Stop"}, `{"session_id":"s","hook_event_name":"Stop","stop_hook_active":false}`},
+		{"before", []string{before, "--session", s.op(), "call", "session_info"}, ""},
+		{"tmux", []string{"tmux", "-L", tmux.Socket, "display-message", "-p", "x"}, ""},
+	}
+	run := func(b *testing.B, env []string, c cmd) (time.Duration, []byte) {
+		x := exec.Command(c.argv[0], c.argv[1:]...)
+		x.Env = env
+		x.Stdin = strings.NewReader(c.stdin)
 		var stderr bytes.Buffer
-		cmd.Stderr = &stderr
+		x.Stderr = &stderr
 		start := time.Now()
-		out, err := cmd.Output()
+		out, err := x.Output()
 		d := time.Since(start)
 		if err != nil {
-			b.Fatalf("%v: %v\n%s%s", argv, err, out, stderr.Bytes())
+			b.Fatalf("%v: %v\n%s%s", c.argv, err, out, stderr.Bytes())
 		}
 		return d, stderr.Bytes()
 	}
 	b.Run("pair", func(b *testing.B) {
-		cmds := [][]string{ctl, old, tm}
 		for _, c := range cmds {
-			run(b, clean, c...)
+			run(b, clean, c)
 		}
 		times := make([][]time.Duration, len(cmds))
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			for k := range cmds {
 				j := (i + k) % len(cmds)
-				d, _ := run(b, clean, cmds[j]...)
+				d, _ := run(b, clean, cmds[j])
 				times[j] = append(times[j], d)
 			}
 		}
-		mc, mo, mt := median(times[0]), median(times[1]), median(times[2])
-		b.ReportMetric(ms(mc), "ctl-ms")
-		b.ReportMetric(ms(mo), "before-ms")
-		b.ReportMetric(ms(mt), "tmux-ms")
-		b.ReportMetric(float64(mc)/float64(mt), "ratio")
-		b.ReportMetric(float64(mo)/float64(mt), "before-ratio")
+		mt := median(times[len(cmds)-1])
+		for j, c := range cmds {
+			m := median(times[j])
+			b.ReportMetric(ms(m), c.name+"-ms")
+			if c.name == "tmux" {
+				continue
+			}
+			name := c.name + "-ratio"
+			if c.name == "ctl" {
+				name = "ratio"
+			}
+			b.ReportMetric(float64(m)/float64(mt), name)
+		}
 	})
 	b.Run("inittrace", func(b *testing.B) {
 		env := append(slices.Clone(clean), "GODEBUG=inittrace=1")
-		var total, top, oldTotal []float64
+		var total, oldTotal []float64
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			_, trace := run(b, env, ctl...)
-			sum, largest := initTotals(trace)
+			_, trace := run(b, env, cmds[0])
+			sum, _ := initTotals(trace)
 			total = append(total, sum)
-			top = append(top, largest)
-			_, trace = run(b, env, old...)
+			_, trace = run(b, env, cmds[3])
 			sum, _ = initTotals(trace)
 			oldTotal = append(oldTotal, sum)
 		}
-		for _, v := range [][]float64{total, top, oldTotal} {
+		for _, v := range [][]float64{total, oldTotal} {
 			slices.Sort(v)
 		}
 		b.ReportMetric(total[len(total)/2], "init-ms")
-		b.ReportMetric(top[len(top)/2], "top-init-ms")
 		b.ReportMetric(oldTotal[len(oldTotal)/2], "before-init-ms")
 	})
 }
@@ -121,14 +137,13 @@ func median(ds []time.Duration) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// ctlWithMCPProbe is termsprawlctl as it was linked before the MCP server
-// moved out: the same CLI plus mcp-go's server package.
-const ctlWithMCPProbe = `package main
+// ctlFullProbe is termsprawlctl as it was linked before issue 27: the
+// whole CLI (kong, the operation table, the engine's packages) with its
+// kong-free hot path for call and doctor.
+const ctlFullProbe = `package main
 
 import (
 	"os"
-
-	_ "github.com/mark3labs/mcp-go/server"
 
 	"github.com/termsprawl/termsprawl/cli"
 )
