@@ -3,6 +3,7 @@ package toolserver
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
@@ -70,7 +71,21 @@ func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.Restore
 		return tools.RestoreResult{}, err
 	}
 	spec := rec.Launch()
+	var wt *wtEntry
+	if w := spec.Worktree; w != nil && w.Path != "" && cwd == "" {
+		// Back in its worktree, the setup not run again (CONTRACT §25).
+		if st, err := os.Stat(w.Path); err != nil || !st.IsDir() {
+			return tools.RestoreResult{}, tools.Errorf(tools.KindUsage, "cannot restore %s: its worktree %s is gone: restore it with --cwd DIR (terminal_restore {cwd}) to start it in another directory", id, w.Path).
+				WithDetails("cwd", w.Path)
+		}
+		if wt, err = s.reuseWorktree(&spec); err != nil {
+			return tools.RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
+		}
+	}
 	cmd, fresh := resumeCommand(rec.Agent, spec.Command, rec.Conversation)
+	if cmd == nil && spec.Worktree != nil && spec.Worktree.Path != "" {
+		cmd = spec.Command // the program, not its setup's wrapper
+	}
 	if rec.Agent != "" && len(spec.Command) > 0 && isAgentProgram(rec.Agent, spec.Command[0]) {
 		// Its program may be gone since (uninstalled): said as a launch says it.
 		if err := checkAgentProgram(rec.Agent, spec.Command[0]); err != nil {
@@ -80,6 +95,9 @@ func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.Restore
 	info, err := s.o.Restore(ctx, id, orchestrator.RestoreOptions{Cwd: cwd, Command: cmd})
 	if err != nil {
 		return tools.RestoreResult{}, err
+	}
+	if wt != nil {
+		s.attachWorktree(wt, info.Terminal)
 	}
 	if m, ok := s.o.Meta(info.Terminal); ok {
 		s.loadToken(m)

@@ -179,3 +179,45 @@ func TestRestoreResumesEachAgentKind(t *testing.T) {
 		}
 	}
 }
+
+// A worktree node lost in a reboot is restored in its worktree, tied to
+// it again, and its setup does not run a second time (CONTRACT §21, §25).
+func TestRestoreWorktreeNode(t *testing.T) {
+	repo, same := wtRepo(t)
+	defer same()
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	r, _ := apiMutate(t, s.op(), "terminal_launch", apiM{"command": []string{"sh", "-c", "pwd >> where.log; echo PROGRAM-UP; exec cat"}, "cwd": repo, "name": "wtnode", "worktree": apiM{"branch": "boot"}})
+	var node tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &node); err != nil {
+		t.Fatal(err)
+	}
+	if first := apiWaitScreen(t, s.op(), node.Terminal, "PROGRAM-UP"); !strings.Contains(first, "SETUP-RAN") {
+		t.Fatalf("the setup did not run at the launch:\n%s", first)
+	}
+	wtPath := filepath.Join(filepath.Dir(repo), filepath.Base(repo)+".worktrees", "boot")
+	s.stop()
+	if _, err := tmux.Cmd("kill-server"); err != nil {
+		t.Fatal(err)
+	}
+
+	s2 := apiStart(t, tmux, dir)
+	apiOK(t, s2.op(), "terminal_restore", apiM{"terminal": node.Terminal}, nil)
+	if snap := apiWaitScreen(t, s2.op(), node.Terminal, "PROGRAM-UP"); strings.Contains(snap, "SETUP-RAN") {
+		t.Fatalf("the setup ran again at the restore:\n%s", snap)
+	}
+	where, err := os.ReadFile(filepath.Join(wtPath, "where.log"))
+	if err != nil || string(where) != wtPath+"\n"+wtPath+"\n" {
+		t.Fatalf("the program ran in (where.log): %q, %v; want its worktree %s twice", where, err, wtPath)
+	}
+	var l tools.NodeList
+	apiOK(t, s2.op(), "terminal_list", nil, &l)
+	for _, n := range l.Terminals {
+		if n.Terminal == node.Terminal && (n.Worktree == nil || n.Worktree.Path != wtPath) {
+			t.Fatalf("the restored node is not tied to its worktree: %+v", n.Worktree)
+		}
+	}
+	if out := wtGit(t, repo, "worktree", "list"); strings.Count(out, "\n") != 2 {
+		t.Fatalf("a worktree was made again:\n%s", out)
+	}
+}

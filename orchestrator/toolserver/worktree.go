@@ -125,26 +125,7 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 	g := WorktreeGit
 	t := c.s.wtTab()
 	if w.Path != "" {
-		// A launch request persisted with its worktree (a restore): the
-		// worktree is reused, never made again.
-		if st, err := os.Stat(w.Path); err != nil || !st.IsDir() {
-			return nil, tools.Errorf(tools.KindRejected, "the worktree %s of this launch is gone; launch without its path to make a new one", w.Path)
-		}
-		spec.Cwd = w.Path
-		if w.Wrapped {
-			spec.Command, w.Wrapped = w.Program, false // the setup ran when the worktree was made
-		}
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		for _, e := range t.entries {
-			if e.Path == w.Path {
-				return e, nil
-			}
-		}
-		e := &wtEntry{Info: worktree.Info{Name: w.Name, Repo: w.Repo, Path: w.Path, Branch: w.FullBranch, Base: w.Base, BaseCommit: w.BaseCommit}, Created: time.Now().UTC(), Owner: spec.Owner}
-		t.entries = append(t.entries, e)
-		t.saveLocked()
-		return e, nil
+		return c.s.reuseWorktree(spec)
 	}
 	cwd := spec.Cwd
 	if cwd == "" {
@@ -190,6 +171,34 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 	t.entries = append(t.entries, e)
 	t.saveLocked()
 	t.mu.Unlock()
+	return e, nil
+}
+
+// reuseWorktree takes the worktree a persisted launch names (a restore,
+// or a launch request that carries its worktree's path): never made
+// again, its setup not run again.
+func (s *Server) reuseWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) {
+	w := spec.Worktree
+	t := s.wtTab()
+	// A launch request persisted with its worktree (a restore): the
+	// worktree is reused, never made again.
+	if st, err := os.Stat(w.Path); err != nil || !st.IsDir() {
+		return nil, tools.Errorf(tools.KindRejected, "the worktree %s of this launch is gone; launch without its path to make a new one", w.Path)
+	}
+	spec.Cwd = w.Path
+	if w.Wrapped {
+		spec.Command, w.Wrapped = w.Program, false // the setup ran when the worktree was made
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, e := range t.entries {
+		if e.Path == w.Path {
+			return e, nil
+		}
+	}
+	e := &wtEntry{Info: worktree.Info{Name: w.Name, Repo: w.Repo, Path: w.Path, Branch: w.FullBranch, Base: w.Base, BaseCommit: w.BaseCommit}, Created: time.Now().UTC(), Owner: spec.Owner}
+	t.entries = append(t.entries, e)
+	t.saveLocked()
 	return e, nil
 }
 
