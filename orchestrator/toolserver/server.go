@@ -169,6 +169,7 @@ func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Op
 		}
 		return tools.OKResult(v)
 	}
+	defer s.kickStream() // the event stream's rows go out now (events.go)
 	key := tools.IdempotencyKey(args)
 	// The engine's intent files carry the key (orchestrator/interrupted.go).
 	c.ctx = orchestrator.WithIntent(ctx, caller.Incarnation, key)
