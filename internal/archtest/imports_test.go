@@ -66,7 +66,12 @@ var allowed = map[string][]string{
 		// `termsprawl replay` reads recordings without the orchestrator
 		module + "/orchestrator/record",
 		// shell completion (docs/CHOICES.md)
-		"github.com/willabides/kongplete", "github.com/posener/complete"},
+		"github.com/willabides/kongplete", "github.com/posener/complete",
+		// the dashboard (termsprawl dash)
+		module + "/cli/dash"},
+	// The dashboard (CONTRACT §19): a client of the tool server (the event
+	// stream and Call), never the engine; Bubble Tea v2.
+	"cli/dash": {module + "/tools", "charm.land/", "github.com/charmbracelet/"},
 	// cmd/termsprawl wires the MCP engine (internal/mcpserve, mcp-go) into
 	// the tool server and runs the stdio bridge; cmd/termsprawlctl links
 	// only cli, so mcp-go's start-up stays out of `termsprawlctl call`

@@ -1,0 +1,475 @@
+package dash
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	tea "charm.land/bubbletea/v2"
+	"charm.land/lipgloss/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Keys is the help text (`?`): the keys of CONTRACT §19.
+var Keys = []string{
+	"j/k ↑/↓  move            enter  attach (detach returns here)",
+	"i        focus: keys go to the node until C-]",
+	"a / A    allow / always the oldest dialog; a question offers its choices",
+	"d        deny it (asks a reason)",
+	"n        launch (kind, name, directory)      x  close (asks)",
+	"r        recording on/off                     /  filter by name, kind, state",
+	"tab      preview tabs: screen, dialogs, recording, logs",
+	"q        quit (nodes keep running)            ?  this help",
+	"mouse    click a row to select it, a tab to show it; wheel moves",
+}
+
+// geometry of the current frame.
+type geometry struct {
+	small         bool
+	listW         int // the list's width
+	px, pw, ph    int // the preview's first column, width and content rows
+	tabX          [numTabs][2]int
+	listTop       int // the first list row's y
+	contentTop    int // the preview content's first y
+	footer, hints int // the footer's and hints' y
+}
+
+func (m *Model) geometry() geometry {
+	g := geometry{listTop: 1, contentTop: 2, footer: m.height - 2, hints: m.height - 1}
+	g.small = m.width < MinWidth || m.height < MinHeight
+	if g.small {
+		g.listW = m.width
+		return g
+	}
+	g.listW = m.width * 35 / 100
+	g.px = g.listW + 1
+	g.pw = m.width - g.px
+	g.ph = max(m.height-4, 1)
+	x := g.px
+	for i, n := range tabNames {
+		w := len(n) + 2
+		g.tabX[i] = [2]int{x, x + w}
+		x += w + 1
+	}
+	return g
+}
+
+// style builds a lipgloss style, without colours under NO_COLOR.
+func (m *Model) style(fg string, bold bool) lipgloss.Style {
+	s := lipgloss.NewStyle().Bold(bold)
+	if !m.opts.NoColor && fg != "" {
+		s = s.Foreground(lipgloss.Color(fg))
+	}
+	return s
+}
+
+// glyph is a node's state mark and colour.
+func glyph(n tools.StreamNode) (string, string) {
+	st := state(n)
+	switch {
+	case n.Status == tools.StatusExited || st == tools.AgentExited:
+		return "✕", "#808080"
+	case needsHuman(n):
+		return "!", "#ffaf00"
+	case st == tools.AgentWorking:
+		return "●", "#5fd75f"
+	case st == tools.AgentStarting:
+		return "◌", "#5fafff"
+	case st == tools.AgentError:
+		return "✗", "#ff5f5f"
+	case st == tools.AgentIdle:
+		return "○", "#5fafff"
+	}
+	return "$", "#bcbcbc"
+}
+
+// ago is how long ago t was, in one short word.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(int(d.Seconds()), 0))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}
+
+func since(n tools.StreamNode) time.Time {
+	if n.AgentState != nil {
+		if !n.AgentState.Since.IsZero() {
+			return n.AgentState.Since
+		}
+		return n.AgentState.Updated
+	}
+	if t, err := time.Parse(time.RFC3339, n.Since); err == nil {
+		return t
+	}
+	return time.Time{}
+}
+
+// pad cuts s to w cells and pads it with spaces to exactly w.
+func pad(s string, w int) string {
+	if w <= 0 {
+		return ""
+	}
+	if sw := ansi.StringWidth(s); sw > w {
+		s = ansi.Truncate(s, w, "")
+	}
+	if sw := ansi.StringWidth(s); sw < w {
+		s += strings.Repeat(" ", w-sw)
+	}
+	return s
+}
+
+// counts are the header's numbers.
+func (m *Model) counts() (all, needs, working, idle int) {
+	for _, n := range m.nodes {
+		all++
+		switch {
+		case needsHuman(n):
+			needs++
+		case state(n) == tools.AgentWorking:
+			working++
+		case state(n) == tools.AgentIdle:
+			idle++
+		}
+	}
+	return
+}
+
+// View draws the frame.
+func (m *Model) View() tea.View {
+	v := tea.NewView(m.Render())
+	v.AltScreen = true
+	v.MouseMode = tea.MouseModeCellMotion
+	v.WindowTitle = "termsprawl"
+	return v
+}
+
+// Render is the frame's text (View's content).
+func (m *Model) Render() string {
+	g := m.geometry()
+	lines := make([]string, m.height)
+	lines[0] = pad(m.header(), m.width)
+	list := m.listLines(g)
+	var right []string
+	if !g.small {
+		right = m.previewLines(g)
+	}
+	sep := m.style("#444444", false).Render("│")
+	for y := g.listTop; y < g.footer; y++ {
+		i := y - g.listTop
+		l := ""
+		if i < len(list) {
+			l = list[i]
+		}
+		if g.small {
+			lines[y] = pad(l, m.width)
+			continue
+		}
+		r := ""
+		if i < len(right) {
+			r = right[i]
+		}
+		lines[y] = pad(l, g.listW) + sep + pad(r, g.pw)
+	}
+	if g.footer >= 1 {
+		lines[g.footer] = pad(m.footer(g), m.width)
+	}
+	if g.hints >= 1 {
+		lines[g.hints] = pad(m.style("#808080", false).Render(m.hints()), m.width)
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (m *Model) header() string {
+	all, needs, working, idle := m.counts()
+	needsText := fmt.Sprintf("%d need you", needs)
+	if needs > 0 {
+		needsText = m.style("#ffaf00", true).Render(needsText)
+	}
+	h := m.style("", true).Render("termsprawl") + fmt.Sprintf("  %d nodes · ", all) + needsText + fmt.Sprintf(" · %d working · %d idle", working, idle)
+	if m.filter != "" {
+		h += fmt.Sprintf("  filter %q: %d shown", m.filter, len(m.rows))
+	}
+	if !m.connected {
+		why := m.downWhy
+		if !m.everUp && why == "" {
+			why = "connecting…"
+		}
+		h += "  " + m.style("#ff5f5f", true).Render("reconnecting… "+why)
+	}
+	return h
+}
+
+func (m *Model) listLines(g geometry) []string {
+	out := []string{}
+	if len(m.rows) == 0 {
+		if m.filter != "" {
+			return []string{" no node matches the filter (esc clears it)"}
+		}
+		return []string{" no nodes: n launches one"}
+	}
+	now := m.opts.Now()
+	end := min(len(m.rows), m.offset+m.listHeight())
+	for _, n := range m.rows[m.offset:end] {
+		gl, col := glyph(n)
+		mark := " "
+		selected := n.Terminal == m.sel
+		if selected {
+			mark = "▌"
+		}
+		nm := name(n)
+		if n.Terminal == m.opts.Self {
+			nm += " ◆this"
+		}
+		host := n.Host
+		if host == "" {
+			host = "local"
+		}
+		st := state(n)
+		if needsHuman(n) {
+			st = "needs you"
+		}
+		row := fmt.Sprintf("%s%s %s %s %s %s", mark, m.style(col, needsHuman(n)).Render(gl), pad(nm, 16), pad(kind(n), 8), pad(st, 9), pad(host, 6)) +
+			" " + ago(now, since(n))
+		if selected {
+			row = lipgloss.NewStyle().Reverse(m.opts.NoColor).Bold(true).Render(ansi.Strip(row))
+			if !m.opts.NoColor {
+				row = lipgloss.NewStyle().Bold(true).Background(lipgloss.Color("#303a4a")).Render(pad(ansi.Strip(row), g.listW))
+			}
+		}
+		out = append(out, row)
+	}
+	if g.small {
+		out = append(out, "", m.style("#ffaf00", false).Render(fmt.Sprintf(" terminal is %d×%d, under %d×%d: list only (make it bigger for the preview)", m.width, m.height, MinWidth, MinHeight)))
+	}
+	return out
+}
+
+func (m *Model) previewLines(g geometry) []string {
+	var tabs strings.Builder
+	for i, n := range tabNames {
+		if i > 0 {
+			tabs.WriteByte(' ')
+		}
+		label := " " + n + " "
+		if i == m.tab {
+			tabs.WriteString(lipgloss.NewStyle().Reverse(true).Bold(true).Render(label))
+		} else {
+			tabs.WriteString(m.style("#bcbcbc", false).Render(label))
+		}
+	}
+	out := []string{tabs.String()}
+	if m.mode == modeHelp {
+		out = append(out, m.style("", true).Render("keys"), "")
+		return append(out, Keys...)
+	}
+	n, ok := m.node(m.sel)
+	if !ok {
+		return append(out, "", " select a node")
+	}
+	switch m.tab {
+	case tabScreen:
+		out = append(out, m.screenLines(g)...)
+	case tabDialogs:
+		out = append(out, m.dialogLines(n)...)
+	case tabRecording:
+		if n.Recording == nil {
+			out = append(out, "", fmt.Sprintf(" %s is not recorded: r starts a recording", name(n)))
+		} else {
+			out = append(out, "", fmt.Sprintf(" recording since %s", n.Recording.Since), " "+n.Recording.Path, "", " r stops it; termsprawl replay "+n.Terminal+" plays it")
+		}
+	case tabLogs:
+		if m.tabFor != n.Terminal {
+			out = append(out, "", " loading…")
+		} else {
+			out = append(out, m.tabText...)
+		}
+	}
+	return out
+}
+
+func (m *Model) dialogLines(n tools.StreamNode) []string {
+	out := []string{""}
+	for _, d := range m.dialogs {
+		if d.Node != n.Terminal {
+			continue
+		}
+		out = append(out, m.style("#ffaf00", true).Render(fmt.Sprintf(" %s  %s", d.ID, d.Kind))+"  "+d.Title)
+		if d.Tool != "" {
+			out = append(out, "   tool: "+d.Tool)
+		}
+		if d.Input != "" {
+			out = append(out, "   input: "+d.Input)
+		}
+		if len(d.Options) > 0 {
+			for i, o := range d.Options {
+				out = append(out, fmt.Sprintf("   %d) %s", i+1, o))
+			}
+		}
+		out = append(out, "")
+	}
+	if len(out) == 1 {
+		return append(out, " no pending dialogs")
+	}
+	return append(out, " a allow · d deny (asks a reason) · A always — the oldest first")
+}
+
+// screenLines draws the shown screen, styled and cropped to the preview.
+func (m *Model) screenLines(g geometry) []string {
+	s := m.screen
+	if s.node != m.sel || s.lines == nil {
+		if !m.connected {
+			return []string{"", " (no screen while reconnecting)"}
+		}
+		return []string{"", " loading…"}
+	}
+	rows := min(s.rows, g.ph)
+	// Crop to the bottom when the cursor would fall off: the prompt is
+	// where the action is.
+	top := 0
+	if s.rows > g.ph && s.cursor.Y >= g.ph {
+		top = min(s.cursor.Y-g.ph+1, s.rows-g.ph)
+	}
+	out := make([]string, 0, rows)
+	for y := top; y < top+rows; y++ {
+		out = append(out, m.runsLine(s.lines[y], g.pw))
+	}
+	return out
+}
+
+// runsLine renders a row's runs in at most w cells.
+func (m *Model) runsLine(runs []tools.StreamRun, w int) string {
+	var b strings.Builder
+	left := w
+	for _, r := range runs {
+		if left <= 0 {
+			break
+		}
+		t := r.T
+		tw := ansi.StringWidth(t)
+		if tw > left {
+			t = ansi.Truncate(t, left, "")
+			tw = ansi.StringWidth(t)
+		}
+		left -= tw
+		if r.F == "" && r.B == "" && r.A == 0 && r.C == 0 {
+			b.WriteString(t)
+			continue
+		}
+		st := lipgloss.NewStyle().Bold(r.A&tools.RunBold != 0).Italic(r.A&tools.RunItalic != 0).Faint(r.A&tools.RunFaint != 0).
+			Strikethrough(r.A&tools.RunStrike != 0).Underline(r.A>>8 != 0)
+		if !m.opts.NoColor {
+			if r.F != "" {
+				st = st.Foreground(lipgloss.Color(r.F))
+			}
+			if r.B != "" {
+				st = st.Background(lipgloss.Color(r.B))
+			}
+		}
+		if r.C != 0 && (m.opts.NoColor || (r.F == "" && r.B == "")) {
+			st = st.Reverse(true) // the cursor, where its colours say nothing
+		}
+		b.WriteString(st.Render(t))
+	}
+	return b.String()
+}
+
+func (m *Model) footer(g geometry) string {
+	switch m.mode {
+	case modeFilter, modeReason:
+		return m.input.View()
+	case modeChoice:
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: %s  ", m.pending.ID, m.pending.Title)
+		for i, o := range m.pending.Options {
+			fmt.Fprintf(&b, "%d) %s  ", i+1, o)
+		}
+		return b.String() + "d deny · esc cancel"
+	case modeConfirmClose:
+		return m.style("#ffaf00", true).Render(fmt.Sprintf("close node %s? its program is ended (y/n)", m.closing))
+	case modeLaunch:
+		parts := make([]string, len(m.launch))
+		for i := range m.launch {
+			parts[i] = m.launch[i].View()
+		}
+		return "launch  " + strings.Join(parts, "  ")
+	case modeFocus:
+		return m.style("#5fd75f", true).Render("FOCUS → "+m.focused) + "  keys go to the node · C-] ends focus  " + m.message
+	}
+	_ = g
+	return m.message
+}
+
+func (m *Model) hints() string {
+	switch m.mode {
+	case modeFocus:
+		return "C-] leave focus"
+	case modeLaunch:
+		return "tab next field · enter launch (on the last field) · esc cancel"
+	case modeFilter:
+		return "enter keep filter · esc clear"
+	case modeReason:
+		return "enter deny with this reason · esc cancel"
+	case modeHelp:
+		return "any key closes the help"
+	}
+	return "j/k move · enter attach · i focus · a/d/A answer · n new · x close · r record · / filter · tab tabs · ? help · q quit"
+}
+
+// onClick selects a row or a tab.
+func (m *Model) onClick(ms tea.Mouse) tea.Cmd {
+	if ms.Button != tea.MouseLeft {
+		return nil
+	}
+	g := m.geometry()
+	if ms.Y >= g.listTop && ms.Y < g.footer && ms.X < g.listW {
+		i := m.offset + ms.Y - g.listTop
+		if i < len(m.rows) {
+			m.selectNode(m.rows[i].Terminal)
+		}
+		return nil
+	}
+	if !g.small && ms.Y == g.listTop {
+		for i, r := range g.tabX {
+			if ms.X >= r[0] && ms.X < r[1] {
+				m.tab = i
+				return m.loadTab()
+			}
+		}
+	}
+	return nil
+}
+
+// loadTab reads what the logs tab shows.
+func (m *Model) loadTab() tea.Cmd {
+	if m.tab != tabLogs || m.sel == "" {
+		return nil
+	}
+	id := m.sel
+	return m.call("", "terminal_capture_since", map[string]any{"terminal": id, "cursor": 1}, func(m *Model, res tools.Result) {
+		m.tabFor = id
+		if !res.OK {
+			m.tabText = []string{"", " " + res.Error}
+			return
+		}
+		var c tools.Changes
+		if tools.DecodeValue(res.Value, &c) != nil || len(c.Logs) == 0 {
+			m.tabText = []string{"", " no application logs (terminal_launch {logs: [{path, label}]} follows files)"}
+			return
+		}
+		m.tabText = []string{""}
+		for _, l := range c.Logs {
+			m.tabText = append(m.tabText, fmt.Sprintf(" %s %s", l.Label, l.Line))
+		}
+	})
+}
