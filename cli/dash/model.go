@@ -96,6 +96,7 @@ type Model struct {
 
 	nodes   []tools.StreamNode
 	dialogs []tools.StreamDialog
+	asking  map[string]bool // nodes with a pending dialog
 	rows    []tools.StreamNode // sorted and filtered: what the list shows
 	sel     string             // the selected node's id
 	offset  int                // the list's first shown row
@@ -134,9 +135,9 @@ type inputReq struct {
 
 // Messages.
 type (
-	streamMsg  tools.StreamEvent
-	streamEnd  struct{}
-	resultMsg  struct {
+	streamMsg tools.StreamEvent
+	streamEnd struct{}
+	resultMsg struct {
 		what string
 		res  tools.Result
 		then func(m *Model, res tools.Result) // optional, on the model's goroutine
@@ -146,6 +147,8 @@ type (
 		res  tools.Result
 	}
 	attachDone struct{ err error }
+	// inspectMsg runs on the program's goroutine (tests read the model).
+	inspectMsg func(*Model)
 	tickMsg    time.Time
 )
 
@@ -238,6 +241,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, nil
 	case tickMsg:
 		return m, tick() // redraws the "since" column
+	case inspectMsg:
+		msg(m) // tests: read the model on its own goroutine
+		return m, nil
 	case resultMsg:
 		if msg.then != nil {
 			msg.then(m, msg.res)
@@ -341,6 +347,10 @@ func (m *Model) ScreenAt() time.Time { return m.screen.at }
 // setState takes a new reading of the rows and dialogs.
 func (m *Model) setState(st tools.StreamState) {
 	m.nodes, m.dialogs = st.Nodes, st.Dialogs
+	m.asking = map[string]bool{}
+	for _, d := range m.dialogs {
+		m.asking[d.Node] = true
+	}
 	m.resort()
 	if m.pendingSelect != "" && slices.ContainsFunc(m.rows, func(n tools.StreamNode) bool { return n.Terminal == m.pendingSelect }) {
 		m.selectNode(m.pendingSelect)
@@ -366,12 +376,12 @@ func (m *Model) setState(st tools.StreamState) {
 }
 
 // group orders the list: needs a human, working, idle, shells, exited.
-func group(n tools.StreamNode) int {
+func (m *Model) group(n tools.StreamNode) int {
 	st := state(n)
 	switch {
 	case n.Status == tools.StatusExited || st == tools.AgentExited:
 		return 4
-	case needsHuman(n):
+	case m.needsHuman(n):
 		return 0
 	case n.Agent == "" && (n.Kind == "" || n.Kind == tools.KindShell):
 		return 3
@@ -381,8 +391,10 @@ func group(n tools.StreamNode) int {
 	return 2
 }
 
-func needsHuman(n tools.StreamNode) bool {
-	return n.NeedsHuman || (n.AgentState != nil && n.AgentState.NeedsHuman)
+// needsHuman: the agent says so (CONTRACT §20), or a dialog of the node
+// waits for an answer.
+func (m *Model) needsHuman(n tools.StreamNode) bool {
+	return n.NeedsHuman || (n.AgentState != nil && n.AgentState.NeedsHuman) || m.asking[n.Terminal]
 }
 
 // state is a node's state word: the agent's, else the process status.
@@ -426,7 +438,7 @@ func (m *Model) resort() {
 		rows = append(rows, n)
 	}
 	slices.SortStableFunc(rows, func(a, b tools.StreamNode) int {
-		if d := group(a) - group(b); d != 0 {
+		if d := m.group(a) - m.group(b); d != 0 {
 			return d
 		}
 		if c := strings.Compare(name(a), name(b)); c != 0 {

@@ -66,12 +66,12 @@ func (m *Model) style(fg string, bold bool) lipgloss.Style {
 }
 
 // glyph is a node's state mark and colour.
-func glyph(n tools.StreamNode) (string, string) {
+func glyph(n tools.StreamNode, needs bool) (string, string) {
 	st := state(n)
 	switch {
 	case n.Status == tools.StatusExited || st == tools.AgentExited:
 		return "✕", "#808080"
-	case needsHuman(n):
+	case needs:
 		return "!", "#ffaf00"
 	case st == tools.AgentWorking:
 		return "●", "#5fd75f"
@@ -134,7 +134,7 @@ func (m *Model) counts() (all, needs, working, idle int) {
 	for _, n := range m.nodes {
 		all++
 		switch {
-		case needsHuman(n):
+		case m.needsHuman(n):
 			needs++
 		case state(n) == tools.AgentWorking:
 			working++
@@ -221,7 +221,7 @@ func (m *Model) listLines(g geometry) []string {
 	now := m.opts.Now()
 	end := min(len(m.rows), m.offset+m.listHeight())
 	for _, n := range m.rows[m.offset:end] {
-		gl, col := glyph(n)
+		gl, col := glyph(n, m.needsHuman(n))
 		mark := " "
 		selected := n.Terminal == m.sel
 		if selected {
@@ -229,18 +229,16 @@ func (m *Model) listLines(g geometry) []string {
 		}
 		nm := name(n)
 		if n.Terminal == m.opts.Self {
-			nm += " ◆this"
+			nm = "◆" + nm // the node this dashboard runs in
 		}
-		host := n.Host
-		if host == "" {
-			host = "local"
+		if n.Host != "" {
+			nm += "@" + n.Host
 		}
 		st := state(n)
-		if needsHuman(n) {
+		if m.needsHuman(n) {
 			st = "needs you"
 		}
-		row := fmt.Sprintf("%s%s %s %s %s %s", mark, m.style(col, needsHuman(n)).Render(gl), pad(nm, 16), pad(kind(n), 8), pad(st, 9), pad(host, 6)) +
-			" " + ago(now, since(n))
+		row := fmt.Sprintf("%s%s %s %s %s %s", mark, m.style(col, m.needsHuman(n)).Render(gl), pad(nm, 14), pad(kind(n), 7), pad(st, 9), ago(now, since(n)))
 		if selected {
 			row = lipgloss.NewStyle().Reverse(m.opts.NoColor).Bold(true).Render(ansi.Strip(row))
 			if !m.opts.NoColor {
@@ -250,7 +248,7 @@ func (m *Model) listLines(g geometry) []string {
 		out = append(out, row)
 	}
 	if g.small {
-		out = append(out, "", m.style("#ffaf00", false).Render(fmt.Sprintf(" terminal is %d×%d, under %d×%d: list only (make it bigger for the preview)", m.width, m.height, MinWidth, MinHeight)))
+		out = append(out, "", m.style("#ffaf00", false).Render(fmt.Sprintf(" %d×%d is under %d×%d: list only", m.width, m.height, MinWidth, MinHeight)))
 	}
 	return out
 }
