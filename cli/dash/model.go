@@ -96,7 +96,7 @@ type Model struct {
 
 	nodes   []tools.StreamNode
 	dialogs []tools.StreamDialog
-	asking  map[string]bool // nodes with a pending dialog
+	asking  map[string]bool    // nodes with a pending dialog
 	rows    []tools.StreamNode // sorted and filtered: what the list shows
 	sel     string             // the selected node's id
 	offset  int                // the list's first shown row

@@ -437,5 +437,7 @@ func TestModelMouse(t *testing.T) {
 	var x int
 	inspect(t, tm, func(m *Model) { x = m.geometry().tabX[tabDialogs][0] + 1 })
 	tm.Send(tea.MouseClickMsg{X: x, Y: 1, Button: tea.MouseLeft})
-	waitModel(t, tm, "the dialogs tab", func(m *Model) bool { return m.tab == tabDialogs && strings.Contains(ansi.Strip(m.Render()), "no pending dialogs") })
+	waitModel(t, tm, "the dialogs tab", func(m *Model) bool {
+		return m.tab == tabDialogs && strings.Contains(ansi.Strip(m.Render()), "no pending dialogs")
+	})
 }
