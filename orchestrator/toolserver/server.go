@@ -143,6 +143,7 @@ func (s *Server) Context() context.Context { return s.ctx }
 // token, its receipts, its "always" answers, its watches and tasks. A new
 // node that reuses the id inherits nothing.
 func (s *Server) nodeGone(m orchestrator.NodeMeta) {
+	defer s.kickStream()
 	inc := m.Incarnation()
 	s.dropToken(inc)
 	s.watches.forget(inc)
