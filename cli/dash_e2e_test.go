@@ -111,15 +111,6 @@ func (d *dashNode) latency(node, text, cmd string) time.Duration {
 	return b.at.Sub(a.at)
 }
 
-// footer is the status line (the second last row).
-func footer(screen string) string {
-	lines := strings.Split(screen, "\n")
-	if len(lines) < 2 {
-		return ""
-	}
-	return lines[len(lines)-2]
-}
-
 // nodeScreen is another node's screen text.
 func (e *e2e) nodeScreen(id string) string {
 	var s tools.Snapshot
