@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -111,6 +113,23 @@ func (d *dashNode) latency(node, text, cmd string) time.Duration {
 	return b.at.Sub(a.at)
 }
 
+// loggingTmux writes a tmux that logs its arguments and runs the real
+// one; it returns the log and a PATH with it first.
+func loggingTmux(t *testing.T) (log, path string) {
+	t.Helper()
+	real, err := exec.LookPath("tmux")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := t.TempDir()
+	log = filepath.Join(bin, "tmux.log")
+	script := "#!/bin/sh\necho \"$@\" >> " + log + "\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(filepath.Join(bin, "tmux"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return log, bin + string(filepath.ListSeparator) + os.Getenv("PATH")
+}
+
 // nodeScreen is another node's screen text.
 func (e *e2e) nodeScreen(id string) string {
 	var s tools.Snapshot
@@ -179,8 +198,11 @@ func TestDashboardE2E(t *testing.T) {
 	// The dashboard runs in a node: inside it TERMSPRAWL_SESSION_FILE is
 	// the node's own, and termsprawl uses the operator's session of the
 	// node's TERMSPRAWL_HOME (CONTRACT §10).
+	// A tmux first on its PATH logs each run: the dashboard runs tmux only
+	// to attach.
+	tmuxLog, path := loggingTmux(t)
 	var rec tools.ReceiptOf[tools.NodeInfo]
-	e.op("terminal_launch", map[string]any{"name": "dash", "command": []string{e.ts, "dash"}, "columns": 140, "rows": 40}, &rec)
+	e.op("terminal_launch", map[string]any{"name": "dash", "command": []string{"env", "PATH=" + path, e.ts, "dash"}, "columns": 140, "rows": 40}, &rec)
 	d := &dashNode{e: e, id: rec.Result.Terminal}
 	s := d.waitText("2 nodes · 0 need you")
 	if !strings.Contains(s, "◆dash") || !strings.Contains(s, "work") {
@@ -367,6 +389,18 @@ func TestDashboardE2E(t *testing.T) {
 	}
 	if n, ok := e.listed(work); !ok || n.Status != tools.StatusRunning {
 		t.Fatalf("work after the dashboard quit: %+v", n)
+	}
+	runs, _ := os.ReadFile(tmuxLog)
+	attaches := 0
+	for l := range strings.SplitSeq(strings.TrimSpace(string(runs)), "\n") {
+		if strings.Contains(l, " attach-session ") {
+			attaches++
+			continue
+		}
+		t.Errorf("the dashboard ran tmux %s (only enter's attach may run tmux)", l)
+	}
+	if attaches != 1 {
+		t.Errorf("%d tmux attaches, want 1 (enter)", attaches)
 	}
 	e.down(up)
 }

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 
-	dashboard "github.com/termsprawl/termsprawl/cli/dash"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -24,8 +23,27 @@ termsprawl dash                            # the same, by name
 NO_COLOR=1 termsprawl dash                 # attributes only, no colours`
 }
 
-// isTerminal tells whether termsprawl runs on a terminal (tests replace it).
-var onTerminal = dashboard.IsTerminal
+// DashParams is what the dashboard runs with (cli/dash.Options and
+// RunConfig, which cli does not import: cmd/termsprawl plugs the dashboard
+// in with UseDashboard, so termsprawlctl, which links cli, never links
+// Bubble Tea).
+type DashParams struct {
+	Session string // the operator's session file
+	Call    func(ctx context.Context, op string, args map[string]any) tools.Result
+	Attach  func(n tools.NodeInfo) (*exec.Cmd, error)
+	Self    string // the node the dashboard runs in ("" none)
+	NoColor bool
+}
+
+// dashRun runs the dashboard until the human quits; nil in termsprawlctl.
+// An error matching tools.ErrNotRunning means no orchestrator answered.
+var dashRun func(ctx context.Context, p DashParams) error
+
+// UseDashboard plugs the dashboard in (cmd/termsprawl: cli/dash.Run).
+func UseDashboard(run func(ctx context.Context, p DashParams) error) { dashRun = run }
+
+// onTerminal tells whether stdin and stdout are terminals (tests replace it).
+var onTerminal = func() bool { return isTerminal(os.Stdin) && isTerminal(os.Stdout) }
 
 // dashArgs turns no arguments on a terminal into `dash`; without a
 // terminal they stay none (help, as before).
@@ -55,7 +73,11 @@ func (h *human) dash(c dashCmd) int {
 		h.printNotRunning()
 		return ExitNotRunning
 	}
-	if !dashboard.IsTerminal() {
+	if dashRun == nil {
+		fmt.Fprintf(h.stderr, "%s: this binary has no dashboard: run termsprawl dash\n", h.prefix())
+		return ExitUsage
+	}
+	if !onTerminal() {
 		fmt.Fprintf(h.stderr, "%s: the dashboard needs a terminal (stdin and stdout); termsprawl ls, dialogs and answer work without one\n", h.prefix())
 		return ExitUsage
 	}
@@ -64,7 +86,7 @@ func (h *human) dash(c dashCmd) int {
 		self = s.Node // the node this dashboard runs in
 	}
 	_, noColor := os.LookupEnv("NO_COLOR")
-	err := dashboard.Run(h.ctx, dashboard.RunConfig{Session: session, Options: dashboard.Options{
+	err := dashRun(h.ctx, DashParams{Session: session,
 		Call: func(ctx context.Context, op string, args map[string]any) tools.Result {
 			raw, err := h.prepareQuiet(op, args)
 			if err != nil {
@@ -75,9 +97,9 @@ func (h *human) dash(c dashCmd) int {
 		Attach:  h.attachExec,
 		Self:    self,
 		NoColor: noColor && os.Getenv("NO_COLOR") != "",
-	}})
+	})
 	switch {
-	case errors.Is(err, dashboard.ErrNotRunning):
+	case errors.Is(err, tools.ErrNotRunning):
 		h.printNotRunning()
 		return ExitNotRunning
 	case err != nil:

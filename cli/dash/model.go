@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"charm.land/bubbles/v2/textinput"
 	tea "charm.land/bubbletea/v2"
 
 	"github.com/termsprawl/termsprawl/tools"
@@ -109,8 +108,8 @@ type Model struct {
 	mode     mode
 	tab      int
 	filter   string
-	input    textinput.Model
-	launch   [3]textinput.Model // kind, name, directory
+	input    lineInput
+	launch   [3]lineInput // kind, name, directory
 	launchAt int
 	pending  *tools.StreamDialog // the dialog being answered (reason, choice)
 	focused  string              // the node focus mode types into
@@ -158,10 +157,6 @@ func New(ctx context.Context, opts Options) *Model {
 		opts.Now = time.Now
 	}
 	m := &Model{opts: opts, ctx: ctx, width: MinWidth, height: MinHeight, inbox: make(chan tea.Msg, 16)}
-	m.input = textinput.New()
-	for i := range m.launch {
-		m.launch[i] = textinput.New()
-	}
 	m.launch[0].Prompt, m.launch[1].Prompt, m.launch[2].Prompt = "kind: ", "name: ", "directory: "
 	m.launch[0].Placeholder = "shell | claude | codex | gemini | opencode | custom"
 	return m
@@ -585,11 +580,10 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 			m.resort()
 			return nil
 		}
-		var cmd tea.Cmd
-		m.input, cmd = m.input.Update(k)
+		m.input.update(k)
 		m.filter = m.input.Value()
 		m.resort()
-		return cmd
+		return nil
 	case modeReason:
 		switch key {
 		case "enter":
@@ -600,9 +594,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 			m.mode, m.pending, m.message = modeNormal, nil, "deny cancelled"
 			return nil
 		}
-		var cmd tea.Cmd
-		m.input, cmd = m.input.Update(k)
-		return cmd
+		m.input.update(k)
+		return nil
 	case modeChoice:
 		if key == "esc" {
 			m.mode, m.pending, m.message = modeNormal, nil, "answer cancelled"
@@ -767,14 +760,13 @@ func (m *Model) onPaste(text string) tea.Cmd {
 	case modeFocus:
 		m.send("terminal_paste", map[string]any{"text": text})
 	case modeFilter, modeReason:
-		m.input.SetValue(m.input.Value() + text)
+		m.input.insert(text)
 		if m.mode == modeFilter {
 			m.filter = m.input.Value()
 			m.resort()
 		}
 	case modeLaunch:
-		t := &m.launch[m.launchAt]
-		t.SetValue(t.Value() + text)
+		m.launch[m.launchAt].insert(text)
 	}
 	return nil
 }
@@ -917,7 +909,6 @@ func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 			m.message = "launched"
 		})
 	}
-	var cmd tea.Cmd
-	m.launch[m.launchAt], cmd = m.launch[m.launchAt].Update(k)
-	return cmd
+	m.launch[m.launchAt].update(k)
+	return nil
 }

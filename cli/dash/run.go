@@ -6,17 +6,38 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	tea "charm.land/bubbletea/v2"
-	"github.com/charmbracelet/x/term"
+	"github.com/charmbracelet/colorprofile"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// IsTerminal reports whether both stdin and stdout are terminals: only
-// then does `termsprawl` with no arguments open the dashboard.
-func IsTerminal() bool {
-	return term.IsTerminal(os.Stdin.Fd()) && term.IsTerminal(os.Stdout.Fd())
+// Profile is the colour profile of out (stdout when nil) from the
+// environment alone. colorprofile.Detect runs `tmux info` when $TMUX is
+// set; the dashboard spawns no tmux process (CONTRACT §19), so it is asked
+// without $TMUX: inside tmux that is 256 colours (TERM tmux-256color or
+// screen-256color), or true colour when COLORTERM says so and the outer
+// TERM is not tmux's. NO_COLOR gives attributes only.
+func Profile(out io.Writer, env []string) colorprofile.Profile {
+	if out == nil {
+		out = os.Stdout
+	}
+	return colorprofile.Detect(out, withoutTmux(env))
+}
+
+// withoutTmux is env less $TMUX: the terminal libraries ask `tmux info`
+// when it is set (the program's environment is only theirs: attach's
+// command has its own).
+func withoutTmux(env []string) []string {
+	clean := make([]string, 0, len(env))
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "TMUX=") {
+			clean = append(clean, kv)
+		}
+	}
+	return clean
 }
 
 // RunConfig is what Run needs besides the model's options.
@@ -28,7 +49,7 @@ type RunConfig struct {
 }
 
 // ErrNotRunning is Run's error when no orchestrator answers at start.
-var ErrNotRunning = errors.New("termsprawl is not running")
+var ErrNotRunning = tools.ErrNotRunning
 
 // Run subscribes to the event stream with cfg.Session, waits for the
 // first frame (so a dashboard never opens on nothing: not running is
@@ -72,7 +93,8 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	opts.Events, opts.Show = events, ev.Show
 	m := New(ctx, opts)
 	var popts []tea.ProgramOption
-	popts = append(popts, tea.WithContext(ctx))
+	env := withoutTmux(os.Environ())
+	popts = append(popts, tea.WithContext(ctx), tea.WithEnvironment(env), tea.WithColorProfile(Profile(cfg.Output, env)))
 	if cfg.Input != nil {
 		popts = append(popts, tea.WithInput(cfg.Input))
 	}

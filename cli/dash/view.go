@@ -6,7 +6,6 @@ import (
 	"time"
 
 	tea "charm.land/bubbletea/v2"
-	"charm.land/lipgloss/v2"
 	"github.com/charmbracelet/x/ansi"
 
 	"github.com/termsprawl/termsprawl/tools"
@@ -56,14 +55,84 @@ func (m *Model) geometry() geometry {
 	return g
 }
 
-// style builds a lipgloss style, without colours under NO_COLOR.
-func (m *Model) style(fg string, bold bool) lipgloss.Style {
-	s := lipgloss.NewStyle().Bold(bold)
-	if !m.opts.NoColor && fg != "" {
-		s = s.Foreground(lipgloss.Color(fg))
-	}
-	return s
+// sty is a text style: colours "#rrggbb" ("" the terminal's default).
+type sty struct {
+	fg, bg                                                 string
+	bold, italic, faint, strike, underline, reverse, blink bool
 }
+
+// hexColor parses "#rrggbb" (nil for anything else).
+func hexColor(h string) ansi.Color {
+	if len(h) != 7 || h[0] != '#' {
+		return nil
+	}
+	var v uint32
+	for _, c := range h[1:] {
+		var d uint32
+		switch {
+		case c >= '0' && c <= '9':
+			d = uint32(c - '0')
+		case c >= 'a' && c <= 'f':
+			d = uint32(c-'a') + 10
+		case c >= 'A' && c <= 'F':
+			d = uint32(c-'A') + 10
+		default:
+			return nil
+		}
+		v = v<<4 | d
+	}
+	return ansi.TrueColor(v)
+}
+
+// paint styles text with SGR sequences (x/ansi); under NO_COLOR without
+// colours. Bubble Tea's renderer brings the colours down to what the
+// terminal has.
+func (m *Model) paint(text string, st sty) string {
+	var s ansi.Style
+	if st.bold {
+		s = s.Bold()
+	}
+	if st.faint {
+		s = s.Faint()
+	}
+	if st.italic {
+		s = s.Italic(true)
+	}
+	if st.underline {
+		s = s.Underline(true)
+	}
+	if st.strike {
+		s = s.Strikethrough(true)
+	}
+	if st.reverse {
+		s = s.Reverse(true)
+	}
+	if st.blink {
+		s = s.Blink(true)
+	}
+	if !m.opts.NoColor {
+		if c := hexColor(st.fg); c != nil {
+			s = s.ForegroundColor(c)
+		}
+		if c := hexColor(st.bg); c != nil {
+			s = s.BackgroundColor(c)
+		}
+	}
+	if len(s) == 0 {
+		return text
+	}
+	return s.Styled(text)
+}
+
+// style is paint's common case: a colour, maybe bold.
+func (m *Model) style(fg string, bold bool) painter { return painter{m, sty{fg: fg, bold: bold}} }
+
+type painter struct {
+	m  *Model
+	st sty
+}
+
+func (p painter) Render(s string) string { return p.m.paint(s, p.st) }
 
 // glyph is a node's state mark and colour.
 func glyph(n tools.StreamNode, needs bool) (string, string) {
@@ -240,10 +309,7 @@ func (m *Model) listLines(g geometry) []string {
 		}
 		row := fmt.Sprintf("%s%s %s %s %s %s", mark, m.style(col, m.needsHuman(n)).Render(gl), pad(nm, 14), pad(kind(n), 7), pad(st, 9), ago(now, since(n)))
 		if selected {
-			row = lipgloss.NewStyle().Reverse(m.opts.NoColor).Bold(true).Render(ansi.Strip(row))
-			if !m.opts.NoColor {
-				row = lipgloss.NewStyle().Bold(true).Background(lipgloss.Color("#303a4a")).Render(pad(ansi.Strip(row), g.listW))
-			}
+			row = m.paint(pad(ansi.Strip(row), g.listW), sty{bold: true, reverse: m.opts.NoColor, bg: "#303a4a"})
 		}
 		out = append(out, row)
 	}
@@ -261,7 +327,7 @@ func (m *Model) previewLines(g geometry) []string {
 		}
 		label := " " + n + " "
 		if i == m.tab {
-			tabs.WriteString(lipgloss.NewStyle().Reverse(true).Bold(true).Render(label))
+			tabs.WriteString(m.paint(label, sty{reverse: true, bold: true}))
 		} else {
 			tabs.WriteString(m.style("#bcbcbc", false).Render(label))
 		}
@@ -364,20 +430,15 @@ func (m *Model) runsLine(runs []tools.StreamRun, w int) string {
 			b.WriteString(t)
 			continue
 		}
-		st := lipgloss.NewStyle().Bold(r.A&tools.RunBold != 0).Italic(r.A&tools.RunItalic != 0).Faint(r.A&tools.RunFaint != 0).
-			Strikethrough(r.A&tools.RunStrike != 0).Underline(r.A>>8 != 0)
-		if !m.opts.NoColor {
-			if r.F != "" {
-				st = st.Foreground(lipgloss.Color(r.F))
-			}
-			if r.B != "" {
-				st = st.Background(lipgloss.Color(r.B))
-			}
+		st := sty{fg: r.F, bg: r.B, bold: r.A&tools.RunBold != 0, italic: r.A&tools.RunItalic != 0, faint: r.A&tools.RunFaint != 0,
+			strike: r.A&tools.RunStrike != 0, underline: r.A>>8 != 0, blink: r.A&tools.RunBlink != 0}
+		if r.A&tools.RunInvisible != 0 {
+			t = strings.Repeat(" ", tw)
 		}
-		if r.C != 0 && (m.opts.NoColor || (r.F == "" && r.B == "")) {
-			st = st.Reverse(true) // the cursor, where its colours say nothing
-		}
-		b.WriteString(st.Render(t))
+		// The cursor: its cell's colours are already swapped (the stream
+		// resolves them) unless they say nothing, or colours are off.
+		st.reverse = r.C != 0 && (m.opts.NoColor || (r.F == "" && r.B == ""))
+		b.WriteString(m.paint(t, st))
 	}
 	return b.String()
 }
@@ -385,7 +446,7 @@ func (m *Model) runsLine(runs []tools.StreamRun, w int) string {
 func (m *Model) footer(g geometry) string {
 	switch m.mode {
 	case modeFilter, modeReason:
-		return m.input.View()
+		return m.input.view(m)
 	case modeChoice:
 		var b strings.Builder
 		fmt.Fprintf(&b, "%s: %s  ", m.pending.ID, m.pending.Title)
@@ -398,7 +459,7 @@ func (m *Model) footer(g geometry) string {
 	case modeLaunch:
 		parts := make([]string, len(m.launch))
 		for i := range m.launch {
-			parts[i] = m.launch[i].View()
+			parts[i] = m.launch[i].view(m)
 		}
 		return "launch  " + strings.Join(parts, "  ")
 	case modeFocus:

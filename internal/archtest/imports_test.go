@@ -66,9 +66,7 @@ var allowed = map[string][]string{
 		// `termsprawl replay` reads recordings without the orchestrator
 		module + "/orchestrator/record",
 		// shell completion (docs/CHOICES.md)
-		"github.com/willabides/kongplete", "github.com/posener/complete",
-		// the dashboard (termsprawl dash)
-		module + "/cli/dash"},
+		"github.com/willabides/kongplete", "github.com/posener/complete"},
 	// The dashboard (CONTRACT §19): a client of the tool server (the event
 	// stream and Call), never the engine; Bubble Tea v2.
 	"cli/dash": {module + "/tools", "charm.land/", "github.com/charmbracelet/"},
@@ -76,7 +74,9 @@ var allowed = map[string][]string{
 	// the tool server and runs the stdio bridge; cmd/termsprawlctl links
 	// only cli, so mcp-go's start-up stays out of `termsprawlctl call`
 	// (TestCtlDoesNotLinkMCPGo).
-	"cmd/...": {module + "/cli", module + "/internal/mcpserve", module + "/orchestrator/toolserver"},
+	// It also plugs the dashboard (cli/dash, Bubble Tea) into cli, which
+	// termsprawlctl links without it.
+	"cmd/...": {module + "/cli", module + "/internal/mcpserve", module + "/orchestrator/toolserver", module + "/cli/dash"},
 	// MCP from the operation table, built with mcp-go (stdio bridge and
 	// the protocol engine behind /mcp).
 	"internal/mcpserve":   {module + "/tools", "github.com/mark3labs/mcp-go/"},
