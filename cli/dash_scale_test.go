@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -96,33 +96,23 @@ func TestDashboardScale(t *testing.T) {
 	}
 	t.Logf("%d nodes launched in %v", total, time.Since(began).Round(time.Second))
 
-	// The dashboard, with a logging tmux first on its PATH.
-	bin := t.TempDir()
-	tmuxLog := filepath.Join(bin, "tmux.log")
-	realTmux := strings.TrimSpace(e.must("/bin/sh", "-c", "command -v tmux"))
-	if err := os.WriteFile(filepath.Join(bin, "tmux"), []byte("#!/bin/sh\necho \"$@\" >> "+tmuxLog+"\nexec "+realTmux+" \"$@\"\n"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	startDash := func() *dashNode {
-		var rec tools.ReceiptOf[tools.NodeInfo]
-		e.op("terminal_launch", map[string]any{"name": "dash", "columns": 160, "rows": 48,
-			"command": []string{"env", "PATH=" + bin + ":" + os.Getenv("PATH"), e.ts, "dash"}}, &rec)
-		d := &dashNode{e: e, id: rec.Result.Terminal}
-		d.waitText(fmt.Sprintf("%d nodes", total+1))
-		return d
-	}
-	pidOf := func(id string) int {
-		n, _ := e.listed(id)
-		out := e.must("tmux", "-L", n.TmuxSocket, "display-message", "-p", "-t", "ts-"+id, "#{pane_pid}")
+	// The dashboard in a node, with a logging tmux first on its PATH.
+	tmuxLog, path := loggingTmux(t)
+	var rec tools.ReceiptOf[tools.NodeInfo]
+	e.op("terminal_launch", map[string]any{"name": "dash", "columns": 160, "rows": 48,
+		"command": []string{"env", "PATH=" + path, e.ts, "dash"}}, &rec)
+	d := &dashNode{e: e, id: rec.Result.Terminal}
+	d.waitText(fmt.Sprintf("%d nodes", total+1))
+	pidOf := func(socket, target string) int {
+		out := e.must("tmux", "-L", socket, "display-message", "-p", "-t", target, "#{pane_pid}")
 		pid, err := strconv.Atoi(strings.TrimSpace(out))
 		if err != nil {
-			t.Fatalf("pane pid of %s: %q", id, out)
+			t.Fatalf("pane pid of %s: %q", target, out)
 		}
 		return pid
 	}
-	d := startDash()
-	dashPID := pidOf(d.id)
-	idle := cpuShare(t, dashPID, 10*time.Second)
+	dn, _ := e.listed(d.id)
+	idle := cpuShare(t, pidOf(dn.TmuxSocket, "ts-"+d.id), 10*time.Second)
 	t.Logf("dashboard CPU, idle-watching %d idle nodes: %.2f%% of a core", total, 100*idle)
 
 	// 20 nodes print a line every 100 ms.
@@ -132,28 +122,29 @@ func TestDashboardScale(t *testing.T) {
 	time.Sleep(2 * time.Second)
 
 	// Key → frame, end to end: a press whose render wait ends at the
-	// dashboard's next frame.
-	var lat []time.Duration
-	for i := range 60 {
-		k := "j"
-		if i%2 == 1 {
-			k = "k"
+	// dashboard's next frame; the same into a bare cat (its tty echoes)
+	// is the floor of that path (input call, tmux, the mirror).
+	pressTimes := func(id string, keys ...string) []time.Duration {
+		var lat []time.Duration
+		for i := range 60 {
+			raw, _ := json.Marshal(map[string]any{"terminal": id, "keys": keys[i%len(keys)], "wait": map[string]any{"wait": "render", "timeout_ms": 5000}})
+			t0 := time.Now()
+			res := tools.Call(context.Background(), e.oper, tools.Request{Operation: "terminal_press", Args: raw}, tools.CallOptions{})
+			if !res.OK {
+				t.Fatalf("press: %s", res.Error)
+			}
+			lat = append(lat, time.Since(t0))
+			time.Sleep(50 * time.Millisecond)
 		}
-		raw, _ := json.Marshal(map[string]any{"terminal": d.id, "keys": k, "wait": map[string]any{"wait": "render", "timeout_ms": 5000}})
-		t0 := time.Now()
-		res := tools.Call(context.Background(), e.oper, tools.Request{Operation: "terminal_press", Args: raw}, tools.CallOptions{})
-		if !res.OK {
-			t.Fatalf("press: %s", res.Error)
-		}
-		lat = append(lat, time.Since(t0))
-		time.Sleep(50 * time.Millisecond)
+		slices.Sort(lat)
+		return lat
 	}
-	slices.Sort(lat)
-	t.Logf("key → frame end to end (terminal_press + render wait, %d presses): p50 %v, p99 %v", len(lat),
-		lat[len(lat)/2].Round(100*time.Microsecond), lat[len(lat)*99/100].Round(100*time.Microsecond))
-	// The dashboard shows a printing node while the orchestrator is measured.
-	d.selectByFilter("p-00")
-	with := cpuShare(t, ep.PID, 10*time.Second)
+	lat := pressTimes(d.id, "j", "k")
+	n0, _ := e.listed("a-199")
+	floor := pressTimes(n0.Terminal, "x")
+	t.Logf("key → frame end to end (terminal_press + render wait, 60 presses): p50 %v, p99 %v; into a bare cat: p50 %v, p99 %v",
+		lat[len(lat)/2].Round(100*time.Microsecond), lat[len(lat)*99/100].Round(100*time.Microsecond),
+		floor[len(floor)/2].Round(100*time.Microsecond), floor[len(floor)*99/100].Round(100*time.Microsecond))
 	d.typ("q")
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -165,9 +156,37 @@ func TestDashboardScale(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	e.op("terminal_close", map[string]any{"terminal": d.id}, nil)
 	time.Sleep(time.Second)
 	without := cpuShare(t, ep.PID, 10*time.Second)
-	t.Logf("orchestrator CPU, %d printing: %.1f%% of a core with the dashboard attached, %.1f%% without: %.2f×", printers, 100*with, 100*without, with/without)
+
+	// A human's dashboard in their own terminal (a pane of another tmux
+	// server), showing a printing node.
+	outer := tmuxtest.New(t)
+	outer.Must("new-session", "-d", "-s", "h", "-x", "160", "-y", "48", "--",
+		"env", "PATH="+path, "TERMSPRAWL_HOME="+e.state, "TERMSPRAWL_TMUX_SOCKET="+e.tmux.Socket, e.ts, "dash")
+	pane := func() string { return outer.Must("capture-pane", "-p", "-t", "h") }
+	waitPane := func(text string) {
+		deadline := time.Now().Add(30 * time.Second)
+		for !strings.Contains(pane(), text) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the human's dashboard never showed %q:\n%s", text, pane())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	waitPane(fmt.Sprintf("%d nodes", total))
+	outer.Must("send-keys", "-t", "h", "/")
+	outer.Must("send-keys", "-t", "h", "-l", "p-00")
+	outer.Must("send-keys", "-t", "h", "Enter")
+	waitPane("line ")
+	hpid := pidOf(outer.Socket, "h")
+	h0 := pidCPU(t, hpid)
+	with := cpuShare(t, ep.PID, 10*time.Second)
+	watching := float64(pidCPU(t, hpid)-h0) / float64(10*time.Second)
+	t.Logf("orchestrator CPU, %d printing: %.1f%% of a core with a dashboard attached (showing one of them), %.1f%% without: %.2f×; that dashboard used %.1f%%",
+		printers, 100*with, 100*without, with/without, 100*watching)
+	outer.Must("send-keys", "-t", "h", "q")
 
 	logged, _ := os.ReadFile(tmuxLog)
 	spawned := 0

@@ -441,3 +441,23 @@ func TestModelMouse(t *testing.T) {
 		return m.tab == tabDialogs && strings.Contains(ansi.Strip(m.Render()), "no pending dialogs")
 	})
 }
+
+// A pending dialog's answers are buttons on the tab line; a click answers.
+func TestModelAnswerButtons(t *testing.T) {
+	f := newFake(t)
+	d := tools.StreamDialog{Dialog: tools.Dialog{ID: "dialog-7", Node: "n1", Kind: "permission", Title: "Bash: ls", Created: time.Now()}}
+	tm, _ := start(t, f, withDialogs(d), 120, 30)
+	var allow button
+	waitModel(t, tm, "the buttons", func(m *Model) bool {
+		g := m.geometry()
+		if len(g.buttons) != 3 || !strings.Contains(ansi.Strip(m.Render()), " allow   deny   always ") {
+			return false
+		}
+		allow = g.buttons[0]
+		return true
+	})
+	tm.Send(tea.MouseClickMsg{X: allow.x0 + 1, Y: 1, Button: tea.MouseLeft})
+	if c := f.nextCall("dialog_answer"); c.args["dialog"] != "dialog-7" || c.args["mode"] != "allow" {
+		t.Fatalf("the allow button answered %v", c.args)
+	}
+}

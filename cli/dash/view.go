@@ -30,9 +30,10 @@ type geometry struct {
 	listW         int // the list's width
 	px, pw, ph    int // the preview's first column, width and content rows
 	tabX          [numTabs][2]int
-	listTop       int // the first list row's y
-	contentTop    int // the preview content's first y
-	footer, hints int // the footer's and hints' y
+	buttons       []button // the answer buttons on the tab line
+	listTop       int      // the first list row's y
+	contentTop    int      // the preview content's first y
+	footer, hints int      // the footer's and hints' y
 }
 
 func (m *Model) geometry() geometry {
@@ -52,7 +53,32 @@ func (m *Model) geometry() geometry {
 		g.tabX[i] = [2]int{x, x + w}
 		x += w + 1
 	}
+	// The answer buttons of the selected node's oldest dialog, at the
+	// tab line's right end.
+	if d := m.oldestDialog(); d != nil {
+		labels := [][2]string{{" allow ", "a"}, {" deny ", "d"}, {" always ", "A"}}
+		if len(d.Options) > 0 {
+			labels = [][2]string{{" choose ", "a"}, {" deny ", "d"}}
+		}
+		w := 0
+		for _, l := range labels {
+			w += len(l[0]) + 1
+		}
+		bx := max(m.width-w, x+1)
+		for _, l := range labels {
+			g.buttons = append(g.buttons, button{label: l[0], key: l[1], x0: bx, x1: bx + len(l[0])})
+			bx += len(l[0]) + 1
+		}
+	}
 	return g
+}
+
+// button is a clickable answer: label drawn at [x0, x1) of the tab line;
+// a click does what key does.
+type button struct {
+	label  string
+	key    string
+	x0, x1 int
 }
 
 // sty is a text style: colours "#rrggbb" ("" the terminal's default).
@@ -332,6 +358,16 @@ func (m *Model) previewLines(g geometry) []string {
 			tabs.WriteString(m.style("#bcbcbc", false).Render(label))
 		}
 	}
+	if len(g.buttons) > 0 {
+		used := ansi.StringWidth(tabs.String())
+		tabs.WriteString(strings.Repeat(" ", max(g.buttons[0].x0-g.px-used, 1)))
+		for i, b := range g.buttons {
+			if i > 0 {
+				tabs.WriteByte(' ')
+			}
+			tabs.WriteString(m.paint(b.label, sty{reverse: true, bold: true, fg: "#ffaf00"}))
+		}
+	}
 	out := []string{tabs.String()}
 	if m.mode == modeHelp {
 		out = append(out, m.style("", true).Render("keys"), "")
@@ -499,6 +535,11 @@ func (m *Model) onClick(ms tea.Mouse) tea.Cmd {
 		return nil
 	}
 	if !g.small && ms.Y == g.listTop {
+		for _, b := range g.buttons {
+			if ms.X >= b.x0 && ms.X < b.x1 && m.mode == modeNormal {
+				return m.onKey(tea.KeyPressMsg{Code: rune(b.key[0]), Text: b.key})
+			}
+		}
 		for i, r := range g.tabX {
 			if ms.X >= r[0] && ms.X < r[1] {
 				m.tab = i
