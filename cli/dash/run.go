@@ -94,7 +94,9 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	m := New(ctx, opts)
 	var popts []tea.ProgramOption
 	env := withoutTmux(os.Environ())
-	popts = append(popts, tea.WithContext(ctx), tea.WithEnvironment(env), tea.WithColorProfile(Profile(cfg.Output, env)))
+	// 120 frames a second at most (Bubble Tea's default is 60): a key's
+	// frame waits at most 8 ms for the renderer's tick.
+	popts = append(popts, tea.WithContext(ctx), tea.WithEnvironment(env), tea.WithColorProfile(Profile(cfg.Output, env)), tea.WithFPS(120))
 	if cfg.Input != nil {
 		popts = append(popts, tea.WithInput(cfg.Input))
 	}
