@@ -146,6 +146,8 @@ type node struct {
 	rd readiness // the program's start: input waits for it (ready.go)
 
 	tw termwright // crash report, last input, query refs, logs (termtools.go)
+	// sem holds the program's semantic tree commits (semantic.go).
+	sem semStore
 	// lastRecDir is the directory of the node's latest recording.
 	lastRecDir string
 }

@@ -77,7 +77,7 @@ func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
 	n.mu.Lock()
 	reason := n.exitReason
 	n.mu.Unlock()
-	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.crashReport()}, nil
+	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.crashReport(), Semantic: n.semanticLines()}, nil
 }
 
 // CaptureSince returns the rows changed after revision cursor.
@@ -91,6 +91,7 @@ func (o *Orchestrator) CaptureSince(id string, cursor uint64) (tools.Changes, er
 	if err != nil {
 		return tools.Changes{}, revisionErr(id, "cursor", cursor, err)
 	}
+	ch.Semantic = n.semanticChanges(cursor)
 	return ch, nil
 }
 

@@ -32,7 +32,7 @@ func (o *Orchestrator) Capabilities(id string) (tools.Capabilities, error) {
 	info := n.info(0)
 	return tools.Capabilities{
 		Terminal: id, Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Status: status,
-		Modes: snap.Modes, Mouse: mouseModeOf(n.scr.Modes()), SemanticTree: "unavailable",
+		Modes: snap.Modes, Mouse: mouseModeOf(n.scr.Modes()), SemanticTree: n.semanticAvailability(),
 		Recording: info.Recording != nil, Logs: labels, LogsMissing: missing, Crash: n.crashReport(),
 	}, nil
 }
@@ -46,6 +46,8 @@ type QuerySpec struct {
 	Text    string `json:"text"`
 	Pattern string `json:"pattern"`
 	Nth     int    `json:"nth"`
+	// Locator finds nodes of the semantic tree instead (CONTRACT §22).
+	Locator *tools.SemanticLocator `json:"locator"`
 }
 
 // Query finds text or a regex on the visible screen.
@@ -53,6 +55,9 @@ func (o *Orchestrator) Query(id string, q QuerySpec) (tools.QueryResult, error) 
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.QueryResult{}, err
+	}
+	if q.Locator != nil {
+		return n.querySemantic(id, *q.Locator)
 	}
 	var re *regexp.Regexp
 	if q.Pattern != "" {
@@ -249,6 +254,8 @@ type MouseSpec struct {
 	Count     int
 	Modifiers []string
 	DeltaY    int
+	// Locator names a node of the semantic tree instead of At or Ref.
+	Locator *tools.SemanticLocator
 }
 
 // Mouse sends a mouse action as real mouse reports encoded for the modes
@@ -262,7 +269,13 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 	var res tools.MouseResult
 	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error {
 		snap := n.snapshot()
-		if spec.Ref != "" {
+		if spec.Locator != nil || strings.HasPrefix(spec.Ref, "semantic:") {
+			c, err := n.semanticTarget(id, spec.Locator, spec.Ref)
+			if err != nil {
+				return err
+			}
+			a.At = *c
+		} else if spec.Ref != "" {
 			c, err := n.resolveRef(spec.Ref, snap.Lines)
 			if err != nil {
 				return err
@@ -323,8 +336,14 @@ func mouseActionOf(spec MouseSpec) (termio.Action, error) {
 	default:
 		return a, usage("unknown mouse action %q", spec.Kind)
 	}
-	if (spec.At == nil) == (spec.Ref == "") && spec.Kind != "drag" {
-		return a, usage("give exactly one of \"at\" ({row, column}) and \"ref\" (from terminal_query)")
+	targets := 0
+	for _, set := range []bool{spec.At != nil, spec.Ref != "", spec.Locator != nil} {
+		if set {
+			targets++
+		}
+	}
+	if targets != 1 && spec.Kind != "drag" {
+		return a, usage("give exactly one of \"at\" ({row, column}), \"ref\" (from terminal_query) and \"locator\" (a node of the semantic tree)")
 	}
 	if spec.At != nil {
 		a.At = *spec.At

@@ -74,6 +74,20 @@ when it has not enabled the tracking an action needs they are kind not_run
 longer at its place is kind conflict (reason stale-ref): query again.
 terminal_write_raw {text or base64} sends bytes verbatim.
 
+Semantic trees: a program with a probe (Go: package probe) publishes its
+UI as a tree, and terminal_capabilities says semantic_tree: available;
+terminal_snapshot then carries semantic, one line a node (button "OK"
+ref=semantic:ok@42 bounds=(14,23,6,1) focused). A locator {role?, name?,
+test_id?, label?, text?, nth?} (name and text also /pattern/flags) finds
+nodes in terminal_query and targets terminal_click, terminal_hover and
+terminal_wheel in place of at/ref (a semantic: ref works too while its
+node is in the tree, else conflict stale-ref); more than one match is
+conflict ambiguous-locator unless nth. terminal_fill {locator, text},
+terminal_check and terminal_uncheck act through real input and verify the
+outcome from a later commit. terminal_wait_for {wait: "semantic",
+locator, state} is satisfied only by a commit after its baseline. A
+program without a probe has no roles: target its screen text instead.
+
 When a program dies on its own (non-zero exit or a signal),
 terminal_snapshot and terminal_capabilities carry crash {exit_code or
 signal, after_ms, last_input, screen_tail}, and so do the details of the

@@ -171,7 +171,12 @@ func exampleValue(p Param) any {
 		return []string{"example"}
 	case TypeWaitObject:
 		return map[string]any{"wait": WaitText, "text": "done", "timeout_ms": 20000}
+	case TypeRawObject:
+		return map[string]any{"id": "root", "role": "window", "bounds": map[string]int{"row": 0, "column": 0, "width": 80, "height": 24}}
 	case TypeStruct, TypeStructArray:
+		if p.Name == "locator" {
+			return map[string]any{"role": "button", "name": "OK"}
+		}
 		obj := map[string]any{}
 		for _, f := range p.Fields {
 			if f.Required {

@@ -31,7 +31,7 @@ func TestOperationUsage(t *testing.T) {
 	}
 	op, _ := Lookup("terminal_wait_for")
 	help := OperationUsage(op)
-	for _, want := range []string{"wait (one of text, regex, quiet, exit, render, required)", "timeout_ms (an integer from 0 to 40000, optional, default 30000)"} {
+	for _, want := range []string{"wait (one of text, regex, quiet, exit, render, semantic, required)", "timeout_ms (an integer from 0 to 40000, optional, default 30000)"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("terminal_wait_for help lacks %q:\n%s", want, help)
 		}

@@ -29,6 +29,9 @@ const (
 	// TypeStructArray an array of such objects (see params.go).
 	TypeStruct      ParamType = "struct"
 	TypeStructArray ParamType = "struct_array"
+	// TypeRawObject is any JSON object whose shape the operation checks
+	// itself (semantic_publish's tree, see ops_semantic.go).
+	TypeRawObject ParamType = "raw_object"
 )
 
 // Ranges and defaults the table documents (the orchestrator applies the
@@ -384,6 +387,8 @@ func buildOperations() []*Operation {
 	}
 	ops = append(ops, traceOperations()...)
 	ops = append(ops, notifyOperations()...)
+	ops = append(ops, semanticOperations()...)
+	addLocators(ops)
 	for _, op := range ops {
 		if op.Mutation {
 			op.Params = append(op.Params, paramIdempotencyKey)
@@ -672,6 +677,11 @@ func (op *Operation) checkValue(p *Param, path string, raw json.RawMessage) erro
 		return op.checkWaitFields(path+".", m)
 	case TypeStruct, TypeStructArray:
 		return op.checkNested(p, path, t)
+	case TypeRawObject:
+		if t[0] != '{' {
+			return op.usageErr(path, "argument %q must be a JSON object, got %s", path, jsonKindOf(t))
+		}
+		return nil
 	}
 	return op.usageErr(path, "argument %q has an unsupported type %q in the table", path, p.Type)
 }
@@ -754,6 +764,8 @@ func (p *Param) typeText() string {
 		return "a wait object"
 	case TypeStruct, TypeStructArray:
 		return nestedTypeText(p)
+	case TypeRawObject:
+		return "a JSON object"
 	}
 	return string(p.Type)
 }
@@ -949,6 +961,8 @@ func paramSchema(p Param) map[string]any {
 		s = objectSchema(waitObjectParams)
 	case TypeStruct, TypeStructArray:
 		s = nestedSchema(p)
+	case TypeRawObject:
+		s = semanticTreeSchema()
 	default:
 		s = map[string]any{}
 	}

@@ -21,6 +21,8 @@ var contractOps = []string{
 	"terminal_record", "terminal_mark", "trace_open", "trace_close", "trace_overview", "trace_frame_at", "trace_diff",
 	// §20 notifications
 	"notify_test",
+	// §22 semantic trees
+	"semantic_publish", "terminal_fill", "terminal_check", "terminal_uncheck",
 }
 
 func TestOperationTable(t *testing.T) {

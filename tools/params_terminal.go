@@ -45,7 +45,7 @@ var (
 
 	paramAt  = Param{Name: "at", Type: TypeStruct, Fields: cellFields("cell"), Description: "The cell {row, column} (0-based). Give at or ref, not both."}
 	paramRef = Param{Name: "ref", Type: TypeString, NonEmpty: true, MaxLen: 128,
-		Description: "A ref from terminal_query (screen:ROW,COL,LEN@REVISION): its first cell. Stale (kind conflict, reason stale-ref) when its text is no longer there."}
+		Description: "A ref from terminal_query: screen:ROW,COL,LEN@REVISION (its first cell; stale, kind conflict reason stale-ref, when its text is no longer there) or semantic:ID@REVISION (the middle of that node of the semantic tree; stale when the node is gone)."}
 	paramFrom        = Param{Name: "from", Type: TypeStruct, Required: true, Fields: cellFields("start cell"), Description: "Where the button goes down: {row, column} (0-based)."}
 	paramTo          = Param{Name: "to", Type: TypeStruct, Required: true, Fields: cellFields("end cell"), Description: "Where the button comes up: {row, column} (0-based)."}
 	paramButton      = enumParam("button", "Mouse button (default left).", "left", "middle", "right")
@@ -94,7 +94,7 @@ func checkTarget(op *Operation, fields map[string]json.RawMessage) error {
 	}
 	if hasRef {
 		var s string
-		if json.Unmarshal(ref, &s) == nil {
+		if json.Unmarshal(ref, &s) == nil && !strings.HasPrefix(s, "semantic:") {
 			if _, err := ParseRef(s); err != nil {
 				return op.usageErr("ref", "%w; pass a ref exactly as terminal_query returned it", err)
 			}

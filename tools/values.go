@@ -148,6 +148,9 @@ type Snapshot struct {
 	// Screenshot the facts about it.
 	Image      string           `json:"image,omitempty"`
 	Screenshot *ScreenshotFacts `json:"screenshot,omitempty"`
+	// Semantic are the compact lines of the program's semantic tree
+	// (CONTRACT §22), when its probe published one.
+	Semantic []string `json:"semantic,omitempty"`
 }
 
 // ScreenshotFacts describe a screenshot: its size in pixels, that it used
@@ -184,6 +187,9 @@ type Changes struct {
 	// launched with logs.
 	Logs        []LogLine `json:"logs,omitzero"`
 	LogsOmitted *int      `json:"logs_omitted,omitempty"`
+	// Semantic are the semantic tree's changes since the cursor, when
+	// the program publishes one (CONTRACT §22).
+	Semantic *SemanticChanges `json:"semantic,omitempty"`
 }
 
 // ReadResult is terminal_read's value.
@@ -217,6 +223,9 @@ type WaitSpec struct {
 	QuietMS   int     `json:"quiet_ms,omitempty"`
 	After     *uint64 `json:"after,omitempty"`
 	TimeoutMS int     `json:"timeout_ms,omitempty"`
+	// Locator and State are wait=semantic's (terminal_wait_for only).
+	Locator *SemanticLocator `json:"locator,omitempty"`
+	State   string           `json:"state,omitempty"`
 }
 
 // WaitResult is how a wait ended. A wait inside an input operation that
@@ -505,7 +514,8 @@ type Capabilities struct {
 	Status   string    `json:"status"`
 	Modes    Modes     `json:"modes"`
 	Mouse    MouseMode `json:"mouse"`
-	// SemanticTree is "unavailable": a terminal has no accessibility tree.
+	// SemanticTree is "available" once the program's probe published a
+	// tree (CONTRACT §22), else "unavailable".
 	SemanticTree string `json:"semantic_tree"`
 	Recording    bool   `json:"recording"`
 	// Logs are the labels of the followed application logs; LogsMissing
@@ -530,6 +540,9 @@ type QueryResult struct {
 	Terminal string       `json:"terminal"`
 	Revision uint64       `json:"revision"`
 	Matches  []QueryMatch `json:"matches"`
+	// Nodes are a locator's matches in the semantic tree (then Matches
+	// is empty and Revision the commit's).
+	Nodes []SemanticMatch `json:"nodes,omitempty"`
 }
 
 // Cell is a 0-based screen cell.

@@ -129,4 +129,7 @@ type TraceFrame struct {
 	Screen
 	Image      string           `json:"image,omitempty"`
 	Screenshot *ScreenshotFacts `json:"screenshot,omitempty"`
+	// Semantic are the compact lines of the semantic tree committed last
+	// before that moment, when the program published one (CONTRACT §22).
+	Semantic []string `json:"semantic,omitempty"`
 }

@@ -24,7 +24,9 @@ var allowed = map[string][]string{
 		// the rooms that need no node
 		module + "/orchestrator/proc", module + "/orchestrator/termio", module + "/orchestrator/applog",
 		// text and regex waits (a room of its own)
-		module + "/orchestrator/textwait"},
+		module + "/orchestrator/textwait",
+		// semantic trees: validation, locators, lines, diffs (CONTRACT §22)
+		module + "/orchestrator/semantic"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -41,7 +43,12 @@ var allowed = map[string][]string{
 	// interface): the standard library only, never the engine or the
 	// tool server.
 	"orchestrator/textwait": {},
-	"orchestrator/screen":   {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
+	// Semantic trees (CONTRACT §22): pure, the standard library only.
+	"orchestrator/semantic": {},
+	// The probe programs link to publish their trees: the client, and
+	// Bubble Tea v2 for its helpers; never the engine.
+	"probe":               {module + "/tools", "charm.land/bubbletea/v2", "github.com/charmbracelet/x/ansi"},
+	"orchestrator/screen": {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
 	// PNG screenshots from a cell grid: fonts and pixels only.
 	"orchestrator/render": {"golang.org/x/image/"},
 	// Recordings and traces, replayed through the same mirror.

@@ -39,6 +39,8 @@ var files = map[string][2]string{
 	"app.js":    {"static/app.js", "text/javascript; charset=utf-8"},
 	"style.css": {"static/style.css", "text/css; charset=utf-8"},
 	"icon.svg":  {"static/icon.svg", "image/svg+xml"},
+	// the semantic tree beside the screen (semantic.go)
+	"semantic.js": {"static/semantic.js", "text/javascript; charset=utf-8"},
 }
 
 // Config is what a Monitor serves from.
@@ -172,6 +174,10 @@ func (m *Monitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	markTrusted(r)
 	if name == "events" {
 		m.events(w, r)
+		return
+	}
+	if name == "semantic" {
+		m.semantic(w, r) // semantic.go
 		return
 	}
 	f, ok := files[name]

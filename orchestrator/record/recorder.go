@@ -62,6 +62,9 @@ type Event struct {
 	FromMS   *int64   `json:"from_ms,omitempty"`
 	ToMS     *int64   `json:"to_ms,omitempty"`
 	Reason   string   `json:"reason,omitempty"`
+	// Tree and Revision are a semantic commit's (type semantic, CONTRACT §22).
+	Tree     json.RawMessage `json:"tree,omitempty"`
+	Revision uint64          `json:"revision,omitempty"`
 }
 
 // ErrStopped is wrapped by Err when recording stopped because writing

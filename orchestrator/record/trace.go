@@ -53,6 +53,7 @@ type Trace struct {
 	c        *parsedCast
 	overview Overview
 	size     int64
+	sem      []Event // semantic tree commits, in time order (semantic.go)
 
 	mu      sync.Mutex
 	closed  bool
@@ -136,6 +137,7 @@ func openFiles(p string, files map[string][]byte) (*Trace, error) {
 		events, warnings = parseEvents(eb, warnings)
 	}
 	t.overview = buildOverview(c, events, t.meta, warnings)
+	t.sem = semanticEvents(events)
 	t.kfEvery, t.kfRetry = keyframeEvery, keyframeRetry
 	t.nextKF = t.kfEvery
 	t.mem.Store(memoryEstimate(t.size, len(c.events)))

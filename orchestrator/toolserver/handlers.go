@@ -105,7 +105,7 @@ type noArgs struct{}
 func (s *Server) buildHandlers() map[string]handler {
 	all := map[string]handler{}
 	for _, set := range []map[string]handler{identityHandlers(), terminalHandlers(), watchHandlers(), agentHandlers(), dialogHandlers(), traceHandlers(),
-		terminalToolHandlers(), notifyHandlers()} {
+		terminalToolHandlers(), notifyHandlers(), semanticHandlers()} {
 		for name, h := range set {
 			if _, dup := all[name]; dup {
 				panic(fmt.Sprintf("toolserver: operation %s has two handlers", name))

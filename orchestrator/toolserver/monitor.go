@@ -105,3 +105,8 @@ func (s *Server) mountMonitor(saved monitor.Saved, hostPort func() string, next 
 	s.monitor.mon.Store(m)
 	return m, m.Mount(s.events(m, hostPort, next)), nil
 }
+
+// SemanticTree is the monitor's view of a node's latest semantic commit.
+func (e monitorEngine) SemanticTree(id string) (uint64, []tools.SemanticMatch, bool) {
+	return e.o.SemanticTree(id)
+}

@@ -185,6 +185,9 @@ type waitArgs struct {
 }
 
 func terminalWaitFor(c *call, a waitArgs) (tools.WaitResult, error) {
+	if a.Wait == tools.WaitSemantic {
+		return c.s.o.WaitSemantic(c.ctx, a.Terminal, a.WaitSpec)
+	}
 	return c.s.o.WaitFor(c.ctx, a.Terminal, a.WaitSpec)
 }
 

@@ -45,11 +45,13 @@ type mouseArgs struct {
 	Modifiers []string        `json:"modifiers"`
 	DeltaY    int             `json:"delta_y"`
 	Wait      *tools.WaitSpec `json:"wait"`
+	// Locator: a node of the semantic tree in place of at/ref (semantic.go).
+	Locator *tools.SemanticLocator `json:"locator"`
 }
 
 func mouseOp(kind string) func(c *call, a mouseArgs) (tools.MouseResult, any, error) {
 	return func(c *call, a mouseArgs) (tools.MouseResult, any, error) {
-		spec := orchestrator.MouseSpec{Kind: kind, At: a.At, To: a.To, Ref: a.Ref, Button: a.Button, Count: a.Count, Modifiers: a.Modifiers, DeltaY: a.DeltaY}
+		spec := orchestrator.MouseSpec{Kind: kind, At: a.At, To: a.To, Ref: a.Ref, Button: a.Button, Count: a.Count, Modifiers: a.Modifiers, DeltaY: a.DeltaY, Locator: a.Locator}
 		if kind == "drag" {
 			spec.At = a.From
 		}

@@ -74,8 +74,12 @@ type frameArgs struct {
 }
 
 func traceFrameAt(c *call, a frameArgs) (tools.TraceFrame, error) {
-	return c.s.o.TraceFrameAt(a.Trace, orchestrator.FrameSpec{TimeMS: a.TimeMS, Marker: a.Marker,
+	f, err := c.s.o.TraceFrameAt(a.Trace, orchestrator.FrameSpec{TimeMS: a.TimeMS, Marker: a.Marker,
 		Screenshot: a.Screenshot, Scale: a.Scale, Theme: a.Theme})
+	if err == nil {
+		f.Semantic = c.s.o.TraceSemanticAt(a.Trace, f.TimeMS) // the tree of that moment (CONTRACT §22)
+	}
+	return f, err
 }
 
 type diffArgs struct {

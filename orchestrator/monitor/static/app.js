@@ -17,6 +17,8 @@
   let state = { nodes: [], dialogs: [], watches: [] };
   let screen = null;      // {node, rev, cols, rows}
   let rowEls = [];
+  // semantic.js reads which node is shown and its screen's size.
+  window.termsprawlMonitor = { show: () => show, screen: () => screen };
 
   const wanted = () => decodeURIComponent((location.hash.match(/^#node=(.+)$/) || [])[1] || '');
 
