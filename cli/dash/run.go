@@ -11,6 +11,7 @@ import (
 	tea "charm.land/bubbletea/v2"
 	"github.com/charmbracelet/colorprofile"
 
+	"github.com/termsprawl/termsprawl/probe"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -103,7 +104,11 @@ func Run(ctx context.Context, cfg RunConfig) error {
 	if cfg.Output != nil {
 		popts = append(popts, tea.WithOutput(cfg.Output))
 	}
-	_, err := tea.NewProgram(m, popts...).Run()
+	// Its own semantic tree, when it runs in a node ($TERMSPRAWL_SESSION_FILE;
+	// elsewhere the publisher does nothing).
+	pub := probe.New(probe.Options{})
+	defer pub.Close()
+	_, err := tea.NewProgram(probe.Wrap(m, pub, func(tm tea.Model) *probe.Node { return treeOf(tm) }), popts...).Run()
 	if errors.Is(err, tea.ErrProgramKilled) && ctx.Err() != nil {
 		return nil
 	}

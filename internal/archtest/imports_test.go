@@ -76,7 +76,7 @@ var allowed = map[string][]string{
 		"github.com/willabides/kongplete", "github.com/posener/complete"},
 	// The dashboard (CONTRACT §19): a client of the tool server (the event
 	// stream and Call), never the engine; Bubble Tea v2.
-	"cli/dash": {module + "/tools", "charm.land/", "github.com/charmbracelet/"},
+	"cli/dash": {module + "/tools", "charm.land/", "github.com/charmbracelet/", module + "/probe"},
 	// cmd/termsprawl wires the MCP engine (internal/mcpserve, mcp-go) into
 	// the tool server and runs the stdio bridge; cmd/termsprawlctl links
 	// only cli, so mcp-go's start-up stays out of `termsprawlctl call`
