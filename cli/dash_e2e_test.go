@@ -67,6 +67,32 @@ func (d *dashNode) waitText(text string) string {
 
 func quoted(s string) string { b, _ := json.Marshal(s); return string(b) }
 
+// waitSemantic waits until the dashboard's semantic tree (in
+// terminal_snapshot) has a line containing each of want.
+func (d *dashNode) waitSemantic(want ...string) {
+	d.e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var s tools.Snapshot
+		d.e.op("terminal_snapshot", map[string]any{"terminal": d.id}, &s)
+		tree := strings.Join(s.Semantic, "\n")
+		missing := ""
+		for _, w := range want {
+			if !strings.Contains(tree, w) {
+				missing = w
+				break
+			}
+		}
+		if missing == "" {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.e.t.Fatalf("the dashboard's semantic tree has no %s:\n%s\nscreen:\n%s", missing, tree, strings.Join(s.Lines, "\n"))
+		}
+		time.Sleep(30 * time.Millisecond)
+	}
+}
+
 // press presses chords in the dashboard's node.
 func (d *dashNode) press(keys string) {
 	d.e.t.Helper()
@@ -256,7 +282,10 @@ func TestDashboardE2E(t *testing.T) {
 	p, out := ask("Bash: npm test")
 	e.waitDialog(work, 20*time.Second)
 	d.waitText("1 need you")
-	d.typ("a")
+	// The dashboard's own tree (probe): a listitem per node and the
+	// answers as buttons; an agent clicks "allow" by role and name.
+	d.waitSemantic(`listitem "work"`, `button "allow"`, `button "deny"`)
+	e.op("terminal_click", map[string]any{"terminal": d.id, "locator": map[string]any{"role": "button", "name": "allow"}}, nil)
 	if o := outcome(p, out); o.Answer.Mode != tools.AnswerAllow {
 		t.Fatalf("the agent got %+v, want allow", o.Answer)
 	}
