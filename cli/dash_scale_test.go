@@ -56,7 +56,7 @@ func TestDashboardScale(t *testing.T) {
 	// and without the dashboard, so the ratio is the stream's own cost (by
 	// default unobserved printers sleep, and the node a dashboard shows is
 	// woken: that is the cost of showing it).
-	up, _, _ := e.upWith("--idle-after", "-1s")
+	up, _, _ := e.upWith("--idle-after=-1s")
 	ep, err := tools.ReadEndpoint(tools.EndpointPath(e.state))
 	if err != nil {
 		t.Fatal(err)
