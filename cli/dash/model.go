@@ -549,7 +549,7 @@ func (m *Model) answer(d tools.StreamDialog, mode, selection, reason string) tea
 		case res.OK:
 			m.message = fmt.Sprintf("answered %s: %s", d.ID, label)
 		case res.Kind == tools.KindConflict || res.Kind == tools.KindNotFound:
-			m.message = fmt.Sprintf("dialog %s was already answered (%s)", d.ID, res.Error)
+			m.message = fmt.Sprintf("dialog %s was already answered elsewhere or ended: %s", d.ID, res.Error)
 		default:
 			m.message = failText("answer "+d.ID, res)
 		}

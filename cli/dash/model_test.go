@@ -354,11 +354,13 @@ func TestModelAnswers(t *testing.T) {
 	}
 	// Answered elsewhere while being answered here.
 	f.setReply(func(c call) tools.Result {
-		return tools.ErrResult(tools.Errorf(tools.KindConflict, "dialog dialog-1 was already answered (allow) at 01:00"))
+		return tools.ErrResult(tools.Errorf(tools.KindConflict, "the server's words (allow at 01:00)"))
 	})
 	tm.Send(key("a"))
 	f.nextCall("dialog_answer")
-	waitModel(t, tm, "already answered", func(m *Model) bool { return strings.Contains(m.Message(), "dialog dialog-1 was already answered") })
+	waitModel(t, tm, "already answered", func(m *Model) bool {
+		return m.Message() == "dialog dialog-1 was already answered elsewhere or ended: the server's words (allow at 01:00)"
+	})
 	// The dialog goes while its reason is being typed.
 	f.setReply(nil)
 	tm.Send(key("d"))
