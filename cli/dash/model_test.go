@@ -463,3 +463,22 @@ func TestModelAnswerButtons(t *testing.T) {
 		t.Fatalf("the allow button answered %v", c.args)
 	}
 }
+
+// The preview keeps a run's colours and attributes; NO_COLOR drops the
+// colours and keeps the attributes.
+func TestRunsStyled(t *testing.T) {
+	runs := []tools.StreamRun{{T: "red", F: "#ff0000", A: tools.RunBold}, {T: " cur", C: 1}}
+	m := New(context.Background(), Options{})
+	out := m.runsLine(runs, 80)
+	if !strings.Contains(out, "38;2;255;0;0") || !strings.Contains(out, "\x1b[1") || !strings.Contains(out, "\x1b[7m") {
+		t.Errorf("colours, bold and the cursor's inverse missing: %q", out)
+	}
+	m.opts.NoColor = true
+	out = m.runsLine(runs, 80)
+	if strings.Contains(out, "38;2") || !strings.Contains(out, "\x1b[1") {
+		t.Errorf("NO_COLOR: %q, want bold without colours", out)
+	}
+	if got := ansi.Strip(m.runsLine(runs, 5)); got != "red c" {
+		t.Errorf("cropped to 5 cells: %q", got)
+	}
+}

@@ -107,7 +107,7 @@ func hexColor(h string) ansi.Color {
 		}
 		v = v<<4 | d
 	}
-	return ansi.TrueColor(v)
+	return ansi.RGBColor{R: uint8(v >> 16), G: uint8(v >> 8), B: uint8(v)}
 }
 
 // paint styles text with SGR sequences (x/ansi); under NO_COLOR without
