@@ -244,6 +244,33 @@ func TestDashboardE2E(t *testing.T) {
 	d.selectByFilter("wor")
 	d.clearFilter()
 
+	// r toggles work's recording; tab shows it.
+	recording := func(want bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			n, _ := e.listed(work)
+			if (n.Recording != nil) == want {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("work's recording is not %v after r; dashboard:\n%s", want, d.screen())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	d.typ("r")
+	recording(true)
+	d.press("Tab Tab")
+	d.waitText("recording since")
+	d.typ("r")
+	recording(false)
+	d.waitText("is not recorded")
+	d.press("Tab")
+	d.waitText("no application logs")
+	d.press("Tab")
+	d.waitText("ready-2")
+
 	// Focus: keys go to work until C-].
 	d.typ("i")
 	d.waitText("FOCUS → " + work)
