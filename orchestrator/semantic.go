@@ -19,13 +19,18 @@ import (
 // pure room orchestrator/semantic.
 
 // maxSemCommits is how many commits a node keeps (capture_since, refs,
-// waits).
-const maxSemCommits = 64
+// waits), and maxSemBytes how many bytes of trees (as published) at most:
+// older commits go first, the latest always stays.
+const (
+	maxSemCommits = 64
+	maxSemBytes   = 8 << 20
+)
 
 // semCommit is one published tree, stamped with the screen revision.
 type semCommit struct {
 	seq  uint64 // 1 for the node's first commit
 	rev  uint64 // the screen revision at the commit
+	size int    // bytes of the tree as published
 	root *semantic.Node
 	at   time.Time
 }
@@ -35,6 +40,7 @@ type semStore struct {
 	mu      sync.Mutex
 	seq     uint64
 	commits []semCommit   // oldest first, at most maxSemCommits
+	bytes   int           // their sizes' sum, at most maxSemBytes (but the latest)
 	changed chan struct{} // closed (and replaced) at each commit
 	// marks are the latest commit's seq when an input was sent at a
 	// screen revision: a commit stamped with that same revision may come
@@ -122,7 +128,15 @@ func (s *semStore) add(c semCommit) semCommit {
 	s.seq++
 	c.seq = s.seq
 	s.commits = append(s.commits, c)
-	if extra := len(s.commits) - maxSemCommits; extra > 0 {
+	s.bytes += c.size
+	extra := max(len(s.commits)-maxSemCommits, 0)
+	for b := s.bytes; extra < len(s.commits)-1 && b > maxSemBytes; extra++ {
+		b -= s.commits[extra].size
+	}
+	if extra > 0 {
+		for _, d := range s.commits[:extra] {
+			s.bytes -= d.size
+		}
 		s.commits = append([]semCommit(nil), s.commits[extra:]...)
 	}
 	if s.changed != nil {
@@ -150,7 +164,7 @@ func (o *Orchestrator) PublishSemantic(id string, raw json.RawMessage) (tools.Se
 		}
 		return tools.SemanticPublished{}, usage("semantic_publish: %v", err)
 	}
-	c := n.sem.add(semCommit{rev: n.scr.Revision(), root: root, at: time.Now()})
+	c := n.sem.add(semCommit{rev: n.scr.Revision(), size: len(raw), root: root, at: time.Now()})
 	n.recordSemantic(c.rev, raw)
 	return tools.SemanticPublished{Terminal: id, Revision: c.rev, Commit: c.seq, Nodes: len(semantic.Flatten(root))}, nil
 }
@@ -454,6 +468,13 @@ func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAct
 			}
 		}
 		cur, _ := n.sem.latest()
+		if g, ok := semantic.Lookup(cur.root, f.ID); ok && g.Value == a.Text {
+			// Already the value: retyping it would leave the same tree,
+			// and a probe sends no commit for an unchanged tree.
+			res.Sent, res.Value = !st.Focused, a.Text
+			res.Verified = semantic.RefOf(f.ID, cur.rev)
+			return res, nil
+		}
 		if _, err := o.Press(ctx, id, "End C-u", nil); err != nil {
 			return res, err
 		}

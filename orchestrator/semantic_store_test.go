@@ -27,4 +27,15 @@ func TestSemanticBaselineAtAnInput(t *testing.T) {
 	if got := s.baselineAt(15); got != s.commits[0].seq-1 {
 		t.Fatalf("a baseline older than the kept commits: %d", got)
 	}
+	// Big trees: at most maxSemBytes kept, but always the latest.
+	for range 20 {
+		s.add(semCommit{rev: 30, size: 1 << 20})
+	}
+	if len(s.commits) != 8 || s.bytes != 8<<20 {
+		t.Fatalf("%d commits of %d bytes kept", len(s.commits), s.bytes)
+	}
+	s.add(semCommit{rev: 31, size: 9 << 20})
+	if len(s.commits) != 1 || s.bytes != 9<<20 {
+		t.Fatalf("a tree over the budget: %d commits of %d bytes kept", len(s.commits), s.bytes)
+	}
 }

@@ -222,6 +222,11 @@ func TestAPISemanticTree(t *testing.T) {
 		}
 	}
 	apiWaitScreen(t, op, id, "Name: bob_")
+	r, _ = apiMutate(t, op, "terminal_fill", apiM{"terminal": id, "locator": apiM{"role": "textbox"}, "text": "bob"})
+	json.Unmarshal(r.Result, &ar)
+	if ar.Sent || ar.Value != "bob" || ar.Verified == "" {
+		t.Fatalf("fill with the value it has: %s", r.Result)
+	}
 	apiFail(t, op, "terminal_fill", apiM{"terminal": id, "locator": apiM{"role": "checkbox"}, "text": "x"}, tools.KindUsage)
 
 	// Refs: a node still in a later commit keeps working; a gone one is stale.

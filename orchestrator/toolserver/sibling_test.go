@@ -54,6 +54,9 @@ var siblingOverrides = map[string]apiM{
 	"terminal_wheel":     {"at": apiM{"row": 0, "column": 0}, "delta_y": 1},
 	"terminal_drag":      {"from": apiM{"row": 0, "column": 0}, "to": apiM{"row": 1, "column": 1}},
 	"terminal_write_raw": {"text": "x"},
+	"terminal_fill":      {"locator": apiM{"role": "textbox"}, "text": "x"},
+	"terminal_check":     {"locator": apiM{"role": "checkbox"}},
+	"terminal_uncheck":   {"locator": apiM{"role": "checkbox"}},
 }
 
 // Every operation that drives a terminal is forbidden to a sibling (a
