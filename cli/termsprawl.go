@@ -49,6 +49,7 @@ type humanGrammar struct {
 	Notify     notifyCmd     `cmd:"" help:"Notifications: test sends one to each target and prints what each answered."`
 	Hosts      hostsCmd      `cmd:"" help:"List the hosts driven over ssh (state, nodes, round trip); rm NAME removes one."`
 	Monitor    monitorCmd    `cmd:"" help:"Print the read-only web monitor's URL and open it in the browser (--no-open: print only)."`
+	Dash       dashCmd       `cmd:"" help:"The dashboard: every node, live, in one terminal (also termsprawl with no arguments on a terminal)."`
 	Doctor     doctorCmd     `cmd:"" help:"Check tmux, the state directory, the lock, the endpoint and every node; exit 1 if a check fails, 3 if termsprawl is not running."`
 	HelpCmd    helpCmd       `cmd:"" name:"help" help:"Show help for termsprawl or one of its commands."`
 	VersionCmd versionCmd    `cmd:"" name:"version" help:"Print the version, commit and Go version."`
@@ -315,7 +316,7 @@ func sendArgs(args []string) []string {
 // 3 not running.
 func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	var g humanGrammar
-	kctx, code, stop := parseArgs(humanName, &g, worktreeArgs(sendArgs(args)), stdout, stderr, humanPredictors(), humanOptions()...)
+	kctx, code, stop := parseArgs(humanName, &g, worktreeArgs(sendArgs(dashArgs(args))), stdout, stderr, humanPredictors(), humanOptions()...)
 	if stop {
 		return code
 	}
@@ -421,6 +422,8 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		return h.doctor(g.Doctor.JSON)
 	case "monitor":
 		return h.monitor(g.Monitor.NoOpen)
+	case "dash":
+		return h.dash(g.Dash)
 	default:
 		if code, ok := h.runMoreCmd(cmd, &g); ok {
 			return code

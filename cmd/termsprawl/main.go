@@ -9,10 +9,12 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"os"
 
 	"github.com/termsprawl/termsprawl/cli"
+	"github.com/termsprawl/termsprawl/cli/dash"
 	"github.com/termsprawl/termsprawl/internal/ctllite"
 	"github.com/termsprawl/termsprawl/internal/mcpserve"
 	"github.com/termsprawl/termsprawl/orchestrator/toolserver"
@@ -27,6 +29,7 @@ func main() {
 		os.Exit(cli.MainCtl(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	toolserver.UseMCP(mcpEngine(cli.VersionString()))
+	cli.UseDashboard(runDashboard)
 	os.Exit(cli.MainTermsprawl(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -41,4 +44,11 @@ func mcpEngine(version string) toolserver.MCPEngineFactory {
 			Logger:   c.Logger,
 		})
 	}
+}
+
+// runDashboard is termsprawl dash: cli/dash, plugged in here so that
+// termsprawlctl (which links cli) never links Bubble Tea.
+func runDashboard(ctx context.Context, p cli.DashParams) error {
+	return dash.Run(ctx, dash.RunConfig{Session: p.Session, Options: dash.Options{
+		Call: p.Call, Attach: p.Attach, Self: p.Self, NoColor: p.NoColor}})
 }

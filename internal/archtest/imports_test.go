@@ -79,11 +79,14 @@ var allowed = map[string][]string{
 		"github.com/willabides/kongplete", "github.com/posener/complete",
 		// the hot path's parser and the hooks' shared parts
 		module + "/internal/ctllite"},
+	// The dashboard (CONTRACT §19): a client of the tool server (the event
+	// stream and Call), never the engine; Bubble Tea v2.
+	"cli/dash": {module + "/tools", "charm.land/", "github.com/charmbracelet/", module + "/probe"},
 	// cmd/termsprawl wires the MCP engine (internal/mcpserve, mcp-go) into
-	// the tool server and runs the stdio bridge; cmd/termsprawlctl links
-	// only cli, so mcp-go's start-up stays out of `termsprawlctl call`
-	// (TestCtlDoesNotLinkMCPGo).
-	"cmd/...": {module + "/cli", module + "/internal/mcpserve", module + "/orchestrator/toolserver", module + "/internal/ctllite"},
+	// the tool server, plugs the dashboard (cli/dash, Bubble Tea) into cli,
+	// and runs the stdio bridge and the full termsprawlctl; cmd/termsprawlctl
+	// links only internal/ctllite (TestCtlLinksOnlyTheStandardLibrary).
+	"cmd/...": {module + "/cli", module + "/internal/mcpserve", module + "/orchestrator/toolserver", module + "/cli/dash", module + "/internal/ctllite"},
 	// termsprawlctl's hot path: the standard library only (its binary
 	// links nothing else; TestCtlLinksOnlyTheStandardLibrary).
 	"internal/ctllite": {},

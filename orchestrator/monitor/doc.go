@@ -14,7 +14,13 @@
 // tmux, and Showings of the nodes a page shows: those count as observed)
 // and the tool server's tables through Side; it imports neither.
 //
-// Goroutines: one poller while at least one page is connected (the node
+// The same hub serves the dashboard's stream: ServeStream answers a
+// request the tool server has authenticated (GET /events with the
+// operator's bearer token), with the page's events; Kick sends the state
+// at once when the tool server knows it changed (the poll below is the
+// backstop for what the engine changes on its own).
+//
+// Goroutines: one poller while at least one page or stream is connected (the node
 // rows and the side tables every Poll; it ends when the last page leaves
 // or at Close); one watcher per node that at least one page shows (it
 // ends when no page shows the node, the node goes, or at Close); one

@@ -42,10 +42,13 @@ type hub struct {
 	watchers map[string]*watcher
 	state    []byte        // the last state event's data
 	polling  chan struct{} // closed to stop the poller; nil when none runs
+	// kick wakes the poller at once (Monitor.Kick): a dialog or an agent
+	// state changed, so the rows go out now, not at the next tick.
+	kick chan struct{}
 }
 
 func newHub(m *Monitor) *hub {
-	return &hub{m: m, clients: map[*client]bool{}, watchers: map[string]*watcher{}}
+	return &hub{m: m, clients: map[*client]bool{}, watchers: map[string]*watcher{}, kick: make(chan struct{}, 1)}
 }
 
 // event encodes one SSE event.
@@ -243,6 +246,7 @@ func (h *hub) poll(stop chan struct{}) {
 		case <-h.m.done:
 			return
 		case <-t.C:
+		case <-h.kick:
 		}
 		data := h.readState()
 		h.mu.Lock()
@@ -254,5 +258,15 @@ func (h *hub) poll(stop chan struct{}) {
 			}
 		}
 		h.mu.Unlock()
+	}
+}
+
+// Kick makes the streams' state event go out now when the node rows or
+// the side tables changed (a dialog opened or was answered, an agent's
+// state moved), instead of at the next Poll. It never blocks.
+func (m *Monitor) Kick() {
+	select {
+	case m.hub.kick <- struct{}{}:
+	default:
 	}
 }

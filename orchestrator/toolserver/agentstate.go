@@ -89,6 +89,7 @@ func (s *Server) evidence(node, incarnation string, ev tools.Evidence, message, 
 	t.saveLocked()
 	t.mu.Unlock()
 	if tr != nil {
+		s.kickStream() // the dashboard's rows at once (events.go)
 		s.stateChanged(*tr, m.Agent, m.Name)
 	}
 	return st

@@ -18,7 +18,10 @@ import (
 // tables through the interfaces package monitor defines.
 
 // monitorLink holds the monitor's URL once Serve mounted it.
-type monitorLink struct{ url atomic.Pointer[string] }
+type monitorLink struct {
+	url atomic.Pointer[string]
+	mon atomic.Pointer[monitor.Monitor] // the event streams' hub (events.go)
+}
 
 func (s *Server) setMonitorURL(u string) { s.monitor.url.Store(&u) }
 
@@ -99,7 +102,8 @@ func (s *Server) mountMonitor(saved monitor.Saved, hostPort func() string, next 
 		return nil, nil, err
 	}
 	s.setMonitorURL(m.URL())
-	return m, m.Mount(next), nil
+	s.monitor.mon.Store(m)
+	return m, m.Mount(s.events(m, hostPort, next)), nil
 }
 
 // SemanticTree is the monitor's view of a node's latest semantic commit.

@@ -146,6 +146,7 @@ func (s *Server) Context() context.Context { return s.ctx }
 // token, its receipts, its "always" answers, its watches and tasks. A new
 // node that reuses the id inherits nothing.
 func (s *Server) nodeGone(m orchestrator.NodeMeta) {
+	defer s.kickStream()
 	inc := m.Incarnation()
 	s.dropToken(inc)
 	s.watches.forget(inc)
@@ -172,6 +173,7 @@ func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Op
 		}
 		return tools.OKResult(v)
 	}
+	defer s.kickStream() // the event stream's rows go out now (events.go)
 	key := tools.IdempotencyKey(args)
 	// The engine's intent files carry the key (orchestrator/interrupted.go).
 	c.ctx = orchestrator.WithIntent(ctx, caller.Incarnation, key)

@@ -63,6 +63,7 @@ func oneLine(s string, max int) string {
 // dialogOpened runs when a dialog opens: the node's state becomes
 // waiting and the humans are told.
 func (s *Server) dialogOpened(d tools.Dialog, incarnation string) {
+	defer s.kickStream()
 	if m, ok := s.o.Meta(d.Node); ok && m.Incarnation() == incarnation && m.Agent != "" {
 		s.evidence(d.Node, incarnation, tools.Evidence{Source: tools.SourceDialog, Event: agentstate.DialogOpened, Detail: d.ID + ": " + oneLine(d.Title, maxNotifyTitle)},
 			"asks: "+oneLine(d.Title, maxNotifyTitle), d.ID)
@@ -73,6 +74,7 @@ func (s *Server) dialogOpened(d tools.Dialog, incarnation string) {
 // dialogEnded runs when a dialog ends: an agent waiting on it is working
 // again (its hooks report the next state).
 func (s *Server) dialogEnded(d tools.Dialog, incarnation string, out tools.DialogOutcome) {
+	defer s.kickStream()
 	if m, ok := s.o.Meta(d.Node); ok && m.Incarnation() == incarnation && m.Agent != "" {
 		msg := fmt.Sprintf("%s: %s", out.Answer.Mode, oneLine(d.Title, maxNotifyTitle))
 		if out.TimedOut {
