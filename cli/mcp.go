@@ -6,13 +6,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/ctllite"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -26,8 +25,6 @@ import (
 // them equal).
 const bridgeCommand = "mcp-bridge"
 
-// humanBinary is the binary that carries the MCP server.
-const humanBinary = "termsprawl"
 
 type ctlMCP struct {
 	PrintHTTP bool `name:"print-http" help:"Print the URL and Authorization header of MCP over Streamable HTTP (for hosts that connect over HTTP) instead of serving stdio."`
@@ -42,29 +39,14 @@ termsprawlctl mcp --wait 30s --retry 3                 # ride out termsprawl res
 termsprawlctl mcp --print-http                         # URL and header for an HTTP MCP host`
 }
 
-// findHumanBinary finds termsprawl next to this executable (symlinks
-// resolved), else on PATH.
+// findHumanBinary finds termsprawl, which carries the MCP server, as
+// termsprawlctl's hot path finds it for everything else.
 func findHumanBinary() (string, error) {
-	var looked []string
-	if exe, err := os.Executable(); err == nil {
-		if real, err := filepath.EvalSymlinks(exe); err == nil {
-			exe = real
-		}
-		p := filepath.Join(filepath.Dir(exe), humanBinary)
-		if fi, err := os.Stat(p); err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0 {
-			return p, nil
-		}
-		looked = append(looked, p)
+	bin, err := ctllite.FindTermsprawl()
+	if err != nil {
+		return "", fmt.Errorf("the MCP server is part of the termsprawl binary: %w", err)
 	}
-	if p, err := exec.LookPath(humanBinary); err == nil {
-		if abs, err := filepath.Abs(p); err == nil {
-			return abs, nil
-		}
-		return p, nil
-	}
-	looked = append(looked, "$PATH")
-	return "", fmt.Errorf("the MCP server is part of the %s binary, which was not found (looked at %s); install both binaries side by side: go install github.com/termsprawl/termsprawl/cmd/...@latest (or go build -o bin/ ./cmd/... and run bin/termsprawlctl)",
-		humanBinary, strings.Join(looked, " and "))
+	return bin, nil
 }
 
 // execve replaces the process (a variable so that tests can see the argv).

@@ -89,57 +89,14 @@ const SessionEnv = "TERMSPRAWL_SESSION_FILE"
 // DefaultRate is the most commits a second a Publisher sends.
 const DefaultRate = 30
 
-// Bounds are a node's cells, 0-based.
-type Bounds struct {
-	Row    int `json:"row"`
-	Column int `json:"column"`
-	Width  int `json:"width"`
-	Height int `json:"height"`
-}
-
-// State are a node's flags.
-type State struct {
-	Focused  bool `json:"focused,omitempty"`
-	Checked  bool `json:"checked,omitempty"`
-	Selected bool `json:"selected,omitempty"`
-	Disabled bool `json:"disabled,omitempty"`
-	Expanded bool `json:"expanded,omitempty"`
-}
-
-// Node is one node of the tree.
-type Node struct {
-	ID       string  `json:"id"`
-	Role     string  `json:"role"`
-	Name     string  `json:"name,omitempty"`
-	Value    string  `json:"value,omitempty"`
-	TestID   string  `json:"test_id,omitempty"`
-	Label    string  `json:"label,omitempty"`
-	Bounds   Bounds  `json:"bounds"`
-	State    *State  `json:"state,omitempty"`
-	Children []*Node `json:"children,omitempty"`
-}
-
-// Add appends children and returns n.
-func (n *Node) Add(children ...*Node) *Node {
-	n.Children = append(n.Children, children...)
-	return n
-}
-
-// Find returns the node with id in n's subtree, or nil.
-func (n *Node) Find(id string) *Node {
-	if n == nil {
-		return nil
-	}
-	if n.ID == id {
-		return n
-	}
-	for _, c := range n.Children {
-		if f := c.Find(id); f != nil {
-			return f
-		}
-	}
-	return nil
-}
+// Bounds are a node's cells, 0-based; State are its flags; Node is one
+// node of the tree, with Add and Find (the wire types of tools, which the
+// orchestrator validates).
+type (
+	Bounds = tools.SemanticBounds
+	State  = tools.SemanticState
+	Node   = tools.SemanticNode
+)
 
 // Options tune a Publisher.
 type Options struct {

@@ -30,6 +30,43 @@ type SemanticState struct {
 	Expanded bool `json:"expanded,omitempty"`
 }
 
+// SemanticNode is one node of a published tree, as a probe sends it
+// (CONTRACT §22); orchestrator/semantic validates it, package probe builds
+// it.
+type SemanticNode struct {
+	ID       string          `json:"id"`
+	Role     string          `json:"role"`
+	Name     string          `json:"name,omitempty"`
+	Value    string          `json:"value,omitempty"`
+	TestID   string          `json:"test_id,omitempty"`
+	Label    string          `json:"label,omitempty"`
+	Bounds   SemanticBounds  `json:"bounds"`
+	State    *SemanticState  `json:"state,omitempty"`
+	Children []*SemanticNode `json:"children,omitempty"`
+}
+
+// Add appends children and returns n.
+func (n *SemanticNode) Add(children ...*SemanticNode) *SemanticNode {
+	n.Children = append(n.Children, children...)
+	return n
+}
+
+// Find returns the node with id in n's subtree, or nil.
+func (n *SemanticNode) Find(id string) *SemanticNode {
+	if n == nil {
+		return nil
+	}
+	if n.ID == id {
+		return n
+	}
+	for _, c := range n.Children {
+		if f := c.Find(id); f != nil {
+			return f
+		}
+	}
+	return nil
+}
+
 // SemanticLocator is the locator argument.
 type SemanticLocator struct {
 	Role   string `json:"role,omitempty"`

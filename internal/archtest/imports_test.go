@@ -44,7 +44,7 @@ var allowed = map[string][]string{
 	// tool server.
 	"orchestrator/textwait": {},
 	// Semantic trees (CONTRACT §22): pure, the standard library only.
-	"orchestrator/semantic": {},
+	"orchestrator/semantic": {module + "/tools"},
 	// The probe programs link to publish their trees: the client, and
 	// Bubble Tea v2 for its helpers; never the engine.
 	"probe":               {module + "/tools", "charm.land/bubbletea/v2", "github.com/charmbracelet/x/ansi"},

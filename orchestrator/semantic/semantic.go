@@ -15,6 +15,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // Limits of one commit.
@@ -33,35 +35,14 @@ const (
 var Roles = []string{"window", "dialog", "button", "checkbox", "radio", "textbox", "list", "listitem",
 	"menu", "menuitem", "tab", "tablist", "text", "progressbar", "table", "row", "cell", "group"}
 
-// Bounds are a node's cells on the screen, 0-based.
-type Bounds struct {
-	Row    int `json:"row"`
-	Column int `json:"column"`
-	Width  int `json:"width"`
-	Height int `json:"height"`
-}
-
-// State are a node's flags.
-type State struct {
-	Focused  bool `json:"focused,omitempty"`
-	Checked  bool `json:"checked,omitempty"`
-	Selected bool `json:"selected,omitempty"`
-	Disabled bool `json:"disabled,omitempty"`
-	Expanded bool `json:"expanded,omitempty"`
-}
-
-// Node is one node of a tree, as the probe sends it.
-type Node struct {
-	ID       string  `json:"id"`
-	Role     string  `json:"role"`
-	Name     string  `json:"name,omitempty"`
-	Value    string  `json:"value,omitempty"`
-	TestID   string  `json:"test_id,omitempty"`
-	Label    string  `json:"label,omitempty"`
-	Bounds   Bounds  `json:"bounds"`
-	State    *State  `json:"state,omitempty"`
-	Children []*Node `json:"children,omitempty"`
-}
+// Bounds are a node's cells on the screen, 0-based; State are its flags;
+// Node is one node of a tree as the probe sends it (the wire types live in
+// tools, so that the probe and this room share one definition).
+type (
+	Bounds = tools.SemanticBounds
+	State  = tools.SemanticState
+	Node   = tools.SemanticNode
+)
 
 // Flat is a node without its children, with its parent's id and its
 // place in reading order (depth first).
