@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -135,21 +136,10 @@ func (h *human) runInputCmd(cmd string, g *humanGrammar) (code int, ok bool) {
 // receipt with asJSON.
 func (h *human) input(op, node string, args map[string]any, asJSON bool, line func(tools.InputResult) string) int {
 	args["terminal"] = node
-	v, code := h.call(op, args)
-	if code != ExitOK {
-		return code
-	}
-	if asJSON {
-		printReceipt(h.stdout, v)
-		return ExitOK
-	}
-	var r tools.ReceiptOf[tools.InputResult]
-	_ = tools.DecodeValue(v, &r)
-	if r.Result.Terminal == "" {
-		r.Result.Terminal = node
-	}
-	fmt.Fprintln(h.stdout, line(r.Result))
-	return ExitOK
+	return mutate(h, op, args, asJSON, func(r tools.InputResult) {
+		r.Terminal = cmp.Or(r.Terminal, node)
+		fmt.Fprintln(h.stdout, line(r))
+	})
 }
 
 // printReceipt writes a receipt as indented JSON.

@@ -25,7 +25,6 @@ import (
 // them equal).
 const bridgeCommand = "mcp-bridge"
 
-
 type ctlMCP struct {
 	PrintHTTP bool `name:"print-http" help:"Print the URL and Authorization header of MCP over Streamable HTTP (for hosts that connect over HTTP) instead of serving stdio."`
 	JSON      bool `name:"json" help:"With --print-http: print {url, headers} as JSON."`

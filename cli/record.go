@@ -2,7 +2,6 @@ package cli
 
 import (
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -53,23 +52,17 @@ func (h *human) recordNode(word string, off, asJSON bool) int {
 		return code
 	}
 	was := n.Recording != nil
-	return h.simple("terminal_record", map[string]any{"terminal": n.Terminal, "on": !off}, func(v json.RawMessage) {
-		if asJSON {
-			printReceipt(h.stdout, v)
-			return
-		}
-		var r tools.ReceiptOf[tools.RecordResult]
-		_ = tools.DecodeValue(v, &r)
-		id := cmp.Or(r.Result.Terminal, n.Terminal)
+	return mutate(h, "terminal_record", map[string]any{"terminal": n.Terminal, "on": !off}, asJSON, func(r tools.RecordResult) {
+		id := cmp.Or(r.Terminal, n.Terminal)
 		switch {
-		case r.Result.Recording && was:
-			fmt.Fprintf(h.stdout, "node %s is already being recorded into %s (`termsprawl record --off %s` stops it)\n", id, r.Result.Path, id)
-		case r.Result.Recording:
-			fmt.Fprintf(h.stdout, "recording node %s into %s (`termsprawl record --off %s` stops it)\n", id, r.Result.Path, id)
+		case r.Recording && was:
+			fmt.Fprintf(h.stdout, "node %s is already being recorded into %s (`termsprawl record --off %s` stops it)\n", id, r.Path, id)
+		case r.Recording:
+			fmt.Fprintf(h.stdout, "recording node %s into %s (`termsprawl record --off %s` stops it)\n", id, r.Path, id)
 		case was:
-			fmt.Fprintf(h.stdout, "stopped recording node %s: %s (`termsprawl replay %s` plays it)\n", id, r.Result.Path, id)
-		case r.Result.Path != "":
-			fmt.Fprintf(h.stdout, "node %s is not being recorded, so there was nothing to stop; its last recording is %s\n", id, r.Result.Path)
+			fmt.Fprintf(h.stdout, "stopped recording node %s: %s (`termsprawl replay %s` plays it)\n", id, r.Path, id)
+		case r.Path != "":
+			fmt.Fprintf(h.stdout, "node %s is not being recorded, so there was nothing to stop; its last recording is %s\n", id, r.Path)
 		default:
 			fmt.Fprintf(h.stdout, "node %s is not being recorded, so there was nothing to stop (`termsprawl record %s` starts recording it)\n", id, id)
 		}

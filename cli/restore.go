@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -50,17 +51,8 @@ func (h *human) runRebootCmd(cmd string, g *humanGrammar) (int, bool) {
 	case "restore":
 		return h.restore(g.Restore), true
 	case "forget":
-		return h.simple("terminal_forget", map[string]any{"terminal": g.Forget.Node}, func(v json.RawMessage) {
-			if g.Forget.JSON {
-				printReceipt(h.stdout, v)
-				return
-			}
-			var r tools.ReceiptOf[tools.ForgetResult]
-			id := g.Forget.Node
-			if tools.DecodeValue(v, &r) == nil && r.Result.Terminal != "" {
-				id = r.Result.Terminal
-			}
-			fmt.Fprintf(h.stdout, "forgot node %s\n", id)
+		return mutate(h, "terminal_forget", map[string]any{"terminal": g.Forget.Node}, g.Forget.JSON, func(r tools.ForgetResult) {
+			fmt.Fprintf(h.stdout, "forgot node %s\n", cmp.Or(r.Terminal, g.Forget.Node))
 		}), true
 	}
 	return 0, false

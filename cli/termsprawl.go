@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -390,17 +391,8 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "snapshot":
 		return h.snapshot(g.Snapshot.Node, g.Snapshot.JSON)
 	case "kill":
-		return h.simple("terminal_close", map[string]any{"terminal": g.Kill.Node}, func(v json.RawMessage) {
-			if g.Kill.JSON {
-				printReceipt(h.stdout, v)
-				return
-			}
-			var r tools.ReceiptOf[tools.CloseResult]
-			id := g.Kill.Node
-			if tools.DecodeValue(v, &r) == nil && r.Result.Terminal != "" {
-				id = r.Result.Terminal
-			}
-			fmt.Fprintf(h.stdout, "closed node %s\n", id)
+		return mutate(h, "terminal_close", map[string]any{"terminal": g.Kill.Node}, g.Kill.JSON, func(r tools.CloseResult) {
+			fmt.Fprintf(h.stdout, "closed node %s\n", cmp.Or(r.Terminal, g.Kill.Node))
 		})
 	case "record":
 		return h.recordNode(g.Record.Node, g.Record.Off, g.Record.JSON)
@@ -530,6 +522,24 @@ func (h *human) simple(op string, args map[string]any, show func(json.RawMessage
 		show(v)
 	}
 	return code
+}
+
+// mutate calls op and prints its receipt: indented with asJSON, else
+// through show with the receipt's result (its zero value when the receipt
+// does not decode, so that show falls back on what the user typed).
+func mutate[T any](h *human, op string, args map[string]any, asJSON bool, show func(T)) int {
+	v, code := h.call(op, args)
+	if code != ExitOK {
+		return code
+	}
+	if asJSON {
+		printReceipt(h.stdout, v)
+		return ExitOK
+	}
+	var r tools.ReceiptOf[T]
+	_ = tools.DecodeValue(v, &r)
+	show(r.Result)
+	return ExitOK
 }
 
 // earlyExit is a launch receipt's result.exited (CONTRACT §10): the

@@ -177,36 +177,18 @@ func (h *human) review(c reviewCmd) int {
 		if c.At != "" {
 			return usageError(h.stderr, h.prefix(), errors.New("--send takes only NODE: it sends the comments collected so far"), "")
 		}
-		v, code := h.call("worktree_review_send", map[string]any{"node": c.Node})
-		if code != ExitOK {
-			return code
-		}
-		if c.JSON {
-			printReceipt(h.stdout, v)
-			return ExitOK
-		}
-		var r tools.ReceiptOf[tools.WorktreeReviewSent]
-		_ = tools.DecodeValue(v, &r)
-		fmt.Fprintf(h.stdout, "sent %d comments to %s as task %s\n", r.Result.Comments, r.Result.Node, r.Result.Task)
-		return ExitOK
+		return mutate(h, "worktree_review_send", map[string]any{"node": c.Node}, c.JSON, func(r tools.WorktreeReviewSent) {
+			fmt.Fprintf(h.stdout, "sent %d comments to %s as task %s\n", r.Comments, r.Node, r.Task)
+		})
 	}
 	file, lineText, ok := strings.Cut(reverse(c.At), ":")
 	line, err := strconv.Atoi(reverse(file))
 	if !ok || err != nil || line < 1 || len(c.Text) == 0 {
 		return usageError(h.stderr, h.prefix(), fmt.Errorf("give FILE:LINE and the comment's TEXT (got %q)", c.At), "example: termsprawl review fixer src/login.go:42 'this leaks the token'")
 	}
-	v, code := h.call("worktree_comment", map[string]any{"node": c.Node, "file": reverse(lineText), "line": line, "text": strings.Join(c.Text, " ")})
-	if code != ExitOK {
-		return code
-	}
-	if c.JSON {
-		printReceipt(h.stdout, v)
-		return ExitOK
-	}
-	var r tools.ReceiptOf[tools.WorktreeComments]
-	_ = tools.DecodeValue(v, &r)
-	fmt.Fprintf(h.stdout, "%d comments pending for %s (termsprawl review %s --send sends them)\n", len(r.Result.Comments), c.Node, c.Node)
-	return ExitOK
+	return mutate(h, "worktree_comment", map[string]any{"node": c.Node, "file": reverse(lineText), "line": line, "text": strings.Join(c.Text, " ")}, c.JSON, func(r tools.WorktreeComments) {
+		fmt.Fprintf(h.stdout, "%d comments pending for %s (termsprawl review %s --send sends them)\n", len(r.Comments), c.Node, c.Node)
+	})
 }
 
 func reverse(s string) string {
@@ -233,45 +215,27 @@ func (h *human) finish(c finishCmd) int {
 	if c.Discard {
 		args["discard"] = true
 	}
-	v, code := h.call("worktree_finish", args)
-	if code != ExitOK {
-		return code
-	}
-	if c.JSON {
-		printReceipt(h.stdout, v)
-		return ExitOK
-	}
-	var r tools.ReceiptOf[tools.WorktreeFinished]
-	_ = tools.DecodeValue(v, &r)
-	if len(r.Result.Discarded) > 0 {
-		fmt.Fprintf(h.stdout, "discarded: %s\n", strings.Join(r.Result.Discarded, ", "))
-	}
-	fmt.Fprintln(h.stdout, r.Result.Message)
-	return ExitOK
+	return mutate(h, "worktree_finish", args, c.JSON, func(r tools.WorktreeFinished) {
+		if len(r.Discarded) > 0 {
+			fmt.Fprintf(h.stdout, "discarded: %s\n", strings.Join(r.Discarded, ", "))
+		}
+		fmt.Fprintln(h.stdout, r.Message)
+	})
 }
 
 func (h *human) worktrees(c worktreesCmd) int {
 	if c.Action == "prune" {
-		v, code := h.call("worktree_prune", map[string]any{})
-		if code != ExitOK {
-			return code
-		}
-		if c.JSON {
-			printReceipt(h.stdout, v)
-			return ExitOK
-		}
-		var r tools.ReceiptOf[tools.WorktreePruned]
-		_ = tools.DecodeValue(v, &r)
-		for _, x := range r.Result.Removed {
-			fmt.Fprintf(h.stdout, "removed %s (%s)\n", x.Path, x.Message)
-		}
-		for _, x := range r.Result.Kept {
-			fmt.Fprintf(h.stdout, "kept %s: %s\n", x.Path, x.Reason)
-		}
-		if len(r.Result.Removed)+len(r.Result.Kept) == 0 {
-			fmt.Fprintln(h.stdout, "no worktrees")
-		}
-		return ExitOK
+		return mutate(h, "worktree_prune", map[string]any{}, c.JSON, func(r tools.WorktreePruned) {
+			for _, x := range r.Removed {
+				fmt.Fprintf(h.stdout, "removed %s (%s)\n", x.Path, x.Message)
+			}
+			for _, x := range r.Kept {
+				fmt.Fprintf(h.stdout, "kept %s: %s\n", x.Path, x.Reason)
+			}
+			if len(r.Removed)+len(r.Kept) == 0 {
+				fmt.Fprintln(h.stdout, "no worktrees")
+			}
+		})
 	}
 	l, code := callAs[tools.WorktreeList](h, "worktree_list", map[string]any{})
 	if code != ExitOK {
