@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/termsprawl/termsprawl/internal/ctllite"
 	"io/fs"
 	"net"
 	"net/url"
@@ -44,21 +45,9 @@ const (
 // TERMSPRAWL_HOME is made absolute; a relative XDG_STATE_HOME is ignored,
 // as the XDG spec says.
 func StateDir() (string, error) {
-	if h := os.Getenv("TERMSPRAWL_HOME"); h != "" {
-		abs, err := filepath.Abs(h)
-		if err != nil {
-			return "", fmt.Errorf("resolve TERMSPRAWL_HOME: %w", err)
-		}
-		return abs, nil
-	}
-	if x := os.Getenv("XDG_STATE_HOME"); x != "" && filepath.IsAbs(x) {
-		return filepath.Join(x, "termsprawl"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("find the state directory (set TERMSPRAWL_HOME): %w", err)
-	}
-	return filepath.Join(home, ".local", "state", "termsprawl"), nil
+	// One resolution for both clients: termsprawlctl's hot path links only
+	// the standard library (internal/ctllite), so it is written there.
+	return ctllite.StateDir()
 }
 
 // EndpointPath is <state>/endpoint.json.

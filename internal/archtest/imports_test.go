@@ -18,7 +18,7 @@ const module = "github.com/termsprawl/termsprawl"
 // prefixes it may use besides the standard library.
 var allowed = map[string][]string{
 	"tmuxctl": {module + "/internal/tmuxenv"},
-	"tools":   {"github.com/fsnotify/fsnotify", module + "/internal/tmuxenv"},
+	"tools":   {"github.com/fsnotify/fsnotify", module + "/internal/tmuxenv", module + "/internal/ctllite"},
 	// The engine: nodes on tmux servers. It never imports the tool server.
 	"orchestrator": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/hosts", module + "/orchestrator/screen", module + "/orchestrator/render", module + "/orchestrator/record", "github.com/charmbracelet/",
 		// the rooms that need no node

@@ -39,8 +39,10 @@ func validKind(k string) bool {
 	return false
 }
 
-// StateDir is tools.StateDir: $TERMSPRAWL_HOME, else
-// $XDG_STATE_HOME/termsprawl, else ~/.local/state/termsprawl.
+// StateDir is the state directory (tools.StateDir calls it):
+// $TERMSPRAWL_HOME, else $XDG_STATE_HOME/termsprawl, else
+// ~/.local/state/termsprawl. A relative TERMSPRAWL_HOME is made absolute;
+// a relative XDG_STATE_HOME is ignored, as the XDG spec says.
 func StateDir() (string, error) {
 	if h := os.Getenv("TERMSPRAWL_HOME"); h != "" {
 		abs, err := filepath.Abs(h)
