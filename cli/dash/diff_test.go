@@ -41,9 +41,7 @@ func TestModelDiffTab(t *testing.T) {
 		return m.Selected() == "fixer" && strings.Contains(s, "⎇fix") && strings.Contains(s, "⎇ termsprawl/fix · from main · dirty · 2 ahead · 0 behind")
 	})
 	f.noCall()
-	for range tabDiff {
-		tm.Send(key("tab"))
-	}
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}) // screen → diff, the last tab
 	if c := f.nextCall("worktree_diff"); c.args["node"] != "fixer" {
 		t.Fatalf("worktree_diff %v", c.args)
 	}
