@@ -389,6 +389,7 @@ func TestDashboardE2E(t *testing.T) {
 	d.press("Tab")
 	d.typ("fresh")
 	d.press("Enter") // to the directory
+	d.press("Enter") // to the worktree (empty: none)
 	d.press("Enter") // launch
 	deadline = time.Now().Add(20 * time.Second)
 	for {

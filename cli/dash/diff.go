@@ -131,7 +131,7 @@ func (m *Model) diffLines(n tools.StreamNode, h int) []string {
 	d := ds.val
 	stat := fmt.Sprintf(" %d files changed, %s %s against %s", d.Files,
 		m.style("#5fd75f", false).Render(fmt.Sprintf("+%d", d.Insertions)),
-		m.style("#ff5f5f", false).Render(fmt.Sprintf("-%d", d.Deletions)), orWord(d.From, n.Worktree.Base))
+		m.style("#ff5f5f", false).Render(fmt.Sprintf("-%d", d.Deletions)), against(n.Worktree.Base, d.From))
 	if len(d.Turns) > 0 {
 		stat += fmt.Sprintf(" · %d turns recorded", len(d.Turns))
 	}
@@ -154,11 +154,19 @@ func (m *Model) diffLines(n tools.StreamNode, h int) []string {
 	return append(out, m.style("#808080", false).Render(more))
 }
 
-func orWord(s, alt string) string {
-	if s != "" {
-		return s
+// against names what the diff is against: the base, and the commit
+// (short) it was at.
+func against(base, from string) string {
+	if len(from) > 7 {
+		from = from[:7]
 	}
-	return alt
+	switch {
+	case base == "":
+		return from
+	case from == "" || strings.HasPrefix(base, from):
+		return base
+	}
+	return base + " (" + from + ")"
 }
 
 // diffLine styles one line of a unified diff.
