@@ -269,6 +269,8 @@ func TestDashboardE2E(t *testing.T) {
 	d.press("Tab")
 	d.waitText("no application logs")
 	d.press("Tab")
+	d.waitText("work has no worktree") // the diff tab
+	d.press("Tab")
 	d.waitText("ready-2")
 
 	// Focus: keys go to work until C-].
