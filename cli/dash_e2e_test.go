@@ -269,6 +269,8 @@ func TestDashboardE2E(t *testing.T) {
 	d.press("Tab")
 	d.waitText("no application logs")
 	d.press("Tab")
+	d.waitText("work has no worktree") // the diff tab
+	d.press("Tab")
 	d.waitText("ready-2")
 
 	// Focus: keys go to work until C-].
@@ -389,6 +391,7 @@ func TestDashboardE2E(t *testing.T) {
 	d.press("Tab")
 	d.typ("fresh")
 	d.press("Enter") // to the directory
+	d.press("Enter") // to the worktree (empty: none)
 	d.press("Enter") // launch
 	deadline = time.Now().Add(20 * time.Second)
 	for {

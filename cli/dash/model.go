@@ -54,12 +54,12 @@ const (
 	tabDialogs
 	tabRecording
 	tabLogs
-	// tabDiff is the worktree diff (CONTRACT §21): a seam for the
-	// worktree issue's worktree_diff.
+	// tabDiff is the worktree diff (CONTRACT §21; diff.go).
+	tabDiff
 	numTabs
 )
 
-var tabNames = [numTabs]string{"screen", "dialogs", "recording", "logs"}
+var tabNames = [numTabs]string{"screen", "dialogs", "recording", "logs", "diff"}
 
 // Modes of the input line.
 type mode int
@@ -109,14 +109,19 @@ type Model struct {
 	tab      int
 	filter   string
 	input    lineInput
-	launch   [3]lineInput // kind, name, directory
+	launch   [4]lineInput // kind, name, directory, worktree
 	launchAt int
-	pending  *tools.StreamDialog // the dialog being answered (reason, choice)
-	focused  string              // the node focus mode types into
-	closing  string              // the node x asks about
-	message  string              // the status line
-	tabText  []string            // the dialogs/recording/logs tab's lines
-	tabFor   string              // the node tabText is of
+	// launching: the launch call is out; launchErr is its refusal, shown
+	// in the form (which stays open).
+	launching bool
+	launchErr string
+	diff      diffState           // the diff tab (diff.go)
+	pending   *tools.StreamDialog // the dialog being answered (reason, choice)
+	focused   string              // the node focus mode types into
+	closing   string              // the node x asks about
+	message   string              // the status line
+	tabText   []string            // the dialogs/recording/logs tab's lines
+	tabFor    string              // the node tabText is of
 	// pendingSelect is a node just launched: selected once it is listed.
 	pendingSelect string
 
@@ -157,7 +162,8 @@ func New(ctx context.Context, opts Options) *Model {
 		opts.Now = time.Now
 	}
 	m := &Model{opts: opts, ctx: ctx, width: MinWidth, height: MinHeight, inbox: make(chan tea.Msg, 16)}
-	m.launch[0].Prompt, m.launch[1].Prompt, m.launch[2].Prompt = "kind: ", "name: ", "directory: "
+	m.launch[0].Prompt, m.launch[1].Prompt, m.launch[2].Prompt, m.launch[3].Prompt = "kind: ", "name: ", "directory: ", "worktree: "
+	m.launch[3].Placeholder = WorktreeHint
 	m.launch[0].Placeholder = "shell | claude | codex | gemini | opencode | custom"
 	return m
 }
@@ -220,16 +226,29 @@ func (m *Model) node(id string) (tools.StreamNode, bool) {
 	return tools.StreamNode{}, false
 }
 
+// WorktreeHint is the launch form's worktree field's placeholder: empty
+// launches without a worktree, NAME on branch termsprawl/NAME, + with an
+// automatic name.
+const WorktreeHint = "empty: none · NAME: branch termsprawl/NAME · +: automatic name"
+
 // Update handles one message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
+	_, cmd := m.update(msg)
+	// The diff tab follows the selection (diff.go).
+	if m.tab == tabDiff && m.sel != "" && m.diff.node != m.sel {
+		cmd = tea.Batch(cmd, m.loadDiff())
+	}
+	return m, cmd
+}
+
+func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	switch msg := msg.(type) {
 	case tea.WindowSizeMsg:
 		m.width, m.height = msg.Width, msg.Height
 		m.keepVisible()
 		return m, nil
 	case streamMsg:
-		m.onStream(tools.StreamEvent(msg))
-		return m, m.listen()
+		return m, tea.Batch(m.listen(), m.onStream(tools.StreamEvent(msg)))
 	case streamEnd:
 		m.connected = false
 		m.downWhy = "the event stream ended"
@@ -270,6 +289,15 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		return m, m.onClick(msg.Mouse())
 	case tea.MouseWheelMsg:
 		me := msg.Mouse()
+		if g := m.geometry(); m.tab == tabDiff && !g.small && me.X >= g.px {
+			switch me.Button { // the wheel over the diff scrolls it
+			case tea.MouseWheelUp:
+				m.scrollDiff(-3)
+			case tea.MouseWheelDown:
+				m.scrollDiff(3)
+			}
+			return m, nil
+		}
 		switch me.Button {
 		case tea.MouseWheelUp:
 			m.move(-1)
@@ -283,8 +311,9 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	return m, nil
 }
 
-// onStream applies one stream event.
-func (m *Model) onStream(ev tools.StreamEvent) {
+// onStream applies one stream event; its command re-fetches the diff
+// tab when the shown node changed.
+func (m *Model) onStream(ev tools.StreamEvent) tea.Cmd {
 	switch {
 	case ev.Down:
 		m.connected = false
@@ -297,7 +326,7 @@ func (m *Model) onStream(ev tools.StreamEvent) {
 		}
 	case ev.Frame != nil:
 		m.connected, m.everUp = true, true
-		m.setState(ev.Frame.State)
+		cmd := m.setState(ev.Frame.State)
 		m.screen = screenState{node: ev.Frame.Show}
 		if ev.Frame.Screen != nil {
 			m.applyScreen(ev.Frame.Screen, ev.At)
@@ -305,13 +334,15 @@ func (m *Model) onStream(ev tools.StreamEvent) {
 		if ev.Frame.Show != m.sel && m.opts.Show != nil {
 			m.opts.Show(m.sel) // the selection moved while connecting
 		}
+		return cmd
 	case ev.State != nil:
-		m.setState(*ev.State)
+		return m.setState(*ev.State)
 	case ev.Screen != nil:
 		if ev.Screen.Node == m.sel {
 			m.applyScreen(ev.Screen, ev.At)
 		}
 	}
+	return nil
 }
 
 func (m *Model) applyScreen(s *tools.StreamScreen, at time.Time) {
@@ -340,7 +371,8 @@ func (m *Model) ScreenText() string {
 func (m *Model) ScreenAt() time.Time { return m.screen.at }
 
 // setState takes a new reading of the rows and dialogs.
-func (m *Model) setState(st tools.StreamState) {
+func (m *Model) setState(st tools.StreamState) tea.Cmd {
+	before, had := m.node(m.sel)
 	m.nodes, m.dialogs = st.Nodes, st.Dialogs
 	m.asking = map[string]bool{}
 	for _, d := range m.dialogs {
@@ -368,6 +400,11 @@ func (m *Model) setState(st tools.StreamState) {
 			m.mode, m.pending = modeNormal, nil
 		}
 	}
+	// The shown node's turn ended or its worktree changed: its diff again.
+	if after, ok := m.node(m.sel); ok && had && m.tab == tabDiff && m.diff.node == m.sel && diffChanged(before, after) {
+		return m.loadDiff()
+	}
+	return nil
 }
 
 // group orders the list: needs a human, working, idle, shells, exited.
@@ -427,7 +464,8 @@ func (m *Model) resort() {
 	f := strings.ToLower(m.filter)
 	for _, n := range m.nodes {
 		if f != "" && !strings.Contains(strings.ToLower(name(n)), f) && !strings.Contains(strings.ToLower(n.Terminal), f) &&
-			!strings.Contains(strings.ToLower(kind(n)), f) && !strings.Contains(strings.ToLower(state(n)), f) {
+			!strings.Contains(strings.ToLower(kind(n)), f) && !strings.Contains(strings.ToLower(state(n)), f) &&
+			(n.Worktree == nil || !strings.Contains(strings.ToLower(n.Worktree.Branch), f)) {
 			continue
 		}
 		rows = append(rows, n)
@@ -466,6 +504,7 @@ func (m *Model) selectNode(id string) {
 	m.sel = id
 	m.screen = screenState{node: id}
 	m.tabText, m.tabFor = nil, ""
+	m.diff = diffState{seq: m.diff.seq}
 	if m.opts.Show != nil {
 		m.opts.Show(id)
 	}
@@ -647,6 +686,16 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 	case "shift+tab":
 		m.tab = (m.tab + numTabs - 1) % numTabs
 		return m.loadTab()
+	case "u":
+		return m.loadTab() // the logs or the diff again
+	case "pgdown", "pgup":
+		if m.tab == tabDiff {
+			page := max(m.geometry().ph-3, 1)
+			if key == "pgup" {
+				page = -page
+			}
+			m.scrollDiff(page)
+		}
 	case "/":
 		m.mode = modeFilter
 		m.input.Prompt, m.input.Placeholder = "filter: ", "name, kind or state"
@@ -688,7 +737,7 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		m.input.SetValue("")
 		return m.input.Focus()
 	case "n":
-		m.mode, m.launchAt = modeLaunch, 0
+		m.mode, m.launchAt, m.launchErr, m.launching = modeLaunch, 0, "", false
 		for i := range m.launch {
 			m.launch[i].SetValue("")
 			m.launch[i].Blur()
@@ -866,7 +915,7 @@ func (m *Model) attach() tea.Cmd {
 func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 	switch k.String() {
 	case "esc":
-		m.mode, m.message = modeNormal, "launch cancelled"
+		m.mode, m.message, m.launching = modeNormal, "launch cancelled", false
 		return nil
 	case "tab", "down", "shift+tab", "up":
 		m.launch[m.launchAt].Blur()
@@ -882,7 +931,9 @@ func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 			m.launchAt++
 			return m.launch[m.launchAt].Focus()
 		}
-		m.mode = modeNormal
+		if m.launching {
+			return nil // one launch at a time
+		}
 		kindWord := strings.TrimSpace(m.launch[0].Value())
 		args := map[string]any{}
 		if v := strings.TrimSpace(m.launch[1].Value()); v != "" {
@@ -891,14 +942,30 @@ func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 		if v := strings.TrimSpace(m.launch[2].Value()); v != "" {
 			args["cwd"] = v
 		}
+		switch v := strings.TrimSpace(m.launch[3].Value()); v {
+		case "":
+		case "+":
+			args["worktree"] = map[string]any{}
+		default:
+			args["worktree"] = map[string]any{"branch": v}
+		}
 		op := "terminal_launch"
 		if kindWord != "" && kindWord != tools.KindShell {
 			op, args["agent"] = "agent_launch", kindWord
 		}
+		m.launching, m.launchErr = true, ""
 		return m.call("", op, args, func(m *Model, res tools.Result) {
+			m.launching = false
 			if !res.OK {
-				m.message = failText("launch", res)
+				// The form stays open with the refusal: fix a field, enter again.
+				m.launchErr = failText("launch refused", res)
+				if m.mode != modeLaunch {
+					m.message = m.launchErr
+				}
 				return
+			}
+			if m.mode == modeLaunch {
+				m.mode = modeNormal
 			}
 			var r tools.ReceiptOf[tools.NodeInfo]
 			if tools.DecodeValue(res.Value, &r) == nil && r.Result.Terminal != "" {

@@ -419,6 +419,7 @@ func TestModelCloseLaunchRecord(t *testing.T) {
 	tm.Type("rev")
 	tm.Send(key("tab"))
 	tm.Type("/tmp")
+	tm.Send(key("enter")) // to the worktree field
 	tm.Send(key("enter"))
 	c := f.nextCall("agent_launch")
 	if c.args["agent"] != "codex" || c.args["name"] != "rev" || c.args["cwd"] != "/tmp" {

@@ -17,9 +17,10 @@ var Keys = []string{
 	"i        focus: keys go to the node until C-]",
 	"a / A    allow / always the oldest dialog; a question offers its choices",
 	"d        deny it (asks a reason)",
-	"n        launch (kind, name, directory)      x  close (asks)",
+	"n        launch (kind, name, directory, worktree)  x  close (asks)",
 	"r        recording on/off                     /  filter by name, kind, state",
-	"tab      preview tabs: screen, dialogs, recording, logs",
+	"tab      preview tabs: screen, dialogs, recording, logs, diff",
+	"u        the logs or diff tab again        pgup/pgdn  scroll the diff",
 	"q        quit (nodes keep running)            ?  this help",
 	"mouse    click a row to select it, a tab to show it; wheel moves",
 }
@@ -47,6 +48,9 @@ func (m *Model) geometry() geometry {
 	g.px = g.listW + 1
 	g.pw = m.width - g.px
 	g.ph = max(m.height-4, 1)
+	if m.worktreeOf(m.sel) != nil {
+		g.ph = max(g.ph-1, 1) // the worktree line under the tabs
+	}
 	x := g.px
 	for i, n := range tabNames {
 		w := len(n) + 2
@@ -326,6 +330,9 @@ func (m *Model) listLines(g geometry) []string {
 		if n.Terminal == m.opts.Self {
 			nm = "◆" + nm // the node this dashboard runs in
 		}
+		if n.Worktree != nil {
+			nm = "⎇" + nm // works in a git worktree; its branch ends the row
+		}
 		if n.Host != "" {
 			nm += "@" + n.Host
 		}
@@ -333,7 +340,10 @@ func (m *Model) listLines(g geometry) []string {
 		if m.needsHuman(n) {
 			st = "needs you"
 		}
-		row := fmt.Sprintf("%s%s %s %s %s %s", mark, m.style(col, m.needsHuman(n)).Render(gl), pad(nm, 14), pad(kind(n), 7), pad(st, 9), ago(now, since(n)))
+		row := fmt.Sprintf("%s%s %s %s %s %s", mark, m.style(col, m.needsHuman(n)).Render(gl), pad(nm, 14), pad(kind(n), 7), pad(st, 9), fmt.Sprintf("%-3s", ago(now, since(n))))
+		if n.Worktree != nil {
+			row += " ⎇" + shortBranch(n.Worktree)
+		}
 		if selected {
 			row = m.paint(pad(ansi.Strip(row), g.listW), sty{bold: true, reverse: m.opts.NoColor, bg: "#303a4a"})
 		}
@@ -373,11 +383,19 @@ func (m *Model) previewLines(g geometry) []string {
 		out = append(out, m.style("", true).Render("keys"), "")
 		return append(out, Keys...)
 	}
+	if m.mode == modeLaunch {
+		return append(out, m.launchForm()...)
+	}
 	n, ok := m.node(m.sel)
 	if !ok {
 		return append(out, "", " select a node")
 	}
+	if n.Worktree != nil {
+		out = append(out, m.worktreeLine(n.Worktree))
+	}
 	switch m.tab {
+	case tabDiff:
+		out = append(out, m.diffLines(n, g.ph)...)
 	case tabScreen:
 		out = append(out, m.screenLines(g)...)
 	case tabDialogs:
@@ -493,6 +511,9 @@ func (m *Model) footer(g geometry) string {
 	case modeConfirmClose:
 		return m.style("#ffaf00", true).Render(fmt.Sprintf("close node %s? its program is ended (y/n)", m.closing))
 	case modeLaunch:
+		if m.launchErr != "" {
+			return m.style("#ff5f5f", true).Render(m.launchErr)
+		}
 		parts := make([]string, len(m.launch))
 		for i := range m.launch {
 			parts[i] = m.launch[i].view(m)
@@ -550,8 +571,32 @@ func (m *Model) onClick(ms tea.Mouse) tea.Cmd {
 	return nil
 }
 
-// loadTab reads what the logs tab shows.
+// launchForm is the launch form, drawn in the preview: its fields, and
+// the refusal of the last try.
+func (m *Model) launchForm() []string {
+	out := []string{"", m.style("", true).Render(" launch a node")}
+	for i := range m.launch {
+		mark := "  "
+		if i == m.launchAt {
+			mark = "▸ "
+		}
+		out = append(out, " "+mark+m.launch[i].view(m))
+	}
+	out = append(out, "")
+	switch {
+	case m.launching:
+		out = append(out, " launching…")
+	case m.launchErr != "":
+		out = append(out, m.style("#ff5f5f", true).Render(" "+m.launchErr), " fix a field and enter again, or esc")
+	}
+	return out
+}
+
+// loadTab reads what the logs or the diff tab shows.
 func (m *Model) loadTab() tea.Cmd {
+	if m.tab == tabDiff {
+		return m.loadDiff()
+	}
 	if m.tab != tabLogs || m.sel == "" {
 		return nil
 	}

@@ -122,6 +122,9 @@ func (h *hub) readState() []byte {
 		// it (screen events), so state events go out only when something
 		// else changed.
 		n.Revision = 0
+		if w, ok := side.Worktrees[n.Terminal]; ok {
+			n.Worktree = &w
+		}
 		nm := nodeMsg{NodeInfo: n}
 		if a, ok := side.Agents[n.Terminal]; ok {
 			nm.AgentState = &a

@@ -39,6 +39,9 @@ type SideState struct {
 	Agents  map[string]AgentState `json:"agents"` // by node id
 	Dialogs []tools.Dialog        `json:"dialogs"`
 	Watches []Watch               `json:"watches"`
+	// Worktrees are the live nodes' git worktrees (CONTRACT §21), by
+	// node id.
+	Worktrees map[string]tools.WorktreeState `json:"worktrees,omitempty"`
 }
 
 // AgentState is an agent's state (CONTRACT §20), since when, and

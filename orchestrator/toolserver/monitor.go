@@ -42,6 +42,7 @@ func (s *Server) MonitorSide() monitor.SideState {
 	}
 	s.agents.mu.Unlock()
 	st.Watches = s.watches.view()
+	st.Worktrees = s.streamWorktrees() // worktree_stream.go
 	return st
 }
 

@@ -1,0 +1,115 @@
+package dash
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	tea "charm.land/bubbletea/v2"
+	"github.com/charmbracelet/x/ansi"
+
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// wtFleet is an agent working in a worktree and a shell without one.
+func wtFleet(st string) tools.StreamState {
+	a := agent("fixer", st, false)
+	a.Worktree = &tools.WorktreeState{Path: "/r.worktrees/fix", Branch: "termsprawl/fix", Base: "main", Dirty: true, Ahead: 2, Checked: "2026-12-02T01:00:00Z"}
+	return tools.StreamState{Nodes: []tools.StreamNode{a, shell("s1")}}
+}
+
+func diffReply(text, cut string) func(call) tools.Result {
+	return func(c call) tools.Result {
+		if c.op != "worktree_diff" {
+			return tools.OKResult(map[string]any{})
+		}
+		return tools.OKResult(tools.WorktreeDiff{Node: "fixer", Branch: "termsprawl/fix", From: "main", Files: 1, Insertions: 1, Deletions: 1, Diff: text, Cut: cut, Turns: []tools.WorktreeTurn{}})
+	}
+}
+
+const aDiff = "diff --git a/README b/README\n--- a/README\n+++ b/README\n@@ -1,2 +1,2 @@\n one\n-two\n+TWO\n"
+
+// The diff tab: the branch in the row, dirty/ahead in the preview, the
+// stat and the styled diff fetched off the input path, "cut" when cut,
+// scrolling, a fetch again at the turn's end and on u.
+func TestModelDiffTab(t *testing.T) {
+	f := newFake(t)
+	f.setReply(diffReply(aDiff, "cut at 1 MiB: 3 files not shown"))
+	tm, _ := start(t, f, wtFleet(tools.AgentWorking), 120, 30)
+	waitModel(t, tm, "the branch in the row and the worktree line", func(m *Model) bool {
+		s := ansi.Strip(m.Render())
+		return m.Selected() == "fixer" && strings.Contains(s, "⎇fix") && strings.Contains(s, "⎇ termsprawl/fix · from main · dirty · 2 ahead · 0 behind")
+	})
+	f.noCall()
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}) // screen → diff, the last tab
+	if c := f.nextCall("worktree_diff"); c.args["node"] != "fixer" {
+		t.Fatalf("worktree_diff %v", c.args)
+	}
+	waitModel(t, tm, "the diff", func(m *Model) bool {
+		s := ansi.Strip(m.Render())
+		return strings.Contains(s, "1 files changed, +1 -1 against main") && strings.Contains(s, "cut: cut at 1 MiB: 3 files not shown") &&
+			strings.Contains(s, "+TWO") && strings.Contains(s, "-two") && strings.Contains(s, "@@ -1,2 +1,2 @@")
+	})
+	inspect(t, tm, func(m *Model) {
+		if r := m.Render(); !strings.Contains(r, m.style("#5fd75f", false).Render("+TWO")) || !strings.Contains(r, m.style("#ff5f5f", false).Render("-two")) {
+			t.Errorf("the +/- lines are not styled:\n%q", r)
+		}
+	})
+
+	// The turn ends (working → idle): fetched again, now a long diff.
+	var long strings.Builder
+	long.WriteString("diff --git a/big b/big\n--- a/big\n+++ b/big\n@@ -0,0 +1,100 @@\n")
+	for i := range 100 {
+		fmt.Fprintf(&long, "+line %d\n", i+1)
+	}
+	f.setReply(diffReply(long.String(), ""))
+	st := wtFleet(tools.AgentIdle)
+	f.events <- tools.StreamEvent{State: &st}
+	f.nextCall("worktree_diff")
+	waitModel(t, tm, "the long diff", frameHas("lines 1–23 of 104"))
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyPgDown})
+	waitModel(t, tm, "scrolled", func(m *Model) bool {
+		s := ansi.Strip(m.Render())
+		return !strings.Contains(s, "+line 1 ") && strings.Contains(s, "+line 30") && !strings.Contains(s, "cut:")
+	})
+	tm.Send(key("u"))
+	f.nextCall("worktree_diff")
+
+	// A node without a worktree: says so and asks nothing.
+	tm.Send(key("j"))
+	waitModel(t, tm, "no worktree", frameHas("s1 has no worktree"))
+	f.noCall()
+}
+
+// A refusal of a launch with a worktree is shown in the form, which
+// stays open; "+" asks for an automatic name.
+func TestModelLaunchWorktreeRefused(t *testing.T) {
+	f := newFake(t)
+	f.setReply(func(c call) tools.Result {
+		return tools.Result{Kind: tools.KindRejected, Error: "/tmp is not in a git repository: give a directory inside one"}
+	})
+	tm, _ := start(t, f, fleet(), 120, 30)
+	tm.Send(key("n"))
+	waitModel(t, tm, "the form", frameHas("worktree: "+WorktreeHint))
+	for range 3 {
+		tm.Send(key("tab"))
+	}
+	tm.Type("fix")
+	tm.Send(key("enter"))
+	c := f.nextCall("terminal_launch")
+	if w, ok := c.args["worktree"].(map[string]any); !ok || w["branch"] != "fix" {
+		t.Fatalf("launch %v", c.args)
+	}
+	waitModel(t, tm, "the refusal in the form", func(m *Model) bool {
+		return m.mode == modeLaunch && strings.Contains(ansi.Strip(m.Render()), "launch refused: /tmp is not in a git repository")
+	})
+	for range 3 {
+		tm.Send(tea.KeyPressMsg{Code: tea.KeyBackspace})
+	}
+	tm.Type("+")
+	tm.Send(key("enter"))
+	c = f.nextCall("terminal_launch")
+	if w, ok := c.args["worktree"].(map[string]any); !ok || len(w) != 0 {
+		t.Fatalf("launch with +: %v", c.args)
+	}
+}
