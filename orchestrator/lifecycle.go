@@ -82,6 +82,9 @@ func (r *reservation) release() {
 	r.o.idMu.Lock()
 	delete(r.o.reserved, r.id)
 	r.o.idMu.Unlock()
+	r.o.mu.Lock()
+	r.o.settleLaunch(r.id)
+	r.o.mu.Unlock()
 	r.o.ops.Done()
 }
 
@@ -92,6 +95,7 @@ func (r *reservation) register(n *node) {
 	o.idMu.Lock()
 	o.mu.Lock()
 	o.nodes[r.id] = n
+	o.settleLaunch(r.id)
 	o.mu.Unlock()
 	delete(o.reserved, r.id)
 	o.idMu.Unlock()

@@ -106,7 +106,7 @@ type Orchestrator struct {
 	shards []*tmuxServer
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
-	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn and the server deaths
+	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn, launching and the server deaths
 	nodes   map[string]*node
 	closing bool
 	// lost are the nodes whose tmux server was gone at start (lost.go);
@@ -118,6 +118,9 @@ type Orchestrator struct {
 	interrupted interruptedLog // what adoption did with unfinished submits and closes
 	onGone      func(NodeMeta) // told when a node's life ends (closed or its session gone)
 	onBorn      func(NodeMeta) // told when a node's session file (its token) is written
+
+	// launching are the born nodes not yet registered (launchwait.go).
+	launching map[string]chan struct{}
 	// Deaths of the private tmux server: deadAdmin is the admin client
 	// whose end was counted, so one death is counted once.
 	serverDeaths    int

@@ -39,6 +39,7 @@ func (o *Orchestrator) OnBorn(f func(NodeMeta)) {
 // born tells the OnBorn hook about a node's session file.
 func (o *Orchestrator) born(m NodeMeta) {
 	o.mu.Lock()
+	o.markLaunching(m.ID)
 	f := o.onBorn
 	o.mu.Unlock()
 	if f != nil {
@@ -51,6 +52,7 @@ func (o *Orchestrator) born(m NodeMeta) {
 func (o *Orchestrator) stillborn(m NodeMeta) {
 	o.removeFiles(m.ID)
 	o.mu.Lock()
+	o.settleLaunch(m.ID)
 	f := o.onGone
 	o.mu.Unlock()
 	if f != nil {

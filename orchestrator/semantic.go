@@ -63,7 +63,8 @@ func (s *semStore) markInput(rev uint64) {
 
 // baselineAt is the seq a wait or capture with baseline revision rev
 // starts after: the commits the first input sent at rev had seen, else
-// the newest commit stamped at or before rev.
+// the newest commit stamped at or before rev; revision 0 is the node's
+// start, before every commit.
 func (s *semStore) baselineAt(rev uint64) uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -73,6 +74,9 @@ func (s *semStore) baselineAt(rev uint64) uint64 {
 		if m.rev == rev {
 			return m.seq
 		}
+	}
+	if rev == 0 {
+		return 0 // after: 0 — every commit counts, even one stamped before any output was mirrored
 	}
 	for i := len(s.commits) - 1; i >= 0; i-- {
 		if s.commits[i].rev <= rev {
@@ -335,8 +339,11 @@ func (n *node) waitCommit(ctx context.Context, seq uint64, timeout time.Duration
 }
 
 // WaitSemantic is terminal_wait_for {wait: semantic}: satisfied only by a
-// commit after the baseline (the latest commit at the call, or the newest
-// one stamped at or before after).
+// commit after the baseline. Without after the baseline is the latest
+// commit at the call; with after it is baselineAt(after): the commits the
+// first input sent at that revision had seen, else the newest commit
+// stamped at or before it — and after: 0, the node's start, counts every
+// commit kept.
 func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.WaitSpec) (tools.WaitResult, error) {
 	n, err := o.lookup(id)
 	if err != nil {

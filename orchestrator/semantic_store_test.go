@@ -9,6 +9,10 @@ func TestSemanticBaselineAtAnInput(t *testing.T) {
 	if s.baselineAt(5) != 0 {
 		t.Fatal("no commits: baseline 0")
 	}
+	c0 := s.add(semCommit{rev: 0}) // stamped before any output was mirrored
+	if got := s.baselineAt(0); got != 0 {
+		t.Fatalf("after 0 is the node's start: baseline %d, want 0 (commit %d counts)", got, c0.seq)
+	}
 	c1 := s.add(semCommit{rev: 10})
 	s.markInput(10)
 	c2 := s.add(semCommit{rev: 10}) // the program's answer, before its output reached the mirror

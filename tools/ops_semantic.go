@@ -92,7 +92,7 @@ func addLocators(ops []*Operation) {
 			i := slices.IndexFunc(op.Params, func(p Param) bool { return p.Name == "wait" })
 			mode := op.Params[i]
 			mode.Enum = append(slices.Clone(mode.Enum), WaitSemantic)
-			mode.Description += " semantic (the located node of the semantic tree reaches state in a commit after the baseline)."
+			mode.Description += " semantic (the located node of the semantic tree reaches state in a commit after the baseline: without after, the latest commit at the call; with after, the commits seen by the first input sent at that revision, else every commit stamped at or before it; after: 0 is the node's start, so every commit counts)."
 			op.Params[i] = mode
 			op.Params = append(op.Params, paramLocator, paramSemState)
 			inner := op.check

@@ -1,7 +1,9 @@
 package toolserver
 
 import (
+	"context"
 	"errors"
+	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -47,12 +49,33 @@ func (s *Server) Authenticate(token string) (tools.Identity, bool) {
 	}
 	s.mu.Unlock()
 	if ok && found.Role != tools.RoleOperator {
-		if m, live := s.o.Meta(found.Node); !live || m.Incarnation() != found.Incarnation {
-			return tools.Identity{}, false // the node is gone: its token died with it
+		m, live := s.o.Meta(found.Node)
+		if !live && testHookNotLive != nil {
+			testHookNotLive(found.Node)
+		}
+		if !live && s.o.AwaitLaunch(context.Background(), found.Node, launchAuthWait) {
+			// Born but not yet registered: its program called before its
+			// launch was done (a probe's first publish); the launch has
+			// settled now.
+			m, live = s.o.Meta(found.Node)
+		}
+		if !live || m.Incarnation() != found.Incarnation {
+			ok = false // the node is gone: its token died with it
 		}
 	}
-	return found, ok
+	if !ok {
+		return tools.Identity{}, false
+	}
+	return found, true
 }
+
+// launchAuthWait bounds how long a call with the token of a node still
+// being launched waits for the launch to register it.
+const launchAuthWait = 10 * time.Second
+
+// testHookNotLive, if set, runs when Authenticate finds a node's token
+// whose node is not in the registry.
+var testHookNotLive func(node string)
 
 // canDrive reports whether caller may drive (send input to, resize,
 // signal, close) the node whose metadata is m: the operator always; an
