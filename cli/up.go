@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"sort"
 	"strconv"
 	"strings"
@@ -165,6 +166,9 @@ func (h *human) up() int {
 	if cfg.CtlPath == "" {
 		logger.Warn(ctlMissing)
 	}
+	if stopProfile := startCPUProfile(logger); stopProfile != nil {
+		defer stopProfile()
+	}
 	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
 		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
 		printHosts(h.stdout, info.Hosts)
@@ -224,22 +228,24 @@ func (h *human) upDetached() int {
 		stale = ep.InstanceID
 	}
 
-	cmd := exec.Command(exe, "--state-dir", h.stateDir, "--tmux-socket", h.socket, "up",
-		"--max-nodes", strconv.Itoa(h.upOpts.MaxNodes), "--idle-after", h.upOpts.IdleAfter.String())
+	// Every value goes as --flag=VALUE: a value that starts with "-" (a
+	// negative --idle-after turns sleeping off) is not read as a flag.
+	cmd := exec.Command(exe, "--state-dir="+h.stateDir, "--tmux-socket="+h.socket, "up",
+		"--max-nodes="+strconv.Itoa(h.upOpts.MaxNodes), "--idle-after="+h.upOpts.IdleAfter.String())
 	if lvl := h.upOpts.LogLevel; lvl != "" && lvl != "auto" {
-		cmd.Args = append(cmd.Args, "--log-level", lvl)
+		cmd.Args = append(cmd.Args, "--log-level="+lvl)
 	}
 	for _, o := range h.upOpts.MCPAllowOrigin {
-		cmd.Args = append(cmd.Args, "--mcp-allow-origin", o)
+		cmd.Args = append(cmd.Args, "--mcp-allow-origin="+o)
 	}
 	for _, n := range h.upOpts.Notify {
-		cmd.Args = append(cmd.Args, "--notify", n)
+		cmd.Args = append(cmd.Args, "--notify="+n)
 	}
 	if h.upOpts.NotifyMode != "" {
-		cmd.Args = append(cmd.Args, "--notify-mode", h.upOpts.NotifyMode)
+		cmd.Args = append(cmd.Args, "--notify-mode="+h.upOpts.NotifyMode)
 	}
 	if h.upOpts.ShardSize > 0 {
-		cmd.Args = append(cmd.Args, "--shard-size", strconv.Itoa(h.upOpts.ShardSize))
+		cmd.Args = append(cmd.Args, "--shard-size="+strconv.Itoa(h.upOpts.ShardSize))
 	}
 	if h.upOpts.Restore {
 		cmd.Args = append(cmd.Args, "--restore")
@@ -558,5 +564,29 @@ func printHosts(w io.Writer, hosts []orchestrator.HostStatus) {
 			continue
 		}
 		fmt.Fprintf(w, "host %s (%s): %s, retrying in the background: %s\n", st.Name, st.Dest, st.State, st.Error)
+	}
+}
+
+// startCPUProfile writes the orchestrator's CPU profile to the file
+// $TERMSPRAWL_CPUPROFILE names, for the scale measurements
+// (docs/PERFORMANCE.md); nil when it is not set or cannot be written.
+func startCPUProfile(logger *slog.Logger) func() {
+	path := os.Getenv("TERMSPRAWL_CPUPROFILE")
+	if path == "" {
+		return nil
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		logger.Warn("no CPU profile", "err", err)
+		return nil
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		logger.Warn("no CPU profile", "err", err)
+		f.Close()
+		return nil
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
 	}
 }
