@@ -30,7 +30,7 @@ import (
 
 // recKeyframeEvery is the recorded output between two keyframes (tests
 // make it small).
-var recKeyframeEvery = 1 << 20
+var recKeyframeEvery = 128 << 10
 
 // WantsKeyframe says whether recKeyframeEvery bytes of output were recorded
 // since the last keyframe (the caller then calls Keyframe with the
