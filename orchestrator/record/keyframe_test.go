@@ -186,3 +186,42 @@ func TestRecordedKeyframeIsWhereTheReplayStarts(t *testing.T) {
 		t.Fatalf("frame at the end without keyframes: %q", got)
 	}
 }
+
+// A keyframe after output that ends in a sequence's final byte is kept
+// (that byte is not held back); one inside a sequence, or after a held
+// character, is not, and the next output's try is.
+func TestKeyframeWhereTheOutputEnds(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "rec")
+	r, err := start(dir, Meta{Node: "t", Columns: 20, Rows: 4}, stepClock(time.Microsecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	scr := tools.Screen{Columns: 20, Rows: 4, Lines: []string{"x"}}
+	try := func(out string) bool {
+		t.Helper()
+		r.Output([]byte(out))
+		r.Keyframe(scr, false)
+		r.mu.Lock()
+		r.awaitWriteLocked()
+		r.mu.Unlock()
+		return r.WantsKeyframe() // true: dropped, to be tried again
+	}
+	if try("\x1b[?25l\x1b[1;1Hx\x1b[?25h") {
+		t.Error("a keyframe after a sequence's final byte was dropped")
+	}
+	if !try("abc\x1b[3") {
+		t.Error("a keyframe inside a sequence was not dropped")
+	}
+	if try("1m\r\n") {
+		t.Error("a keyframe after the sequence ended was dropped")
+	}
+	if !try("tail") {
+		t.Error("a keyframe after a held character was not dropped")
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := keyframeLines(t, dir); n != 2 {
+		t.Fatalf("%d keyframe lines, want 2", n)
+	}
+}
