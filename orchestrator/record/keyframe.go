@@ -112,13 +112,17 @@ func (r *Recorder) encodeKeyframe(us int64, data []byte) {
 // (writer goroutine, every output in order). From an ESC on, x/ansi's
 // parser goes the same way whatever state it was in, so only the bytes
 // from the output's last ESC are stepped, or all of them while a
-// sequence without one goes on; other output costs a backwards search
-// for ESC. seqEnd says the output's last byte ended a sequence (its
+// sequence without one goes on; other output costs a search for ESC. seqEnd says the output's last byte ended a sequence (its
 // final byte is not a character a combining mark could join, so it is
 // not held back). Bytes that are not UTF-8 are U+FFFD in the cast, so a C1
 // control cannot start a sequence there.
 func (r *Recorder) trackSeq(p []byte) {
-	i := bytes.LastIndexByte(p, 0x1b)
+	// IndexByte is vectorised: output without ESC (a log flood) costs
+	// one fast pass; from the first ESC on, the last one is looked for.
+	i := bytes.IndexByte(p, 0x1b)
+	if i >= 0 {
+		i += bytes.LastIndexByte(p[i:], 0x1b)
+	}
 	r.seqEnd = false
 	if i < 0 && !r.inSeq {
 		return
