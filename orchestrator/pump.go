@@ -229,6 +229,7 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 		}
 		data = data[k:]
 	}
+	n.recordKeyframe()
 }
 
 func (n *node) event(ev tmuxctl.Event) {

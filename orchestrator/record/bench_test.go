@@ -106,6 +106,54 @@ func BenchmarkRecorderOutput(b *testing.B) {
 	b.ReportMetric(float64(total)/float64(logtext), "total/logtext")
 }
 
+// writeBenchRecording records what writeBenchCast writes through a
+// Recorder and a mirror, as the engine does (a keyframe when the
+// Recorder wants one), its clock at the cast's times. It returns the
+// recording's directory.
+func writeBenchRecording(tb testing.TB, dir, kind string, size int, dur time.Duration) string {
+	tb.Helper()
+	c, err := parseCast(mustRead(tb, writeBenchCast(tb, dir, kind, size, dur)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var now time.Time
+	origin := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	rd := filepath.Join(dir, kind+"-rec")
+	now = origin
+	r, err := start(rd, Meta{Node: "bench", Columns: c.info.Width, Rows: c.info.Height, Start: origin}, func() time.Time { return now })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	mirror := screen.New(c.info.Width, c.info.Height)
+	defer mirror.Close()
+	var buf []byte
+	for i := range c.events {
+		e := &c.events[i]
+		buf = c.data(e, buf[:0])
+		now = origin.Add(time.Duration(e.us) * time.Microsecond)
+		if err := mirror.Write(buf); err != nil {
+			tb.Fatal(err)
+		}
+		r.Output(buf)
+		if r.WantsKeyframe() {
+			r.Keyframe(mirror.Snapshot(), mirror.Modes().MouseSGR)
+		}
+	}
+	if err := r.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return rd
+}
+
+func mustRead(tb testing.TB, p string) []byte {
+	tb.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return b
+}
+
 // writeBenchCast writes a cast of about size bytes over dur: scrolling
 // coloured text (scroll) or full-screen redraws (tui), events every
 // 50 ms. It returns the path.
@@ -155,10 +203,18 @@ func writeBenchCast(tb testing.TB, dir, kind string, size int, dur time.Duration
 // 10-minute, 50 MB cast. "first" opens the trace and asks at once (the
 // builder replays everything, taking keyframes); "keyframed" asks an open
 // trace again at moments near the end (a keyframe restore and at most
-// 512 KiB of replay each).
+// 512 KiB of replay each). The "-recorded" kinds are the same output
+// recorded as the engine records it, through a Recorder with a mirror
+// (screen.Screen) handing it a keyframe every 1 MiB (keyframe.go): their
+// first call replays from the last recorded keyframe.
 func BenchmarkFrameAtEnd(b *testing.B) {
-	for _, kind := range []string{"scroll", "tui"} {
-		p := writeBenchCast(b, b.TempDir(), kind, 50<<20, 10*time.Minute)
+	for _, kind := range []string{"scroll", "tui", "scroll-recorded", "tui-recorded"} {
+		var p string
+		if k, ok := strings.CutSuffix(kind, "-recorded"); ok {
+			p = writeBenchRecording(b, b.TempDir(), k, 50<<20, 10*time.Minute)
+		} else {
+			p = writeBenchCast(b, b.TempDir(), kind, 50<<20, 10*time.Minute)
+		}
 		b.Run(kind+"/first", func(b *testing.B) {
 			c0 := processCPU()
 			for b.Loop() {
@@ -174,6 +230,17 @@ func BenchmarkFrameAtEnd(b *testing.B) {
 				tr.Close()
 			}
 			b.ReportMetric(float64((processCPU()-c0).Milliseconds())/float64(b.N), "cpu-ms/op")
+			tr, err := Open(p)
+			if err == nil {
+				n := 0
+				for _, k := range tr.kfs {
+					if k.recorded {
+						n++
+					}
+				}
+				b.ReportMetric(float64(n), "recorded-keyframes")
+				tr.Close()
+			}
 		})
 		b.Run(kind+"/keyframed", func(b *testing.B) {
 			tr, err := Open(p)

@@ -30,7 +30,10 @@
 //	              grapheme cluster split by tmux lands in one event)
 //	events.jsonl  one Event per line: start, input (kind and size; key
 //	              names for press and mouse), resize, marker, exit, crash,
-//	              gap (from_ms, to_ms), reseed (reason)
+//	              gap (from_ms, to_ms), reseed (reason), semantic, and
+//	              keyframe (cast_events, screen, mouse_sgr: the live
+//	              mirror's screen after that many cast events, every
+//	              128 KiB of output; keyframe.go)
 //
 // Typed, pasted, submitted or raw input text is never written anywhere:
 // Input takes a size, and the key names it keeps are tmux key names
@@ -50,6 +53,14 @@
 // "the same screen as a plain replay" (TestReplayMatchesPlainReplay,
 // FuzzReplayShortcuts):
 //
+//   - Recorded keyframes (keyframe.go): the engine hands the Recorder
+//     its live mirror's screen every 128 KiB of output it emulated (not
+//     during a burst, not on the alternate screen, not inside an escape
+//     sequence or with a character held back), and FrameAt starts the
+//     replay at the nearest one before the moment asked: the first
+//     frame near the end of a long recording replays at most 128 KiB.
+//     They hold the screen's rows, cursor, modes and title; the state a
+//     screen does not show starts as a fresh terminal's.
 //   - Keyframes, built lazily in memory the first time a trace is replayed
 //     (or by Warm): every 512 KiB of cast the builder keeps the screen
 //     and the terminal state a snapshot does not show (scroll regions,
@@ -57,10 +68,9 @@
 //     character sets, origin/autowrap/newline modes), when that state can
 //     be restored exactly, and checks the restore right away. A later
 //     FrameAt restores the nearest keyframe and replays at most 512 KiB.
-//     Keyframes are not written at record time: building one needs an
-//     emulator replaying every byte, which would double the engine's
-//     per-byte cost during a flood, the very case the pump avoids
-//     emulating.
+//     The recorder itself runs no emulator: that would double the
+//     engine's per-byte cost during a flood, the very case the pump
+//     avoids emulating.
 //   - Squeezing: scrolling output on the bottom row leaves nothing of a
 //     line once a screenful of lines followed it, so a long run of such
 //     output is fed as the net effect of its flag-like sequences plus its

@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/charmbracelet/x/ansi"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -65,6 +68,11 @@ type Event struct {
 	// Tree and Revision are a semantic commit's (type semantic, CONTRACT §22).
 	Tree     json.RawMessage `json:"tree,omitempty"`
 	Revision uint64          `json:"revision,omitempty"`
+	// CastEvents, Screen and MouseSGR are a keyframe's (type keyframe,
+	// keyframe.go): the screen after the first CastEvents cast events.
+	CastEvents int           `json:"cast_events,omitempty"`
+	Screen     *tools.Screen `json:"screen,omitempty"`
+	MouseSGR   bool          `json:"mouse_sgr,omitempty"`
 }
 
 // ErrStopped is wrapped by Err when recording stopped because writing
@@ -108,6 +116,14 @@ type Recorder struct {
 	pend   [8]byte // held-back output: a printable rune and/or an incomplete UTF-8 tail
 	npend  int
 	pendUS int64 // time of the output that left pend
+	nCast  int   // cast events written (keyframes count them; -1: not known, after Resume)
+	kfBuf  []byte
+	vp     *ansi.Parser // trackSeq's
+	inSeq  bool         // the output so far ends inside an escape sequence
+	seqEnd bool         // its last byte ended one
+
+	sinceKF int         // output bytes since the last keyframe (under mu)
+	kfAgain atomic.Bool // the writer dropped a keyframe that the next output may retry
 
 	wake     chan struct{}
 	quit     chan struct{}
@@ -125,6 +141,7 @@ const (
 	recFrame  = 'f' // a reseeded frame: output that ends any held bytes first
 	recResize = 'r'
 	recMark   = 'm'
+	recKey    = 'k' // a keyframe (keyframe.go): an events.jsonl line, no cast event
 	recHead   = 1 + 8 + 4
 )
 
@@ -289,6 +306,7 @@ func (r *Recorder) Output(p []byte) {
 	r.mu.Lock()
 	if !r.stopped && !r.closed {
 		r.q = appendRecord(r.q, recOutput, r.stamp(), p)
+		r.sinceKF += len(p)
 		r.kick()
 	}
 	r.mu.Unlock()
@@ -296,6 +314,7 @@ func (r *Recorder) Output(p []byte) {
 
 // encodeOutput encodes an output record (writer goroutine).
 func (r *Recorder) encodeOutput(us int64, p []byte) {
+	r.trackSeq(p)
 	b := r.enc
 	head := len(b)
 	b = appendEventHead(b, us, 'o')
@@ -306,6 +325,9 @@ func (r *Recorder) encodeOutput(us int64, p []byte) {
 	}
 	if q := p[used:]; len(q) > 0 {
 		cut := holdCut(q)
+		if r.seqEnd {
+			cut = len(q) // a sequence's final byte: nothing to hold
+		}
 		b = appendJSONText(b, q[:cut])
 		r.npend = copy(r.pend[:], q[cut:])
 	}
@@ -314,6 +336,7 @@ func (r *Recorder) encodeOutput(us int64, p []byte) {
 		b = b[:head]
 	} else {
 		b = appendEventTail(b)
+		r.countCast()
 	}
 	r.enc = b
 }
@@ -364,6 +387,7 @@ func (r *Recorder) flushPending(final bool) {
 	b := appendEventHead(r.enc, r.pendUS, 'o')
 	b = appendJSONText(b, p[:tail])
 	r.enc = appendEventTail(b)
+	r.countCast()
 	r.npend = copy(r.pend[:], p[tail:])
 }
 
@@ -386,6 +410,9 @@ func (r *Recorder) encode(q []byte) {
 			b := appendEventHead(r.enc, us, kind)
 			b = appendJSONText(b, data)
 			r.enc = appendEventTail(b)
+			r.countCast()
+		case recKey:
+			r.encodeKeyframe(us, data)
 		}
 	}
 }
@@ -627,6 +654,10 @@ func (r *Recorder) run() {
 			}
 			if quit {
 				r.flushPending(true)
+			}
+			if len(r.kfBuf) > 0 {
+				events = append(events, r.kfBuf...)
+				r.kfBuf = r.kfBuf[:0]
 			}
 			err = r.write(r.enc, events, meta)
 			if cap(r.enc) > spareCap {

@@ -134,7 +134,8 @@ type feeder struct {
 	curEv      int
 	curBuf     []byte
 	squeezes   int
-	written    int // bytes written to the screen
+	written    int  // bytes written to the screen
+	jumped     bool // restored from a recorded keyframe: its colours are not the cast's
 }
 
 // newFeeder starts a replay of c on a blank screen of the header's size.
@@ -492,6 +493,7 @@ type keyframe struct {
 	mouseSGR bool
 	tk       tracker
 	pri      *capture
+	recorded bool // written at record time (keyframe.go)
 }
 
 // takeKeyframe saves the current moment (after sync) if it can be

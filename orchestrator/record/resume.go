@@ -58,6 +58,7 @@ func resume(dir string, now time.Time, seed tools.Screen, clock func() time.Time
 	// Offsets from here on: nowUS plus the monotonic time since this call.
 	origin := clock().Add(-time.Duration(nowUS) * time.Microsecond)
 	r := newRecorder(dir, castF, eventF, origin, clock, m)
+	r.nCast = -1 // the cast events before the restart are not counted: no keyframes
 	r.mu.Lock()
 	r.lastUS = nowUS
 	from, to := lastUS/1000, nowUS/1000

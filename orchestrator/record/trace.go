@@ -138,9 +138,13 @@ func openFiles(p string, files map[string][]byte) (*Trace, error) {
 	}
 	t.overview = buildOverview(c, events, t.meta, warnings)
 	t.sem = semanticEvents(events)
+	t.kfs = recordedKeyframes(c, events)
 	t.kfEvery, t.kfRetry = keyframeEvery, keyframeRetry
 	t.nextKF = t.kfEvery
 	t.mem.Store(memoryEstimate(t.size, len(c.events)))
+	for _, k := range t.kfs {
+		t.mem.Add(int64(k.size()))
+	}
 	return t, nil
 }
 
@@ -392,7 +396,7 @@ func (t *Trace) WithFrame(timeMS *int64, marker string, fn func(*screen.Screen))
 	if t.b == nil {
 		t.b = newFeeder(t.c, true)
 	}
-	if target >= t.b.ev {
+	if target >= t.b.ev && !t.b.jumped {
 		t.extend(target)
 		fn(t.b.scr)
 		return at, nil
@@ -453,6 +457,7 @@ func (t *Trace) frame(target int) (tools.Screen, error) {
 		t.b = newFeeder(t.c, true)
 	}
 	if target >= t.b.ev {
+		t.jump(target)
 		t.extend(target)
 		return t.b.snapshot(), nil
 	}
@@ -503,8 +508,7 @@ func (t *Trace) extend(target int) {
 		t.sinceKF += ce.end - ce.off + 24
 		if t.sinceKF >= t.nextKF && t.b.ev < len(t.c.events) {
 			t.b.sync(mkpos(t.b.ev, 0))
-			if k := t.b.takeKeyframe(); k != nil {
-				t.kfs = append(t.kfs, k)
+			if k := t.b.takeKeyframe(); k != nil && t.addKeyframe(k) {
 				t.kfBytes += k.size()
 				t.mem.Add(int64(k.size()))
 				if t.kfBytes > maxKeyframeBytes {
@@ -529,7 +533,7 @@ func (t *Trace) extend(target int) {
 func (t *Trace) rebuild(upTo int) {
 	t.retries++
 	t.b.close()
-	for i := len(t.kfs) - 1; ; i-- {
+	for i := sort.Search(len(t.kfs), func(i int) bool { return t.kfs[i].ev > upTo }) - 1; ; i-- {
 		f := t.start(i, false, false)
 		f.noSqueeze = upTo
 		for f.ev < upTo && !f.tainted {
