@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,10 +13,12 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// stepClock returns a clock that moves by step at every reading.
+// stepClock returns a clock that moves by step at every reading; the
+// Recorder reads it from its caller and from its writer goroutine.
 func stepClock(step time.Duration) func() time.Time {
-	t := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
-	return func() time.Time { t = t.Add(step); return t }
+	t0 := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
+	var n atomic.Int64
+	return func() time.Time { return t0.Add(time.Duration(n.Add(1)) * step) }
 }
 
 // recordWithMirror records evs as the engine does: each output through
