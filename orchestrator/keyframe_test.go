@@ -16,7 +16,10 @@ func TestRecordingWritesKeyframes(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	id, dir := launchRecorded(t, o)
 	ctx := tctx(t)
-	if _, err := o.Submit(ctx, id, `for i in $(seq 1 50); do head -c 6000 /dev/zero | tr '\0' k; printf '\nchunk-%d\n' $i; sleep 0.05; done; echo kf-$((1+1))-done`,
+	// Paced well below a burst (a burst reseeds the mirror from tmux, and
+	// no keyframe is taken from a reseeded mirror: keyframe.go); at 20 per
+	// second a loaded CI machine fell into one and wrote none.
+	if _, err := o.Submit(ctx, id, `for i in $(seq 1 50); do head -c 6000 /dev/zero | tr '\0' k; printf '\nchunk-%d\n' $i; sleep 0.15; done; echo kf-$((1+1))-done`,
 		&tools.WaitSpec{Wait: tools.WaitText, Text: "kf-2-done", TimeoutMS: 40000}); err != nil {
 		t.Fatal(err)
 	}
