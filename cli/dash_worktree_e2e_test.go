@@ -2,7 +2,6 @@ package cli
 
 import (
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,26 +16,7 @@ import (
 // preview its dirty state, and the diff tab the edited file.
 func TestDashboardWorktreeE2E(t *testing.T) {
 	e := newE2E(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed (apt-get install git)")
-	}
-	home := t.TempDir()
-	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = T\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644)
-	e.env = append(e.env, "HOME="+home, "GIT_CONFIG_NOSYSTEM=1")
-	git := func(dir string, args ...string) {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, e.env
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
-	repo := filepath.Join(t.TempDir(), "app repo")
-	os.MkdirAll(repo, 0o755)
-	os.WriteFile(filepath.Join(repo, "README"), []byte("one\ntwo\n"), 0o644)
-	git(repo, "init", "-q")
-	git(repo, "add", ".")
-	git(repo, "commit", "-qm", "first")
+	repo, _, _ := e2eRepo(t, e)
 	e.up()
 
 	var rec tools.ReceiptOf[tools.NodeInfo]

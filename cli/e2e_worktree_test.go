@@ -19,28 +19,7 @@ import (
 // work; the user's git configuration is byte-identical afterwards.
 func TestE2EWorktrees(t *testing.T) {
 	e := newE2E(t)
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Skip("git is not installed (apt-get install git)")
-	}
-	home := t.TempDir()
-	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = T\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644)
-	e.env = append(e.env, "HOME="+home, "GIT_CONFIG_NOSYSTEM=1")
-	git := func(dir string, args ...string) string {
-		t.Helper()
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, e.env
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-		return string(out)
-	}
-	repo := filepath.Join(t.TempDir(), "app repo")
-	os.MkdirAll(repo, 0o755)
-	os.WriteFile(filepath.Join(repo, "README"), []byte("one\ntwo\n"), 0o644)
-	git(repo, "init", "-q")
-	git(repo, "add", ".")
-	git(repo, "commit", "-qm", "first")
+	repo, home, git := e2eRepo(t, e)
 	cfgs := []string{filepath.Join(repo, ".git", "config"), filepath.Join(home, ".gitconfig")}
 	var before [][]byte
 	for _, f := range cfgs {
@@ -105,4 +84,33 @@ func TestE2EWorktrees(t *testing.T) {
 			t.Errorf("git configuration %s changed:\n%s", f, b)
 		}
 	}
+}
+
+// e2eRepo makes a git repository "app repo" with one commit, under a HOME
+// of its own that e's commands get too; git runs git in a directory.
+func e2eRepo(t *testing.T, e *e2e) (repo, home string, git func(dir string, args ...string) string) {
+	t.Helper()
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed (apt-get install git)")
+	}
+	home = t.TempDir()
+	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte("[user]\n\tname = T\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n"), 0o644)
+	e.env = append(e.env, "HOME="+home, "GIT_CONFIG_NOSYSTEM=1")
+	git = func(dir string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = dir, e.env
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+		return string(out)
+	}
+	repo = filepath.Join(t.TempDir(), "app repo")
+	os.MkdirAll(repo, 0o755)
+	os.WriteFile(filepath.Join(repo, "README"), []byte("one\ntwo\n"), 0o644)
+	git(repo, "init", "-q")
+	git(repo, "add", ".")
+	git(repo, "commit", "-qm", "first")
+	return repo, home, git
 }
