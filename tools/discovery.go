@@ -342,18 +342,7 @@ var nodeIDRE = regexp.MustCompile(nodeIDPattern)
 func ValidNodeID(s string) bool { return nodeIDRE.MatchString(s) }
 
 // ValidToken reports whether s is 64 lowercase hex characters.
-func ValidToken(s string) bool {
-	if len(s) != 64 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
+func ValidToken(s string) bool { return ctllite.ValidToken(s) }
 
 // ValidRole reports whether s is RoleAgent or RoleOperator.
 func ValidRole(s string) bool { return s == RoleAgent || s == RoleOperator }

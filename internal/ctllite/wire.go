@@ -129,7 +129,7 @@ func readTarget(session string) (target, bool) {
 	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' || json.Unmarshal(t, &s) != nil {
 		return target{}, false
 	}
-	if !validNodeID(s.Node) || !validToken(s.Token) || (s.Role != "agent" && s.Role != "operator") {
+	if !validNodeID(s.Node) || !ValidToken(s.Token) || (s.Role != "agent" && s.Role != "operator") {
 		return target{}, false
 	}
 	data, ok = readBounded(filepath.Join(filepath.Dir(filepath.Dir(session)), "endpoint.json"))
@@ -187,8 +187,9 @@ func validNodeID(s string) bool {
 	return true
 }
 
-// validToken is 64 lowercase hex characters.
-func validToken(s string) bool {
+// ValidToken reports whether s is 64 lowercase hex characters (tools.ValidToken
+// calls it).
+func ValidToken(s string) bool {
 	if len(s) != 64 {
 		return false
 	}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/termsprawl/termsprawl/orchestrator/render"
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // The page's wire format: every event's data is one JSON object.
@@ -20,13 +21,13 @@ import (
 
 // Attribute bits of a Run ("a"); the underline style is a << 8.
 const (
-	attrBold      = 1 << 0
-	attrItalic    = 1 << 1
-	attrFaint     = 1 << 2
-	attrStrike    = 1 << 3
-	attrInverse   = 1 << 4
-	attrInvisible = 1 << 5
-	attrBlink     = 1 << 6
+	attrBold      = tools.RunBold // the stream's bits, which the dashboard reads (tools/events.go)
+	attrItalic    = tools.RunItalic
+	attrFaint     = tools.RunFaint
+	attrStrike    = tools.RunStrike
+	attrInverse   = tools.RunInverse
+	attrInvisible = tools.RunInvisible
+	attrBlink     = tools.RunBlink
 	underlineBits = 8
 )
 
