@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/render"
+	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -18,6 +19,10 @@ import (
 type Showing struct {
 	n    *node
 	once sync.Once
+
+	// frames are the cells Frame hands out; only Frame's caller
+	// touches them.
+	frames screen.Frames
 }
 
 // Show opens a Showing of node id, waking the node if it sleeps (bounded
@@ -55,6 +60,16 @@ func (s *Showing) ID() string { return s.n.meta.ID }
 // Cells is the node's styled cell grid (a copy; see screen.Screen.Cells);
 // a resting mirror is reseeded from tmux first (rest.go).
 func (s *Showing) Cells() render.Grid { return s.n.cells(context.Background()) }
+
+// Frame is the node's styled cell grid, like Cells, and per row whether
+// it may differ from the grid of the previous Frame call (every row, the
+// first time). The grid is valid until the Frame call after the next
+// one, so a caller may compare it with the one before; it is overwritten
+// in place after that. Frame is not safe for concurrent use.
+func (s *Showing) Frame() (render.Grid, []bool) {
+	s.n.wakeMirror(context.Background())
+	return s.frames.Next(s.n.scr)
+}
 
 // Changed returns the node's current revision and a channel closed at its
 // next revision, taken atomically.

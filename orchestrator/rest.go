@@ -36,6 +36,13 @@ var testHookRested func(n *node)
 // cells returns the styled cell grid, building a resting mirror's
 // emulator again from tmux first.
 func (n *node) cells(ctx context.Context) render.Grid {
+	n.wakeMirror(ctx)
+	return n.scr.Cells()
+}
+
+// wakeMirror asks the pump to build a resting mirror's emulator again
+// from tmux, and waits for it (bounded by ctx and the node's life).
+func (n *node) wakeMirror(ctx context.Context) {
 	if n.scr.Asleep() && !n.asleep.Load() {
 		done := make(chan struct{})
 		select {
@@ -49,5 +56,4 @@ func (n *node) cells(ctx context.Context) render.Grid {
 		case <-ctx.Done():
 		}
 	}
-	return n.scr.Cells()
 }

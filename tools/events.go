@@ -124,6 +124,10 @@ type StreamScreen struct {
 	Rows   int          `json:"rows"`
 	Full   bool         `json:"full"`
 	Cursor StreamCursor `json:"cursor"`
+	// Scroll (never with Full) moves every row up this many rows before
+	// Lines apply: row y shows what row y+Scroll showed, and the last
+	// Scroll rows are blank until Lines fill them.
+	Scroll int          `json:"scroll,omitempty"`
 	Lines  []StreamLine `json:"lines"`
 }
 

@@ -349,6 +349,15 @@ func (m *Model) applyScreen(s *tools.StreamScreen, at time.Time) {
 	if s.Full || m.screen.node != s.Node || m.screen.lines == nil {
 		m.screen = screenState{node: s.Node, lines: map[int][]tools.StreamRun{}}
 	}
+	if k := s.Scroll; k > 0 && !s.Full {
+		for y := range m.screen.rows {
+			if r, ok := m.screen.lines[y+k]; ok && y+k < m.screen.rows {
+				m.screen.lines[y] = r
+			} else {
+				delete(m.screen.lines, y)
+			}
+		}
+	}
 	m.screen.rev, m.screen.cols, m.screen.rows, m.screen.cursor, m.screen.at = s.Rev, s.Cols, s.Rows, s.Cursor, at
 	for _, l := range s.Lines {
 		m.screen.lines[l.Y] = l.R

@@ -483,3 +483,29 @@ func TestRunsStyled(t *testing.T) {
 		t.Errorf("cropped to 5 cells: %q", got)
 	}
 }
+
+// A screen event with a scroll moves the shown rows up before its lines
+// apply (the orchestrator sends a scrolling screen as its new rows only).
+func TestModelScreenScroll(t *testing.T) {
+	m := New(context.Background(), Options{})
+	m.sel = "n"
+	row := func(y int, text string) tools.StreamLine {
+		return tools.StreamLine{Y: y, R: []tools.StreamRun{{T: text}}}
+	}
+	m.applyScreen(&tools.StreamScreen{Node: "n", Rev: 1, Cols: 3, Rows: 4, Full: true,
+		Lines: []tools.StreamLine{row(0, "a"), row(1, "b"), row(2, "c"), row(3, "d")}}, time.Time{})
+	for _, st := range []struct {
+		ev   tools.StreamScreen
+		want string
+	}{
+		{tools.StreamScreen{Node: "n", Rev: 2, Cols: 3, Rows: 4, Scroll: 1, Lines: []tools.StreamLine{row(3, "e")}}, "b\nc\nd\ne\n"},
+		{tools.StreamScreen{Node: "n", Rev: 3, Cols: 3, Rows: 4, Scroll: 2, Lines: []tools.StreamLine{row(1, "X"), row(2, "f")}}, "d\nX\nf\n\n"},
+		{tools.StreamScreen{Node: "n", Rev: 4, Cols: 3, Rows: 4, Scroll: 9}, "\n\n\n\n"},
+		{tools.StreamScreen{Node: "n", Rev: 5, Cols: 3, Rows: 2, Full: true, Scroll: 1, Lines: []tools.StreamLine{row(0, "p"), row(1, "q")}}, "p\nq\n"},
+	} {
+		m.applyScreen(&st.ev, time.Time{})
+		if got := m.ScreenText(); got != st.want {
+			t.Fatalf("after rev %d: %q, want %q", st.ev.Rev, got, st.want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"bytes"
 	"encoding/json"
 	"image/color"
 	"slices"
@@ -16,8 +17,10 @@ import (
 //	state   {"nodes":[Node…],"dialogs":[…],"watches":[…]}                                  when a row, an agent, a dialog or a watch changed
 //	screen  Screen                                                                          the shown node's changed rows, per revision
 //
-// A Screen is {"node","rev","cols","rows","full","cursor":{x,y,visible,shape},"lines":[{"y":N,"r":[Run…]}]};
-// full is true when lines hold every row (connect, resize).
+// A Screen is {"node","rev","cols","rows","full","cursor":{x,y,visible,shape},"scroll"?,"lines":[{"y":N,"r":[Run…]}]};
+// full is true when lines hold every row (connect, resize); scroll N
+// (omitted when 0) moves every row up N before lines apply, so a
+// scrolling screen sends its new rows only.
 
 // Attribute bits of a Run ("a"); the underline style is a << 8.
 const (
@@ -58,12 +61,16 @@ type cursorMsg struct {
 }
 
 type screenMsg struct {
-	Node   string            `json:"node"`
-	Rev    uint64            `json:"rev"`
-	Cols   int               `json:"cols"`
-	Rows   int               `json:"rows"`
-	Full   bool              `json:"full"`
-	Cursor cursorMsg         `json:"cursor"`
+	Node   string    `json:"node"`
+	Rev    uint64    `json:"rev"`
+	Cols   int       `json:"cols"`
+	Rows   int       `json:"rows"`
+	Full   bool      `json:"full"`
+	Cursor cursorMsg `json:"cursor"`
+	// Scroll is how many rows moved up before Lines apply: row y shows
+	// what row y+Scroll showed, the last Scroll rows are blank until
+	// Lines fill them. Never set with Full.
+	Scroll int               `json:"scroll,omitempty"`
 	Lines  []json.RawMessage `json:"lines"`
 }
 
@@ -175,6 +182,15 @@ func line(y int, runs []byte) json.RawMessage {
 // row encodes row y of g as {"y":y,"r":[runs]}.
 func (e encoder) row(g render.Grid, y int) json.RawMessage { return line(y, e.runs(g, y)) }
 
+// lines is every row's {"y":y,"r":runs}.
+func lines(runs [][]byte) []json.RawMessage {
+	out := make([]json.RawMessage, len(runs))
+	for y, r := range runs {
+		out[y] = line(y, r)
+	}
+	return out
+}
+
 // memo is the last frame's cells and runs per row: a row whose cells are
 // those of a row of the last frame (the same row, or one scrolled by a
 // few lines) reuses its runs instead of being encoded again.
@@ -188,20 +204,26 @@ type memo struct {
 // maxScroll is how far back a scrolled row is looked for.
 const maxScroll = 4
 
-// rows encodes every row of g, reusing m's runs where it can, and
-// updates m.
-func (e encoder) rows(g render.Grid, m *memo) []json.RawMessage {
-	out := make([]json.RawMessage, g.Rows)
+// rows encodes every row of g as its runs, reusing m's where it can, and
+// updates m. changed[y] false says row y is the same as in m's frame
+// (nil: any row may have changed).
+func (e encoder) rows(g render.Grid, changed []bool, m *memo) [][]byte {
 	cur := -1
 	if g.Cursor.Visible {
 		cur = g.Cursor.Y
 	}
+	same := len(m.cells) == g.Rows && len(changed) == g.Rows
 	cells := make([][]render.Cell, g.Rows)
 	runs := make([][]byte, g.Rows)
 	for y := range g.Rows {
 		lo, hi := y*g.Columns, (y+1)*g.Columns
 		if hi <= len(g.Cells) {
 			cells[y] = g.Cells[lo:hi]
+		}
+		if same && !changed[y] && y != cur && y != m.cursor && m.runs[y] != nil {
+			runs[y] = m.runs[y] // untouched since the last frame
+			m.reused++
+			continue
 		}
 		if y != cur && cells[y] != nil {
 			for k := 0; k <= maxScroll; k++ {
@@ -216,10 +238,34 @@ func (e encoder) rows(g render.Grid, m *memo) []json.RawMessage {
 		if runs[y] == nil {
 			runs[y] = e.runs(g, y)
 		}
-		out[y] = line(y, runs[y])
 	}
 	m.cells, m.runs, m.cursor = cells, runs, cur
-	return out
+	return runs
+}
+
+// scrollOf is how many rows the screen moved up from old to runs: the
+// shift (1..maxScroll) under which more rows are the same than in place,
+// or 0. Rows are compared by their encoded runs.
+func scrollOf(old, runs [][]byte) int {
+	if len(old) != len(runs) {
+		return 0
+	}
+	count := func(k int) int {
+		n := 0
+		for y := 0; y+k < len(old); y++ {
+			if bytes.Equal(runs[y], old[y+k]) {
+				n++
+			}
+		}
+		return n
+	}
+	best, bestN := 0, count(0)
+	for k := 1; k <= maxScroll; k++ {
+		if n := count(k); n > bestN {
+			best, bestN = k, n
+		}
+	}
+	return best
 }
 
 func cursorOf(g render.Grid) cursorMsg {

@@ -142,9 +142,9 @@ func TestRowsMemo(t *testing.T) {
 		grid(3, render.Cursor{}),                           // hidden
 		grid(20, render.Cursor{X: 0, Y: 0, Visible: true}), // nothing reusable
 	} {
-		got := e.rows(g, &m)
+		got := e.rows(g, nil, &m)
 		var fresh memo
-		want := e.rows(g, &fresh)
+		want := e.rows(g, nil, &fresh)
 		for y := range want {
 			if string(got[y]) != string(want[y]) {
 				t.Fatalf("frame %d row %d: memo %s, fresh %s", i, y, got[y], want[y])
@@ -152,6 +152,62 @@ func TestRowsMemo(t *testing.T) {
 		}
 		if m.reused != reusedWant[i] {
 			t.Errorf("after frame %d: %d rows reused, want %d", i, m.reused, reusedWant[i])
+		}
+	}
+}
+
+// Rows the frame says are unchanged are taken from the memo without a
+// comparison; the result is still what a fresh encoding gives.
+func TestRowsMemoUnchangedRows(t *testing.T) {
+	e := newEncoder()
+	g := render.NewGrid(4, 3)
+	for y, text := range []string{"aaaa", "bbbb", "cccc"} {
+		for x, r := range text {
+			g.Set(x, y, render.Cell{Content: string(r), Width: 1})
+		}
+	}
+	var m memo
+	e.rows(g, nil, &m)
+	next := render.NewGrid(4, 3)
+	copy(next.Cells, g.Cells)
+	next.Set(0, 1, render.Cell{Content: "X", Width: 1, Fg: render.ANSI(3)})
+	got := e.rows(next, []bool{false, true, false}, &m)
+	var fresh memo
+	want := e.rows(next, nil, &fresh)
+	for y := range want {
+		if string(got[y]) != string(want[y]) {
+			t.Fatalf("row %d: %s, fresh %s", y, got[y], want[y])
+		}
+	}
+	if m.reused != 2 {
+		t.Fatalf("%d rows reused, want the 2 unchanged", m.reused)
+	}
+}
+
+func TestScrollOf(t *testing.T) {
+	rows := func(s ...string) [][]byte {
+		out := make([][]byte, len(s))
+		for i, r := range s {
+			out[i] = []byte(r)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name     string
+		old, new [][]byte
+		want     int
+	}{
+		{"same", rows("a", "b", "c", "d"), rows("a", "b", "c", "d"), 0},
+		{"one row edited", rows("a", "b", "c", "d"), rows("a", "X", "c", "d"), 0},
+		{"up one", rows("a", "b", "c", "d"), rows("b", "c", "d", "e"), 1},
+		{"up two", rows("a", "b", "c", "d", "e"), rows("c", "d", "e", "f", "g"), 2},
+		{"up one, prompt row edited", rows("a", "b", "c", "$ x"), rows("b", "c", "$ x", "$ "), 1},
+		{"further than maxScroll", rows("a", "b", "c", "d", "e", "f", "g"), rows("g", "h", "i", "j", "k", "l", "m"), 0},
+		{"blank screen", rows("", "", "", ""), rows("x", "", "", ""), 0},
+		{"resized", rows("a", "b"), rows("b", "c", "d"), 0},
+	} {
+		if got := scrollOf(tc.old, tc.new); got != tc.want {
+			t.Errorf("%s: scroll %d, want %d", tc.name, got, tc.want)
 		}
 	}
 }

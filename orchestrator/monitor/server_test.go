@@ -117,10 +117,10 @@ type fakeShown struct {
 	once sync.Once
 }
 
-func (s *fakeShown) Cells() render.Grid {
+func (s *fakeShown) Frame() (render.Grid, []bool) {
 	s.n.mu.Lock()
 	defer s.n.mu.Unlock()
-	return s.n.g
+	return s.n.g, nil // any row may have changed
 }
 
 func (s *fakeShown) Changed() (uint64, <-chan struct{}) {

@@ -20,7 +20,10 @@ type Engine interface {
 
 // Shown is one open look at a node.
 type Shown interface {
-	Cells() render.Grid
+	// Frame returns the node's cells and, per row, whether the row may
+	// differ from the previous Frame's grid (orchestrator.Showing.Frame:
+	// the grid stays intact until the Frame call after the next).
+	Frame() (render.Grid, []bool)
 	// Changed returns the revision and a channel closed at the next one.
 	Changed() (uint64, <-chan struct{})
 	// Closing is closed when the node's life ends.

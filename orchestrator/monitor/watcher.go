@@ -35,7 +35,7 @@ type watcher struct {
 	cols int
 	nrow int
 	cur  cursorMsg
-	rows []json.RawMessage
+	runs [][]byte // every row's encoded runs, as last sent
 }
 
 func newWatcher(h *hub, id string) *watcher {
@@ -54,7 +54,7 @@ func (w *watcher) waitReady(ctx context.Context) {
 
 // full is the frame of every row. Called with w.mu held.
 func (w *watcher) full() json.RawMessage {
-	data, _ := json.Marshal(screenMsg{Node: w.id, Rev: w.rev, Cols: w.cols, Rows: w.nrow, Full: true, Cursor: w.cur, Lines: w.rows})
+	data, _ := json.Marshal(screenMsg{Node: w.id, Rev: w.rev, Cols: w.cols, Rows: w.nrow, Full: true, Cursor: w.cur, Lines: lines(w.runs)})
 	return data
 }
 
@@ -117,22 +117,26 @@ func (w *watcher) run() {
 }
 
 // update encodes the screen at rev and sends the rows that differ from
-// the last frame to every subscribed page.
+// the last frame to every subscribed page: a screen that scrolled is sent
+// as the scroll and its new rows.
 func (w *watcher) update(enc encoder, m *memo, sh Shown, rev uint64, first bool) {
-	g := sh.Cells()
+	g, changedRows := sh.Frame()
 	cur := cursorOf(g)
-	rows := enc.rows(g, m)
+	runs := enc.rows(g, changedRows, m)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	resized := g.Columns != w.cols || g.Rows != w.nrow
 	msg := screenMsg{Node: w.id, Rev: rev, Cols: g.Columns, Rows: g.Rows, Full: first || resized, Cursor: cur, Lines: []json.RawMessage{}}
-	for y, r := range rows {
-		if msg.Full || y >= len(w.rows) || !bytes.Equal(r, w.rows[y]) {
-			msg.Lines = append(msg.Lines, r)
+	if !msg.Full {
+		msg.Scroll = scrollOf(w.runs, runs)
+	}
+	for y, r := range runs {
+		if old := y + msg.Scroll; msg.Full || old >= len(w.runs) || !bytes.Equal(r, w.runs[old]) {
+			msg.Lines = append(msg.Lines, line(y, r))
 		}
 	}
-	changed := len(msg.Lines) > 0 || cur != w.cur
-	w.ok, w.rev, w.cols, w.nrow, w.cur, w.rows = true, rev, g.Columns, g.Rows, cur, rows
+	changed := len(msg.Lines) > 0 || msg.Scroll > 0 || cur != w.cur
+	w.ok, w.rev, w.cols, w.nrow, w.cur, w.runs = true, rev, g.Columns, g.Rows, cur, runs
 	if first || !changed {
 		return
 	}

@@ -24,29 +24,119 @@ func (s *Screen) Cells() render.Grid {
 	if s.t == nil || s.t.poisoned || s.t.emu == nil {
 		return s.textCells()
 	}
-	emu := s.t.emu
 	g := render.Grid{Columns: s.cols, Rows: s.rows, Cells: make([]render.Cell, s.cols*s.rows)}
 	for y := 0; y < s.rows; y++ {
-		row := g.Cells[y*s.cols : (y+1)*s.cols]
-		for x := 0; x < s.cols; x++ {
-			c := emu.CellAt(x, y)
-			if c == nil {
-				row[x] = render.Cell{Width: 1}
-				continue
-			}
-			// A wide character's continuation is a zero cell in x/vt (no
-			// style): it takes the style of its wide cell.
-			if c.Width == 0 && c.Content == "" && x > 0 && row[x-1].Width == 2 {
-				cont := row[x-1]
-				cont.Content, cont.Width = "", 0
-				row[x] = cont
-				continue
-			}
-			row[x] = cellOf(c)
-		}
+		s.copyRow(g.Cells[y*s.cols:(y+1)*s.cols], y)
 	}
-	g.Cursor = render.Cursor{X: s.cursor.X, Y: s.cursor.Y, Visible: s.cursor.Visible, Shape: cursorShape(emu)}
+	g.Cursor = s.gridCursor()
 	return g
+}
+
+// CellsView is a caller's own copy of the visible cells, which
+// UpdateCells brings up to date by copying only the rows the emulator
+// touched since the view's last update: a page showing a node whose
+// spinner turns copies one row a frame, not the grid. The zero value is
+// ready to use; a view is not safe for concurrent use.
+type CellsView struct {
+	// Grid is the copy. UpdateCells overwrites its rows in place.
+	Grid render.Grid
+	// Changed[y] reports whether the last UpdateCells copied row y
+	// again (its cells may differ from the update before); a row not
+	// copied is as it was.
+	Changed []bool
+	stamps  []uint64 // per row: the Screen's stamp when copied; nil: copy every row
+}
+
+// UpdateCells brings v up to date (see CellsView). Every row is copied
+// when v is new, the size changed, or the Screen has no usable emulator
+// (then the rows are the published text, as Cells returns them); a new
+// emulator (after a sleep or a poisoning) stamps every row at its first
+// commit.
+func (s *Screen) UpdateCells(v *CellsView) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.t == nil || s.t.poisoned || s.t.emu == nil {
+		v.Grid, v.stamps = s.textCells(), nil
+		v.Changed = allRows(v.Changed, v.Grid.Rows)
+		return
+	}
+	full := v.Grid.Columns != s.cols || v.Grid.Rows != s.rows || len(v.stamps) != s.rows
+	if full {
+		v.Grid = render.Grid{Columns: s.cols, Rows: s.rows, Cells: make([]render.Cell, s.cols*s.rows)}
+		v.stamps = make([]uint64, s.rows)
+	}
+	v.Changed = allRows(v.Changed, s.rows)
+	for y := 0; y < s.rows; y++ {
+		if !full && v.stamps[y] == s.stamps[y] {
+			v.Changed[y] = false
+			continue
+		}
+		s.copyRow(v.Grid.Cells[y*s.cols:(y+1)*s.cols], y)
+		v.stamps[y] = s.stamps[y]
+	}
+	v.Grid.Cursor = s.gridCursor()
+}
+
+// Frames takes a Screen's cells frame after frame for a caller that
+// compares each frame with the one before (the web monitor's and the
+// dashboard's encoder): its two views are updated in turn, so the last
+// frame's grid stays intact while the next is taken. The zero value is
+// ready; not safe for concurrent use.
+type Frames struct {
+	views [2]CellsView
+	next  int // the view the next frame updates
+}
+
+// Next returns the current grid and, per row, whether it may differ from
+// the previous Next's grid (every row, the first time). The grid stays
+// valid until the Next call after the next one.
+func (f *Frames) Next(s *Screen) (render.Grid, []bool) {
+	v := &f.views[f.next]
+	f.next = 1 - f.next
+	s.UpdateCells(v)
+	// v was last updated two frames ago: a row it did not copy again is
+	// unchanged since then, hence since the last frame too.
+	return v.Grid, v.Changed
+}
+
+// allRows is changed resized to n rows, every one true.
+func allRows(changed []bool, n int) []bool {
+	if cap(changed) < n {
+		changed = make([]bool, n)
+	}
+	changed = changed[:n]
+	for i := range changed {
+		changed[i] = true
+	}
+	return changed
+}
+
+// copyRow copies row y of the emulator into row. Called with mu held
+// and a usable emulator.
+func (s *Screen) copyRow(row []render.Cell, y int) {
+	emu := s.t.emu
+	for x := range row {
+		c := emu.CellAt(x, y)
+		if c == nil {
+			row[x] = render.Cell{Width: 1}
+			continue
+		}
+		// A wide character's continuation is a zero cell in x/vt (no
+		// style): it takes the style of its wide cell.
+		if c.Width == 0 && c.Content == "" && x > 0 && row[x-1].Width == 2 {
+			cont := row[x-1]
+			cont.Content, cont.Width = "", 0
+			row[x] = cont
+			continue
+		}
+		row[x] = cellOf(c)
+	}
+}
+
+// gridCursor is the cursor as the grid has it. Called with mu held and a
+// usable emulator.
+func (s *Screen) gridCursor() render.Cursor {
+	return render.Cursor{X: s.cursor.X, Y: s.cursor.Y, Visible: s.cursor.Visible, Shape: cursorShape(s.t.emu)}
 }
 
 // textCells is the published rows as unstyled cells. Called with mu held.
@@ -80,6 +170,14 @@ func (s *Screen) textCells() render.Grid {
 
 // cellOf copies one x/vt cell.
 func cellOf(c *uv.Cell) render.Cell {
+	if c.Style.Fg == nil && c.Style.Bg == nil && c.Style.UnderlineColor == nil && c.Style.Attrs == 0 && c.Style.Underline == uv.UnderlineNone {
+		// The common cell, unstyled: no colour to convert.
+		w := uint8(1)
+		if c.Width >= 2 {
+			w = 2
+		}
+		return render.Cell{Content: c.Content, Width: w}
+	}
 	out := render.Cell{
 		Content:        c.Content,
 		Fg:             colorOf(c.Style.Fg),

@@ -273,3 +273,67 @@ func BenchmarkCells200x50(b *testing.B) {
 		_ = s.Cells()
 	}
 }
+
+// A CellsView kept up to date through every kind of change equals a fresh
+// Cells copy after each step, and copies again only the rows that changed.
+func TestUpdateCellsMatchesCells(t *testing.T) {
+	s := New(12, 4)
+	defer s.Close()
+	var v CellsView
+	write := func(out string) func() {
+		return func() {
+			if err := s.Write([]byte(out)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	steps := []struct {
+		name string
+		do   func()
+		// copied is the rows the update must copy (nil: not checked).
+		copied []int
+	}{
+		{"first", write("\x1b[H"), []int{0, 1, 2, 3}},
+		{"plain text", write("hello"), []int{0}},
+		{"nothing", func() {}, []int{}},
+		{"style only, same text", write("\r\x1b[1;31mhello\x1b[0m"), []int{0}},
+		{"row 2", write("\x1b[3;1H\x1b[44mblue\x1b[0m"), []int{2}},
+		{"wide characters", write("\x1b[2;1H日本"), []int{1}},
+		{"scroll", write("\x1b[4;1Hlast\r\nnew"), nil},
+		{"erase a line", write("\x1b[1;1H\x1b[2K"), []int{0}},
+		{"alternate screen", write("\x1b[?1049h\x1b[2;2Halt"), nil},
+		{"back to the main screen", write("\x1b[?1049l"), nil},
+		{"reset", write("\x1bc"), nil},
+		{"resize", func() { s.Resize(8, 3) }, []int{0, 1, 2}},
+		{"asleep", func() { s.Sleep() }, []int{0, 1, 2}},
+		{"seeded", func() {
+			if err := s.Seed(SeedState{Columns: 8, Rows: 3, CursorVisible: true, Lines: []string{"\x1b[32mok", "two"}}); err != nil {
+				t.Fatal(err)
+			}
+		}, []int{0, 1, 2}},
+		{"after the seed", write("\x1b[3;1Hthree"), []int{2}},
+	}
+	for _, st := range steps {
+		st.do()
+		s.UpdateCells(&v)
+		want := s.Cells()
+		if !reflect.DeepEqual(v.Grid, want) {
+			t.Fatalf("%s: the view\n%+v\nis not Cells\n%+v", st.name, v.Grid, want)
+		}
+		if len(v.Changed) != want.Rows {
+			t.Fatalf("%s: %d rows marked, grid has %d", st.name, len(v.Changed), want.Rows)
+		}
+		if st.copied == nil {
+			continue
+		}
+		var got []int
+		for y, c := range v.Changed {
+			if c {
+				got = append(got, y)
+			}
+		}
+		if !reflect.DeepEqual(append([]int{}, got...), append([]int{}, st.copied...)) {
+			t.Fatalf("%s: copied rows %v, want %v", st.name, got, st.copied)
+		}
+	}
+}

@@ -78,9 +78,15 @@ type Screen struct {
 	modes      Modes
 	title      string
 
-	hist    history
-	text    textLog
-	rowBuf  []byte
+	hist   history
+	text   textLog
+	rowBuf []byte
+	// stamps is, per row, the commit that last found it touched (or
+	// compared every row: a new emulator's first commit does); stamp
+	// counts those commits. UpdateCells copies a row again only when its
+	// stamp moved (cells.go).
+	stamps  []uint64
+	stamp   uint64
 	changed chan struct{} // closed at the next revision bump (or Close)
 	done    chan struct{} // closed by Close
 	closed  bool
@@ -106,6 +112,7 @@ func NewWithOptions(cols, rows int, o Options) *Screen {
 		cols:    cols,
 		rows:    rows,
 		lines:   make([]string, rows),
+		stamps:  make([]uint64, rows),
 		cursor:  Cursor{Visible: true},
 		rev:     o.BaseRevision,
 		hist:    newHistory(o.History),
@@ -249,6 +256,7 @@ func (s *Screen) setSize(cols, rows int) {
 		lines := make([]string, rows)
 		copy(lines, s.lines)
 		s.lines, s.rows = lines, rows
+		s.stamps = make([]uint64, rows) // a resized grid is copied whole
 	}
 }
 
@@ -264,10 +272,16 @@ func (s *Screen) commit(textStart uint64, textAdded, all, force bool) {
 	touched := emu.Touched()
 	scanAll := all || s.live.fullScan
 	var e *histEntry
+	stamped := false
 	for y := 0; y < s.rows; y++ {
 		if !scanAll && (y >= len(touched) || touched[y] == nil) {
 			continue
 		}
+		if !stamped {
+			s.stamp++
+			stamped = true
+		}
+		s.stamps[y] = s.stamp // touched: its cells may differ, styles included
 		s.rowBuf = appendRow(s.rowBuf[:0], emu, y, s.cols)
 		if string(s.rowBuf) == s.lines[y] && !all {
 			continue

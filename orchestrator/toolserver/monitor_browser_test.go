@@ -137,16 +137,29 @@ func TestMonitorInBrowser(t *testing.T) {
 	apiQuiet(t, op, alpha)
 	b.Do("waitRow", apiM{"text": "$ ", "timeout": 10000})
 	// The page follows to the same state as the terminal.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		err := pageRowsMatch(browsertest.Strings(b.Do("rows", nil)["rows"]), apiSnapshot(t, op, alpha))
-		if err == nil {
-			break
+	pageFollows := func(what string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := pageRowsMatch(browsertest.Strings(b.Do("rows", nil)["rows"]), apiSnapshot(t, op, alpha))
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			time.Sleep(50 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	}
+	pageFollows("after a line")
+	// A screen that scrolls a line at a time is sent as scrolls and new
+	// rows (monitor.scrollOf); the page moves its rows and ends equal.
+	apiOK(t, op, "terminal_submit", apiM{"terminal": alpha, "text": `for i in $(seq 40); do echo "scroll-$i"; sleep 0.05; done`}, nil)
+	b.Do("waitRow", apiM{"text": "scroll-40", "timeout": 15000})
+	apiQuiet(t, op, alpha)
+	pageFollows("after scrolling")
+	if n := b.Do("eval", apiM{"expr": "Number(document.getElementById('screen').dataset.scrolls || 0)"})["value"]; fmt.Sprint(n) == "0" {
+		t.Errorf("the page applied no scroll event while the screen scrolled a line at a time")
 	}
 
 	// A new node appears, a closed one goes, without a reload.

@@ -245,6 +245,17 @@
         scr.append(r);
       }
     }
+    if (!s.full && s.scroll > 0) {
+      // The rows moved up: the first ones go to the bottom, blank, for
+      // the new lines to fill.
+      for (const r of rowEls.splice(0, Math.min(s.scroll, rowEls.length))) {
+        r.replaceChildren();
+        scr.append(r);
+        rowEls.push(r);
+      }
+      rowEls.forEach((r, y) => { r.dataset.y = String(y); });
+      scr.dataset.scrolls = String(Number(scr.dataset.scrolls || 0) + 1);
+    }
     for (const l of s.lines) drawLine(l);
     screen = s;
     scr.dataset.rev = String(s.rev);
