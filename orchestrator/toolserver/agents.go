@@ -2,7 +2,9 @@ package toolserver
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -41,13 +43,34 @@ type agentTable struct {
 	tasks  map[string]*task
 	byMsg  map[string]string // sender incarnation + "\x00" + message_id → task id
 	next   int
-	store  *store
+	disk   *persister // agents.json (persist.go): states are marked, tasks synced
+	// changed are the nodes whose state changed (or went) since the
+	// persister last encoded it (setLocked, snapshot).
+	changed map[string]bool
+	// encoded is each state as last encoded: the persister's, read and
+	// written only by snapshot, which its writeMu keeps to one at a time.
+	encoded map[string][]byte
 	// watching: the running watchers, by watchKey (agentstate.go).
 	watching map[string]bool
 }
 
 func newAgentTable(st *store) *agentTable {
-	return &agentTable{states: map[string]agentState{}, tasks: map[string]*task{}, byMsg: map[string]string{}, store: st, watching: map[string]bool{}}
+	t := &agentTable{states: map[string]agentState{}, tasks: map[string]*task{}, byMsg: map[string]string{}, watching: map[string]bool{},
+		changed: map[string]bool{}, encoded: map[string][]byte{}}
+	t.disk = newPersister(st, agentsFile, t.snapshot)
+	return t
+}
+
+// setLocked stores a node's state; t.mu is held. Every change of states
+// goes through it (or deleteLocked), so the persister encodes it again.
+func (t *agentTable) setLocked(node string, st agentState) {
+	t.states[node] = st
+	t.changed[node] = true
+}
+
+func (t *agentTable) deleteLocked(node string) {
+	delete(t.states, node)
+	t.changed[node] = true
 }
 
 // agentsOnDisk is agents.json.
@@ -57,13 +80,63 @@ type agentsOnDisk struct {
 	Tasks  []*task               `json:"tasks"`
 }
 
-// saveLocked writes the table; t.mu is held.
-func (t *agentTable) saveLocked() {
-	d := agentsOnDisk{Next: t.next, States: t.states, Tasks: make([]*task, 0, len(t.tasks))}
-	for _, tk := range t.tasks {
-		d.Tasks = append(d.Tasks, tk)
+// snapshot is agents.json's content (the persister's), as agentsOnDisk
+// encodes it but compact and with each state encoded only when it changed:
+// at 200 agents with their evidence a whole encoding takes milliseconds,
+// and a write follows the reports of a few agents. Under t.mu it copies
+// the changed states, the node ids and the tasks; it encodes outside it.
+// A state's Evidence is never written once stored (evidence makes a new
+// slice), so the copy shares it.
+func (t *agentTable) snapshot() ([]byte, error) {
+	t.mu.Lock()
+	next := t.next
+	ids := make([]string, 0, len(t.states))
+	fresh := map[string]agentState{}
+	for id, st := range t.states {
+		ids = append(ids, id)
+		if _, ok := t.encoded[id]; t.changed[id] || !ok {
+			fresh[id] = st
+		}
 	}
-	t.store.save(agentsFile, d)
+	clear(t.changed)
+	tasks := make([]task, 0, len(t.tasks))
+	for _, tk := range t.tasks {
+		tasks = append(tasks, *tk) // agent_reply changes a task in place
+	}
+	t.mu.Unlock()
+	for id, st := range fresh {
+		b, err := json.Marshal(st)
+		if err != nil {
+			t.mu.Lock()
+			t.changed[id] = true // encoded again next time
+			t.mu.Unlock()
+			return nil, fmt.Errorf("persist %s: marshal %s: %w", agentsFile, id, err)
+		}
+		t.encoded[id] = b
+	}
+	slices.Sort(ids)
+	size := 64
+	for _, id := range ids {
+		size += len(id) + len(t.encoded[id]) + 4
+	}
+	out := make([]byte, 0, size)
+	out = fmt.Appendf(out, `{"next":%d,"states":{`, next)
+	kept := make(map[string]bool, len(ids))
+	for i, id := range ids {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		key, _ := json.Marshal(id)
+		out = append(append(append(out, key...), ':'), t.encoded[id]...)
+		kept[id] = true
+	}
+	maps.DeleteFunc(t.encoded, func(id string, _ []byte) bool { return !kept[id] })
+	tb, err := json.Marshal(tasks)
+	if err != nil {
+		return nil, fmt.Errorf("persist %s: marshal tasks: %w", agentsFile, err)
+	}
+	out = append(append(append(out, `},"tasks":`...), tb...), '}', '\n')
+	return out, nil
 }
 
 // restore loads agents.json, keeping what belongs to live incarnations
@@ -78,7 +151,7 @@ func (t *agentTable) restore(st *store, live map[string]bool) error {
 	t.next = max(t.next, d.Next)
 	for id, s := range d.States {
 		if live[s.Incarnation] {
-			t.states[id] = s
+			t.setLocked(id, s)
 		}
 	}
 	for _, tk := range d.Tasks {
@@ -94,9 +167,8 @@ func (t *agentTable) restore(st *store, live map[string]bool) error {
 // forget drops a gone node's state and every task it sent or received.
 func (t *agentTable) forget(id, incarnation string) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if st, ok := t.states[id]; ok && (st.Incarnation == incarnation || st.Incarnation == "") {
-		delete(t.states, id)
+		t.deleteLocked(id)
 	}
 	for tid, tk := range t.tasks {
 		if tk.FromInc == incarnation || tk.ToInc == incarnation {
@@ -104,7 +176,9 @@ func (t *agentTable) forget(id, incarnation string) {
 			delete(t.byMsg, tk.FromInc+"\x00"+tk.MessageID)
 		}
 	}
-	t.saveLocked()
+	t.mu.Unlock()
+	// Marked: a gone incarnation's entries are dropped at load anyway.
+	t.disk.mark()
 }
 
 func agentHandlers() map[string]handler {
@@ -289,9 +363,9 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 			st = agentState{Incarnation: inc, Updated: time.Now().UTC()}
 		}
 		st.AcceptsTasks = *a.AcceptsTasks
-		t.states[node] = st
-		t.saveLocked()
+		t.setLocked(node, st)
 		t.mu.Unlock()
+		t.disk.mark() // a reported state
 	}
 	ev := hookEvidence(a.Event, a.State)
 	if a.Message != "" {
@@ -340,6 +414,8 @@ func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
 	t.mu.Lock()
 	if id, ok := t.byMsg[msgKey]; ok {
 		t.mu.Unlock()
+		// The first send may still wait for its write: this one too.
+		_ = t.disk.sync(c.ctx) // a failure is logged (persist.go)
 		return tools.TaskSent{Task: id, Duplicate: true}, c.stateOf(a.Node), nil
 	}
 	pending := 0
@@ -358,14 +434,17 @@ func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
 		FromInc: c.caller.Incarnation, ToInc: target.Incarnation()}
 	t.tasks[tk.ID] = tk
 	t.byMsg[msgKey] = tk.ID
-	t.saveLocked()
 	t.mu.Unlock()
+	// The task (its id, its message id) is on disk before it is typed
+	// and handed out; a failed write is logged and the send goes on, the
+	// task kept in memory.
+	_ = t.disk.sync(c.ctx)
 	if _, err := s.o.Submit(c.ctx, a.Node, a.Text, nil); err != nil {
 		t.mu.Lock()
 		delete(t.tasks, tk.ID)
 		delete(t.byMsg, msgKey)
-		t.saveLocked()
 		t.mu.Unlock()
+		_ = t.disk.sync(c.ctx)
 		return tools.TaskSent{}, nil, err
 	}
 	return tools.TaskSent{Task: tk.ID}, c.stateOf(a.Node), nil
@@ -395,18 +474,22 @@ type agentReplyArgs struct {
 func agentReply(c *call, a agentReplyArgs) (tools.Task, any, error) {
 	t := c.s.agents
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	tk, ok := t.tasks[a.Task]
 	if !ok {
+		t.mu.Unlock()
 		return tools.Task{}, nil, tools.Errorf(tools.KindNotFound, "no task %q", a.Task)
 	}
 	if tk.ToInc != c.caller.Incarnation {
+		t.mu.Unlock()
 		return tools.Task{}, nil, tools.Errorf(tools.KindForbidden, "task %q was sent to %q: only its recipient may reply", a.Task, tk.To)
 	}
 	if tk.State != tools.TaskPending {
+		t.mu.Unlock()
 		return tools.Task{}, nil, tools.Errorf(tools.KindConflict, "task %q already has a reply (%s)", a.Task, tk.State)
 	}
 	tk.State, tk.Reply, tk.Replied = a.State, a.Text, time.Now().UTC()
-	t.saveLocked()
-	return tk.Task, tk.Task, nil
+	out := tk.Task
+	t.mu.Unlock()
+	_ = t.disk.sync(c.ctx) // the reply is on disk before it is told; a failure is logged
+	return out, out, nil
 }

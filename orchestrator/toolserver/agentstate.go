@@ -68,10 +68,10 @@ func (s *Server) evidence(node, incarnation string, ev tools.Evidence, message, 
 	}
 	next, changed := agentstate.Step(cur, ev)
 	st := prev
-	st.Evidence = append(st.Evidence, ev)
-	if len(st.Evidence) > maxEvidence {
-		st.Evidence = append([]tools.Evidence(nil), st.Evidence[len(st.Evidence)-maxEvidence:]...)
-	}
+	// A new slice each time: a stored Evidence is never written again, so
+	// the persister's copy of the table reads it outside t.mu (agents.go).
+	keep := prev.Evidence[max(0, len(prev.Evidence)+1-maxEvidence):]
+	st.Evidence = append(append(make([]tools.Evidence, 0, len(keep)+1), keep...), ev)
 	st.Updated = time.Now().UTC()
 	var tr *transition
 	if changed {
@@ -85,9 +85,12 @@ func (s *Server) evidence(node, incarnation string, ev tools.Evidence, message, 
 	} else if message != "" && ev.Source == tools.SourceHook {
 		st.Message = message
 	}
-	t.states[node] = st
-	t.saveLocked()
+	t.setLocked(node, st)
 	t.mu.Unlock()
+	// A reported state is written soon, never waited for: the next
+	// report, or the process and screen evidence, makes good what a
+	// kill -9 loses (persist.go).
+	t.disk.mark()
 	if tr != nil {
 		s.kickStream() // the dashboard's rows at once (events.go)
 		s.stateChanged(*tr, m.Agent, m.Name)

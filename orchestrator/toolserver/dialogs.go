@@ -2,6 +2,7 @@ package toolserver
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -34,7 +35,7 @@ type dialog struct {
 	Outcome     tools.DialogOutcome `json:"outcome,omitzero"`
 	Ended       time.Time           `json:"ended,omitzero"` // zero while open
 
-	done  chan struct{} // closed when the dialog ends
+	done  chan struct{} // closed when the dialog ended and its outcome was written
 	timer *time.Timer   // ends it at Expires
 }
 
@@ -44,8 +45,11 @@ type dialogTable struct {
 	mu      sync.Mutex // guards every field and every dialog's Outcome/Ended
 	next    int
 	dialogs map[string]*dialog
+	// opening are the dialogs being written before they open: on disk,
+	// not yet seen by anyone (open).
+	opening map[string]*dialog
 	always  map[string]bool // alwaysKey(incarnation, kind, tool, input, title): allowed for good
-	store   *store
+	disk    *persister      // dialogs.json (persist.go): every change synced
 	// onOpen is told of a dialog that just opened (the tmux message to
 	// humans, the agent's state); it runs on its own goroutine.
 	onOpen func(tools.Dialog, string)
@@ -54,7 +58,9 @@ type dialogTable struct {
 }
 
 func newDialogTable(st *store) *dialogTable {
-	return &dialogTable{dialogs: map[string]*dialog{}, always: map[string]bool{}, store: st}
+	t := &dialogTable{dialogs: map[string]*dialog{}, opening: map[string]*dialog{}, always: map[string]bool{}}
+	t.disk = newPersister(st, dialogsFile, t.snapshot)
+	return t
 }
 
 // alwaysKey is what an "always" answer is remembered by: the asking
@@ -95,10 +101,15 @@ type dialogsOnDisk struct {
 	Always  []string  `json:"always"`
 }
 
-// saveLocked writes the table; t.mu is held.
-func (t *dialogTable) saveLocked() error {
-	d := dialogsOnDisk{Next: t.next, Dialogs: make([]*dialog, 0, len(t.dialogs)), Always: make([]string, 0, len(t.always))}
+// snapshot is dialogs.json's content (the persister's, under t.mu).
+func (t *dialogTable) snapshot() ([]byte, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	d := dialogsOnDisk{Next: t.next, Dialogs: make([]*dialog, 0, len(t.dialogs)+len(t.opening)), Always: make([]string, 0, len(t.always))}
 	for _, x := range t.dialogs {
+		d.Dialogs = append(d.Dialogs, x)
+	}
+	for _, x := range t.opening {
 		d.Dialogs = append(d.Dialogs, x)
 	}
 	sort.Slice(d.Dialogs, func(i, j int) bool { return d.Dialogs[i].Created.Before(d.Dialogs[j].Created) })
@@ -106,7 +117,7 @@ func (t *dialogTable) saveLocked() error {
 		d.Always = append(d.Always, k)
 	}
 	sort.Strings(d.Always)
-	return t.store.save(dialogsFile, d)
+	return marshalTable(dialogsFile, d)
 }
 
 // restore loads dialogs.json: open dialogs of live incarnations are open
@@ -173,10 +184,13 @@ func (t *dialogTable) end(id string, out tools.DialogOutcome) bool {
 	if d.timer != nil {
 		d.timer.Stop()
 	}
-	close(d.done)
-	t.saveLocked()
 	onEnd, info, inc := t.onEnd, d.Dialog, d.Incarnation
 	t.mu.Unlock()
+	// The outcome (an "always" answer with it) is on disk before it is
+	// told (done wakes the waiters); a failure is logged, the outcome
+	// stands in memory. Only the caller that ended it closes done.
+	_ = t.disk.sync(context.Background())
+	close(d.done)
 	if onEnd != nil {
 		onEnd(info, inc, out)
 	}
@@ -214,12 +228,16 @@ func (t *dialogTable) forget(incarnation string) {
 			open = append(open, id)
 		}
 	}
+	for id, d := range t.opening {
+		if d.Incarnation == incarnation {
+			delete(t.opening, id) // its open fails (open)
+		}
+	}
 	t.mu.Unlock()
 	for _, id := range open {
 		t.end(id, tools.DialogOutcome{Dialog: id, Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: "the node closed"}})
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	for id, d := range t.dialogs {
 		if d.Incarnation == incarnation {
 			if d.timer != nil {
@@ -234,7 +252,8 @@ func (t *dialogTable) forget(incarnation string) {
 			delete(t.always, k)
 		}
 	}
-	t.saveLocked()
+	t.mu.Unlock()
+	_ = t.disk.sync(context.Background()) // a failure is logged
 }
 
 // list returns the open dialogs, oldest first.
@@ -367,6 +386,11 @@ func (t *dialogTable) open(c *call, a dialogRequestArgs) (*dialog, bool, error) 
 			open++
 		}
 	}
+	for _, p := range t.opening {
+		if p.Incarnation == c.caller.Incarnation {
+			open++
+		}
+	}
 	if open >= maxDialogsPerNode {
 		t.mu.Unlock()
 		return nil, false, quotaErr("dialogs", maxDialogsPerNode, "node %q has %d dialogs waiting for an answer (the limit is %d): wait for them to be answered or time out", c.caller.Node, open, maxDialogsPerNode)
@@ -375,17 +399,27 @@ func (t *dialogTable) open(c *call, a dialogRequestArgs) (*dialog, bool, error) 
 	now := time.Now().UTC()
 	d := &dialog{Dialog: tools.Dialog{ID: fmt.Sprintf("dialog-%d", t.next), Node: c.caller.Node, Kind: a.Kind, Title: a.Title,
 		Tool: a.Tool, Input: a.Input, Options: a.Options, Created: now, Expires: now.Add(life)}, Incarnation: c.caller.Incarnation, done: make(chan struct{})}
-	t.dialogs[d.ID] = d
+	t.opening[d.ID] = d
+	t.mu.Unlock()
 	// A dialog whose id is not on disk is refused: after a restart the
 	// counter would hand the id out again, and a waiter on the old one
-	// would take the new one's answer. (t.next stays: the number is
-	// burnt in memory, and on disk it was never handed out.)
-	if err := t.saveLocked(); err != nil {
-		delete(t.dialogs, d.ID)
+	// would take the new one's answer. So it is written while nobody
+	// sees it (opening), and opens once on disk. (t.next stays: the
+	// number is burnt in memory, and on disk it was never handed out.)
+	err := t.disk.sync(c.ctx)
+	t.mu.Lock()
+	_, still := t.opening[d.ID]
+	delete(t.opening, d.ID)
+	if err != nil || !still {
 		t.mu.Unlock()
+		if err == nil {
+			return nil, false, tools.Errorf(tools.KindNotRun, "the dialog was not opened: node %q closed meanwhile", c.caller.Node)
+		}
+		t.disk.mark() // the file drops it again
 		return nil, false, tools.Errorf(tools.KindNotRun, "the dialog was not opened: termsprawl cannot save it (%v); free space in the state dir and ask again", err).
 			WithDetails("cause", err.Error())
 	}
+	t.dialogs[d.ID] = d
 	t.armLocked(d)
 	onOpen := t.onOpen
 	t.mu.Unlock()

@@ -54,6 +54,7 @@ type Server struct {
 
 	wtOnce sync.Once // makes wt (worktree.go)
 	wt     *wtTable
+	wtDisk *persister // wt's file, made with the server so that Close ends it (persist.go)
 }
 
 // CallSlots are the per-token limits of /call, shared with /mcp
@@ -73,6 +74,7 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),
 		slots: tools.NewCallSlots(tools.MaxConnections), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
+	s.wtDisk = newPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
 	s.dialogs.onOpen, s.dialogs.onEnd = s.dialogOpened, s.dialogEnded
 	if s.notifier, err = s.newNotifier(cfg.Notify, cfg.NotifyMode); err != nil {
 		cancel()
@@ -133,9 +135,14 @@ func (s *Server) settleInterrupted() {
 	s.o.AckInterrupted(list)
 }
 
-// Close cancels waits and watches in flight and ends the notifier.
+// Close cancels waits and watches in flight, writes what the tables
+// marked and ends their persisters (later changes are written by their
+// callers), and ends the notifier. It may be called more than once.
 func (s *Server) Close() {
 	s.cancel()
+	for _, p := range []*persister{s.agents.disk, s.dialogs.disk, s.watches.disk, s.wtDisk} {
+		p.close()
+	}
 	s.notifier.Close()
 }
 

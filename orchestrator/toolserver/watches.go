@@ -36,9 +36,14 @@ type watchTable struct {
 	next  int
 	m     map[string]*watch
 	store *store
+	disk  *persister // watches.json (persist.go): every change synced
 }
 
-func newWatchTable(st *store) *watchTable { return &watchTable{m: map[string]*watch{}, store: st} }
+func newWatchTable(st *store) *watchTable {
+	w := &watchTable{m: map[string]*watch{}, store: st}
+	w.disk = newPersister(st, watchesFile, w.snapshot)
+	return w
+}
 
 // watchOnDisk is one watch in watches.json.
 type watchOnDisk struct {
@@ -60,9 +65,12 @@ type watchesOnDisk struct {
 	Watches []watchOnDisk `json:"watches"`
 }
 
-// saveLocked writes the table; w.mu is held. A watch whose wait is still
-// running is saved as live; one that ended, with its outcome.
-func (w *watchTable) saveLocked() {
+// snapshot is watches.json's content (the persister's, under w.mu). A
+// watch whose wait is still running is saved as live; one that ended,
+// with its outcome.
+func (w *watchTable) snapshot() ([]byte, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	d := watchesOnDisk{Next: w.next, Watches: make([]watchOnDisk, 0, len(w.m))}
 	for _, wt := range w.m {
 		r := watchOnDisk{ID: wt.id, Terminal: wt.terminal, OwnerNode: wt.owner.Node, OwnerRole: wt.owner.Role,
@@ -81,7 +89,7 @@ func (w *watchTable) saveLocked() {
 		}
 		d.Watches = append(d.Watches, r)
 	}
-	w.store.save(watchesFile, d)
+	return marshalTable(watchesFile, d)
 }
 
 // restoreWatches starts again the live watches of live incarnations and
@@ -133,9 +141,7 @@ func (s *Server) restoreWatches(live map[string]bool) error {
 		w.mu.Unlock()
 		w.run(s.ctx, wt, pw)
 	}
-	w.mu.Lock()
-	w.saveLocked()
-	w.mu.Unlock()
+	_ = w.disk.sync(s.ctx) // a failure is logged (persist.go)
 	return nil
 }
 
@@ -150,13 +156,14 @@ func (w *watchTable) run(ctx context.Context, wt *watch, pw *orchestrator.Pendin
 		wt.result, wt.err = result, err
 		wt.interrupted = ctx.Err() != nil
 		close(wt.done)
-		if !wt.interrupted {
+		interrupted := wt.interrupted
+		w.mu.Unlock()
+		if !interrupted {
 			// Not a shutdown: the outcome goes to disk. (At shutdown
 			// the watch stays live on disk and restarts with the
 			// next orchestrator.)
-			w.saveLocked()
+			_ = w.disk.sync(context.Background())
 		}
-		w.mu.Unlock()
 		// A fired watch nobody reads is dropped after a while, so
 		// forgotten watches do not fill the table.
 		time.AfterFunc(firedWatchTTL, func() { w.remove(wt.id) })
@@ -180,24 +187,25 @@ func (w *watchTable) get(caller tools.Identity, id string) (*watch, error) {
 
 func (w *watchTable) remove(id string) {
 	w.mu.Lock()
-	if _, ok := w.m[id]; ok {
-		delete(w.m, id)
-		w.saveLocked()
-	}
+	_, ok := w.m[id]
+	delete(w.m, id)
 	w.mu.Unlock()
+	if ok {
+		_ = w.disk.sync(context.Background())
+	}
 }
 
 // forget cancels and drops the watches an incarnation started.
 func (w *watchTable) forget(incarnation string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	for id, wt := range w.m {
 		if wt.owner.Incarnation == incarnation {
 			wt.cancel()
 			delete(w.m, id)
 		}
 	}
-	w.saveLocked()
+	w.mu.Unlock()
+	_ = w.disk.sync(context.Background())
 }
 
 func watchHandlers() map[string]handler {
@@ -240,8 +248,10 @@ func watchStart(c *call, a waitArgs) (tools.WatchStarted, error) {
 	wt := &watch{id: id, terminal: a.Terminal, owner: c.caller, spec: spec, after: pw.After, started: time.Now().UTC(), done: make(chan struct{})}
 	w.run(c.s.ctx, wt, pw)
 	w.m[id] = wt
-	w.saveLocked()
 	w.mu.Unlock()
+	// The watch is on disk before its id is handed out; a failure is
+	// logged and the watch runs (as a write that failed always did).
+	_ = w.disk.sync(c.ctx)
 	return tools.WatchStarted{Watch: id, Terminal: a.Terminal, After: pw.After}, nil
 }
 

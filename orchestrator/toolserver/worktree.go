@@ -66,12 +66,12 @@ type wtTable struct {
 	status     map[string]wtCached // by path
 	refreshing bool
 	recording  map[string]bool // by path: a turn's diff under way
-	store      *store
-	dir        string // <state>/worktrees: the turns' diff texts ("" keeps none)
+	disk       *persister      // worktrees.json (persist.go): every change synced
+	dir        string          // <state>/worktrees: the turns' diff texts ("" keeps none)
 }
 
-func newWtTable(st *store, stateDir string) *wtTable {
-	t := &wtTable{status: map[string]wtCached{}, recording: map[string]bool{}, store: st}
+func newWtTable(st *store, stateDir string, disk *persister) *wtTable {
+	t := &wtTable{status: map[string]wtCached{}, recording: map[string]bool{}, disk: disk}
 	if stateDir != "" {
 		t.dir = filepath.Join(stateDir, "worktrees")
 	}
@@ -86,11 +86,20 @@ func newWtTable(st *store, stateDir string) *wtTable {
 	return t
 }
 
-// saveLocked writes the table; t.mu is held.
-func (t *wtTable) saveLocked() { t.store.save(worktreesFile, t.entries) }
+// snapshot is worktrees.json's content (the persister's, under t.mu).
+func (t *wtTable) snapshot() ([]byte, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return marshalTable(worktreesFile, t.entries)
+}
+
+// save writes the table (group commit); t.mu is not held. A failure is
+// logged (persist.go): the table in memory stays right and the next
+// change writes it again.
+func (t *wtTable) save(ctx context.Context) { _ = t.disk.sync(ctx) }
 
 func (s *Server) wtTab() *wtTable {
-	s.wtOnce.Do(func() { s.wt = newWtTable(s.store, s.stateDir) })
+	s.wtOnce.Do(func() { s.wt = newWtTable(s.store, s.stateDir, s.wtDisk) })
 	return s.wt
 }
 
@@ -169,8 +178,8 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 	e := &wtEntry{Info: info, Created: time.Now().UTC(), Owner: spec.Owner}
 	t.mu.Lock()
 	t.entries = append(t.entries, e)
-	t.saveLocked()
 	t.mu.Unlock()
+	t.save(c.ctx)
 	return e, nil
 }
 
@@ -190,15 +199,16 @@ func (s *Server) reuseWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 		spec.Command, w.Wrapped = w.Program, false // the setup ran when the worktree was made
 	}
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	for _, e := range t.entries {
 		if e.Path == w.Path {
+			t.mu.Unlock()
 			return e, nil
 		}
 	}
 	e := &wtEntry{Info: worktree.Info{Name: w.Name, Repo: w.Repo, Path: w.Path, Branch: w.FullBranch, Base: w.Base, BaseCommit: w.BaseCommit}, Created: time.Now().UTC(), Owner: spec.Owner}
 	t.entries = append(t.entries, e)
-	t.saveLocked()
+	t.mu.Unlock()
+	t.save(s.ctx)
 	return e, nil
 }
 
@@ -208,8 +218,8 @@ func (s *Server) attachWorktree(e *wtEntry, id string) {
 	t := s.wtTab()
 	t.mu.Lock()
 	e.Node, e.Incarnation = id, m.Incarnation()
-	t.saveLocked()
 	t.mu.Unlock()
+	t.save(s.ctx)
 }
 
 // launchFailed: the node did not start; a worktree made for it is still
@@ -225,8 +235,8 @@ func (s *Server) launchFailed(ctx context.Context, e *wtEntry, made bool) {
 	t := s.wtTab()
 	t.mu.Lock()
 	t.entries = slices.DeleteFunc(t.entries, func(x *wtEntry) bool { return x == e })
-	t.saveLocked()
 	t.mu.Unlock()
+	t.save(ctx)
 }
 
 // annotateWorktrees puts the nodes' worktrees on terminal_list rows from
@@ -343,7 +353,6 @@ func (s *Server) recordTurn(ctx context.Context, e *wtEntry) (tools.WorktreeTurn
 	}
 	t := s.wtTab()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	turn := tools.WorktreeTurn{Turn: len(e.Turns) + 1, At: time.Now().UTC().Format(time.RFC3339Nano), Head: d.Head,
 		Files: d.Files, Insertions: d.Insertions, Deletions: d.Deletions}
 	if n := len(e.Turns); n > 0 {
@@ -365,7 +374,8 @@ func (s *Server) recordTurn(ctx context.Context, e *wtEntry) (tools.WorktreeTurn
 			}
 		}
 	}
-	t.saveLocked()
+	t.mu.Unlock()
+	t.save(ctx)
 	return turn, d, nil
 }
 
@@ -542,13 +552,14 @@ func worktreeComment(c *call, a worktreeCommentArgs) (tools.WorktreeComments, an
 	}
 	t := c.s.wtTab()
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	if len(e.Comments) >= maxComments {
+		t.mu.Unlock()
 		return tools.WorktreeComments{}, nil, tools.Errorf(tools.KindRejected, "worktree %s already has %d pending comments: send them (termsprawl review NODE --send) first", e.Path, maxComments)
 	}
 	e.Comments = append(e.Comments, tools.WorktreeComment{File: file, Line: a.Line, Text: a.Text, At: time.Now().UTC().Format(time.RFC3339)})
-	t.saveLocked()
 	r := tools.WorktreeComments{Node: e.Node, Comments: slices.Clone(e.Comments)}
+	t.mu.Unlock()
+	t.save(c.ctx)
 	return r, r, nil
 }
 
@@ -579,9 +590,9 @@ func worktreeReviewSend(c *call, a wtNodeArg) (tools.WorktreeReviewSent, any, er
 	}
 	t.mu.Lock()
 	e.Comments = slices.DeleteFunc(e.Comments, func(x tools.WorktreeComment) bool { return slices.Contains(comments, x) })
-	t.saveLocked()
 	left := tools.WorktreeComments{Node: e.Node, Comments: slices.Clone(e.Comments)}
 	t.mu.Unlock()
+	t.save(c.ctx)
 	return tools.WorktreeReviewSent{Node: e.Node, Task: sent.Task, Comments: len(comments), Text: text}, left, nil
 }
 
@@ -694,8 +705,8 @@ func worktreeFinish(c *call, a worktreeFinishArgs) (tools.WorktreeFinished, any,
 		t.entries = slices.DeleteFunc(t.entries, func(x *wtEntry) bool { return x == e })
 		delete(t.status, e.Path)
 	}
-	t.saveLocked()
 	t.mu.Unlock()
+	t.save(c.ctx)
 	return r, c.s.listWorktrees(c.ctx, c), nil
 }
 
@@ -734,8 +745,8 @@ func worktreePrune(c *call, _ noArgs) (tools.WorktreePruned, any, error) {
 		t.mu.Lock()
 		t.entries = slices.DeleteFunc(t.entries, func(x *wtEntry) bool { return x == e })
 		delete(t.status, e.Path)
-		t.saveLocked()
 		t.mu.Unlock()
+		t.save(c.ctx)
 	}
 	return out, c.s.listWorktrees(c.ctx, c), nil
 }
