@@ -166,7 +166,7 @@ func TestDashboardScale(t *testing.T) {
 
 	// The orchestrator's CPU without a dashboard and with a human's
 	// dashboard in their own terminal (a pane of another tmux server)
-	// showing a printing node: three rounds of each, interleaved; medians.
+	// showing a printing node: five rounds of each, interleaved; medians.
 	outer := tmuxtest.New(t)
 	pane := func() string { return outer.Must("capture-pane", "-p", "-t", "h") }
 	waitPane := func(text string) {
@@ -179,7 +179,7 @@ func TestDashboardScale(t *testing.T) {
 		}
 	}
 	var withs, withouts, watchings []float64
-	for range 3 {
+	for range 5 {
 		withouts = append(withouts, cpuShare(t, ep.PID, 6*time.Second))
 		outer.Must("new-session", "-d", "-s", "h", "-x", "160", "-y", "48", "--",
 			"env", "PATH="+path, "TERMSPRAWL_HOME="+e.state, "TERMSPRAWL_TMUX_SOCKET="+e.tmux.Socket, e.ts, "dash")
@@ -218,7 +218,7 @@ func TestDashboardScale(t *testing.T) {
 		return b.String()
 	}
 	with, without := median(withs), median(withouts)
-	t.Logf("orchestrator CPU, %d printing (medians of 3 rounds of 6 s): %.1f%% of a core with a dashboard attached (showing one of them), %.1f%% without: %.2f× (rounds with %s, without %s); the dashboard used %.1f%%",
+	t.Logf("orchestrator CPU, %d printing (medians of 5 rounds of 6 s): %.1f%% of a core with a dashboard attached (showing one of them), %.1f%% without: %.2f× (rounds with %s, without %s); the dashboard used %.1f%%",
 		printers, 100*with, 100*without, with/without, pct(withs), pct(withouts), 100*median(watchings))
 
 	logged, _ := os.ReadFile(tmuxLog)
