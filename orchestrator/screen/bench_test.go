@@ -48,9 +48,11 @@ func chunks(data []byte, size int) [][]byte {
 	return out
 }
 
-func benchWrites(b *testing.B, cols, rows int, data []byte, size int, raw bool) {
+func benchWrites(b *testing.B, cols, rows int, data []byte, size int, raw, vtScroll bool) {
 	parts := chunks(data, size)
+	fastScrollOff = raw || vtScroll // x/vt's own line feeds (scroll.go)
 	s := New(cols, rows)
+	fastScrollOff = false
 	defer s.Close()
 	b.SetBytes(int64(len(data)))
 	b.ReportAllocs()
@@ -71,12 +73,11 @@ func benchSizes(b *testing.B, gen func(cols, rows int) []byte) {
 	for _, sz := range []struct{ cols, rows int }{{80, 24}, {200, 50}} {
 		data := gen(sz.cols, sz.rows)
 		for _, chunk := range []int{64, 4096} {
-			for _, raw := range []bool{false, true} {
-				name := fmt.Sprintf("%dx%d/chunk=%d", sz.cols, sz.rows, chunk)
-				if raw {
-					name += "/vt-only"
-				}
-				b.Run(name, func(b *testing.B) { benchWrites(b, sz.cols, sz.rows, data, chunk, raw) })
+			for _, mode := range []string{"", "/vt-scroll", "/vt-only"} {
+				name := fmt.Sprintf("%dx%d/chunk=%d%s", sz.cols, sz.rows, chunk, mode)
+				b.Run(name, func(b *testing.B) {
+					benchWrites(b, sz.cols, sz.rows, data, chunk, mode == "/vt-only", mode == "/vt-scroll")
+				})
 			}
 		}
 	}

@@ -66,12 +66,27 @@ func (s *Screen) UpdateCells(v *CellsView) {
 		v.stamps = make([]uint64, s.rows)
 	}
 	v.Changed = allRows(v.Changed, s.rows)
+	cols := s.cols
 	for y := 0; y < s.rows; y++ {
 		if !full && v.stamps[y] == s.stamps[y] {
 			v.Changed[y] = false
 			continue
 		}
-		s.copyRow(v.Grid.Cells[y*s.cols:(y+1)*s.cols], y)
+		row := v.Grid.Cells[y*cols : (y+1)*cols]
+		// A row that only moved up (scroll.go) is in this copy already,
+		// further down: stamps are never shared between rows. Rows
+		// above y are done, so the one read here is not yet overwritten.
+		moved := false
+		for k := 1; !full && k <= maxFollow && y+k < s.rows; k++ {
+			if v.stamps[y+k] == s.stamps[y] {
+				copy(row, v.Grid.Cells[(y+k)*cols:(y+k+1)*cols])
+				moved = true
+				break
+			}
+		}
+		if !moved {
+			s.copyRow(row, y)
+		}
 		v.stamps[y] = s.stamps[y]
 	}
 	v.Grid.Cursor = s.gridCursor()
@@ -98,6 +113,9 @@ func (f *Frames) Next(s *Screen) (render.Grid, []bool) {
 	// unchanged since then, hence since the last frame too.
 	return v.Grid, v.Changed
 }
+
+// maxFollow is how far down UpdateCells looks for a row that moved up.
+const maxFollow = 8
 
 // allRows is changed resized to n rows, every one true.
 func allRows(changed []bool, n int) []bool {

@@ -24,6 +24,11 @@ type live struct {
 	// touched (alternate screen switch, full reset, new emulator): the next
 	// commit compares every row instead of the touched ones only.
 	fullScan bool
+	// newLineMode is LNM (a line feed also returns the carriage).
+	newLineMode bool
+	// shift counts the rows the fast line feed moved the screen up since
+	// the last commit (scroll.go).
+	shift int
 }
 
 // term is one emulator and the goroutine draining its input pipe. All its
@@ -36,6 +41,8 @@ type term struct {
 	main, alt *vt.Screen
 	drainDone chan struct{} // closed when the drain goroutine has returned
 	poisoned  bool          // the emulator panicked; unusable until replaced
+	// fastScrolls counts the line feeds scroll.go handled (tests).
+	fastScrolls int
 }
 
 // newTerm builds an emulator of the given size wired to lv.
@@ -65,6 +72,7 @@ func newTerm(cols, rows int, lv *live) *term {
 	})
 	lv.fullScan = true
 	registerGuards(emu, lv)
+	t.installFastScroll(lv)
 
 	// x/vt writes answers to queries (DA, DSR, DECRQM, OSC 10/11/12 ...) into
 	// an io.Pipe and blocks until they are read. tmux has already answered
@@ -100,6 +108,8 @@ func (lv *live) setMode(m ansi.Mode, on bool) {
 		lv.appCursor = on
 	case ansi.ModeBracketedPaste:
 		lv.bracketedPaste = on
+	case ansi.ModeLineFeedNewLine:
+		lv.newLineMode = on
 	case ansi.ModeMouseX10, ansi.ModeMouseNormal, ansi.ModeMouseButtonEvent, ansi.ModeMouseAnyEvent:
 		// As tmux does: setting one tracking mode replaces the others,
 		// resetting any of them turns mouse tracking off.

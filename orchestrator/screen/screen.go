@@ -81,12 +81,17 @@ type Screen struct {
 	hist   history
 	text   textLog
 	rowBuf []byte
-	// stamps is, per row, the commit that last found it touched (or
-	// compared every row: a new emulator's first commit does); stamp
-	// counts those commits. UpdateCells copies a row again only when its
-	// stamp moved (cells.go).
-	stamps  []uint64
-	stamp   uint64
+	// stamps is, per row, a number no other row has had: a new one each
+	// time a commit finds the row touched (or compares every row: a new
+	// emulator's first commit does); a row that only moved with a
+	// scroll (scroll.go) takes its stamp along. stamp is the last one
+	// given. UpdateCells copies a row again only when its stamp changed,
+	// and from its own copy of the row that moved there when it can
+	// (cells.go).
+	stamps    []uint64
+	stamp     uint64
+	prevLines []string // commit's copy of the rows before a shift (reused)
+
 	changed chan struct{} // closed at the next revision bump (or Close)
 	done    chan struct{} // closed by Close
 	closed  bool
@@ -271,26 +276,51 @@ func (s *Screen) commit(textStart uint64, textAdded, all, force bool) {
 	emu := s.t.emu
 	touched := emu.Touched()
 	scanAll := all || s.live.fullScan
+	shift := s.live.shift
+	s.live.shift = 0
+	// prev is the rows' text before this commit when the fast line feed
+	// moved them (scroll.go): rows that only moved are not read from the
+	// emulator again, and a row counts as changed when its text differs
+	// from what the row showed before, as without the shift.
+	var prev []string
+	if shift > 0 && !scanAll {
+		prev = append(s.prevLines[:0], s.lines...)
+		s.prevLines = prev
+		k := min(shift, s.rows)
+		copy(s.lines, s.lines[k:])
+		clear(s.lines[s.rows-k:])
+		copy(s.stamps, s.stamps[k:])
+		for y := s.rows - k; y < s.rows; y++ {
+			s.stamp++
+			s.stamps[y] = s.stamp
+		}
+	}
 	var e *histEntry
-	stamped := false
 	for y := 0; y < s.rows; y++ {
+		before := s.lines[y]
+		if prev != nil {
+			before = prev[y]
+		}
 		if !scanAll && (y >= len(touched) || touched[y] == nil) {
+			if prev != nil && s.lines[y] != before {
+				if e == nil {
+					e = s.bump(textStart)
+				}
+				e.set(y) // moved: another row's text is here now
+			}
 			continue
 		}
-		if !stamped {
-			s.stamp++
-			stamped = true
-		}
+		s.stamp++
 		s.stamps[y] = s.stamp // touched: its cells may differ, styles included
 		s.rowBuf = appendRow(s.rowBuf[:0], emu, y, s.cols)
-		if string(s.rowBuf) == s.lines[y] && !all {
+		if string(s.rowBuf) != s.lines[y] {
+			s.lines[y] = string(s.rowBuf)
+		}
+		if s.lines[y] == before && !all {
 			continue
 		}
 		if e == nil {
 			e = s.bump(textStart)
-		}
-		if string(s.rowBuf) != s.lines[y] {
-			s.lines[y] = string(s.rowBuf)
 		}
 		e.set(y)
 	}
