@@ -203,11 +203,19 @@ func (n *node) statusWait() (string, <-chan struct{}) {
 	return n.status, n.statusCh
 }
 
+// setStatus records the program's status and tells the OnStatus hook
+// when it changed.
 func (n *node) setStatus(status string, code *int) {
+	if n.updateStatus(status, code) && n.o != nil {
+		n.o.statusChanged()
+	}
+}
+
+func (n *node) updateStatus(status string, code *int) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.status == status && (code == nil || (n.exitCode != nil && *n.exitCode == *code)) {
-		return
+		return false
 	}
 	n.status = status
 	if code != nil {
@@ -219,6 +227,7 @@ func (n *node) setStatus(status string, code *int) {
 	}
 	close(n.statusCh)
 	n.statusCh = make(chan struct{})
+	return true
 }
 
 func (n *node) markGone() {

@@ -61,12 +61,12 @@ func (s *Showing) ID() string { return s.n.meta.ID }
 // a resting mirror is reseeded from tmux first (rest.go).
 func (s *Showing) Cells() render.Grid { return s.n.cells(context.Background()) }
 
-// Frame is the node's styled cell grid, like Cells, and per row whether
-// it may differ from the grid of the previous Frame call (every row, the
-// first time). The grid is valid until the Frame call after the next
-// one, so a caller may compare it with the one before; it is overwritten
-// in place after that. Frame is not safe for concurrent use.
-func (s *Showing) Frame() (render.Grid, []bool) {
+// Frame is the node's styled cell grid, like Cells, and each row's stamp
+// (screen.Frames.Next: equal stamps, equal cells; nil when unknown). The
+// grid is valid until the Frame call after the next one, so a caller may
+// compare it with the one before; it is overwritten in place after that.
+// Frame is not safe for concurrent use.
+func (s *Showing) Frame() (render.Grid, []uint64) {
 	s.n.wakeMirror(context.Background())
 	return s.frames.Next(s.n.scr)
 }

@@ -26,6 +26,19 @@ func (o *Orchestrator) OnGone(f func(NodeMeta)) {
 	o.mu.Unlock()
 }
 
+// OnStatus sets f, told when a node's program status changes on its own
+// (it exited, or its session ended), so the event streams' rows go out at
+// once rather than at their next backstop re-read. f is called without
+// the engine's locks and must not block.
+func (o *Orchestrator) OnStatus(f func()) { o.onStatus.Store(&f) }
+
+// statusChanged tells the OnStatus hook.
+func (o *Orchestrator) statusChanged() {
+	if f := o.onStatus.Load(); f != nil {
+		(*f)()
+	}
+}
+
 // OnBorn sets the function told when a node's session file, with its
 // token, has been written: before its program starts, so the tool server
 // knows the token by the time the program can use it. f must not block

@@ -74,6 +74,44 @@ type screenMsg struct {
 	Lines  []json.RawMessage `json:"lines"`
 }
 
+// appendJSON appends m as JSON. It is json.Marshal's encoding of m
+// (TestScreenMsgJSON), without re-reading every line to validate it: the
+// lines are the encoder's own JSON.
+func (m screenMsg) appendJSON(b []byte) []byte {
+	node, _ := json.Marshal(m.Node)
+	b = append(b, `{"node":`...)
+	b = append(b, node...)
+	b = append(b, `,"rev":`...)
+	b = strconv.AppendUint(b, m.Rev, 10)
+	b = append(b, `,"cols":`...)
+	b = strconv.AppendInt(b, int64(m.Cols), 10)
+	b = append(b, `,"rows":`...)
+	b = strconv.AppendInt(b, int64(m.Rows), 10)
+	b = append(b, `,"full":`...)
+	b = strconv.AppendBool(b, m.Full)
+	b = append(b, `,"cursor":{"x":`...)
+	b = strconv.AppendInt(b, int64(m.Cursor.X), 10)
+	b = append(b, `,"y":`...)
+	b = strconv.AppendInt(b, int64(m.Cursor.Y), 10)
+	b = append(b, `,"visible":`...)
+	b = strconv.AppendBool(b, m.Cursor.Visible)
+	b = append(b, `,"shape":`...)
+	b = strconv.AppendInt(b, int64(m.Cursor.Shape), 10)
+	b = append(b, '}')
+	if m.Scroll != 0 {
+		b = append(b, `,"scroll":`...)
+		b = strconv.AppendInt(b, int64(m.Scroll), 10)
+	}
+	b = append(b, `,"lines":[`...)
+	for i, l := range m.Lines {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, l...)
+	}
+	return append(b, "]}"...)
+}
+
 // encoder turns cell grids into rows of runs.
 type encoder struct {
 	pal    render.Palette
@@ -191,11 +229,13 @@ func lines(runs [][]byte) []json.RawMessage {
 	return out
 }
 
-// memo is the last frame's cells and runs per row: a row whose cells are
-// those of a row of the last frame (the same row, or one scrolled by a
-// few lines) reuses its runs instead of being encoded again.
+// memo is the last frame's cells, stamps and runs per row: a row that is
+// one of the last frame's (the same row, or one scrolled by a few lines)
+// reuses its runs instead of being encoded again. With stamps (a live
+// mirror) rows are matched by stamp; without, by their cells.
 type memo struct {
 	cells  [][]render.Cell
+	stamps []uint64 // nil: the last frame had none
 	runs   [][]byte
 	cursor int // the row the cursor was drawn in, -1 if none
 	reused int // rows reused so far (tests)
@@ -205,14 +245,14 @@ type memo struct {
 const maxScroll = 4
 
 // rows encodes every row of g as its runs, reusing m's where it can, and
-// updates m. changed[y] false says row y is the same as in m's frame
-// (nil: any row may have changed).
-func (e encoder) rows(g render.Grid, changed []bool, m *memo) [][]byte {
+// updates m. stamps are the rows' stamps (orchestrator.Showing.Frame), or
+// nil.
+func (e encoder) rows(g render.Grid, stamps []uint64, m *memo) [][]byte {
 	cur := -1
 	if g.Cursor.Visible {
 		cur = g.Cursor.Y
 	}
-	same := len(m.cells) == g.Rows && len(changed) == g.Rows
+	byStamp := len(stamps) == g.Rows && len(m.stamps) == len(m.runs)
 	cells := make([][]render.Cell, g.Rows)
 	runs := make([][]byte, g.Rows)
 	for y := range g.Rows {
@@ -220,15 +260,13 @@ func (e encoder) rows(g render.Grid, changed []bool, m *memo) [][]byte {
 		if hi <= len(g.Cells) {
 			cells[y] = g.Cells[lo:hi]
 		}
-		if same && !changed[y] && y != cur && y != m.cursor && m.runs[y] != nil {
-			runs[y] = m.runs[y] // untouched since the last frame
-			m.reused++
-			continue
-		}
 		if y != cur && cells[y] != nil {
 			for k := 0; k <= maxScroll; k++ {
 				old := y + k
-				if old < len(m.cells) && old != m.cursor && slices.Equal(m.cells[old], cells[y]) {
+				if old >= len(m.runs) || old == m.cursor {
+					continue
+				}
+				if byStamp && m.stamps[old] == stamps[y] || !byStamp && old < len(m.cells) && slices.Equal(m.cells[old], cells[y]) {
 					runs[y] = m.runs[old]
 					m.reused++
 					break
@@ -240,6 +278,10 @@ func (e encoder) rows(g render.Grid, changed []bool, m *memo) [][]byte {
 		}
 	}
 	m.cells, m.runs, m.cursor = cells, runs, cur
+	m.stamps = append(m.stamps[:0], stamps...)
+	if len(stamps) != g.Rows {
+		m.stamps = nil
+	}
 	return runs
 }
 

@@ -156,31 +156,43 @@ func TestRowsMemo(t *testing.T) {
 	}
 }
 
-// Rows the frame says are unchanged are taken from the memo without a
-// comparison; the result is still what a fresh encoding gives.
-func TestRowsMemoUnchangedRows(t *testing.T) {
+// With stamps, rows are matched by stamp, not compared: a row whose stamp
+// is one of the last frame's (in place or scrolled) reuses its runs, and
+// the result is still what a fresh encoding gives.
+func TestRowsMemoStamps(t *testing.T) {
 	e := newEncoder()
-	g := render.NewGrid(4, 3)
-	for y, text := range []string{"aaaa", "bbbb", "cccc"} {
-		for x, r := range text {
-			g.Set(x, y, render.Cell{Content: string(r), Width: 1})
+	grid := func(texts ...string) render.Grid {
+		g := render.NewGrid(4, len(texts))
+		for y, text := range texts {
+			for x, r := range text {
+				g.Set(x, y, render.Cell{Content: string(r), Width: 1})
+			}
 		}
+		return g
 	}
 	var m memo
-	e.rows(g, nil, &m)
-	next := render.NewGrid(4, 3)
-	copy(next.Cells, g.Cells)
-	next.Set(0, 1, render.Cell{Content: "X", Width: 1, Fg: render.ANSI(3)})
-	got := e.rows(next, []bool{false, true, false}, &m)
-	var fresh memo
-	want := e.rows(next, nil, &fresh)
-	for y := range want {
-		if string(got[y]) != string(want[y]) {
-			t.Fatalf("row %d: %s, fresh %s", y, got[y], want[y])
+	e.rows(grid("aaaa", "bbbb", "cccc"), []uint64{1, 2, 3}, &m)
+	for i, step := range []struct {
+		g      render.Grid
+		stamps []uint64
+		reused int // cumulative
+	}{
+		{grid("aaaa", "XbbX", "cccc"), []uint64{1, 4, 3}, 2}, // row 1 changed
+		{grid("XbbX", "cccc", "dddd"), []uint64{4, 3, 5}, 4}, // scrolled by one
+		{grid("XbbX", "cccc", "dddd"), []uint64{6, 7, 8}, 4}, // new stamps: encoded again
+		{grid("XbbX", "cccc", "dddd"), nil, 7},               // no stamps: compared by cells
+	} {
+		got := e.rows(step.g, step.stamps, &m)
+		var fresh memo
+		want := e.rows(step.g, nil, &fresh)
+		for y := range want {
+			if string(got[y]) != string(want[y]) {
+				t.Fatalf("step %d row %d: %s, fresh %s", i, y, got[y], want[y])
+			}
 		}
-	}
-	if m.reused != 2 {
-		t.Fatalf("%d rows reused, want the 2 unchanged", m.reused)
+		if m.reused != step.reused {
+			t.Fatalf("after step %d: %d rows reused, want %d", i, m.reused, step.reused)
+		}
 	}
 }
 
@@ -208,6 +220,23 @@ func TestScrollOf(t *testing.T) {
 	} {
 		if got := scrollOf(tc.old, tc.new); got != tc.want {
 			t.Errorf("%s: scroll %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// appendJSON is json.Marshal's encoding of a screen message.
+func TestScreenMsgJSON(t *testing.T) {
+	for _, m := range []screenMsg{
+		{Node: "n", Rev: 7, Cols: 80, Rows: 24, Full: true, Cursor: cursorMsg{X: 3, Y: 4, Visible: true, Shape: 2},
+			Lines: []json.RawMessage{json.RawMessage(`{"y":0,"r":[{"t":"a"}]}`), json.RawMessage(`{"y":1,"r":[]}`)}},
+		{Node: "odd \"id\" <&>", Rev: 1 << 40, Cols: 1, Rows: 1, Scroll: 3, Lines: []json.RawMessage{}},
+	} {
+		want, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := m.appendJSON(nil); string(got) != string(want) {
+			t.Errorf("appendJSON\n%s\njson.Marshal\n%s", got, want)
 		}
 	}
 }

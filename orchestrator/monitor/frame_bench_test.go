@@ -15,7 +15,7 @@ type screenShown struct {
 	f *screen.Frames
 }
 
-func (s screenShown) Frame() (render.Grid, []bool)       { return s.f.Next(s.s) }
+func (s screenShown) Frame() (render.Grid, []uint64)     { return s.f.Next(s.s) }
 func (s screenShown) Changed() (uint64, <-chan struct{}) { return s.s.WaitState() }
 func (s screenShown) Closing() <-chan struct{}           { return s.s.Done() }
 func (s screenShown) Close()                             {}

@@ -22,7 +22,7 @@ const Prefix = "/monitor/"
 
 // Defaults of Config.
 const (
-	DefaultPoll        = 250 * time.Millisecond
+	DefaultPoll        = time.Second
 	DefaultMinInterval = 16 * time.Millisecond
 	// pingInterval keeps an idle stream alive and finds pages that left.
 	pingInterval = 15 * time.Second
@@ -53,7 +53,9 @@ type Config struct {
 	HostPort func() string
 	Log      *slog.Logger
 	// Poll is how often node rows and the side tables are re-read while a
-	// page is open (DefaultPoll if 0); MinInterval the least time between
+	// page is open (DefaultPoll if 0): a backstop, since every change the
+	// tool server makes, and a program's exit, kick a re-read at once
+	// (Monitor.Kick); MinInterval the least time between
 	// two screen frames of one node (DefaultMinInterval if 0).
 	Poll, MinInterval time.Duration
 }

@@ -117,10 +117,10 @@ type fakeShown struct {
 	once sync.Once
 }
 
-func (s *fakeShown) Frame() (render.Grid, []bool) {
+func (s *fakeShown) Frame() (render.Grid, []uint64) {
 	s.n.mu.Lock()
 	defer s.n.mu.Unlock()
-	return s.n.g, nil // any row may have changed
+	return s.n.g, nil // no stamps: rows are compared by their cells
 }
 
 func (s *fakeShown) Changed() (uint64, <-chan struct{}) {

@@ -20,10 +20,10 @@ type Engine interface {
 
 // Shown is one open look at a node.
 type Shown interface {
-	// Frame returns the node's cells and, per row, whether the row may
-	// differ from the previous Frame's grid (orchestrator.Showing.Frame:
-	// the grid stays intact until the Frame call after the next).
-	Frame() (render.Grid, []bool)
+	// Frame returns the node's cells and each row's stamp, or nil stamps
+	// (orchestrator.Showing.Frame: rows with equal stamps have equal
+	// cells; the grid stays intact until the Frame call after the next).
+	Frame() (render.Grid, []uint64)
 	// Changed returns the revision and a channel closed at the next one.
 	Changed() (uint64, <-chan struct{})
 	// Closing is closed when the node's life ends.

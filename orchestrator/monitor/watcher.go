@@ -54,8 +54,7 @@ func (w *watcher) waitReady(ctx context.Context) {
 
 // full is the frame of every row. Called with w.mu held.
 func (w *watcher) full() json.RawMessage {
-	data, _ := json.Marshal(screenMsg{Node: w.id, Rev: w.rev, Cols: w.cols, Rows: w.nrow, Full: true, Cursor: w.cur, Lines: lines(w.runs)})
-	return data
+	return screenMsg{Node: w.id, Rev: w.rev, Cols: w.cols, Rows: w.nrow, Full: true, Cursor: w.cur, Lines: lines(w.runs)}.appendJSON(nil)
 }
 
 func (w *watcher) run() {
@@ -120,9 +119,9 @@ func (w *watcher) run() {
 // the last frame to every subscribed page: a screen that scrolled is sent
 // as the scroll and its new rows.
 func (w *watcher) update(enc encoder, m *memo, sh Shown, rev uint64, first bool) {
-	g, changedRows := sh.Frame()
+	g, stamps := sh.Frame()
 	cur := cursorOf(g)
-	runs := enc.rows(g, changedRows, m)
+	runs := enc.rows(g, stamps, m)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	resized := g.Columns != w.cols || g.Rows != w.nrow
@@ -140,8 +139,7 @@ func (w *watcher) update(enc encoder, m *memo, sh Shown, rev uint64, first bool)
 	if first || !changed {
 		return
 	}
-	data, _ := json.Marshal(msg)
-	ev := event("screen", rev, data)
+	ev := event("screen", rev, msg.appendJSON(nil))
 	for c := range w.subs {
 		c.send(ev)
 	}

@@ -102,16 +102,18 @@ type Frames struct {
 	next  int // the view the next frame updates
 }
 
-// Next returns the current grid and, per row, whether it may differ from
-// the previous Next's grid (every row, the first time). The grid stays
-// valid until the Next call after the next one.
-func (f *Frames) Next(s *Screen) (render.Grid, []bool) {
+// Next returns the current grid and each row's stamp: a number that
+// names the row's cells — two rows, in this frame or an earlier one of
+// the same Frames, with the same stamp have the same cells (a row that
+// moved with a scroll keeps its stamp). stamps is nil when the Screen has
+// no emulator (the rows are then the published text, and nothing is
+// known of them). The grid and stamps stay valid until the Next call
+// after the next one.
+func (f *Frames) Next(s *Screen) (render.Grid, []uint64) {
 	v := &f.views[f.next]
 	f.next = 1 - f.next
 	s.UpdateCells(v)
-	// v was last updated two frames ago: a row it did not copy again is
-	// unchanged since then, hence since the last frame too.
-	return v.Grid, v.Changed
+	return v.Grid, v.stamps
 }
 
 // maxFollow is how far down UpdateCells looks for a row that moved up.

@@ -125,3 +125,31 @@ func TestEventStream(t *testing.T) {
 		t.Fatalf("the frame after the restart has no node %s", a)
 	}
 }
+
+// A program's exit reaches the stream at once (Orchestrator.OnStatus
+// kicks it), not at the backstop re-read, set here to an hour.
+func TestEventStreamSeesAnExitAtOnce(t *testing.T) {
+	testMonitorPoll = time.Hour
+	t.Cleanup(func() { testMonitorPoll = 0 })
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	a := apiLaunch(t, s.op(), "sh", "-c", "read line; exit 3")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ev := tools.Subscribe(ctx, s.op(), "", tools.EventsOptions{Retry: 100 * time.Millisecond})
+	defer ev.Close()
+	nextEvent(t, ev, 20*time.Second, "a frame", func(e tools.StreamEvent) bool { return e.Frame != nil })
+	apiOK(t, s.op(), "terminal_type", map[string]any{"terminal": a, "text": "x\n"}, nil)
+	nextEvent(t, ev, 20*time.Second, "the exit in the node's row", func(e tools.StreamEvent) bool {
+		if e.State == nil {
+			return false
+		}
+		for _, n := range e.State.Nodes {
+			if n.Terminal == a && n.Status == tools.StatusExited && n.ExitCode != nil && *n.ExitCode == 3 {
+				return true
+			}
+		}
+		return false
+	})
+}

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/monitor"
@@ -87,6 +88,10 @@ type monitorEngine struct{ o *orchestrator.Orchestrator }
 
 func (e monitorEngine) Peek() []tools.NodeInfo { return e.o.Peek() }
 
+// testMonitorPoll, if set, replaces the streams' backstop re-read
+// interval (tests that must see a change without it).
+var testMonitorPoll time.Duration
+
 func (e monitorEngine) Show(ctx context.Context, id string) (monitor.Shown, error) {
 	sh, err := e.o.Show(ctx, id)
 	if err != nil {
@@ -98,7 +103,7 @@ func (e monitorEngine) Show(ctx context.Context, id string) (monitor.Shown, erro
 // mountMonitor builds the monitor of this server, served beside /call on
 // the same listener; it returns the handler for every request.
 func (s *Server) mountMonitor(saved monitor.Saved, hostPort func() string, next http.Handler) (*monitor.Monitor, http.Handler, error) {
-	m, err := monitor.New(monitor.Config{Saved: saved, Engine: monitorEngine{s.o}, Side: s, HostPort: hostPort, Log: s.log})
+	m, err := monitor.New(monitor.Config{Saved: saved, Engine: monitorEngine{s.o}, Side: s, HostPort: hostPort, Log: s.log, Poll: testMonitorPoll})
 	if err != nil {
 		return nil, nil, err
 	}

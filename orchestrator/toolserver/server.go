@@ -82,6 +82,7 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	}
 	s.handlers = s.buildHandlers()
 	o.OnGone(s.nodeGone)
+	o.OnStatus(s.kickStream) // a program's exit reaches the streams at once
 	// A node's token is known from the moment its session file exists,
 	// before its program starts: an agent's first call never races its
 	// launch.
