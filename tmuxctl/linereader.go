@@ -6,12 +6,12 @@ import (
 	"io"
 )
 
-// The reader's buffer: it starts at lineReadMin, doubles while tmux's
-// output fills it (a flood reads lineReadMax at a time, as a fixed
-// bufio.Reader of that size did), and goes back to lineReadMin once
-// lineShrinkAfter reads in a row found little (a quiet or slowly printing
-// pane). A quiet client then holds 4 KiB instead of 64 (docs/PERFORMANCE.md
-// "Memory per node").
+// The reader's buffer: it starts at lineReadMin, grows to lineReadMax as
+// soon as a read fills it (a flood reads lineReadMax at a time, as a fixed
+// bufio.Reader of that size did) or doubles for a line that does not fit,
+// and goes back to lineReadMin once lineShrinkAfter reads in a row found
+// little (a quiet or slowly printing pane). A quiet client then holds
+// 4 KiB instead of 64 (docs/PERFORMANCE.md "Memory per node").
 const (
 	lineReadMin     = 4 << 10
 	lineReadMax     = 64 << 10
@@ -25,6 +25,7 @@ type lineReader struct {
 	r          io.Reader
 	buf        []byte
 	start, end int   // buf[start:end] is read and not yet returned
+	scanned    int   // bytes after start known to hold no '\n'
 	err        error // the reader's error, returned once the buffer is empty
 	small      int   // reads in a row that returned less than lineReadMin
 }
@@ -43,14 +44,16 @@ func (l *lineReader) buffered() int { return l.end - l.start }
 func (l *lineReader) readSlice() ([]byte, error) {
 	empty := 0
 	for {
-		if i := bytes.IndexByte(l.buf[l.start:l.end], '\n'); i >= 0 {
-			line := l.buf[l.start : l.start+i+1]
-			l.start += i + 1
+		if i := bytes.IndexByte(l.buf[l.start+l.scanned:l.end], '\n'); i >= 0 {
+			line := l.buf[l.start : l.start+l.scanned+i+1]
+			l.start += l.scanned + i + 1
+			l.scanned = 0
 			return line, nil
 		}
+		l.scanned = l.end - l.start
 		if l.err != nil {
 			line := l.buf[l.start:l.end]
-			l.start = l.end
+			l.start, l.scanned = l.end, 0
 			return line, l.err
 		}
 		if l.start == l.end {
@@ -65,10 +68,10 @@ func (l *lineReader) readSlice() ([]byte, error) {
 		}
 		if l.end == len(l.buf) {
 			if len(l.buf) >= lineReadMax {
-				l.start = l.end
+				l.start, l.scanned = l.end, 0
 				return l.buf[:l.end], bufio.ErrBufferFull
 			}
-			l.grow()
+			l.grow(2 * len(l.buf))
 		}
 		room := len(l.buf) - l.end
 		n, err := l.r.Read(l.buf[l.end:])
@@ -81,7 +84,7 @@ func (l *lineReader) readSlice() ([]byte, error) {
 			l.small++
 		}
 		if n == room && len(l.buf) < lineReadMax {
-			l.grow() // the read filled the buffer: more is waiting
+			l.grow(lineReadMax) // the read filled the buffer: more is waiting
 		}
 		if n == 0 && err == nil {
 			if empty++; empty >= 100 {
@@ -91,9 +94,10 @@ func (l *lineReader) readSlice() ([]byte, error) {
 	}
 }
 
-// grow doubles the buffer, up to lineReadMax, keeping what it holds.
-func (l *lineReader) grow() {
-	nb := make([]byte, min(2*len(l.buf), lineReadMax))
+// grow makes the buffer size bytes, at most lineReadMax, keeping what it
+// holds.
+func (l *lineReader) grow(size int) {
+	nb := make([]byte, min(size, lineReadMax))
 	l.end = copy(nb, l.buf[l.start:l.end])
 	l.start = 0
 	l.buf = nb
