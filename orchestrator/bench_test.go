@@ -916,12 +916,21 @@ const idleLaunchers = 10
 // benchIdleOrchestratorCmd is benchIdleOrchestrator with each node
 // running cmd. With TERMSPRAWL_BENCH_HEAPPROFILE set it writes a heap
 // profile there after the measurement (go tool pprof -sample_index
-// inuse_space).
+// inuse_space); TERMSPRAWL_BENCH_SHARD_SIZE sets Config.ShardSize.
 func benchIdleOrchestratorCmd(b *testing.B, idle time.Duration, rest bool, cmd []string) {
 	if os.Getenv("TERMSPRAWL_BENCH_HEAPPROFILE") != "" {
 		runtime.MemProfileRate = 4096 // before anything of the nodes is allocated
 	}
-	o, srv := newBenchOrchestratorWith(b, idle, func(c *Config) { setRestAfter(c, rest) })
+	o, srv := newBenchOrchestratorWith(b, idle, func(c *Config) {
+		setRestAfter(c, rest)
+		if v := os.Getenv("TERMSPRAWL_BENCH_SHARD_SIZE"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				b.Fatalf("TERMSPRAWL_BENCH_SHARD_SIZE: %v", err)
+			}
+			c.ShardSize = n
+		}
+	})
 	time.Sleep(300 * time.Millisecond)
 	before := sampleMem(b, srv.Socket)
 	start := time.Now()
