@@ -805,7 +805,9 @@ func createSessions(b *testing.B, socket, conf string, n int) {
 // the orchestrator's Go heap and stacks and the test process's PSS;
 // total-PSS-KiB/node is the growth of all three (test process, control
 // clients, server) per node. orchestrator-awake never lets a node sleep
-// (IdleAfter negative); orchestrator-asleep lets them sleep after 200 ms
+// (IdleAfter negative; -live: mirrors never rest, -printing: the same
+// with each node printing a line every 200 ms, -resting: mirrors rest
+// after 1 s); orchestrator-asleep lets them sleep after 200 ms
 // and measures once every node sleeps. The tmux-* cases are baselines
 // without an orchestrator (no client, one bare client per session, one
 // client on a hub session linking every window); emulator is the
