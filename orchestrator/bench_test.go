@@ -23,6 +23,7 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -804,7 +805,9 @@ func createSessions(b *testing.B, socket, conf string, n int) {
 // the orchestrator's Go heap and stacks and the test process's PSS;
 // total-PSS-KiB/node is the growth of all three (test process, control
 // clients, server) per node. orchestrator-awake never lets a node sleep
-// (IdleAfter negative); orchestrator-asleep lets them sleep after 200 ms
+// (IdleAfter negative; -live: mirrors never rest, -printing: the same
+// with each node printing a line every 200 ms, -resting: mirrors rest
+// after 1 s); orchestrator-asleep lets them sleep after 200 ms
 // and measures once every node sleeps. The tmux-* cases are baselines
 // without an orchestrator (no client, one bare client per session, one
 // client on a hub session linking every window); emulator is the
@@ -820,6 +823,11 @@ func BenchmarkIdleNodeMemory(b *testing.B) {
 		}
 	}
 	b.Run("orchestrator-awake-live", orch(-1, false))
+	b.Run("orchestrator-awake-printing", func(b *testing.B) {
+		for range b.N {
+			benchIdleOrchestratorCmd(b, -1, false, printingNodeCommand)
+		}
+	})
 	b.Run("orchestrator-awake-resting", orch(-1, true))
 	b.Run("orchestrator-asleep", orch(benchIdleAfter, false))
 	plain := func(mode string) func(b *testing.B) {
@@ -895,18 +903,61 @@ func BenchmarkIdleNodeMemory(b *testing.B) {
 // rest lets the awake nodes' mirrors rest (Config.RestAfter 1 s) and
 // measures once every one does; without it they never rest.
 func benchIdleOrchestrator(b *testing.B, idle time.Duration, rest bool) {
-	o, srv := newBenchOrchestratorWith(b, idle, func(c *Config) { setRestAfter(c, rest) })
+	benchIdleOrchestratorCmd(b, idle, rest, []string{"sleep", "3600"})
+}
+
+// printingNodeCommand prints a numbered line every 200 ms: issue 27's
+// awake node (orchestrator-awake-printing).
+var printingNodeCommand = []string{"sh", "-c", `i=0; while :; do i=$((i+1)); echo "line $i of a node printing every 200 ms"; sleep 0.2; done`}
+
+// idleLaunchers is how many launches benchIdleOrchestratorCmd runs at
+// once: a node whose program prints nothing waits readyMax (2 s) in its
+// launch, so one at a time 100 launches take 200 s.
+const idleLaunchers = 10
+
+// benchIdleOrchestratorCmd is benchIdleOrchestrator with each node
+// running cmd. With TERMSPRAWL_BENCH_HEAPPROFILE set it writes a heap
+// profile there after the measurement (go tool pprof -sample_index
+// inuse_space); TERMSPRAWL_BENCH_SHARD_SIZE sets Config.ShardSize.
+func benchIdleOrchestratorCmd(b *testing.B, idle time.Duration, rest bool, cmd []string) {
+	if os.Getenv("TERMSPRAWL_BENCH_HEAPPROFILE") != "" {
+		runtime.MemProfileRate = 4096 // before anything of the nodes is allocated
+	}
+	o, srv := newBenchOrchestratorWith(b, idle, func(c *Config) {
+		setRestAfter(c, rest)
+		if v := os.Getenv("TERMSPRAWL_BENCH_SHARD_SIZE"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				b.Fatalf("TERMSPRAWL_BENCH_SHARD_SIZE: %v", err)
+			}
+			c.ShardSize = n
+		}
+	})
 	time.Sleep(300 * time.Millisecond)
 	before := sampleMem(b, srv.Socket)
 	start := time.Now()
 	dir := b.TempDir()
-	ids := make([]string, 0, idleNodes)
+	ids := make([]string, idleNodes)
+	errs := make([]error, idleNodes)
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range idleLaunchers {
+		wg.Go(func() {
+			for i := range next {
+				info, err := o.Launch(bctx(b, 20*time.Second), LaunchSpec{Command: cmd, Cwd: dir})
+				ids[i], errs[i] = info.Terminal, err
+			}
+		})
+	}
 	for i := range idleNodes {
-		info, err := o.Launch(bctx(b, 20*time.Second), LaunchSpec{Command: []string{"sleep", "3600"}, Cwd: dir})
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
 		if err != nil {
 			b.Fatalf("launch %d: %v", i, err)
 		}
-		ids = append(ids, info.Terminal)
 	}
 	launch := time.Since(start)
 	time.Sleep(time.Second) // seeds, heal timers and clients settle
@@ -938,8 +989,25 @@ func benchIdleOrchestrator(b *testing.B, idle time.Duration, rest bool) {
 	b.ReportMetric(perNode(after.self, before.self), "self-PSS-KiB/node")
 	b.ReportMetric(perNode(after.self+after.clients, before.self+before.clients), "orch+clients-PSS-KiB/node")
 	b.ReportMetric(perNode(after.self+after.clients+after.server, before.self+before.clients+before.server), "total-PSS-KiB/node")
+	if path := os.Getenv("TERMSPRAWL_BENCH_HEAPPROFILE"); path != "" {
+		writeHeapProfile(b, path)
+	}
 	// Close the nodes and the orchestrator now, not at the end of the
 	// whole benchmark, so the next run starts from the same baseline.
 	o.Close()
 	srv.Kill()
+}
+
+// writeHeapProfile writes the heap profile of this process to path (the
+// heap as of the last GC, which sampleMem has just run).
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatalf("heap profile: %v", err)
+	}
 }

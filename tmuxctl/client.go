@@ -640,13 +640,13 @@ func (c *Client) Close() error {
 // readLoop owns stdout: it reads to EOF whatever happens, so tmux never
 // blocks writing to us, then reaps the process and fails what is pending.
 func (c *Client) readLoop(stdout io.Reader) {
-	br := bufio.NewReaderSize(stdout, 64<<10)
+	br := newLineReader(stdout)
 	var f framer
 	s := &clientSink{c: c}
 	var exit *Exit
 	var long []byte
 	for {
-		chunk, err := br.ReadSlice('\n')
+		chunk, err := br.readSlice()
 		if err == bufio.ErrBufferFull {
 			long = append(long, chunk...)
 			continue
@@ -664,7 +664,7 @@ func (c *Client) readLoop(stdout io.Reader) {
 			}
 		}
 		long = long[:0:0]
-		if br.Buffered() == 0 {
+		if br.buffered() == 0 {
 			s.flush() // about to block in read: wake the consumers
 		}
 		if err != nil {
@@ -877,9 +877,35 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
 	if len(t.b) > t.max {
-		t.b = append([]byte(nil), t.b[len(t.b)-t.max:]...)
+		t.b = t.b[:copy(t.b, t.b[len(t.b)-t.max:])] // in place: String copies
 	}
 	return len(p), nil
+}
+
+// tailReadSize is the buffer ReadFrom reads stderr with: tmux writes a
+// line or two there, if anything.
+const tailReadSize = 512
+
+// ReadFrom copies r into the tail with a tailReadSize buffer. os/exec
+// copies a non-file Stderr from a pipe with io.Copy, which would otherwise
+// hold a 32 KiB buffer for the client's whole life (one per tmux -C: 40
+// KiB a node, docs/PERFORMANCE.md "Memory per node").
+func (t *tailBuffer) ReadFrom(r io.Reader) (int64, error) {
+	buf := make([]byte, tailReadSize)
+	var total int64
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			t.Write(buf[:n])
+			total += int64(n)
+		}
+		if err == io.EOF {
+			return total, nil
+		}
+		if err != nil {
+			return total, err
+		}
+	}
 }
 
 func (t *tailBuffer) String() string {

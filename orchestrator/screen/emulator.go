@@ -79,9 +79,24 @@ func newTerm(cols, rows int, lv *live) *term {
 	// the program, so read and discard forever; stop closes the pipe.
 	go func() {
 		defer close(t.drainDone)
-		_, _ = io.Copy(io.Discard, emu)
+		drain(emu)
 	}()
 	return t
+}
+
+// drainSize is the buffer drain reads answers with: they are a few dozen
+// bytes, and io.Copy into io.Discard would hold an 8 KiB buffer per node
+// for the emulator's whole life.
+const drainSize = 256
+
+// drain reads r to its end or first error and discards what it read.
+func drain(r io.Reader) {
+	buf := make([]byte, drainSize)
+	for {
+		if _, err := r.Read(buf); err != nil {
+			return
+		}
+	}
 }
 
 // stop ends the drain goroutine and waits for it. It closes the writing end
