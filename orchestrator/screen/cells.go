@@ -21,7 +21,7 @@ import (
 func (s *Screen) Cells() render.Grid {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.t == nil || s.t.poisoned || s.t.emu == nil {
+	if !s.hasEmulator() {
 		return s.textCells()
 	}
 	g := render.Grid{Columns: s.cols, Rows: s.rows, Cells: make([]render.Cell, s.cols*s.rows)}
@@ -32,6 +32,11 @@ func (s *Screen) Cells() render.Grid {
 	return g
 }
 
+// hasEmulator reports whether the cells can be read from the emulator
+// (not asleep, poisoned until the next Seed, or closed). Called with mu
+// held.
+func (s *Screen) hasEmulator() bool { return s.t != nil && !s.t.poisoned && s.t.emu != nil }
+
 // CellsView is a caller's own copy of the visible cells, which
 // UpdateCells brings up to date by copying only the rows the emulator
 // touched since the view's last update: a page showing a node whose
@@ -39,12 +44,8 @@ func (s *Screen) Cells() render.Grid {
 // ready to use; a view is not safe for concurrent use.
 type CellsView struct {
 	// Grid is the copy. UpdateCells overwrites its rows in place.
-	Grid render.Grid
-	// Changed[y] reports whether the last UpdateCells copied row y
-	// again (its cells may differ from the update before); a row not
-	// copied is as it was.
-	Changed []bool
-	stamps  []uint64 // per row: the Screen's stamp when copied; nil: copy every row
+	Grid   render.Grid
+	stamps []uint64 // per row: the Screen's stamp when copied; nil: copy every row
 }
 
 // UpdateCells brings v up to date (see CellsView). Every row is copied
@@ -55,9 +56,8 @@ type CellsView struct {
 func (s *Screen) UpdateCells(v *CellsView) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.t == nil || s.t.poisoned || s.t.emu == nil {
+	if !s.hasEmulator() {
 		v.Grid, v.stamps = s.textCells(), nil
-		v.Changed = allRows(v.Changed, v.Grid.Rows)
 		return
 	}
 	full := v.Grid.Columns != s.cols || v.Grid.Rows != s.rows || len(v.stamps) != s.rows
@@ -65,11 +65,9 @@ func (s *Screen) UpdateCells(v *CellsView) {
 		v.Grid = render.Grid{Columns: s.cols, Rows: s.rows, Cells: make([]render.Cell, s.cols*s.rows)}
 		v.stamps = make([]uint64, s.rows)
 	}
-	v.Changed = allRows(v.Changed, s.rows)
 	cols := s.cols
 	for y := 0; y < s.rows; y++ {
 		if !full && v.stamps[y] == s.stamps[y] {
-			v.Changed[y] = false
 			continue
 		}
 		row := v.Grid.Cells[y*cols : (y+1)*cols]
@@ -118,18 +116,6 @@ func (f *Frames) Next(s *Screen) (render.Grid, []uint64) {
 
 // maxFollow is how far down UpdateCells looks for a row that moved up.
 const maxFollow = 8
-
-// allRows is changed resized to n rows, every one true.
-func allRows(changed []bool, n int) []bool {
-	if cap(changed) < n {
-		changed = make([]bool, n)
-	}
-	changed = changed[:n]
-	for i := range changed {
-		changed[i] = true
-	}
-	return changed
-}
 
 // copyRow copies row y of the emulator into row. Called with mu held
 // and a usable emulator.

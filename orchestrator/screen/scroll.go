@@ -30,9 +30,9 @@ import (
 // scrolling).
 var fastScrollOff = false
 
-// scrollAccess is how a term reaches x/vt's private state: the offset of
-// vt.Screen's buffer pointer, the emulator's pending-wrap flag and its
-// control-code handlers. ok is false if this x/vt's layout differs.
+// scrollAccess is where vt.Screen keeps its buffer pointer (the
+// pending-wrap flag and the control-code handlers are found per emulator
+// in installFastScroll). ok is false if this x/vt's layout differs.
 type scrollAccess struct {
 	ok        bool
 	bufOffset uintptr
