@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -23,13 +22,7 @@ import (
 // reports per second over the rounds (reports/s) and the file's size
 // (agents-kB).
 func BenchmarkReports200(b *testing.B) {
-	n := 200
-	if v := os.Getenv("TERMSPRAWL_SCALE_NODES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("TERMSPRAWL_SCALE_NODES=%q: want a positive number", v)
-		}
-	}
+	n := scaleNodes(b)
 	tmux, dir := apiNewState(b)
 	s := apiStartWith(b, tmux, dir, orchestrator.Config{MaxNodes: n + 8})
 	cwd := b.TempDir()

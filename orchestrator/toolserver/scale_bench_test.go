@@ -40,13 +40,7 @@ import (
 // The tool server's tests watch launches for 100 ms (LaunchWatch), not the
 // production 1 s.
 func BenchmarkScale200(b *testing.B) {
-	n := 200
-	if v := os.Getenv("TERMSPRAWL_SCALE_NODES"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 {
-			b.Fatalf("TERMSPRAWL_SCALE_NODES=%q: want a positive number", v)
-		}
-	}
+	n := scaleNodes(b)
 	if _, err := exec.LookPath("bash"); err != nil {
 		b.Skip("bash is not installed")
 	}
@@ -271,4 +265,18 @@ func buildHuman(b *testing.B) string {
 		b.Fatalf("go build termsprawl: %v\n%s", err, out)
 	}
 	return bin
+}
+
+// scaleNodes is TERMSPRAWL_SCALE_NODES, the node count of the 200-node
+// benchmarks (200 when unset).
+func scaleNodes(b *testing.B) int {
+	v := os.Getenv("TERMSPRAWL_SCALE_NODES")
+	if v == "" {
+		return 200
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		b.Fatalf("TERMSPRAWL_SCALE_NODES=%q: want a positive number", v)
+	}
+	return n
 }

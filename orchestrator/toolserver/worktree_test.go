@@ -411,23 +411,8 @@ func TestWorktreeReusedByAPersistedLaunch(t *testing.T) {
 	repo, same := wtRepo(t)
 	defer same()
 	tmux, dir := apiNewState(t)
-	cfg := orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test", LaunchWatch: 100 * time.Millisecond}
-	if err := tools.EnsureStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	opSess, err := ensureOperatorSession(dir, tmux.Socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, err := orchestrator.New(t.Context(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	o, api := inProcessServer(t, tmux, dir)()
 	defer o.Close()
-	api, err := New(o, cfg, "inst", opSess)
-	if err != nil {
-		t.Fatal(err)
-	}
 	defer api.Close()
 	c := &call{ctx: t.Context(), caller: operatorIdentity, s: api}
 	spec := orchestrator.LaunchSpec{Command: []string{"sh", "-c", "echo PROGRAM-STARTED; exec cat"}, Cwd: repo, Worktree: &tools.WorktreeLaunch{Branch: "again"}}
