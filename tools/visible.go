@@ -65,7 +65,7 @@ func formatRune(r rune) bool {
 	case r >= 0x200b && r <= 0x200f, // zero-width space/joiners, LRM, RLM
 		r >= 0x202a && r <= 0x202e, // bidi embeddings and overrides
 		r >= 0x2066 && r <= 0x2069, // bidi isolates
-		r == 0x2028, r == 0x2029, // line and paragraph separators
+		r == 0x2028, r == 0x2029,   // line and paragraph separators
 		r == 0x061c, // Arabic letter mark
 		r == 0xfeff: // BOM / zero-width no-break space
 		return true
