@@ -132,6 +132,9 @@ func knownEvents(m map[string]string) string { return ctllite.KnownEvents(m) }
 // hook JSON carried one (kept for a restore, CONTRACT §25); 0 on
 // success, 1 (non-blocking for every agent) otherwise.
 func (h *hookRun) report(state, message, conversation string) int {
+	if bad := ctllite.BadConversation(conversation); bad != "" {
+		h.say("%s", bad)
+	}
 	args := ctllite.ReportArgs(h.g.Agent, h.g.Event, state, message, conversation)
 	res := tools.Call(h.ctx, h.session, tools.Request{Operation: "agent_report", Args: args}, tools.CallOptions{})
 	if !res.OK {
