@@ -480,7 +480,7 @@ func (h *human) fail(res tools.Result) int {
 		// human gets the reason and what to check.
 		msg = "no answer from termsprawl: " + transportReason(res) + " (`termsprawl doctor` checks the setup)"
 	}
-	fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), humanize(msg))
+	fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), tools.VisibleText(humanize(msg)))
 	if ambiguous(res) {
 		return ExitUsage
 	}
@@ -635,7 +635,7 @@ func (h *human) launchWith(op, kind, name string, command []string, asJSON bool,
 		if len(tail) > 0 {
 			fmt.Fprintf(h.stderr, "; its last lines:\n")
 			for _, l := range tail {
-				fmt.Fprintf(h.stderr, "  | %s\n", l)
+				fmt.Fprintf(h.stderr, "  | %s\n", vis(l))
 			}
 		} else {
 			fmt.Fprintf(h.stderr, " and printed nothing\n")
@@ -738,25 +738,48 @@ func (h *human) ls(asJSON bool) int {
 	}
 	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATE\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(kindText(r)), dash(stateText(r)), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", vis(r.Terminal), dash(r.Name), dash(kindText(r)), dash(stateText(r)), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
 	}
 	_ = tw.Flush()
 	return ExitOK
 }
 
+// dash is a table cell: "-" for nothing, else s with its controls made
+// visible (tools.VisibleLine: a cell is outside text — CONTRACT §26).
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return tools.VisibleLine(s)
 }
 
+// vis is tools.VisibleLine: outside text on one line of a human surface.
+func vis(s string) string { return tools.VisibleLine(s) }
+
+// clipText is s made visible (tools.VisibleLine), cut to n runes at the
+// end with "…". For text whose end matters (a dialog's command), see
+// clipMiddle.
 func clipText(s string, n int) string {
+	s = tools.VisibleLine(s)
 	r := []rune(s)
 	if len(r) <= n {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// clipMiddle is s made visible (tools.VisibleLine) and, when longer than
+// n runes, cut in the middle with "…" so its end stays shown: the
+// dangerous tail of a command (`ls …; rm -rf ~/work`) is never the part
+// hidden (CONTRACT §26). cut reports whether anything was left out.
+func clipMiddle(s string, n int) (out string, cut bool) {
+	r := []rune(tools.VisibleLine(s))
+	if len(r) <= n {
+		return string(r), false
+	}
+	head := (n - 1) / 3
+	tail := n - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:]), true
 }
 
 // shellJoin quotes argv for display.
@@ -784,7 +807,7 @@ func (h *human) snapshot(node string, asJSON bool) int {
 		_ = prettyJSON(h.stdout, pretty)
 	} else {
 		for _, l := range trimBlankTail(snap.Lines) {
-			fmt.Fprintln(h.stdout, l)
+			fmt.Fprintln(h.stdout, vis(l))
 		}
 	}
 	if snap.SavedAt != "" {
@@ -885,14 +908,20 @@ func (h *human) dialogs(asJSON bool) int {
 	}
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNODE\tKIND\tTITLE\tOPTIONS\tDENIED IF UNANSWERED")
+	cut := false
 	for _, r := range rows {
 		ends := "-"
 		if !r.Expires.IsZero() {
 			ends = "in " + time.Until(r.Expires).Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")), ends)
+		title, c := clipMiddle(strings.ReplaceAll(r.Title, "\n", " "), 60)
+		cut = cut || c
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", vis(r.ID), dash(r.Node), dash(r.Kind), title, dash(strings.Join(r.Options, " | ")), ends)
 	}
 	_ = tw.Flush()
+	if cut {
+		fmt.Fprintln(h.stdout, "a title cut in the middle (…) keeps its start and its end; `termsprawl dialogs --json` shows every dialog's title and tool input in full")
+	}
 	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--reason TEXT], a question with: termsprawl answer ID --choice VALUE")
 	return ExitOK
 }

@@ -154,20 +154,20 @@ func (h *human) diff(c diffCmd) int {
 		return ExitOK
 	}
 	if c.Stat {
-		fmt.Fprintf(h.stdout, "%s (%s): %d files changed, %d insertions(+), %d deletions(-)\n", d.Branch, d.Path, d.Files, d.Insertions, d.Deletions)
+		fmt.Fprintf(h.stdout, "%s (%s): %d files changed, %d insertions(+), %d deletions(-)\n", vis(d.Branch), vis(d.Path), d.Files, d.Insertions, d.Deletions)
 		if len(d.Turns) > 0 {
 			tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "TURN\tAT\tHEAD\tFILES\t+\t-")
 			for _, t := range d.Turns {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\n", t.Turn, t.At, t.Head[:min(len(t.Head), 12)], t.Files, t.Insertions, t.Deletions)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\n", t.Turn, vis(t.At), vis(t.Head[:min(len(t.Head), 12)]), t.Files, t.Insertions, t.Deletions)
 			}
 			_ = tw.Flush()
 		}
 	} else {
-		fmt.Fprint(h.stdout, d.Diff)
+		fmt.Fprint(h.stdout, tools.VisibleText(d.Diff))
 	}
 	if d.Cut != "" {
-		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), d.Cut)
+		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), tools.VisibleText(d.Cut))
 	}
 	return ExitOK
 }
@@ -178,7 +178,7 @@ func (h *human) review(c reviewCmd) int {
 			return usageError(h.stderr, h.prefix(), errors.New("--send takes only NODE: it sends the comments collected so far"), "")
 		}
 		return mutate(h, "worktree_review_send", map[string]any{"node": c.Node}, c.JSON, func(r tools.WorktreeReviewSent) {
-			fmt.Fprintf(h.stdout, "sent %d comments to %s as task %s\n", r.Comments, r.Node, r.Task)
+			fmt.Fprintf(h.stdout, "sent %d comments to %s as task %s\n", r.Comments, vis(r.Node), vis(r.Task))
 		})
 	}
 	file, lineText, ok := strings.Cut(reverse(c.At), ":")
@@ -217,9 +217,9 @@ func (h *human) finish(c finishCmd) int {
 	}
 	return mutate(h, "worktree_finish", args, c.JSON, func(r tools.WorktreeFinished) {
 		if len(r.Discarded) > 0 {
-			fmt.Fprintf(h.stdout, "discarded: %s\n", strings.Join(r.Discarded, ", "))
+			fmt.Fprintf(h.stdout, "discarded: %s\n", vis(strings.Join(r.Discarded, ", ")))
 		}
-		fmt.Fprintln(h.stdout, r.Message)
+		fmt.Fprintln(h.stdout, tools.VisibleText(r.Message))
 	})
 }
 
@@ -227,10 +227,10 @@ func (h *human) worktrees(c worktreesCmd) int {
 	if c.Action == "prune" {
 		return mutate(h, "worktree_prune", map[string]any{}, c.JSON, func(r tools.WorktreePruned) {
 			for _, x := range r.Removed {
-				fmt.Fprintf(h.stdout, "removed %s (%s)\n", x.Path, x.Message)
+				fmt.Fprintf(h.stdout, "removed %s (%s)\n", vis(x.Path), vis(x.Message))
 			}
 			for _, x := range r.Kept {
-				fmt.Fprintf(h.stdout, "kept %s: %s\n", x.Path, x.Reason)
+				fmt.Fprintf(h.stdout, "kept %s: %s\n", vis(x.Path), tools.VisibleText(x.Reason))
 			}
 			if len(r.Removed)+len(r.Kept) == 0 {
 				fmt.Fprintln(h.stdout, "no worktrees")
@@ -266,7 +266,7 @@ func (h *human) worktrees(c worktreesCmd) int {
 		if !w.Exists {
 			dirty = "gone"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", w.Branch, dash(w.Node), dirty, w.Ahead, w.Behind, merged, w.Path)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", vis(w.Branch), dash(w.Node), vis(dirty), w.Ahead, w.Behind, vis(merged), vis(w.Path))
 	}
 	_ = tw.Flush()
 	return ExitOK
