@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/notify"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -26,6 +27,9 @@ type Server struct {
 	version  string
 	ctlPath  string
 	instance string
+	// settings are config.toml's (nil in tests that give none): read at
+	// each use, so a reload counts.
+	settings *config.Store
 	receipts *tools.ReceiptStore
 	handlers map[string]handler
 
@@ -69,7 +73,7 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st := newStore(cfg.StateDir, o.Logger())
-	s := &Server{o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
+	s := &Server{o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath, settings: cfg.Settings,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),

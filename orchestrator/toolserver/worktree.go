@@ -154,11 +154,11 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 		return nil, refusal(err)
 	}
 	var notes []string
-	if copied, err := g.CopyIncluded(c.ctx, info); err != nil {
+	copied, err := g.CopyIncluded(c.ctx, info, c.s.copyLimits())
+	if err != nil {
 		notes = append(notes, "copying .worktreeinclude's files failed: "+err.Error())
-	} else if len(copied) > 0 {
-		notes = append(notes, fmt.Sprintf("copied %d files named by .worktreeinclude", len(copied)))
 	}
+	notes = append(notes, copied.Notes()...)
 	if w.Submodules {
 		if err := g.InitSubmodules(c.ctx, info); err != nil {
 			notes = append(notes, "submodules: "+err.Error())
@@ -181,6 +181,15 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 	t.mu.Unlock()
 	t.save(c.ctx)
 	return e, nil
+}
+
+// copyLimits are config.toml's bounds of .worktreeinclude copies.
+func (s *Server) copyLimits() worktree.CopyLimits {
+	if s.settings == nil {
+		return worktree.CopyLimits{}
+	}
+	w := s.settings.Current().Worktree
+	return worktree.CopyLimits{MaxFile: int64(w.CopyMaxFile), MaxTotal: int64(w.CopyMaxTotal)}
 }
 
 // reuseWorktree takes the worktree a persisted launch names (a restore,

@@ -91,11 +91,12 @@ func TestIncludeCopiesOnlyIgnoredNamedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copied, err := g.CopyIncluded(ctx(t), in)
+	res, err := g.CopyIncluded(ctx(t), in, CopyLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(copied, ",") != ".env,conf/a.log" {
+	copied := res.Paths
+	if strings.Join(copied, ",") != ".env,conf/a.log" || len(res.Skipped) != 0 {
 		t.Fatalf("copied %q, want .env and conf/a.log", copied)
 	}
 	if b, _ := os.ReadFile(filepath.Join(in.Path, ".env")); string(b) != "SECRET=1\n" {
