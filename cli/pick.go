@@ -36,7 +36,8 @@ func (h *human) pickerCommand() string {
 	if err != nil {
 		return ""
 	}
-	return shellJoin([]string{exe, "--state-dir", h.stateDir, "pick"})
+	// tmux runs it outside every node, for the human: as the operator.
+	return shellJoin([]string{exe, "--state-dir", h.stateDir, "--operator", "pick"})
 }
 
 // errPickQuit ends the picker: the human typed q, or the input ended.

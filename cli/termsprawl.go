@@ -30,6 +30,8 @@ type humanGrammar struct {
 	StateDir    string           `name:"state-dir" env:"TERMSPRAWL_HOME" placeholder:"DIR" predictor:"dir" help:"State directory (default: $XDG_STATE_HOME/termsprawl or ~/.local/state/termsprawl)."`
 	TmuxSocket  string           `name:"tmux-socket" env:"TERMSPRAWL_TMUX_SOCKET" default:"termsprawl" placeholder:"NAME" help:"Private tmux server socket name (tmux -L NAME)."`
 	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
+	// Operator: inside a node, act as the operator anyway (innode.go).
+	Operator bool `name:"operator" help:"Inside a node, act with the operator's session instead of the node's own (for a human typing in a node's shell; C-b a's picker passes it)."`
 
 	Up         upCmd         `cmd:"" help:"Run the orchestrator (foreground; --detach runs it in the background)."`
 	Down       downCmd       `cmd:"" help:"Stop the orchestrator; nodes keep running (--all ends them and the tmux server too)."`
@@ -267,6 +269,10 @@ type human struct {
 	launched string // the id of the node launch made (for new --attach)
 	// worktree is the launch's worktree argument (worktree.go).
 	worktree map[string]any
+	// insideNode: this termsprawl runs inside a node and acts with its
+	// session (inNode), not the operator's (innode.go).
+	insideNode bool
+	inNode     nodeContext
 }
 
 // humanOptions are the kong options of termsprawl.
@@ -354,6 +360,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h.ctx = ctx
+	if !g.Operator {
+		h.inNode, h.insideNode = insideNode(h.stateDir, h.socket)
+	}
 
 	if cmd == "new" || cmd == "agent" {
 		w, err := g.New.args()
@@ -364,6 +373,18 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, h.prefix(), err, "")
 		}
 		h.worktree = w // the launch's worktree argument (worktree.go)
+		trustSetup, cwd := g.New.TrustSetup, g.New.Cwd
+		if cmd == "agent" {
+			trustSetup, cwd = g.Agent.TrustSetup, g.Agent.Cwd
+		}
+		if trustSetup {
+			// The human's approval, here and now, before the launch; an
+			// agent's launch has no way to ask for it (no operation
+			// writes trust.json).
+			if code := h.approve(cmp.Or(cwd, "."), stderr); code != ExitOK {
+				return code
+			}
+		}
 	}
 	switch cmd {
 	case "up":
@@ -427,10 +448,16 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	}
 }
 
-// sessionFile is the operator's session file. termsprawl always acts as
-// the operator of its state directory, also inside a node (whose
-// TERMSPRAWL_SESSION_FILE is the node's own, for termsprawlctl).
-func (h *human) sessionFile() string { return tools.OperatorSessionPath(h.stateDir) }
+// sessionFile is the session termsprawl acts with: the operator's of its
+// state directory, except inside a node, where it is the node's own
+// unless --operator says otherwise (innode.go; "" when the node's is not
+// known).
+func (h *human) sessionFile() string {
+	if h.insideNode {
+		return h.inNode.Session
+	}
+	return tools.OperatorSessionPath(h.stateDir)
+}
 
 // prefix is "termsprawl CMD" for messages.
 func (h *human) prefix() string {
@@ -457,6 +484,10 @@ func (h *human) prepare(op string, args map[string]any) (json.RawMessage, int) {
 // sentence in the CLI's own terms and returns the exit code (1, or 3 when
 // termsprawl is not running).
 func (h *human) call(op string, args map[string]any) (json.RawMessage, int) {
+	if h.insideNode && h.inNode.Session == "" {
+		fmt.Fprintf(h.stderr, "%s: refused: this node's own session is not known (no $%s): %s\n", h.prefix(), SessionEnv, h.inNodeHint())
+		return nil, ExitNo
+	}
 	raw, code := h.prepare(op, args)
 	if code != ExitOK {
 		return nil, code
@@ -481,6 +512,9 @@ func (h *human) fail(res tools.Result) int {
 		msg = "no answer from termsprawl: " + transportReason(res) + " (`termsprawl doctor` checks the setup)"
 	}
 	fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), tools.VisibleText(humanize(msg)))
+	if h.insideNode && (res.Kind == tools.KindForbidden || res.Kind == tools.KindNotRun || res.Kind == tools.KindUnauthorized) {
+		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), h.inNodeHint())
+	}
 	if ambiguous(res) {
 		return ExitUsage
 	}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -19,13 +20,14 @@ type worktreeFlags struct {
 	WorktreeAuto bool   `name:"worktree-auto" hidden:"" help:"--worktree without a NAME."`
 	Base         string `name:"base" placeholder:"REF" help:"With --worktree: the branch, tag or commit to start from (default: the main worktree's HEAD)."`
 	Submodules   bool   `name:"submodules" help:"With --worktree: initialize the repository's submodules in the new worktree."`
+	TrustSetup   bool   `name:"trust-setup" help:"With --worktree: approve the repository's .termsprawl/ files at their current content first, as termsprawl trust DIR does, so its setup runs (the human's alone: refused inside a node)."`
 }
 
 // args is the worktree argument of the launch, or nil.
 func (f worktreeFlags) args() (map[string]any, error) {
 	if f.Worktree == "" && !f.WorktreeAuto {
-		if f.Base != "" || f.Submodules {
-			return nil, errors.New("--base and --submodules go with --worktree")
+		if f.Base != "" || f.Submodules || f.TrustSetup {
+			return nil, errors.New("--base, --submodules and --trust-setup go with --worktree")
 		}
 		return nil, nil
 	}
@@ -61,10 +63,12 @@ func worktreeArgs(args []string) []string {
 }
 
 type worktreeCmds struct {
-	Diff      diffCmd      `cmd:"" help:"Print a worktree node's diff against its base (committed, uncommitted, new files); --turn N as recorded at that turn's end."`
-	Review    reviewCmd    `cmd:"" help:"Collect a review comment on FILE:LINE of a worktree node; --send sends them all to its agent as one task."`
-	Finish    finishCmd    `cmd:"" help:"Finish a worktree node: --merge into its base, --push to its upstream or origin, or --keep; never loses work."`
-	Worktrees worktreesCmd `cmd:"" help:"List termsprawl's git worktrees (dirty, ahead, behind, merged); prune removes the clean and merged ones."`
+	Diff      diffCmd          `cmd:"" help:"Print a worktree node's diff against its base (committed, uncommitted, new files); --turn N as recorded at that turn's end."`
+	Review    reviewCmd        `cmd:"" help:"Collect a review comment on FILE:LINE of a worktree node; --send sends them all to its agent as one task."`
+	Finish    finishCmd        `cmd:"" help:"Finish a worktree node: --merge into its base, --push to its upstream or origin, or --keep; never loses work."`
+	Worktrees worktreesCmd     `cmd:"" help:"List termsprawl's git worktrees (dirty, ahead, behind, merged); prune removes the clean and merged ones."`
+	Trust     trustCmd         `cmd:"" help:"Approve a repository's .termsprawl/ files (worktree.json's setup, policy.toml) at their current content; print what was approved, with hashes."`
+	Worktree  worktreeGroupCmd `cmd:"" help:"Worktree settings: trust DIR approves a repository's .termsprawl/ files, as termsprawl trust does."`
 }
 
 type diffCmd struct {
@@ -131,6 +135,8 @@ func (h *human) runWorktreeCmd(cmd string, g *humanGrammar) (int, bool) {
 		return h.finish(g.Finish), true
 	case "worktrees":
 		return h.worktrees(g.Worktrees), true
+	case "trust":
+		return h.approve(cmp.Or(g.Trust.Dir, g.Worktree.Trust.Dir), h.stdout), true
 	}
 	return 0, false
 }
