@@ -54,6 +54,9 @@ type wtEntry struct {
 	Created     time.Time               `json:"created"`
 	Turns       []tools.WorktreeTurn    `json:"turns,omitempty"`
 	Comments    []tools.WorktreeComment `json:"comments,omitempty"`
+	// Listed are the uncommitted paths the last finish refusal named:
+	// what a later --discard may throw away, and only that (CONTRACT §26).
+	Listed []string `json:"discard_listed,omitempty"`
 }
 
 type wtCached struct {
@@ -744,7 +747,20 @@ func worktreeFinish(c *call, a worktreeFinishArgs) (tools.WorktreeFinished, any,
 	if err != nil {
 		return tools.WorktreeFinished{}, nil, err
 	}
-	out, err := WorktreeGit.Finish(c.ctx, e.Info, a.Mode, a.Discard)
+	t := c.s.wtTab()
+	t.mu.Lock()
+	listed := slices.Clone(e.Listed)
+	t.mu.Unlock()
+	out, err := WorktreeGit.Finish(c.ctx, e.Info, a.Mode, a.Discard, listed)
+	var dirty *worktree.DirtyError
+	if errors.As(err, &dirty) {
+		// What --discard may throw away from now on: what this refusal
+		// named.
+		t.mu.Lock()
+		e.Listed = slices.Clone(dirty.Paths)
+		t.mu.Unlock()
+		t.save(c.ctx)
+	}
 	if err != nil {
 		return tools.WorktreeFinished{}, nil, refusal(err)
 	}
@@ -758,9 +774,8 @@ func worktreeFinish(c *call, a worktreeFinishArgs) (tools.WorktreeFinished, any,
 			r.Message += "; closed node " + e.Node
 		}
 	}
-	t := c.s.wtTab()
 	t.mu.Lock()
-	e.Node, e.Incarnation = "", ""
+	e.Node, e.Incarnation, e.Listed = "", "", nil
 	if out.Removed {
 		t.entries = slices.DeleteFunc(t.entries, func(x *wtEntry) bool { return x == e })
 		delete(t.status, e.Path)
