@@ -80,7 +80,10 @@ func (g Git) ValidName(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if !ok || strings.HasPrefix(name, "-") {
+	if !ok || strings.HasPrefix(name, "-") || name == "@" || strings.Contains(name, "@{") {
+		// "@" passes check-ref-format as a branch's last component but
+		// names HEAD to git, and as the worktree's directory git cannot
+		// use it (.git/worktrees/@).
 		return refuse("%q is not a valid branch name (git check-ref-format refuses %s%s); use letters, digits, - and _ (e.g. fix-login)", name, BranchPrefix, name)
 	}
 	return nil
@@ -135,6 +138,12 @@ func (g Git) Create(ctx context.Context, s Spec) (Info, error) {
 	}
 	// --no-track: never an upstream written into the repository's config.
 	if _, err := g.write(ctx, repo, "worktree", "add", "--no-track", "-b", in.Branch, "--", in.Path, in.BaseCommit); err != nil {
+		// Leave nothing behind: git may have made the branch (it did not
+		// exist above) before failing on the worktree.
+		_, _ = g.write(ctx, repo, "worktree", "prune")
+		if at, rerr := g.read(ctx, repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+in.Branch); rerr == nil && strings.TrimSpace(at) == in.BaseCommit && g.checkedOutAt(ctx, repo, in.Branch) == "" {
+			_, _ = g.write(ctx, repo, "branch", "-D", "--", in.Branch)
+		}
 		return Info{}, fmt.Errorf("create the worktree: %w", err)
 	}
 	return in, nil

@@ -113,3 +113,19 @@ func TestFinishNamesAnEditedIncludedFile(t *testing.T) {
 		t.Fatalf("the main worktree's .env: %q", b)
 	}
 }
+
+// A new file larger than what a diff reads of it: the insertion count
+// is marked cut (issue 34 item 7).
+func TestDiffStatMarksABigNewFileCut(t *testing.T) {
+	repo, same := newRepo(t, "r")
+	defer same()
+	in := made(t, repo, "big")
+	write(t, filepath.Join(in.Path, "big.txt"), strings.Repeat("a line of text\n", 200000)) // 3 MB
+	d, err := Git{}.DiffOf(ctx(t), in, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Insertions >= 200000 || !strings.Contains(d.Cut, "big.txt") || !strings.Contains(d.Cut, "counted in its first") {
+		t.Fatalf("%d insertions, cut %q", d.Insertions, d.Cut)
+	}
+}
