@@ -67,6 +67,7 @@ func TestHumanSurfacesShowOutsideTextVisible(t *testing.T) {
 	surfaces := [][]string{
 		{"ls"}, {"dialogs"}, {"why", "n1"}, {"diff", "n1"}, {"worktrees"}, {"hosts"}, {"snapshot", "n1"},
 		{"kill", "n1"}, // an error that quotes outside text
+		{"doctor"},
 	}
 	for _, args := range surfaces {
 		code, out, errb := runHuman(t, args...)
