@@ -140,8 +140,8 @@ func (g Git) Create(ctx context.Context, s Spec) (Info, error) {
 	if _, err := g.write(ctx, repo, "worktree", "add", "--no-track", "-b", in.Branch, "--", in.Path, in.BaseCommit); err != nil {
 		// Leave nothing behind: git may have made the branch (it did not
 		// exist above) before failing on the worktree.
-		_, _ = g.write(ctx, repo, "worktree", "prune")
-		if at, rerr := g.read(ctx, repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+in.Branch); rerr == nil && strings.TrimSpace(at) == in.BaseCommit && g.checkedOutAt(ctx, repo, in.Branch) == "" {
+		// (git branch -D refuses a branch a worktree still has.)
+		if at, rerr := g.read(ctx, repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+in.Branch); rerr == nil && strings.TrimSpace(at) == in.BaseCommit {
 			_, _ = g.write(ctx, repo, "branch", "-D", "--", in.Branch)
 		}
 		return Info{}, fmt.Errorf("create the worktree: %w", err)
