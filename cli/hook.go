@@ -305,7 +305,9 @@ func permissionTitle(tool string, input json.RawMessage) string {
 	if summary == "" {
 		return oneLineText(tool, maxTitleInput)
 	}
-	return oneLineText(tool+": "+summary, len(tool)+2+maxTitleInput)
+	// Cut in the middle: the end of a long command (`…; rm -rf ~/work`)
+	// is what a human must see (CONTRACT §26).
+	return oneLineText(tool, maxTitleInput) + ": " + cutMiddle(strings.Join(strings.Fields(summary), " "), maxTitleInput)
 }
 
 // oneLineText squeezes whitespace and cuts s to max runes.

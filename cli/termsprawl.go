@@ -807,13 +807,21 @@ func clipText(s string, n int) string {
 // dangerous tail of a command (`ls …; rm -rf ~/work`) is never the part
 // hidden (CONTRACT §26). cut reports whether anything was left out.
 func clipMiddle(s string, n int) (out string, cut bool) {
-	r := []rune(tools.VisibleLine(s))
+	v := tools.VisibleLine(s)
+	out = cutMiddle(v, n)
+	return out, out != v
+}
+
+// cutMiddle cuts s to n runes in the middle with "…", keeping a third
+// of the room for its start and the rest for its end.
+func cutMiddle(s string, n int) string {
+	r := []rune(s)
 	if len(r) <= n {
-		return string(r), false
+		return s
 	}
 	head := (n - 1) / 3
 	tail := n - 1 - head
-	return string(r[:head]) + "…" + string(r[len(r)-tail:]), true
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
 
 // shellJoin quotes argv for display.

@@ -20,8 +20,8 @@ const maxNotifyRunes = 200
 // client attached to any of termsprawl's tmux servers (control clients,
 // ours, are left out) and returns how many were told. The message is one
 // line: whitespace becomes single spaces, other controls are made
-// visible (tools.VisibleLine), and it is cut to 200
-// characters. Only display-message is sent (never a prompt, which would
+// visible (tools.VisibleLine), and it is cut to 200 characters in the
+// middle (its end says what matters). Only display-message is sent (never a prompt, which would
 // block a control client's queue in tmux 3.3a), with the text's `#`
 // doubled so tmux shows it instead of expanding formats.
 func (o *Orchestrator) NotifyHumans(ctx context.Context, msg string) (int, error) {
@@ -54,7 +54,10 @@ func (o *Orchestrator) NotifyHumans(ctx context.Context, msg string) (int, error
 func notifyText(msg string) string {
 	msg = tools.VisibleLine(strings.Join(strings.Fields(msg), " "))
 	if r := []rune(msg); len(r) > maxNotifyRunes {
-		msg = string(r[:maxNotifyRunes-1]) + "…"
+		// Cut in the middle: a message ends with what matters (a
+		// command's tail, how to answer).
+		head := (maxNotifyRunes - 1) / 3
+		msg = string(r[:head]) + "…" + string(r[len(r)-(maxNotifyRunes-1-head):])
 	}
 	return strings.ReplaceAll(msg, "#", "##")
 }
