@@ -427,7 +427,16 @@ func (m *Model) dialogLines(n tools.StreamNode) []string {
 			out = append(out, "   tool: "+tools.VisibleLine(d.Tool))
 		}
 		if d.Input != "" {
-			out = append(out, "   input: "+tools.VisibleLine(d.Input))
+			// Wrapped, never cut at the pane's edge: its end is what
+			// matters (CONTRACT §26).
+			w := max(m.geometry().pw-4, 20)
+			for i, l := range strings.Split(ansi.Hardwrap("input: "+tools.VisibleLine(d.Input), w, true), "\n") {
+				if i == 0 {
+					out = append(out, "   "+l)
+				} else {
+					out = append(out, "     "+l)
+				}
+			}
 		}
 		if len(d.Options) > 0 {
 			for i, o := range d.Options {

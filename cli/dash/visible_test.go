@@ -45,3 +45,21 @@ func TestDashboardShowsOutsideTextVisible(t *testing.T) {
 		}
 	}
 }
+
+// A long tool input is wrapped in the dialogs tab, so its end is shown.
+func TestDashboardDialogInputKeepsItsEnd(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	st := fleet()
+	input := `{"command":"ls ` + strings.Repeat("x", 300) + ` ; rm -rf ~/work"}`
+	st.Dialogs = []tools.StreamDialog{{Dialog: tools.Dialog{ID: "dialog-1", Node: "n1", Kind: "permission", Title: "Bash: ls", Tool: "Bash", Input: input, Created: time.Now()}}}
+	tm, _ := start(t, f, st, 120, 40)
+	var frame string
+	inspect(t, tm, func(m *Model) {
+		m.sel, m.tab = "n1", tabDialogs
+		frame = m.Render()
+	})
+	if !strings.Contains(frame, `rm -rf ~/work"}`) {
+		t.Fatalf("the input's end is not shown:\n%s", frame)
+	}
+}
