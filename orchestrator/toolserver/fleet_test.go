@@ -121,3 +121,37 @@ func TestFleetSearch(t *testing.T) {
 		t.Fatalf("since now: the recorded line is older, want the screen's only: %+v", r)
 	}
 }
+
+// A node on a host is searched through its host's mirror connection,
+// its history included; an agent on that host (kept to it) searches its
+// host's nodes only: this machine's nodes and recordings are not its to
+// read, and naming one is refused.
+func TestFleetSearchRemoteAndRealm(t *testing.T) {
+	t.Parallel()
+	s := realmServe(t, false)
+	op := s.op()
+	local := realmLaunch(t, op, apiM{"command": []string{"sh", "-c", "echo REALM-local-1; exec sleep 600"}, "cwd": t.TempDir()})
+	rem := realmLaunch(t, op, apiM{"command": []string{"sh", "-c", "echo REALM-rem-far; seq 1 500; echo rem-done; exec sleep 600"}, "host": "rem"})
+	fleetWait(t, op, local.Terminal, "REALM-local-1")
+	fleetWait(t, op, rem.Terminal, "rem-done")
+	apiMutate(t, op, "terminal_record", apiM{"terminal": local.Terminal, "on": true})
+	apiOK(t, op, "terminal_type", apiM{"terminal": local.Terminal, "text": "x"}, nil)
+	apiMutate(t, op, "terminal_record", apiM{"terminal": local.Terminal, "on": false})
+
+	r := fleetSearchOK(t, op, apiM{"pattern": "REALM-"})
+	if len(r.Matches) != 2 || r.Nodes != 2 {
+		t.Fatalf("the operator's search: %+v", r)
+	}
+	for _, m := range r.Matches {
+		if m.Node == rem.Terminal && (m.Source != tools.MatchHistory || m.Line > -400 || m.Text != "REALM-rem-far") {
+			t.Fatalf("the remote node's history marker: %+v", m)
+		}
+	}
+
+	agent := s.session(rem.Terminal)
+	r = fleetSearchOK(t, agent, apiM{"pattern": "REALM-", "recordings": true})
+	if len(r.Matches) != 1 || r.Matches[0].Node != rem.Terminal || r.Nodes != 1 || r.Recordings != 0 {
+		t.Fatalf("the agent on rem searched outside its host: %+v", r)
+	}
+	apiFail(t, agent, "fleet_search", apiM{"pattern": "REALM-", "nodes": []string{local.Terminal}}, tools.KindForbidden)
+}
