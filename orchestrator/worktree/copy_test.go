@@ -108,7 +108,7 @@ func TestIncludeSkipsFIFOs(t *testing.T) {
 	defer sr.Close()
 	dr, _ := os.OpenRoot(dst)
 	defer dr.Close()
-	n, why, err := copyBeneath(sr, dr, "pipe", DefaultCopyMaxFile, DefaultCopyMaxTotal)
+	n, why, err := copyIncluded(sr, dr, "pipe", DefaultCopyMaxFile, DefaultCopyMaxTotal)
 	if err != nil || n != 0 || !strings.Contains(why, "FIFO") {
 		t.Fatalf("%d %q %v", n, why, err)
 	}

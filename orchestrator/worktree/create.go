@@ -254,7 +254,7 @@ func (g Git) CopyIncluded(ctx context.Context, in Info, lim CopyLimits) (Copied,
 	defer dst.Close()
 	var total int64
 	for _, rel := range splitZ(string(ign)) {
-		n, why, err := copyBeneath(src, dst, rel, lim.MaxFile, lim.MaxTotal-total)
+		n, why, err := copyIncluded(src, dst, rel, lim.MaxFile, lim.MaxTotal-total)
 		switch {
 		case err != nil:
 			res.Skipped = append(res.Skipped, Skipped{Path: rel, Why: err.Error()})
@@ -284,9 +284,9 @@ func linkOut(err error) bool {
 	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes")
 }
 
-// copyBeneath copies rel from src to dst, both roots. It returns the
+// copyIncluded copies rel from src to dst, both roots. It returns the
 // bytes copied, or why it skipped rel ("" when copied), or an error.
-func copyBeneath(src, dst *os.Root, rel string, maxFile, left int64) (int64, string, error) {
+func copyIncluded(src, dst *os.Root, rel string, maxFile, left int64) (int64, string, error) {
 	st, err := src.Lstat(rel)
 	if err != nil {
 		if linkOut(err) {
