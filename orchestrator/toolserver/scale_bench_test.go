@@ -35,7 +35,15 @@ import (
 //   - wake-p50-ms: a node's program writes a stamped line → a
 //     terminal_wait_for on it returns, in-process over HTTP (≤ 2 ms), and
 //     ctl-wake-p50-ms: the same through a whole `termsprawlctl call
-//     terminal_wait_for` process, to its exit (≤ 5 ms).
+//     terminal_wait_for` process, to its exit (≤ 5 ms);
+//   - total-MiB: the PSS of the orchestrator (this process), its control
+//     clients and its tmux servers, every node launched, and total-rest-MiB
+//     the same once the quiet mirrors rest (issue 41: ≤ 512 MiB at 1,000
+//     nodes).
+//
+// TERMSPRAWL_SCALE_PRINTING (scripts/scale: a fiftieth of the nodes)
+// of them print a line every 200 ms instead of sleeping, during the whole
+// run (the idle CPU figures then include them).
 //
 // The tool server's tests watch launches for 100 ms (LaunchWatch), not the
 // production 1 s.
@@ -56,10 +64,18 @@ func BenchmarkScale200(b *testing.B) {
 		start := time.Now()
 		var wg sync.WaitGroup
 		work := make(chan int)
+		printing := 0
+		if v, err := strconv.Atoi(os.Getenv("TERMSPRAWL_SCALE_PRINTING")); err == nil && v > 0 {
+			printing = min(v, n)
+		}
 		for range 32 {
 			wg.Go(func() {
 				for i := range work {
-					res := apiCall(b, op, "terminal_launch", apiM{"command": []string{"sleep", "3600"}, "columns": 80, "rows": 24, "cwd": cwd})
+					argv := []string{"sleep", "3600"}
+					if i < printing {
+						argv = []string{"sh", "-c", "while :; do echo tick; sleep 0.2; done"}
+					}
+					res := apiCall(b, op, "terminal_launch", apiM{"command": argv, "columns": 80, "rows": 24, "cwd": cwd})
 					if !res.OK {
 						b.Errorf("launch %d: %s", i, res.Error)
 						continue
@@ -83,6 +99,7 @@ func BenchmarkScale200(b *testing.B) {
 			b.FailNow()
 		}
 		b.ReportMetric(launch.Seconds(), "launch-s")
+		b.ReportMetric(float64(treePSSKiB(tmux.Socket))/1024, "total-MiB")
 
 		// terminal_list and termsprawl ls.
 		var list, ls []time.Duration
@@ -111,6 +128,7 @@ func BenchmarkScale200(b *testing.B) {
 		// Idle CPU: awake (mirrors rest after 5 s of quiet), then asleep.
 		time.Sleep(6 * time.Second)
 		b.ReportMetric(cpuPercentOver(10*time.Second), "awake-cpu-pct")
+		b.ReportMetric(float64(treePSSKiB(tmux.Socket))/1024, "total-rest-MiB")
 		time.Sleep(10 * time.Second) // past IdleAfter since the last observation
 		b.ReportMetric(cpuPercentOver(10*time.Second), "asleep-cpu-pct")
 
@@ -138,6 +156,49 @@ func BenchmarkScale200(b *testing.B) {
 		cw.Wait()
 		b.StartTimer()
 	}
+}
+
+// treePSSKiB is the PSS of this process, its children (the control
+// clients) and the tmux servers whose command line names socket (the
+// shards' sockets start with it), in KiB.
+func treePSSKiB(socket string) int64 {
+	self := os.Getpid()
+	ents, _ := os.ReadDir("/proc")
+	var total int64
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		ppid := 0
+		if i := strings.LastIndexByte(string(stat), ')'); i >= 0 {
+			if f := strings.Fields(string(stat[i+1:])); len(f) > 1 {
+				ppid, _ = strconv.Atoi(f[1])
+			}
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if pid != self && ppid != self && !strings.Contains(string(cmd), socket) {
+			continue
+		}
+		if pid != self && ppid != self && !strings.HasPrefix(filepath.Base(strings.SplitN(string(cmd), "\x00", 2)[0]), "tmux") {
+			continue // a node's program that names the socket
+		}
+		roll, err := os.ReadFile(filepath.Join("/proc", e.Name(), "smaps_rollup"))
+		if err != nil {
+			continue
+		}
+		for _, l := range strings.Split(string(roll), "\n") {
+			if v, ok := strings.CutPrefix(l, "Pss:"); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+				total += kb
+			}
+		}
+	}
+	return total
 }
 
 // scaleEnv is the environment of the CLIs against the benchmark's state.
