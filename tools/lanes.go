@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"runtime"
@@ -42,8 +43,8 @@ func IsHeavy(op string, args json.RawMessage) bool {
 	if heavyOperations[op] {
 		return true
 	}
-	if len(args) == 0 {
-		return false
+	if !bytes.Contains(args, []byte(`"screenshot"`)) {
+		return false // the common case, without decoding the arguments
 	}
 	var a struct {
 		Screenshot bool `json:"screenshot"`
