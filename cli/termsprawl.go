@@ -87,7 +87,7 @@ func (humanGrammar) Help() string {
 type upCmd struct {
 	Detach    bool          `name:"detach" short:"d" help:"Run in the background (logs to <state>/termsprawl.log) and return once it serves."`
 	ShardSize int           `name:"shard-size" hidden:"" help:"Nodes per private tmux server (default 8; for tests)."`
-	MaxNodes  int           `name:"max-nodes" default:"512" help:"Most nodes this orchestrator runs at once."`
+	MaxNodes  int           `name:"max-nodes" default:"1024" help:"Most nodes this orchestrator runs at once."`
 	IdleAfter time.Duration `name:"idle-after" default:"30s" help:"Unobserved nodes sleep after this long (their mirror is rebuilt from tmux when observed); a negative value disables sleeping."`
 	LogLevel  string        `name:"log-level" enum:"auto,debug,info,warn,error" default:"auto" help:"Log level of the log on stderr: debug, info, warn or error; auto is warn when stderr is a terminal, else info."`
 	Hosts     []string      `name:"host" sep:"none" placeholder:"NAME=DEST" help:"Also drive the tmux server of another machine over ssh (repeatable; DEST is [user@]host or an ssh config alias). Saved in <state>/hosts.json, so later runs reconnect to it."`
