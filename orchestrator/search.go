@@ -93,6 +93,22 @@ var testHookSearchCommand func()
 // before it is searched (tests widen the window with it).
 var testHookSearchCaptured func(id string)
 
+// SearchMemoryBudget bounds the captured histories that searches hold
+// at once, across every search (CONTRACT §31); a node past it is skipped
+// with the budget's reason, the rest searched.
+const SearchMemoryBudget = 64 << 20
+
+// searchEstimate is what one node's capture is reserved before it is
+// read: a full history (the servers' history-limit of 10,000 lines) and
+// a screen, each line a string of up to 256 bytes with its header.
+const searchEstimate = (10_000 + 200) * (256 + lineOverhead)
+
+// lineOverhead is a captured line's cost besides its bytes: the string
+// header in the reply's slice and the allocation's rounding.
+const lineOverhead = 32
+
+var searchMemory = tools.NewMemoryBudget("searches", SearchMemoryBudget)
+
 // nodeFinds is one node's part of a search.
 type nodeFinds struct {
 	matches []tools.FleetMatch
@@ -168,6 +184,13 @@ func (o *Orchestrator) searchNode(ctx context.Context, id string, match matcher,
 	if err != nil {
 		return nodeFinds{skip: &tools.SearchSkip{Node: id, Reason: err.Error()}}
 	}
+	// The capture's reply is held whole while it is matched: reserve a
+	// full history's worth, then hold what it really took.
+	g, err := searchMemory.Take(searchEstimate, "fleet_search of node "+id)
+	if err != nil {
+		return nodeFinds{skip: &tools.SearchSkip{Node: id, Reason: err.Error()}}
+	}
+	defer g.Release()
 	if testHookSearchCommand != nil {
 		testHookSearchCommand()
 	}
@@ -183,6 +206,11 @@ func (o *Orchestrator) searchNode(ctx context.Context, id string, match matcher,
 	if testHookSearchCaptured != nil {
 		testHookSearchCaptured(id)
 	}
+	held := int64(0)
+	for _, l := range outs[1] {
+		held += int64(len(l)) + lineOverhead
+	}
+	g.Set(held)
 	var hist, cols int
 	fmt.Sscanf(outs[0][0], "%d %d", &hist, &cols)
 	cols = max(cols, 1)

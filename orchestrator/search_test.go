@@ -115,3 +115,32 @@ func TestClipAround(t *testing.T) {
 		}
 	}
 }
+
+// Searches share a memory budget (CONTRACT §31): a node whose capture
+// would pass it is skipped with the budget's reason while the search
+// answers; every grant is given back when the search ends.
+func TestSearchMemoryBudget(t *testing.T) {
+	o, _ := newTestOrchestrator(t)
+	id := launch(t, o, "sh", "-c", "echo budget-marker; exec sleep 600")
+	waitText(t, o, id, "budget-marker")
+	saved := searchMemory
+	t.Cleanup(func() { searchMemory = saved })
+
+	searchMemory = tools.NewMemoryBudget("searches", searchEstimate-1)
+	r, err := o.Search(t.Context(), SearchSpec{Pattern: "budget-marker", Nodes: []string{id}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Matches) != 0 || len(r.Skipped) != 1 || !strings.Contains(r.Skipped[0].Reason, "memory budget") {
+		t.Fatalf("past the budget: %+v", r)
+	}
+
+	searchMemory = tools.NewMemoryBudget("searches", SearchMemoryBudget)
+	r, err = o.Search(t.Context(), SearchSpec{Pattern: "budget-marker", Nodes: []string{id}})
+	if err != nil || len(r.Matches) != 1 || len(r.Skipped) != 0 {
+		t.Fatalf("within the budget: %+v %v", r, err)
+	}
+	if n := searchMemory.InUse(); n != 0 || searchMemory.Grants() != 0 {
+		t.Fatalf("%d bytes in %d grants held after the search", n, searchMemory.Grants())
+	}
+}
