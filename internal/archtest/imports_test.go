@@ -26,7 +26,9 @@ var allowed = map[string][]string{
 		// text and regex waits (a room of its own)
 		module + "/orchestrator/textwait",
 		// semantic trees: validation, locators, lines, diffs (CONTRACT §22)
-		module + "/orchestrator/semantic"},
+		module + "/orchestrator/semantic",
+		// bubblewrap sandboxes around agents' programs (CONTRACT §27)
+		module + "/orchestrator/sandbox"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -43,6 +45,9 @@ var allowed = map[string][]string{
 	// interface): the standard library only, never the engine or the
 	// tool server.
 	"orchestrator/textwait": {},
+	// A profile to a bubblewrap argv, and bwrap's probe (CONTRACT §27):
+	// the standard library only, never nodes.
+	"orchestrator/sandbox": {},
 	// Semantic trees (CONTRACT §22): pure, the standard library only.
 	"orchestrator/semantic": {module + "/tools"},
 	// The probe programs link to publish their trees: the client, and
@@ -57,7 +62,7 @@ var allowed = map[string][]string{
 	// The tool server drives the engine; tmux is the engine's business.
 	// It mounts the web monitor and feeds it through monitor's interfaces.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
-		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree"},
+		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree", module + "/orchestrator/sandbox"},
 	// Git worktrees (CONTRACT §21): the user's git CLI only, never nodes,
 	// the engine or the tool server.
 	"orchestrator/worktree": {},
@@ -78,7 +83,9 @@ var allowed = map[string][]string{
 		// shell completion (docs/CHOICES.md)
 		"github.com/willabides/kongplete", "github.com/posener/complete",
 		// the hot path's parser and the hooks' shared parts
-		module + "/internal/ctllite"},
+		module + "/internal/ctllite",
+		// doctor probes bwrap (CONTRACT §27)
+		module + "/orchestrator/sandbox"},
 	// The dashboard (CONTRACT §19): a client of the tool server (the event
 	// stream and Call), never the engine; Bubble Tea v2.
 	"cli/dash": {module + "/tools", "charm.land/", "github.com/charmbracelet/", module + "/probe"},
