@@ -75,6 +75,9 @@ type Config struct {
 	// popup on prefix tools.PickerKey: the dialog picker (popup.go). "": no
 	// binding.
 	Picker string
+	// Sandbox reads config.toml's [sandbox] settings at each sandboxed
+	// launch (nil: none; CONTRACT §27).
+	Sandbox func() SandboxSettings
 }
 
 // DefaultShardSize is Config.ShardSize's default: the blast radius of a
@@ -95,6 +98,8 @@ const DefaultRestAfter = 5 * time.Second
 type Orchestrator struct {
 	cfg Config
 	log *slog.Logger
+	// sbProbe is bwrap's last good probe (sandboxglue.go).
+	sbProbe sandboxProbe
 	// output counts the output every pump took in, to return memory to
 	// the system after floods (memory.go).
 	output outputMeter

@@ -85,6 +85,10 @@ func (t hostTarget) env(spec LaunchSpec, id string, _ hosts.Server) []string {
 	return t.h.launchEnv(spec, id, p, rdir)
 }
 
+func (t hostTarget) wrap(ctx context.Context, spec LaunchSpec, id string, argv []string) ([]string, error) {
+	return t.h.sandboxed(ctx, spec, id, argv)
+}
+
 func (t hostTarget) writeFiles(ctx context.Context, id string) error {
 	if err := t.h.writeRemoteSession(ctx, t.h.o, id); err != nil {
 		return tools.Errorf(tools.KindUnavailable, "host %s: write the session file of %s: %w", t.h.Spec().Name, id, err)

@@ -141,6 +141,17 @@ type Spec struct {
 	CacheDir string
 	// UID and GID are the ids inside (the caller's, RootMappedID for root).
 	UID, GID int
+	// Kind, if set, says what a path is on the machine the sandbox runs
+	// on ('d' a directory, 'f' another file, 0 missing): a host's probe.
+	// nil: this machine's file system.
+	Kind func(path string) byte
+}
+
+func (s Spec) kind(p string) byte {
+	if s.Kind != nil {
+		return s.Kind(p)
+	}
+	return kind(p)
 }
 
 // InsideIDs are the uid and gid a sandbox of this process runs as.
@@ -260,14 +271,14 @@ func Args(s Spec) ([]string, error) {
 		"--unshare-pid", "--die-with-parent",
 	}
 	bind := func(flag, p string) {
-		if kind(p) != 0 {
+		if s.kind(p) != 0 {
 			a = append(a, flag, p, p)
 		}
 	}
 	// hide covers a directory with an empty tmpfs and a file with
 	// /dev/null.
 	hide := func(p string) {
-		switch kind(p) {
+		switch s.kind(p) {
 		case 'd':
 			a = append(a, "--tmpfs", p)
 		case 'f':
@@ -289,7 +300,7 @@ func Args(s Spec) ([]string, error) {
 			switch {
 			case s.shared(c):
 				bind("--bind", s.home(c))
-			case kind(s.home(c)) == 'd' && kind(filepath.Join(s.CacheDir, c)) == 'd':
+			case s.kind(s.home(c)) == 'd' && s.kind(filepath.Join(s.CacheDir, c)) == 'd':
 				a = append(a, "--bind", filepath.Join(s.CacheDir, c), s.home(c))
 			default:
 				// No mount point (Prepare was not run): read-only, as
@@ -319,7 +330,7 @@ func Args(s Spec) ([]string, error) {
 	} else {
 		a = append(a, "--bind", "/", "/", "--dev", "/dev", "--proc", "/proc")
 	}
-	if s.StateDir != "" && kind(s.StateDir) == 'd' {
+	if s.StateDir != "" && s.kind(s.StateDir) == 'd' {
 		a = append(a, "--tmpfs", s.StateDir)
 		for _, p := range s.Visible {
 			if under(p, s.StateDir) {
