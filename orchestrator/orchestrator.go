@@ -168,6 +168,17 @@ func minimalEnv() []string {
 	return env
 }
 
+// tmuxEnv is the environment of the tmux commands that start and probe
+// the private servers: minimalEnv and TMUX_TMPDIR, so a server is made
+// where its control clients (tmuxctl) and socketDir look for it.
+func tmuxEnv() []string {
+	env := minimalEnv()
+	if v, ok := os.LookupEnv("TMUX_TMPDIR"); ok {
+		env = append(env, "TMUX_TMPDIR="+v)
+	}
+	return env
+}
+
 // New starts (or adopts) the private tmux server and re-adopts every
 // session that carries @termsprawl_node.
 func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
@@ -202,8 +213,8 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		cfg.ShardSize = DefaultShardSize
 	}
 	deaths := make(chan struct{}, 1)
-	firstRan := hosts.Running(ctx, cfg.Tmux, cfg.Socket, minimalEnv())
-	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg.Picker), minimalEnv(), deaths)
+	firstRan := hosts.Running(ctx, cfg.Tmux, cfg.Socket, tmuxEnv())
+	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg.Picker), tmuxEnv(), deaths)
 	if err != nil {
 		return nil, err
 	}
