@@ -154,7 +154,7 @@ func TestSandboxAttacks(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(wt, "attack.sh"), []byte(attackScript), 0o755); err != nil {
 				t.Fatal(err)
 			}
-					// The sockets by their paths too: the uid inside differs, so
+			// The sockets by their paths too: the uid inside differs, so
 			// `tmux -L` alone would look elsewhere.
 			sockDir := filepath.Join(w.tmuxDir, fmt.Sprintf("tmux-%d", os.Getuid()))
 			vars := fmt.Sprintf("export STATE=%s VICTIM=%s VSOCK=%s VSOCKPATH=%s DEFSOCKPATH=%s ORCH=%d REPO=%s DIALOG=%s TS=%s PROFILE=%s",
