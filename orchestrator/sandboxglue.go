@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -20,15 +21,15 @@ import (
 // (defaults, the launching agent's floor) and kept in its launch, so a
 // restore starts it under the same one.
 
-// SandboxSettings are config.toml's [sandbox] parts the engine uses.
-type SandboxSettings struct {
-	// Hide are more paths hidden inside workspace.
-	Hide []string
-	// SharedCaches name the caches that stay the user's own.
-	SharedCaches []string
-	// Caches are more cache directories under the home directory, kept
-	// private to each node.
-	Caches []string
+// SandboxSettings are config.toml's [sandbox] settings in force (the
+// defaults without a file).
+func (o *Orchestrator) SandboxSettings() config.Sandbox {
+	if o.cfg.Settings != nil {
+		if c := o.cfg.Settings.Current(); c != nil {
+			return c.Sandbox
+		}
+	}
+	return config.Default().Sandbox
 }
 
 // sandboxProbe remembers bwrap's last successful probe: a failure is
@@ -93,15 +94,12 @@ func (o *Orchestrator) sandboxed(ctx context.Context, spec LaunchSpec, id string
 	if err != nil {
 		return nil, tools.Errorf(tools.KindUnavailable, "the %s sandbox needs the home directory: %w", p, err)
 	}
-	var set SandboxSettings
-	if o.cfg.Sandbox != nil {
-		set = o.cfg.Sandbox()
-	}
+	set := o.SandboxSettings()
 	uid, gid := sandbox.InsideIDs()
 	s := sandbox.Spec{Profile: p, Home: home, Dir: spec.Cwd, StateDir: o.cfg.StateDir,
 		Visible: []string{tools.SessionPath(o.cfg.StateDir, id), tools.EndpointPath(o.cfg.StateDir),
 			filepath.Join(o.cfg.StateDir, tools.AgentToolsDir)},
-		TmuxDirs: tmuxSocketDirs(), Hide: set.Hide, SharedCaches: set.SharedCaches, ExtraCaches: set.Caches,
+		TmuxDirs: tmuxSocketDirs(), Hide: set.Hide, SharedCaches: set.SharedCaches,
 		CacheDir: o.sandboxCacheDir(id), UID: uid, GID: gid, Keep: []string{home}}
 	if p == sandbox.Workspace {
 		s.Git = sandbox.FindGit(spec.Cwd)

@@ -25,6 +25,8 @@ var allowed = map[string][]string{
 		module + "/orchestrator/proc", module + "/orchestrator/termio", module + "/orchestrator/applog",
 		// text and regex waits (a room of its own)
 		module + "/orchestrator/textwait",
+		// config.toml's settings (a leaf room)
+		module + "/orchestrator/config",
 		// semantic trees: validation, locators, lines, diffs (CONTRACT §22)
 		module + "/orchestrator/semantic",
 		// bubblewrap sandboxes around agents' programs (CONTRACT §27)
@@ -62,12 +64,19 @@ var allowed = map[string][]string{
 	// The tool server drives the engine; tmux is the engine's business.
 	// It mounts the web monitor and feeds it through monitor's interfaces.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
-		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree", module + "/orchestrator/sandbox"},
+		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree",
+		module + "/orchestrator/config", module + "/orchestrator/trust", module + "/orchestrator/sandbox"},
 	// Git worktrees (CONTRACT §21): the user's git CLI only, never nodes,
 	// the engine or the tool server.
 	"orchestrator/worktree": {},
 	// Agent state (CONTRACT §20): a pure derivation from evidence.
 	"orchestrator/agentstate": {module + "/tools"},
+	// config.toml (CONTRACT §28): the TOML library and fsnotify for
+	// reloads; never nodes, the engine or the tool server.
+	"orchestrator/config": {"github.com/BurntSushi/toml", "github.com/fsnotify/fsnotify"},
+	// The human's approvals of a repository's .termsprawl/ files: the
+	// standard library only.
+	"orchestrator/trust": {},
 	// Notifications (CONTRACT §20): targets, modes, the queue and its
 	// sender; the tmux and terminal targets are handed in as functions.
 	"orchestrator/notify": {module + "/tools"},
@@ -84,6 +93,9 @@ var allowed = map[string][]string{
 		"github.com/willabides/kongplete", "github.com/posener/complete",
 		// the hot path's parser and the hooks' shared parts
 		module + "/internal/ctllite",
+		// `termsprawl config` and `termsprawl trust` read the state
+		// directory's files themselves
+		module + "/orchestrator/config", module + "/orchestrator/trust",
 		// doctor probes bwrap (CONTRACT §27)
 		module + "/orchestrator/sandbox"},
 	// The dashboard (CONTRACT §19): a client of the tool server (the event

@@ -133,8 +133,9 @@ type Spec struct {
 	// ExtraCaches are cache directories under Home besides Caches
 	// (config.toml).
 	ExtraCaches []string
-	// SharedCaches names the caches (as in Caches, e.g. "go") that stay
-	// the user's own instead of private to the program.
+	// SharedCaches names the caches that stay the user's own instead of
+	// private to the program, writable: a name of Caches ("go", "~/go")
+	// or another directory (absolute, or ~/ under the home directory).
 	SharedCaches []string
 	// CacheDir holds the program's private caches (one directory per
 	// cache, made by Prepare).
@@ -186,9 +187,20 @@ func (s Spec) caches() []string {
 	return out
 }
 
+// sharedPath is a shared cache's absolute path.
+func (s Spec) sharedPath(n string) string {
+	if r, ok := strings.CutPrefix(n, "~/"); ok || !filepath.IsAbs(n) {
+		return filepath.Clean(s.home(r))
+	}
+	return filepath.Clean(n)
+}
+
 func (s Spec) shared(c string) bool {
 	for _, n := range s.SharedCaches {
-		if filepath.Clean(strings.TrimPrefix(n, "~/")) == c {
+		if !strings.HasPrefix(n, "~/") && !filepath.IsAbs(n) {
+			n = "~/" + n
+		}
+		if s.sharedPath(n) == s.home(c) {
 			return true
 		}
 	}
@@ -305,6 +317,13 @@ func Args(s Spec) ([]string, error) {
 			default:
 				// No mount point (Prepare was not run): read-only, as
 				// the rest of the home directory.
+			}
+		}
+		for _, n := range s.SharedCaches {
+			if filepath.IsAbs(n) || strings.HasPrefix(n, "~/") {
+				if p := s.sharedPath(n); !slices.Contains(a, p) {
+					bind("--bind", p)
+				}
 			}
 		}
 		if g := s.Git; g != nil {

@@ -152,7 +152,10 @@ func TestArgsSharedAndExtraCaches(t *testing.T) {
 	t.Parallel()
 	w := newWorld(t)
 	s := w.spec(Workspace)
-	s.SharedCaches = []string{"go"}
+	shared := filepath.Join(t.TempDir(), "sccache")
+	os.MkdirAll(shared, 0o755)
+	os.MkdirAll(w.home+"/.m2", 0o755)
+	s.SharedCaches = []string{"~/go", "~/.m2", shared}
 	s.ExtraCaches = []string{"~/.cargo", "../escape", "/etc"}
 	s.Hide = []string{"~/.netrc", "~/.claude"}
 	if err := Prepare(s); err != nil {
@@ -166,6 +169,8 @@ func TestArgsSharedAndExtraCaches(t *testing.T) {
 		{"--bind", w.home + "/go", w.home + "/go"},
 		{"--bind", w.cache + "/.cargo", w.home + "/.cargo"},
 		{"--tmpfs", w.home + "/.claude"},
+		{"--bind", w.home + "/.m2", w.home + "/.m2"},
+		{"--bind", shared, shared},
 	} {
 		if !has(a, want...) {
 			t.Errorf("argv lacks %q:\n%q", want, a)

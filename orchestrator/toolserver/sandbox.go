@@ -13,10 +13,8 @@ import (
 // agentSandboxDefault is an agent launch's profile when none is asked:
 // config.toml's [sandbox] default, else workspace.
 func (s *Server) agentSandboxDefault() string {
-	if s.sandboxDefault != nil {
-		if p := s.sandboxDefault(); p != "" {
-			return p
-		}
+	if p := s.o.SandboxSettings().Default; p != "" {
+		return p
 	}
 	return string(sandbox.Workspace)
 }
@@ -36,6 +34,3 @@ func (c *call) sandboxFloor(spec *orchestrator.LaunchSpec) {
 	spec.Sandbox = string(sandbox.AtLeast(sandbox.Profile(spec.Sandbox), floor))
 }
 
-// SetSandboxDefault sets where an agent launch reads its default profile
-// (config.toml's [sandbox] default), before Serve.
-func (s *Server) SetSandboxDefault(f func() string) { s.sandboxDefault = f }

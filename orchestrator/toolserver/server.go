@@ -28,9 +28,6 @@ type Server struct {
 	instance string
 	receipts *tools.ReceiptStore
 	handlers map[string]handler
-	// sandboxDefault is config.toml's [sandbox] default for agents
-	// (sandbox.go); nil or "": workspace.
-	sandboxDefault func() string
 
 	// ctx is cancelled at shutdown: it ends waits and watches in flight.
 	ctx    context.Context
