@@ -33,4 +33,3 @@ func (c *call) sandboxFloor(spec *orchestrator.LaunchSpec) {
 	}
 	spec.Sandbox = string(sandbox.AtLeast(sandbox.Profile(spec.Sandbox), floor))
 }
-
