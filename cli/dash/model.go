@@ -459,6 +459,19 @@ func kind(n tools.StreamNode) string {
 	return tools.KindShell
 }
 
+// sandboxMark goes before a node's kind (CONTRACT §27): "!" for an agent
+// running unsandboxed (it stands out), "◇" for the guard profile, nothing
+// for workspace and for the human's own unsandboxed shells.
+func sandboxMark(n tools.StreamNode) string {
+	switch {
+	case n.Sandbox == "guard":
+		return "◇"
+	case n.Agent != "" && n.Sandbox == "none":
+		return "!"
+	}
+	return ""
+}
+
 func name(n tools.StreamNode) string {
 	if n.Name != "" {
 		return n.Name
