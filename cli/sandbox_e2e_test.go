@@ -6,10 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/termsprawl/termsprawl/internal/testenv"
+	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -230,4 +233,54 @@ func TestSandboxAttacks(t *testing.T) {
 func (e *e2e) dialogsJSON() string {
 	e.t.Helper()
 	return e.must(e.ts, "dialogs", "--json")
+}
+
+// A sandboxed node lost with its tmux server is restored under the same
+// profile (kept with its launch, not the default).
+func TestSandboxRestoreKeepsProfile(t *testing.T) {
+	needBwrap(t)
+	e := newE2E(t)
+	up, _ := e.up()
+	probe := "if cat " + tools.OperatorSessionPath(e.state) + " >/dev/null 2>&1; then echo TOKEN-READ; else echo TOKEN-HIDDEN; fi; echo sandbox=$TERMSPRAWL_SANDBOX start=$(cat /proc/sys/kernel/random/uuid); exec cat"
+	id := strings.TrimSpace(e.must(e.ts, "agent", "custom", "--name", "kept", "--sandbox", "guard", "--", "sh", "-c", probe))
+	e.waitFor(id, "sandbox=guard start=")
+	_, before, _ := e.run(e.ts, "snapshot", id)
+	first := regexp.MustCompile(`start=(\S+)`).FindStringSubmatch(before)
+	if first == nil {
+		t.Fatalf("no start mark:\n%s", before)
+	}
+	var list tools.NodeList
+	json.Unmarshal([]byte(e.must(e.ts, "ls", "--json")), &list)
+	socket := ""
+	for _, n := range list.Terminals {
+		if n.Terminal == id {
+			socket = n.TmuxSocket
+		}
+	}
+	e.down(up)
+	if _, err := (&tmuxtest.Server{Socket: socket}).Cmd("kill-server"); err != nil {
+		t.Fatal(err)
+	}
+	up2, _ := e.up()
+	defer e.down(up2)
+	if ls := e.must(e.ts, "ls"); !strings.Contains(ls, "lost") || !strings.Contains(ls, "guard") {
+		t.Fatalf("ls of the lost node does not show lost and guard:\n%s", ls)
+	}
+	e.must(e.ts, "restore", id)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		_, snap, _ := e.run(e.ts, "snapshot", id)
+		if m := regexp.MustCompile(`start=(\S+)`).FindStringSubmatch(snap); m != nil && m[1] != first[1] &&
+			strings.Contains(snap, "sandbox=guard") && strings.Contains(snap, "TOKEN-HIDDEN") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restored node did not start in guard:\n%s", snap)
+		}
+	}
+	json.Unmarshal([]byte(e.must(e.ts, "ls", "--json")), &list)
+	for _, n := range list.Terminals {
+		if n.Terminal == id && (n.Sandbox != "guard" || n.Status != tools.StatusRunning) {
+			t.Fatalf("restored node: sandbox %q status %q, want guard and running", n.Sandbox, n.Status)
+		}
+	}
 }
