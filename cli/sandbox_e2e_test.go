@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/fakemodel"
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
@@ -281,6 +282,75 @@ func TestSandboxRestoreKeepsProfile(t *testing.T) {
 	for _, n := range list.Terminals {
 		if n.Terminal == id && (n.Sandbox != "guard" || n.Status != tools.StatusRunning) {
 			t.Fatalf("restored node: sandbox %q status %q, want guard and running", n.Sandbox, n.Status)
+		}
+	}
+}
+
+// Real Claude Code in the default workspace sandbox, in a git worktree:
+// it runs a turn against the loopback fake API, its permission prompt
+// reaches the human, `allow` from outside lets it write in its worktree,
+// its hooks report its state; the same allowed command aimed at the home
+// directory cannot write there.
+func TestSandboxClaudeCode(t *testing.T) {
+	needBwrap(t)
+	e := newE2E(t)
+	dir := testenv.NPM(t, claudeCodePackage)
+	bin := filepath.Join(dir, "node_modules", ".bin")
+	if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
+		testenv.SkipOrFail(t, "npm installed %s without a claude binary: %v", claudeCodePackage, err)
+	}
+	fake, err := fakemodel.Start(markerScript)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	for i, kv := range e.env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
+		}
+	}
+	w := sandboxWorld{home: t.TempDir(), repo: filepath.Join(t.TempDir(), "repo")}
+	os.MkdirAll(w.repo, 0o755)
+	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "--allow-empty", "-m", "first"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = w.repo
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	e.env = append(e.env, claudeEnv(w.home, fake.URL)...)
+	up, _ := e.up()
+	defer e.down(up)
+
+	for _, c := range []struct {
+		name, marker string
+		written      bool
+	}{
+		{"inwt", filepath.Join(w.repo+".worktrees", "inwt", "allowed"), true},
+		{"outwt", filepath.Join(w.home, "planted"), false},
+	} {
+		node := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", c.name, "--cwd", w.repo, "--worktree", c.name, "--",
+			"claude", "-p", "please create "+c.marker))
+		d := e.waitDialog(node, 90*time.Second)
+		if d.Kind != "permission" || !strings.HasPrefix(d.Title, "Bash: touch "+c.marker) {
+			t.Fatalf("dialog %+v", d)
+		}
+		if st := e.agentState(node); st.State != tools.AgentWaiting {
+			t.Fatalf("agent_status while the dialog is open (the hooks report from the sandbox): %+v", st)
+		}
+		e.must(e.ts, "answer", d.ID, "allow")
+		e.waitExited(node)
+		_, err := os.Stat(c.marker)
+		if written := err == nil; written != c.written {
+			text, _ := toolResultFor(fake, c.marker)
+			t.Errorf("%s: allowed `touch %s` wrote: %v, want %v (tool result %q)", c.name, c.marker, written, c.written, text)
+		}
+		var list tools.NodeList
+		json.Unmarshal([]byte(e.must(e.ts, "ls", "--json")), &list)
+		for _, n := range list.Terminals {
+			if n.Terminal == node && n.Sandbox != "workspace" {
+				t.Errorf("%s runs under %q, want the default workspace", node, n.Sandbox)
+			}
 		}
 	}
 }
