@@ -241,6 +241,7 @@ func (e *e2e) dialogsJSON() string {
 func TestSandboxRestoreKeepsProfile(t *testing.T) {
 	needBwrap(t)
 	e := newE2E(t)
+	e.env = append(e.env, "HOME="+t.TempDir())
 	up, _ := e.up()
 	probe := "if cat " + tools.OperatorSessionPath(e.state) + " >/dev/null 2>&1; then echo TOKEN-READ; else echo TOKEN-HIDDEN; fi; echo sandbox=$TERMSPRAWL_SANDBOX start=$(cat /proc/sys/kernel/random/uuid); exec cat"
 	id := strings.TrimSpace(e.must(e.ts, "agent", "custom", "--name", "kept", "--sandbox", "guard", "--", "sh", "-c", probe))

@@ -100,7 +100,7 @@ func (o *Orchestrator) sandboxed(ctx context.Context, spec LaunchSpec, id string
 		Visible: []string{tools.SessionPath(o.cfg.StateDir, id), tools.EndpointPath(o.cfg.StateDir),
 			filepath.Join(o.cfg.StateDir, tools.AgentToolsDir)},
 		TmuxDirs: tmuxSocketDirs(), Hide: set.Hide, SharedCaches: set.SharedCaches,
-		CacheDir: o.sandboxCacheDir(id), UID: uid, GID: gid, Keep: []string{home}}
+		CacheDir: o.sandboxCacheDir(id), UID: uid, GID: gid, Keep: []string{home}, Agent: spec.Agent}
 	if p == sandbox.Workspace {
 		s.Git = sandbox.FindGit(spec.Cwd)
 	}

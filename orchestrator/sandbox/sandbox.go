@@ -84,6 +84,15 @@ func (p Profile) Shown() string {
 // CLI, OpenCode).
 var AgentDirs = []string{".claude", ".claude.json", ".codex", ".gemini", ".config/opencode", ".local/share/opencode"}
 
+// agentDirsOf are the directories Prepare makes for an agent kind when
+// they are missing (the home directory is read-only inside, so a first
+// run could not make them); other kinds' directories are bound only when
+// they exist.
+var agentDirsOf = map[string][]string{
+	"claude": {".claude"}, "codex": {".codex"}, "gemini": {".gemini"},
+	"opencode": {".config/opencode", ".local/share/opencode"},
+}
+
 // Caches are the package and build caches under the home directory that
 // workspace keeps private to the node (config.toml names more).
 var Caches = []string{".cache", "go", ".npm"}
@@ -137,6 +146,9 @@ type Spec struct {
 	// private to the program, writable: a name of Caches ("go", "~/go")
 	// or another directory (absolute, or ~/ under the home directory).
 	SharedCaches []string
+	// Agent is the agent kind (claude, codex, gemini, opencode; "" for
+	// none): Prepare makes its own directories.
+	Agent string
 	// CacheDir holds the program's private caches (one directory per
 	// cache, made by Prepare).
 	CacheDir string
@@ -211,7 +223,7 @@ func (s Spec) home(rel string) string { return filepath.Join(s.Home, rel) }
 
 // Prepare makes what the sandbox's mounts need and may be missing: the
 // private cache directories, the mount points of the caches and of the
-// agents' directories in the home directory, and the repository's
+// agent's own directories in the home directory, and the repository's
 // hooks/ and info/ (so they can be kept read-only).
 func Prepare(s Spec) error {
 	if s.Profile != Workspace {
@@ -224,10 +236,8 @@ func Prepare(s Spec) error {
 			dirs = append(dirs, filepath.Join(s.CacheDir, c))
 		}
 	}
-	for _, d := range AgentDirs {
-		if !strings.HasSuffix(d, ".json") {
-			dirs = append(dirs, s.home(d))
-		}
+	for _, d := range agentDirsOf[s.Agent] {
+		dirs = append(dirs, s.home(d))
 	}
 	if s.Git != nil {
 		dirs = append(dirs, filepath.Join(s.Git.CommonDir, "hooks"), filepath.Join(s.Git.CommonDir, "info"))

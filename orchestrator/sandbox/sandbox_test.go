@@ -40,7 +40,7 @@ func newWorld(t *testing.T) world {
 func (w world) spec(p Profile) Spec {
 	return Spec{Profile: p, Home: w.home, Dir: w.wt, Git: FindGit(w.wt), StateDir: w.state,
 		Visible:  []string{w.state + "/sessions/n1.json", w.state + "/endpoint.json"},
-		TmuxDirs: []string{"/nonexistent/tmux-0", w.home}, CacheDir: w.cache, UID: 1000, GID: 1000}
+		TmuxDirs: []string{"/nonexistent/tmux-0", w.home}, CacheDir: w.cache, UID: 1000, GID: 1000, Agent: "codex"}
 }
 
 // has reports whether the argv holds seq as consecutive words.
@@ -92,6 +92,7 @@ func TestArgs(t *testing.T) {
 				{"--ro-bind", "/", "/"}, {"--dev", "/dev"}, {"--proc", "/proc"}, {"--tmpfs", "/tmp"},
 				{"--bind", w.wt, w.wt},
 				{"--bind", w.home + "/.claude", w.home + "/.claude"},
+				{"--bind", w.home + "/.codex", w.home + "/.codex"}, // made by Prepare for codex
 				{"--bind", w.cache + "/.cache", w.home + "/.cache"},
 				{"--bind", w.cache + "/go", w.home + "/go"},
 				{"--ro-bind", git, git},
@@ -107,6 +108,7 @@ func TestArgs(t *testing.T) {
 			notWant: [][]string{
 				{"--ro-bind", w.state + "/sessions/operator.json", w.state + "/sessions/operator.json"},
 				{"--tmpfs", "/nonexistent/tmux-0"}, {"--new-session"}, {"--tmpfs", w.home + "/.aws"},
+				{"--bind", w.home + "/.gemini", w.home + "/.gemini"}, // another kind's, missing
 			},
 			before: [][2][]string{
 				{{"--ro-bind", "/", "/"}, {"--bind", w.wt, w.wt}},
