@@ -135,9 +135,10 @@ type Spec struct {
 	// Hide are more paths to hide (workspace; absolute, or ~/ for the
 	// home directory).
 	Hide []string
-	// Keep are paths the program needs that may lie under /tmp (its PATH
-	// directories, the home directory): bound back read-only over the
-	// private /tmp (workspace).
+	// Keep are paths the program needs that may lie under /tmp or in a
+	// private cache (its PATH directories, such as ~/go/bin; the home
+	// directory): bound back read-only over the private /tmp and caches
+	// (workspace).
 	Keep []string
 	// ExtraCaches are cache directories under Home besides Caches
 	// (config.toml).
@@ -309,8 +310,16 @@ func Args(s Spec) ([]string, error) {
 	}
 	if s.Profile == Workspace {
 		a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp")
+		inCache := func(p string) bool {
+			for _, c := range s.caches() {
+				if !s.shared(c) && under(p, s.home(c)) && p != s.home(c) {
+					return true
+				}
+			}
+			return false
+		}
 		for _, p := range s.Keep {
-			if filepath.IsAbs(p) && under(p, "/tmp") {
+			if filepath.IsAbs(p) && under(p, "/tmp") && !inCache(p) {
 				bind("--ro-bind", p)
 			}
 		}
@@ -327,6 +336,13 @@ func Args(s Spec) ([]string, error) {
 			default:
 				// No mount point (Prepare was not run): read-only, as
 				// the rest of the home directory.
+			}
+		}
+		// Programs the node runs from a private cache's directory (its
+		// PATH: ~/go/bin) stay there, read-only.
+		for _, p := range s.Keep {
+			if filepath.IsAbs(p) && inCache(p) {
+				bind("--ro-bind", p)
 			}
 		}
 		for _, n := range s.SharedCaches {

@@ -19,7 +19,7 @@ func newWorld(t *testing.T) world {
 	root := t.TempDir()
 	w := world{home: filepath.Join(root, "home"), state: filepath.Join(root, "state"), repo: filepath.Join(root, "repo"),
 		wt: filepath.Join(root, "wt"), cache: filepath.Join(root, "state", "nodes", "n1.cache")}
-	for _, d := range []string{w.home + "/.ssh", w.home + "/.claude", w.home + "/.cache", w.state + "/sessions",
+	for _, d := range []string{w.home + "/.ssh", w.home + "/.claude", w.home + "/.cache", w.home + "/go/bin", w.state + "/sessions",
 		w.repo + "/.git/objects", w.repo + "/.git/refs", w.repo + "/.git/hooks", w.repo + "/.git/worktrees/wt", w.wt} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
@@ -40,6 +40,7 @@ func newWorld(t *testing.T) world {
 func (w world) spec(p Profile) Spec {
 	return Spec{Profile: p, Home: w.home, Dir: w.wt, Git: FindGit(w.wt), StateDir: w.state,
 		Visible:  []string{w.state + "/sessions/n1.json", w.state + "/endpoint.json"},
+		Keep:     []string{w.home + "/go/bin", "/usr/bin"},
 		TmuxDirs: []string{"/nonexistent/tmux-0", w.home}, CacheDir: w.cache, UID: 1000, GID: 1000, Agent: "codex"}
 }
 
@@ -95,6 +96,7 @@ func TestArgs(t *testing.T) {
 				{"--bind", w.home + "/.codex", w.home + "/.codex"}, // made by Prepare for codex
 				{"--bind", w.cache + "/.cache", w.home + "/.cache"},
 				{"--bind", w.cache + "/go", w.home + "/go"},
+				{"--ro-bind", w.home + "/go/bin", w.home + "/go/bin"}, // a PATH directory in a private cache
 				{"--ro-bind", git, git},
 				{"--bind", git + "/objects", git + "/objects"}, {"--bind", git + "/refs", git + "/refs"},
 				{"--bind", git + "/worktrees/wt", git + "/worktrees/wt"},
@@ -112,6 +114,7 @@ func TestArgs(t *testing.T) {
 			},
 			before: [][2][]string{
 				{{"--ro-bind", "/", "/"}, {"--bind", w.wt, w.wt}},
+				{{"--bind", w.cache + "/go", w.home + "/go"}, {"--ro-bind", w.home + "/go/bin", w.home + "/go/bin"}},
 				{{"--ro-bind", git, git}, {"--bind", git + "/objects", git + "/objects"}},
 				{{"--bind", git + "/objects", git + "/objects"}, {"--ro-bind", git + "/hooks", git + "/hooks"}},
 				{{"--tmpfs", w.state}, {"--ro-bind", w.state + "/endpoint.json", w.state + "/endpoint.json"}},
