@@ -111,6 +111,9 @@ func (o *Orchestrator) sandboxed(ctx context.Context, spec LaunchSpec, id string
 		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
 			s.Keep = append(s.Keep, filepath.SplitList(v)...)
 		}
+		if strings.HasPrefix(kv, "CLAUDE_CONFIG_DIR=") {
+			s.OwnClaudeConfig = true
+		}
 	}
 	if filepath.IsAbs(argv[0]) {
 		s.Keep = append(s.Keep, filepath.Dir(argv[0]))

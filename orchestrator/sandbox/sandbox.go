@@ -150,6 +150,9 @@ type Spec struct {
 	// Agent is the agent kind (claude, codex, gemini, opencode; "" for
 	// none): Prepare makes its own directories.
 	Agent string
+	// OwnClaudeConfig: the launch sets CLAUDE_CONFIG_DIR itself, so
+	// workspace leaves Claude Code's configuration where it says.
+	OwnClaudeConfig bool
 	// CacheDir holds the program's private caches (one directory per
 	// cache, made by Prepare).
 	CacheDir string
@@ -251,6 +254,46 @@ func Prepare(s Spec) error {
 			return fmt.Errorf("sandbox: make %s: %w", d, err)
 		}
 	}
+	if s.claudeConfig() {
+		return syncClaudeConfig(s.home(".claude.json"), s.home(claudeConfigCopy))
+	}
+	return nil
+}
+
+// claudeConfigCopy is where Claude Code keeps its global configuration
+// inside workspace: it writes ~/.claude.json by a temporary file in the
+// home directory and a rename, which a read-only home refuses (measured
+// with 2.1.332), so inside it runs with CLAUDE_CONFIG_DIR=~/.claude and
+// finds its file there.
+const claudeConfigCopy = ".claude/.claude.json"
+
+func (s Spec) claudeConfig() bool {
+	return s.Profile == Workspace && s.Agent == "claude" && !s.OwnClaudeConfig && s.Home != ""
+}
+
+// syncClaudeConfig copies the human's ~/.claude.json to the sandbox's
+// copy when the copy is missing or older (the human's changes win; the
+// sandboxed agents' own changes stay in the copy until then).
+func syncClaudeConfig(src, dst string) error {
+	si, err := os.Stat(src)
+	if err != nil || !si.Mode().IsRegular() {
+		return nil // nothing to start from: Claude Code makes its own
+	}
+	if di, err := os.Stat(dst); err == nil && !di.ModTime().Before(si.ModTime()) {
+		return nil
+	}
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return fmt.Errorf("sandbox: read %s: %w", src, err)
+	}
+	tmp := dst + ".termsprawl-tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return fmt.Errorf("sandbox: copy %s: %w", src, err)
+	}
+	if err := os.Rename(tmp, dst); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("sandbox: copy %s: %w", src, err)
+	}
 	return nil
 }
 
@@ -310,6 +353,9 @@ func Args(s Spec) ([]string, error) {
 	}
 	if s.Profile == Workspace {
 		a = append(a, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp", "--setenv", "TMPDIR", "/tmp")
+		if s.claudeConfig() {
+			a = append(a, "--setenv", "CLAUDE_CONFIG_DIR", s.home(".claude"))
+		}
 		inCache := func(p string) bool {
 			for _, c := range s.caches() {
 				if !s.shared(c) && under(p, s.home(c)) && p != s.home(c) {

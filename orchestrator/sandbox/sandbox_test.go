@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // world is a home directory, a state directory and a repository with a
@@ -249,5 +250,48 @@ func TestFindGit(t *testing.T) {
 	}
 	if g := FindGit(w.home); g != nil {
 		t.Errorf("no repository: %+v", g)
+	}
+}
+
+// Claude Code in workspace keeps its global configuration in a copy under
+// ~/.claude (CLAUDE_CONFIG_DIR), refreshed when the human's is newer.
+func TestClaudeConfigCopy(t *testing.T) {
+	t.Parallel()
+	w := newWorld(t)
+	s := w.spec(Workspace)
+	s.Agent = "claude"
+	src, dst := w.home+"/.claude.json", w.home+"/.claude/.claude.json"
+	os.WriteFile(src, []byte(`{"v":1}`), 0o600)
+	if err := Prepare(s); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(dst); string(b) != `{"v":1}` {
+		t.Fatalf("copy %q", b)
+	}
+	a, _ := Args(s)
+	if !has(a, "--setenv", "CLAUDE_CONFIG_DIR", w.home+"/.claude") {
+		t.Errorf("no CLAUDE_CONFIG_DIR: %q", a)
+	}
+	// The agent's own change stays while the human's file is older.
+	os.WriteFile(dst, []byte(`{"v":"agent"}`), 0o600)
+	Prepare(s)
+	if b, _ := os.ReadFile(dst); string(b) != `{"v":"agent"}` {
+		t.Fatalf("the agent's change was lost: %q", b)
+	}
+	// The human's later change wins.
+	later := time.Now().Add(time.Minute)
+	os.WriteFile(src, []byte(`{"v":2}`), 0o600)
+	os.Chtimes(src, later, later)
+	Prepare(s)
+	if b, _ := os.ReadFile(dst); string(b) != `{"v":2}` {
+		t.Fatalf("the human's newer file was not copied: %q", b)
+	}
+	s.OwnClaudeConfig = true
+	if a, _ := Args(s); has(a, "CLAUDE_CONFIG_DIR") {
+		t.Errorf("CLAUDE_CONFIG_DIR set over the launch's own: %q", a)
+	}
+	s.OwnClaudeConfig, s.Profile = false, Guard
+	if a, _ := Args(s); has(a, "CLAUDE_CONFIG_DIR") {
+		t.Errorf("CLAUDE_CONFIG_DIR in guard (its home is writable): %q", a)
 	}
 }
