@@ -606,7 +606,7 @@ func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.closeMarkPath(id))
 	os.Remove(o.launchPath(id))
 	os.Remove(o.screenPath(id))
-	os.RemoveAll(o.sandboxCacheDir(id))
+	removeCache(o.sandboxCacheDir(id))
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
@@ -60,6 +61,21 @@ func (o *Orchestrator) bwrap(ctx context.Context) (string, error) {
 // files, removed when it is closed.
 func (o *Orchestrator) sandboxCacheDir(id string) string {
 	return filepath.Join(o.cfg.StateDir, nodesDir, id+".cache")
+}
+
+// removeCache removes a node's private caches, making read-only
+// directories writable first (Go's module cache is read-only).
+func removeCache(dir string) {
+	if _, err := os.Lstat(dir); err != nil {
+		return
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
 }
 
 // tmuxSocketDirs are every tmux socket directory of the user: the
