@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/fakemodel"
+	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
@@ -352,6 +353,39 @@ func TestSandboxClaudeCode(t *testing.T) {
 			if n.Terminal == node && n.Sandbox != "workspace" {
 				t.Errorf("%s runs under %q, want the default workspace", node, n.Sandbox)
 			}
+		}
+	}
+}
+
+// An agent on a host runs in the host's own bwrap: it sees its own
+// session file there, not another node's, and ls shows its profile.
+func TestSandboxRemoteHost(t *testing.T) {
+	needBwrap(t)
+	f := sshtest.New(t)
+	e := newE2E(t)
+	if err := tools.EnsureStateDir(e.state); err != nil {
+		t.Fatal(err)
+	}
+	if err := tools.WriteHosts(e.state, []tools.HostSpec{{Name: "big", Dest: sshtest.Good, SSHOptions: f.SSHOptions(),
+		Socket: f.RemoteSocket, RemoteDir: f.RemoteDir("big")}}); err != nil {
+		t.Fatal(err)
+	}
+	up, _, _ := e.upWith("--host", "big="+sshtest.Good, "--host-ctl", "big="+e.ctl)
+	defer e.down(up)
+	other := strings.TrimSpace(e.must(e.ts, "new", "--host", "big", "--name", "other", "--", "cat"))
+	rdir := f.RemoteDir("big")
+	probe := "cat $TERMSPRAWL_SESSION_FILE >/dev/null && echo own-ok; if cat " + rdir + "/sessions/" + other + ".json >/dev/null 2>&1; then echo OTHER-READ; else echo other-hidden; fi; echo sandbox=$TERMSPRAWL_SANDBOX; exec sleep 600"
+	agent := strings.TrimSpace(e.must(e.ts, "agent", "custom", "--host", "big", "--name", "far-agent", "--", "sh", "-c", probe))
+	e.waitFor(agent, "sandbox=workspace")
+	_, snap, _ := e.run(e.ts, "snapshot", agent)
+	if !strings.Contains(snap, "own-ok") || !strings.Contains(snap, "other-hidden") {
+		t.Fatalf("inside the host's sandbox:\n%s", snap)
+	}
+	var list tools.NodeList
+	json.Unmarshal([]byte(e.must(e.ts, "ls", "--json")), &list)
+	for _, n := range list.Terminals {
+		if n.Terminal == agent && n.Sandbox != "workspace" {
+			t.Fatalf("ls --json: %s runs under %q", agent, n.Sandbox)
 		}
 	}
 }

@@ -179,6 +179,9 @@ func (h *remoteHost) launchEnv(spec LaunchSpec, id string, p hosts.Probe, rdir s
 	}
 	out = append(out, "TERMSPRAWL_SESSION_FILE="+remoteSessionPath(rdir, id), "TERMSPRAWL_NODE="+id,
 		"TERMSPRAWL_HOME="+rdir, "TERMSPRAWL_TMUX_SOCKET="+h.Spec().RemoteSocket(), "TERMSPRAWL_HOST="+h.Spec().Name)
+	if p := sandboxName(spec.Sandbox); p != "none" {
+		out = append(out, "TERMSPRAWL_SANDBOX="+p)
+	}
 	for _, k := range sortedKeys(spec.ExtraEnv) {
 		out = append(out, k+"="+spec.ExtraEnv[k])
 	}

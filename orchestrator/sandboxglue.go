@@ -195,6 +195,18 @@ func (h *remoteHost) sandboxed(ctx context.Context, spec LaunchSpec, id string, 
 		}
 	}
 	paths = append(paths, home, spec.Cwd, rdir, session, rdir+"/endpoint.json", rdir+"/agent-tools")
+	// What the program needs that may be under the private /tmp: the
+	// home directory, termsprawlctl, the PATH directories.
+	keep := []string{home}
+	if probe.Ctl != "" {
+		keep = append(keep, path.Dir(probe.Ctl))
+	}
+	for _, d := range strings.Split(probe.Path, ":") {
+		if path.IsAbs(d) {
+			keep = append(keep, d)
+		}
+	}
+	paths = append(paths, keep...)
 	q := tmuxctl.ShellQuote
 	script := "b=$(command -v bwrap) || exit 5\n" +
 		"\"$b\" --unshare-user --uid 1000 --gid 1000 --unshare-pid --die-with-parent --ro-bind / / --dev /dev --proc /proc -- true >/dev/null 2>&1 || exit 6\n" +
@@ -248,10 +260,9 @@ func (h *remoteHost) sandboxed(ctx context.Context, spec LaunchSpec, id string, 
 	if probe.Ctl != "" {
 		// termsprawlctl where the host keeps it (its hooks and MCP).
 		visible = append(visible, path.Dir(probe.Ctl))
-		kinds[path.Dir(probe.Ctl)] = 'd'
 	}
 	s := sandbox.Spec{Profile: p, Home: home, Dir: spec.Cwd, StateDir: rdir, Visible: visible,
-		TmuxDirs: tmuxDirs, UID: uid, GID: gid, Kind: func(p string) byte { return kinds[p] }}
+		TmuxDirs: tmuxDirs, UID: uid, GID: gid, Keep: keep, Kind: func(p string) byte { return kinds[p] }}
 	if p == sandbox.Workspace {
 		// No private caches on a host (nothing is made there): they stay
 		// read-only, as the rest of the home directory.
