@@ -63,6 +63,7 @@ type humanGrammar struct {
 	worktreeCmds `embed:""` // worktree.go
 	// restore, forget (restore.go).
 	rebootCmds `embed:""`
+	fleetCmds  `embed:""` // grep, fork (fleet.go)
 }
 
 // Examples of the root help: the first five minutes.
@@ -430,6 +431,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		if code, ok := h.runRebootCmd(cmd, &g); ok {
+			return code
+		}
+		if code, ok := h.runFleetCmd(cmd, &g); ok {
 			return code
 		}
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")

@@ -394,6 +394,7 @@ func buildOperations() []*Operation {
 	ops = append(ops, semanticOperations()...)
 	ops = append(ops, hostOperations()...)
 	ops = append(ops, restoreOperations()...)
+	ops = append(ops, fleetOperations()...)
 	addLocators(ops)
 	for _, op := range ops {
 		if op.Mutation {
