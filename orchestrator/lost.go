@@ -113,7 +113,8 @@ func readJSON(path string, v any) error {
 
 // SetConversation keeps an agent's own conversation id (from its hooks)
 // with its launch, so a restore resumes it. Only a change is written.
-func (o *Orchestrator) SetConversation(id, conversation string) error {
+func (o *Orchestrator) SetConversation(id string, conv tools.ConversationID) error {
+	conversation := conv.String()
 	n := o.node(id)
 	if n == nil || conversation == "" {
 		return nil

@@ -24,7 +24,7 @@ import (
 
 // Defaults for Config and launches.
 const (
-	DefaultMaxNodes = 512
+	DefaultMaxNodes = 1024
 	DefaultColumns  = 120
 	DefaultRows     = 40
 	nodesDir        = "nodes"

@@ -475,9 +475,11 @@ func sandboxMark(n tools.StreamNode) string {
 	return ""
 }
 
+// name is the node's name or id as shown (tools.VisibleLine: a name is
+// outside text, CONTRACT §26).
 func name(n tools.StreamNode) string {
 	if n.Name != "" {
-		return n.Name
+		return tools.VisibleLine(n.Name)
 	}
 	return n.Terminal
 }
@@ -592,7 +594,7 @@ func failText(what string, res tools.Result) string {
 	if res.Kind == tools.KindUnavailable {
 		msg = "termsprawl is not answering (reconnecting)"
 	}
-	return what + ": " + msg
+	return what + ": " + tools.VisibleLine(msg)
 }
 
 // answer answers dialog d.

@@ -225,10 +225,12 @@ func TestCLIUsesTheEngineOnlyInUp(t *testing.T) {
 		for _, imp := range af.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			// The recordings' reader is no engine: replay works with
-			// the orchestrator down. Nor are the leaf rooms doctor reads
-			// (config.toml, bwrap's probe).
+			// the orchestrator down; nor are config.toml's reader and the
+			// trust store (`termsprawl config`, `termsprawl trust`), and bwrap's
+			// probe (doctor).
 			if strings.HasPrefix(path, module+"/orchestrator") && path != module+"/orchestrator/record" &&
-				path != module+"/orchestrator/config" && path != module+"/orchestrator/sandbox" {
+				path != module+"/orchestrator/config" && path != module+"/orchestrator/trust" &&
+				path != module+"/orchestrator/sandbox" {
 				t.Errorf("%s imports %s: only %v may (everything else goes through the client)", f, path, cliEngineFiles)
 			}
 		}

@@ -75,7 +75,7 @@ func ScanText(r io.Reader, fn func(TextLine) bool) (ScanStats, error) {
 		if long {
 			st.Skipped++
 		} else if len(bytes.TrimSpace(raw)) > 0 {
-			ev, perr := parseEventLine(bytes.TrimRight(raw, " \t\r"))
+			ev, _, perr := parseEventLine(bytes.TrimRight(raw, " \t\r"))
 			switch {
 			case perr != nil:
 				st.Skipped++

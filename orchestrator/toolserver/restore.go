@@ -117,13 +117,18 @@ func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.Restore
 // resumeCommand is the command that resumes an agent's conversation, or
 // nil (the kept command) with why it starts fresh. Only the agent's own
 // program is resumed: a wrapper's arguments are the user's business.
-func resumeCommand(agent string, cmd []string, conversation string) ([]string, string) {
+//
+// The kept id is checked again (a launch record written before the check
+// existed, or by hand, may hold anything): a restore adds nothing to the
+// launch's argv but the resume form with a checked id (CONTRACT §26).
+func resumeCommand(agent string, cmd []string, kept string) ([]string, string) {
 	if agent == "" {
 		return nil, ""
 	}
 	if len(cmd) == 0 || !isAgentProgram(agent, cmd[0]) {
 		return nil, fmt.Sprintf("started fresh: %q is not %s's own program, so termsprawl does not know how it resumes", firstWord(cmd), agent)
 	}
+	conversation := kept
 	if conversation == "" {
 		switch agent {
 		case "claude", "gemini", "codex":
@@ -132,11 +137,15 @@ func resumeCommand(agent string, cmd []string, conversation string) ([]string, s
 			return nil, fmt.Sprintf("started fresh: %s reports no conversation id to termsprawl, so its conversation cannot be resumed", agent)
 		}
 	}
+	conv, err := tools.ParseConversationID(conversation)
+	if err != nil {
+		return nil, fmt.Sprintf("started fresh: the kept %v", err)
+	}
 	switch agent {
 	case "claude", "gemini":
-		return append(slices.Clone(cmd), "--resume", conversation), ""
+		return append(slices.Clone(cmd), "--resume", conv.String()), ""
 	case "codex":
-		return append([]string{cmd[0], "resume", conversation}, cmd[1:]...), ""
+		return append([]string{cmd[0], "resume", conv.String()}, cmd[1:]...), ""
 	}
 	return nil, fmt.Sprintf("started fresh: termsprawl knows no resume for %s", agent)
 }
