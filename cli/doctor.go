@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/config"
+	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -77,6 +79,17 @@ func (h *human) doctorChecks() doctorReport {
 		report(true, "tmux", "%s (%s)", strings.TrimSpace(out), tmux)
 	}
 
+	// bwrap: present, its version, and usable (it starts a trivial
+	// sandbox); agents need it unless config.toml's default is none
+	// (CONTRACT §27).
+	if info, err := sandbox.Probe(h.ctx); err == nil {
+		report(true, "sandbox", "bubblewrap %s (%s) starts a sandbox: agents run in it", info.Version, info.Path)
+	} else if cfg, cerr := config.Load(h.stateDir); cerr == nil && cfg.Sandbox.Default == config.SandboxNone {
+		report(true, "sandbox", "%v; agents run unsandboxed (default = \"none\" under [sandbox] in config.toml)", err)
+	} else {
+		report(false, "sandbox", "%v: agent launches are refused; %s", err, sandbox.Fix)
+	}
+
 	// State directory: exists, ours, not group/world writable (never created here).
 	if err := tools.CheckStateDir(h.stateDir); err != nil {
 		report(false, "state dir", "%v", err)
@@ -135,6 +148,15 @@ func (h *human) doctorChecks() doctorReport {
 	case tmux == "":
 		report(false, "nodes", "%s, but tmux is missing", nodesText(len(rows)))
 	default:
+		var open []string
+		for _, r := range rows {
+			if r.Agent != "" && r.Sandbox == "none" && r.Status != tools.StatusExited {
+				open = append(open, r.Terminal)
+			}
+		}
+		if len(open) > 0 {
+			report(true, "sandbox", "unsandboxed agents (they can use your termsprawl's authority and files): %s", strings.Join(open, ", "))
+		}
 		for _, r := range rows {
 			name := "node " + r.Terminal
 			if r.Host != "" {

@@ -125,11 +125,12 @@ termsprawl down --all                      # stop termsprawl and end every node`
 }
 
 type newCmd struct {
-	Name   string `name:"name" placeholder:"N" help:"Name shown in ls (and usable as NODE while it is unique)."`
-	Host   string `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
-	Cwd    string `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
-	JSON   bool   `name:"json" help:"Print the new node as JSON instead of its id."`
-	Attach bool   `name:"attach" short:"a" help:"Then attach this terminal to it (as termsprawl attach)."`
+	Name    string `name:"name" placeholder:"N" help:"Name shown in ls (and usable as NODE while it is unique)."`
+	Host    string `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
+	Cwd     string `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
+	JSON    bool   `name:"json" help:"Print the new node as JSON instead of its id."`
+	Attach  bool   `name:"attach" short:"a" help:"Then attach this terminal to it (as termsprawl attach)."`
+	Sandbox string `name:"sandbox" placeholder:"PROFILE" help:"Run it in a bubblewrap sandbox: workspace (writes only its directory, its agent's config and private caches; secrets, termsprawl's state and tmux sockets hidden), guard (only termsprawl's state, tmux sockets and other processes hidden) or none. Default: none."`
 	worktreeFlags
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: your shell)."`
 }
@@ -143,11 +144,12 @@ termsprawl new --attach --name scratch     # launch and take over this terminal 
 }
 
 type agentCmd struct {
-	Kind string `arg:"" name:"KIND" enum:"claude,codex,gemini,opencode,custom" help:"Agent kind: claude, codex, gemini, opencode or custom (custom needs a command)."`
-	Host string `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
-	Name string `name:"name" placeholder:"N" help:"Name shown in ls."`
-	Cwd  string `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
-	JSON bool   `name:"json" help:"Print the new node as JSON instead of its id."`
+	Kind    string `arg:"" name:"KIND" enum:"claude,codex,gemini,opencode,custom" help:"Agent kind: claude, codex, gemini, opencode or custom (custom needs a command)."`
+	Host    string `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
+	Name    string `name:"name" placeholder:"N" help:"Name shown in ls."`
+	Cwd     string `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
+	JSON    bool   `name:"json" help:"Print the new node as JSON instead of its id."`
+	Sandbox string `name:"sandbox" placeholder:"PROFILE" help:"Run it in a bubblewrap sandbox: workspace (writes only its directory, its agent's config and private caches; secrets, termsprawl's state and tmux sockets hidden), guard (only termsprawl's state, tmux sockets and other processes hidden) or none. Default: workspace, or [sandbox] default in config.toml."`
 	worktreeFlags
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: the agent's usual command)."`
 }
@@ -155,7 +157,8 @@ type agentCmd struct {
 func (agentCmd) Examples() string {
 	return `termsprawl agent claude
 termsprawl agent codex --name reviewer --cwd ~/src/app
-termsprawl agent custom --name helper -- bash    # any program, wired to termsprawl`
+termsprawl agent custom --name helper -- bash    # any program, wired to termsprawl
+termsprawl agent claude --sandbox guard          # may write outside its directory; termsprawl's state stays hidden`
 }
 
 type lsCmd struct {
@@ -270,6 +273,8 @@ type human struct {
 	launched string // the id of the node launch made (for new --attach)
 	// worktree is the launch's worktree argument (worktree.go).
 	worktree map[string]any
+	// sandbox is the launch's --sandbox (CONTRACT §27).
+	sandbox string
 	// insideNode: this termsprawl runs inside a node and acts with its
 	// session (inNode), not the operator's (innode.go).
 	insideNode bool
@@ -374,6 +379,10 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, h.prefix(), err, "")
 		}
 		h.worktree = w // the launch's worktree argument (worktree.go)
+		h.sandbox = g.New.Sandbox
+		if cmd == "agent" {
+			h.sandbox = g.Agent.Sandbox
+		}
 		trustSetup, cwd := g.New.TrustSetup, g.New.Cwd
 		if cmd == "agent" {
 			trustSetup, cwd = g.Agent.TrustSetup, g.Agent.Cwd
@@ -630,6 +639,9 @@ func (h *human) launchWith(op, kind, name string, command []string, asJSON bool,
 	if h.worktree != nil {
 		args["worktree"] = h.worktree
 	}
+	if h.sandbox != "" {
+		args["sandbox"] = h.sandbox
+	}
 	v, code := h.call(op, args)
 	if code != ExitOK {
 		return code
@@ -774,12 +786,26 @@ func (h *human) ls(asJSON bool) int {
 	if hasHosts(rows) {
 		return h.lsWithHosts(tw, rows)
 	}
-	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATE\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
+	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATE\tSANDBOX\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", vis(r.Terminal), dash(r.Name), dash(kindText(r)), dash(stateText(r)), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", vis(r.Terminal), dash(r.Name), dash(kindText(r)), dash(stateText(r)), sandboxText(r), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
 	}
 	_ = tw.Flush()
 	return ExitOK
+}
+
+// sandboxText is a node's sandbox as ls shows it (CONTRACT §27): its
+// profile, "unsandboxed" for none, and an unsandboxed agent marked "!"
+// so it stands out.
+func sandboxText(r tools.NodeInfo) string {
+	switch r.Sandbox {
+	case "workspace", "guard":
+		return r.Sandbox
+	}
+	if r.Agent != "" {
+		return "!unsandboxed"
+	}
+	return "unsandboxed"
 }
 
 // dash is a table cell: "-" for nothing, else s with its controls made

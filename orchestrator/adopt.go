@@ -70,7 +70,7 @@ func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
 	socket := cmp.Or(m.Socket, o.cfg.Socket)
 	srv := o.server(socket)
 	if srv == nil {
-		return !hosts.Running(ctx, o.cfg.Tmux, socket, minimalEnv())
+		return !hosts.Running(ctx, o.cfg.Tmux, socket, tmuxEnv())
 	}
 	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
 	var ce *tmuxctl.CommandError
@@ -99,7 +99,7 @@ func (o *Orchestrator) connectShards(ctx context.Context, metas map[string]metaR
 	}
 	sort.Strings(names)
 	for _, socket := range names {
-		if o.server(socket) != nil || !hosts.Running(ctx, o.cfg.Tmux, socket, minimalEnv()) {
+		if o.server(socket) != nil || !hosts.Running(ctx, o.cfg.Tmux, socket, tmuxEnv()) {
 			continue
 		}
 		if _, err := o.addShard(ctx, socket); err != nil {

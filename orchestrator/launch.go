@@ -42,6 +42,10 @@ type LaunchSpec struct {
 	// Worktree starts the node in a git worktree (CONTRACT §21); the tool
 	// server makes it and fills in its path before the launch.
 	Worktree *tools.WorktreeLaunch `json:"worktree,omitempty"`
+	// Sandbox is the profile the program runs under (CONTRACT §27:
+	// workspace, guard, none; "" is none). The tool server decides it;
+	// kept with the launch, so a restore keeps it.
+	Sandbox string `json:"sandbox,omitempty"`
 
 	Owner string `json:"-"` // launching node id, or "operator"
 	// Ancestors are the incarnations that may drive the node besides the
@@ -129,6 +133,9 @@ type launchTarget interface {
 	// on a host); removeFiles undoes it.
 	writeFiles(ctx context.Context, id string) error
 	removeFiles(ctx context.Context, id string)
+	// wrap puts the node's program (argv) in its sandbox (spec.Sandbox),
+	// or refuses.
+	wrap(ctx context.Context, spec LaunchSpec, id string, argv []string) ([]string, error)
 	// retry says whether a create that failed with err may be tried once
 	// more after srv was brought up again.
 	retry(ctx context.Context, srv hosts.Server, err error) bool
@@ -219,7 +226,8 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	r.on(srv) // a shard a launch is under way on is not reclaimed
 	id := r.id
 	meta := NodeMeta{ID: id, Name: cmp.Or(spec.Name, id), Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
-		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host()}
+		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host(),
+		Sandbox: sandboxName(spec.Sandbox)}
 	if l := spec.restore; l != nil {
 		// A new incarnation; revisions above the old node's; its
 		// recording goes on (with a gap).
@@ -301,6 +309,11 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 		// runs verbatim, with no shell interpretation.
 		argv = []string{"env", "--", argv[0]}
 	}
+	argv, err := t.wrap(ctx, spec, id, argv)
+	if err != nil {
+		undo()
+		return nil, err
+	}
 	args = append(args, argv...)
 	create := func() error {
 		_, err := srv.Admin().RunMany(ctx,
@@ -308,7 +321,7 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 			tmuxctl.Command("set-option", "-t", "=ts-"+id+":", "@termsprawl_node", id))
 		return err
 	}
-	err := create()
+	err = create()
 	if err != nil && t.retry(ctx, srv, err) {
 		err = create()
 	}
@@ -366,6 +379,9 @@ func (t localTarget) check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpe
 	if err := t.o.checkProgram(spec); err != nil {
 		return nil, err
 	}
+	if err := t.o.checkSandbox(ctx, spec); err != nil {
+		return nil, err
+	}
 	return t.o.resolveLogs(spec.Logs, spec.Cwd)
 }
 
@@ -382,6 +398,10 @@ func (t localTarget) server(ctx context.Context, r *reservation) (hosts.Server, 
 
 func (t localTarget) env(spec LaunchSpec, id string, srv hosts.Server) []string {
 	return t.o.launchEnv(spec, id, srv.Socket())
+}
+
+func (t localTarget) wrap(ctx context.Context, spec LaunchSpec, id string, argv []string) ([]string, error) {
+	return t.o.sandboxed(ctx, spec, id, argv)
 }
 
 func (localTarget) writeFiles(context.Context, string) error { return nil }
@@ -559,6 +579,9 @@ func (o *Orchestrator) launchEnv(spec LaunchSpec, id, socket string) []string {
 	set("TERMSPRAWL_NODE", id)
 	set("TERMSPRAWL_HOME", o.cfg.StateDir)
 	set("TERMSPRAWL_TMUX_SOCKET", socket)
+	if p := sandboxName(spec.Sandbox); p != "none" {
+		set("TERMSPRAWL_SANDBOX", p)
+	}
 	if o.cfg.CtlPath != "" {
 		set("TERMSPRAWL_CTL", o.cfg.CtlPath)
 	}
@@ -583,6 +606,7 @@ func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.closeMarkPath(id))
 	os.Remove(o.launchPath(id))
 	os.Remove(o.screenPath(id))
+	removeCache(o.sandboxCacheDir(id))
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {

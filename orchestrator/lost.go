@@ -229,7 +229,7 @@ func (l *lostNode) reason() string {
 func (l *lostNode) info() tools.NodeInfo {
 	m := l.meta
 	info := tools.NodeInfo{Terminal: m.ID, Name: m.Name, Command: m.Command, Owner: m.Owner, Parent: m.Parent, Agent: m.Agent,
-		Status: l.status, ExitReason: l.reason(), TmuxSocket: m.Socket, Host: m.Host,
+		Status: l.status, ExitReason: l.reason(), TmuxSocket: m.Socket, Host: m.Host, Sandbox: sandboxName(m.Sandbox),
 		Columns: l.screen.Columns, Rows: l.screen.Rows, Revision: l.screen.Revision}
 	if l.status == tools.StatusExited {
 		info.ExitCode = l.screen.ExitCode

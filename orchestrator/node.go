@@ -47,6 +47,9 @@ type NodeMeta struct {
 	// LostAt is when an orchestrator found the node's tmux server gone
 	// (lost.go): it stays lost until restored or forgotten.
 	LostAt time.Time `json:"lost_at,omitzero"`
+	// Sandbox is the profile its program runs under (CONTRACT §27);
+	// empty in metadata written before sandboxes: none.
+	Sandbox string `json:"sandbox,omitempty"`
 }
 
 // Incarnation names this life of the node: its id and creation time. A
@@ -322,7 +325,8 @@ func (n *node) info(clients int) tools.NodeInfo {
 	n.mu.Unlock()
 	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.Socket(), Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
-		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host, Crash: n.crashReport()}
+		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host, Crash: n.crashReport(),
+		Sandbox: sandboxName(n.meta.Sandbox)}
 }
 
 // errUnexpectedReply is the cause of a tmux reply of the wrong shape.

@@ -99,6 +99,8 @@ const DefaultRestAfter = 5 * time.Second
 type Orchestrator struct {
 	cfg Config
 	log *slog.Logger
+	// sbProbe is bwrap's last good probe (sandboxglue.go).
+	sbProbe sandboxProbe
 	// output counts the output every pump took in, to return memory to
 	// the system after floods (memory.go).
 	output outputMeter
@@ -167,6 +169,17 @@ func minimalEnv() []string {
 	return env
 }
 
+// tmuxEnv is the environment of the tmux commands that start and probe
+// the private servers: minimalEnv and TMUX_TMPDIR, so a server is made
+// where its control clients (tmuxctl) and socketDir look for it.
+func tmuxEnv() []string {
+	env := minimalEnv()
+	if v, ok := os.LookupEnv("TMUX_TMPDIR"); ok {
+		env = append(env, "TMUX_TMPDIR="+v)
+	}
+	return env
+}
+
 // New starts (or adopts) the private tmux server and re-adopts every
 // session that carries @termsprawl_node.
 func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
@@ -201,8 +214,8 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		cfg.ShardSize = DefaultShardSize
 	}
 	deaths := make(chan struct{}, 1)
-	firstRan := hosts.Running(ctx, cfg.Tmux, cfg.Socket, minimalEnv())
-	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg.Picker), minimalEnv(), deaths)
+	firstRan := hosts.Running(ctx, cfg.Tmux, cfg.Socket, tmuxEnv())
+	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg.Picker), tmuxEnv(), deaths)
 	if err != nil {
 		return nil, err
 	}

@@ -71,7 +71,7 @@ func (o *Orchestrator) endShard(ctx context.Context, s *tmuxServer) {
 		syscall.Kill(pid, sig)
 		deadline := time.Now().Add(reclaimWait / 2)
 		for time.Now().Before(deadline) {
-			if !hosts.Running(ctx, o.cfg.Tmux, socket, minimalEnv()) {
+			if !hosts.Running(ctx, o.cfg.Tmux, socket, tmuxEnv()) {
 				o.log.Info("empty tmux shard ended", "socket", socket)
 				if testHookReclaimed != nil {
 					testHookReclaimed(socket)

@@ -85,6 +85,10 @@ func (t hostTarget) env(spec LaunchSpec, id string, _ hosts.Server) []string {
 	return t.h.launchEnv(spec, id, p, rdir)
 }
 
+func (t hostTarget) wrap(ctx context.Context, spec LaunchSpec, id string, argv []string) ([]string, error) {
+	return t.h.sandboxed(ctx, spec, id, argv)
+}
+
 func (t hostTarget) writeFiles(ctx context.Context, id string) error {
 	if err := t.h.writeRemoteSession(ctx, t.h.o, id); err != nil {
 		return tools.Errorf(tools.KindUnavailable, "host %s: write the session file of %s: %w", t.h.Spec().Name, id, err)
@@ -175,6 +179,9 @@ func (h *remoteHost) launchEnv(spec LaunchSpec, id string, p hosts.Probe, rdir s
 	}
 	out = append(out, "TERMSPRAWL_SESSION_FILE="+remoteSessionPath(rdir, id), "TERMSPRAWL_NODE="+id,
 		"TERMSPRAWL_HOME="+rdir, "TERMSPRAWL_TMUX_SOCKET="+h.Spec().RemoteSocket(), "TERMSPRAWL_HOST="+h.Spec().Name)
+	if p := sandboxName(spec.Sandbox); p != "none" {
+		out = append(out, "TERMSPRAWL_SANDBOX="+p)
+	}
 	for _, k := range sortedKeys(spec.ExtraEnv) {
 		out = append(out, k+"="+spec.ExtraEnv[k])
 	}

@@ -48,6 +48,13 @@ if [ "${CI:-}" = true ]; then
 		apt-get update -qq
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dbus libnotify-bin libglib2.0-bin python3-dbus python3-gi
 	fi
+	# bubblewrap: agents run in a bwrap sandbox (CONTRACT §27); the
+	# sandbox tests launch them for real.
+	if ! command -v bwrap >/dev/null 2>&1; then
+		echo "bwrap not found; installing bubblewrap with apt-get" >&2
+		apt-get update -qq
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap
+	fi
 	# In CI a test that would skip for a missing tool or permission fails.
 	export TERMSPRAWL_REQUIRE_ALL=1
 fi

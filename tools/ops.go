@@ -182,6 +182,8 @@ var (
 	// paramHost names a machine of `termsprawl up --host` (CONTRACT §17).
 	paramHost = Param{Name: "host", Type: TypeString, NonEmpty: true, MaxLen: 32,
 		Description: "Run it on this host (a name from `termsprawl up --host NAME=DEST`; see terminal_list's host), or \"local\" for this machine. Default: this machine, or for an agent on another host its own host (it may launch elsewhere only if the operator allowed that host launch_elsewhere). cwd is then a path on that host (default: the remote home)."}
+	// paramSandbox is the profile of the node's sandbox (CONTRACT §27).
+	paramSandbox = enumParam("sandbox", "Sandbox profile (bubblewrap): workspace (writes only its directory, its agent's config and private caches; secrets, termsprawl's state and tmux sockets hidden), guard (only termsprawl's state, tmux sockets and other processes hidden) or none (unsandboxed). Default: none for terminal_launch, config.toml's [sandbox] default (workspace) for agent_launch; a node launched by a sandboxed node runs at least as strictly as it, whatever it asks.", "workspace", "guard", "none")
 	paramRows    = intParam("rows", fmt.Sprintf("Height in rows (%d to %d).", MinRows, MaxRows), intPtr(MinRows), intPtr(MaxRows))
 	paramCommand = Param{Name: "command", Type: TypeStringArray, NonEmpty: true,
 		Description: "Program and arguments as an argv array (default: the user's shell)."}
@@ -233,7 +235,7 @@ func buildOperations() []*Operation {
 				enumParam("env_mode", "replace (default): a minimal environment (PATH HOME USER LOGNAME SHELL LANG TERM TMPDIR, TERMSPRAWL_*) plus env; inherit: the orchestrator's environment plus env.", "replace", "inherit"),
 				paramColumns, paramRows, paramHost,
 				{Name: "record", Type: TypeBoolean, Description: "Record the terminal from its start into <state>/traces (see terminal_record)."},
-				paramLogs, paramWorktree,
+				paramLogs, paramWorktree, paramSandbox,
 			}},
 		{Name: "terminal_list", Result: NodeList{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "List every terminal node: id, name, command, owner, parent, status, exit code, size, revision and attached clients."},
@@ -328,7 +330,7 @@ func buildOperations() []*Operation {
 			Params: []Param{
 				required(enumParam("agent", "Agent kind; custom needs command.", "claude", "codex", "gemini", "opencode", "custom")),
 				{Name: "command", Type: TypeStringArray, NonEmpty: true, Description: "Program and arguments as an argv array (default: the agent's usual command; required for custom)."},
-				paramName, paramCwd, paramHost, paramWorktree,
+				paramName, paramCwd, paramHost, paramWorktree, paramSandbox,
 			},
 			check: checkAgentLaunch},
 		{Name: "agent_status", Result: AgentList{}, Topic: TopicAgents, Annotations: annRead,

@@ -79,6 +79,9 @@ type NodeInfo struct {
 	NeedsHuman bool   `json:"needs_human,omitempty"`
 	// Worktree is the node's git worktree (CONTRACT §21).
 	Worktree *WorktreeState `json:"worktree,omitempty"`
+	// Sandbox is the profile the node's program runs under (CONTRACT
+	// §27): workspace, guard or none (shown as unsandboxed).
+	Sandbox string `json:"sandbox,omitempty"`
 	// SavedAt is, for a lost node, when its last screen was saved (RFC
 	// 3339; CONTRACT §25).
 	SavedAt string `json:"saved_at,omitempty"`

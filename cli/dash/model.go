@@ -462,6 +462,19 @@ func kind(n tools.StreamNode) string {
 	return tools.KindShell
 }
 
+// sandboxMark goes before a node's kind (CONTRACT §27): "!" for an agent
+// running unsandboxed (it stands out), "◇" for the guard profile, nothing
+// for workspace and for the human's own unsandboxed shells.
+func sandboxMark(n tools.StreamNode) string {
+	switch {
+	case n.Sandbox == "guard":
+		return "◇"
+	case n.Agent != "" && n.Sandbox == "none":
+		return "!"
+	}
+	return ""
+}
+
 // name is the node's name or id as shown (tools.VisibleLine: a name is
 // outside text, CONTRACT §26).
 func name(n tools.StreamNode) string {

@@ -344,7 +344,7 @@ func (m *Model) listLines(g geometry) []string {
 		if m.needsHuman(n) {
 			st = "needs you"
 		}
-		row := fmt.Sprintf("%s%s %s %s %s %s", mark, m.style(col, m.needsHuman(n)).Render(gl), pad(nm, 14), pad(kind(n), 7), pad(st, 9), fmt.Sprintf("%-3s", ago(now, since(n))))
+		row := fmt.Sprintf("%s%s %s %s %s %s", mark, m.style(col, m.needsHuman(n)).Render(gl), pad(nm, 14), pad(sandboxMark(n)+kind(n), 7), pad(st, 9), fmt.Sprintf("%-3s", ago(now, since(n))))
 		if n.Worktree != nil {
 			row += " ⎇" + shortBranch(n.Worktree)
 		}

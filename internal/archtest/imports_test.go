@@ -28,7 +28,9 @@ var allowed = map[string][]string{
 		// config.toml's settings (a leaf room)
 		module + "/orchestrator/config",
 		// semantic trees: validation, locators, lines, diffs (CONTRACT §22)
-		module + "/orchestrator/semantic"},
+		module + "/orchestrator/semantic",
+		// bubblewrap sandboxes around agents' programs (CONTRACT §27)
+		module + "/orchestrator/sandbox"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -45,6 +47,9 @@ var allowed = map[string][]string{
 	// interface): the standard library only, never the engine or the
 	// tool server.
 	"orchestrator/textwait": {},
+	// A profile to a bubblewrap argv, and bwrap's probe (CONTRACT §27):
+	// the standard library only, never nodes.
+	"orchestrator/sandbox": {},
 	// Semantic trees (CONTRACT §22): pure, the standard library only.
 	"orchestrator/semantic": {module + "/tools"},
 	// The probe programs link to publish their trees: the client, and
@@ -60,7 +65,7 @@ var allowed = map[string][]string{
 	// It mounts the web monitor and feeds it through monitor's interfaces.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
 		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree",
-		module + "/orchestrator/config", module + "/orchestrator/trust"},
+		module + "/orchestrator/config", module + "/orchestrator/trust", module + "/orchestrator/sandbox"},
 	// Git worktrees (CONTRACT §21): the user's git CLI only, never nodes,
 	// the engine or the tool server.
 	"orchestrator/worktree": {},
@@ -90,7 +95,9 @@ var allowed = map[string][]string{
 		module + "/internal/ctllite",
 		// `termsprawl config` and `termsprawl trust` read the state
 		// directory's files themselves
-		module + "/orchestrator/config", module + "/orchestrator/trust"},
+		module + "/orchestrator/config", module + "/orchestrator/trust",
+		// doctor probes bwrap (CONTRACT §27)
+		module + "/orchestrator/sandbox"},
 	// The dashboard (CONTRACT §19): a client of the tool server (the event
 	// stream and Call), never the engine; Bubble Tea v2.
 	"cli/dash": {module + "/tools", "charm.land/", "github.com/charmbracelet/", module + "/probe"},
@@ -219,9 +226,11 @@ func TestCLIUsesTheEngineOnlyInUp(t *testing.T) {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			// The recordings' reader is no engine: replay works with
 			// the orchestrator down; nor are config.toml's reader and the
-			// trust store (`termsprawl config`, `termsprawl trust`).
+			// trust store (`termsprawl config`, `termsprawl trust`), and bwrap's
+			// probe (doctor).
 			if strings.HasPrefix(path, module+"/orchestrator") && path != module+"/orchestrator/record" &&
-				path != module+"/orchestrator/config" && path != module+"/orchestrator/trust" {
+				path != module+"/orchestrator/config" && path != module+"/orchestrator/trust" &&
+				path != module+"/orchestrator/sandbox" {
 				t.Errorf("%s imports %s: only %v may (everything else goes through the client)", f, path, cliEngineFiles)
 			}
 		}

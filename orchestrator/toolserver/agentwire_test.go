@@ -64,7 +64,10 @@ func TestAgentWiring(t *testing.T) {
 	s := startWithCtl(t, tmux, dir, ctl)
 	op := s.op()
 	for _, kind := range []string{"claude", "codex", "gemini", "opencode"} {
-		apiMutate(t, op, "agent_launch", apiM{"agent": kind})
+		// Unsandboxed: the fake agents write their argv outside their
+		// directory, and workspace would make its mount points (~/.cache,
+		// ~/go, ~/.npm, the agent's own directory) in the home.
+		apiMutate(t, op, "agent_launch", apiM{"agent": kind, "sandbox": "none"})
 	}
 
 	argv := strings.Split(waitFile(t, filepath.Join(out, "claude.txt")), "\n")

@@ -48,7 +48,9 @@ func agentFork(c *call, a agentForkArgs) (tools.ForkResult, any, error) {
 	}
 	name := cmp.Or(a.Name, cmp.Or(meta.Name, a.Node)+"-fork")
 	fork := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: meta.Cwd, Env: spec.Env, EnvMode: spec.EnvMode,
-		Columns: spec.Columns, Rows: spec.Rows, Agent: rec.Agent, ExtraEnv: spec.ExtraEnv, Host: explicitHost(meta.Host)}
+		Columns: spec.Columns, Rows: spec.Rows, Agent: rec.Agent, ExtraEnv: spec.ExtraEnv, Host: explicitHost(meta.Host),
+		// A fork runs under its node's profile (CONTRACT §27).
+		Sandbox: cmp.Or(meta.Sandbox, spec.Sandbox)}
 	copied := 0
 	if a.Worktree != nil {
 		if meta.Host != "" {

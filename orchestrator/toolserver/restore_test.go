@@ -111,7 +111,7 @@ func TestRestoreResumesEachAgentKind(t *testing.T) {
 	kinds := []string{"claude", "codex", "gemini", "opencode"}
 	ids := map[string]string{}
 	for _, kind := range kinds {
-		r, _ := apiMutate(t, s.op(), "agent_launch", apiM{"agent": kind})
+		r, _ := apiMutate(t, s.op(), "agent_launch", apiM{"agent": kind, "sandbox": "none"}) // the fake agents write outside their directory
 		var info tools.NodeInfo
 		if err := json.Unmarshal(r.Result, &info); err != nil {
 			t.Fatal(err)

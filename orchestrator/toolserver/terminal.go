@@ -59,6 +59,7 @@ func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 	if err := c.launchRealm(&spec); err != nil {
 		return tools.NodeInfo{}, err
 	}
+	c.sandboxFloor(&spec)
 	if m, _ := c.s.o.Meta(c.caller.Node); spec.Cwd == "" && c.caller.Role != tools.RoleOperator && m.Host == spec.Host {
 		// A node's launches start where its program is (CONTRACT §10).
 		spec.Cwd = c.s.o.CurrentPath(c.ctx, c.caller.Node)
