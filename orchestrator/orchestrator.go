@@ -75,6 +75,26 @@ type Config struct {
 	// popup on prefix tools.PickerKey: the dialog picker (popup.go). "": no
 	// binding.
 	Picker string
+	// DetachKey and AnswerKey are the root-table keys of the private
+	// servers that detach an attached client and open the picker
+	// (CONTRACT §26; config.toml's [keys]). "": tools.DefaultDetachKey,
+	// tools.DefaultAnswerKey.
+	DetachKey, AnswerKey string
+}
+
+// Keys returns the detach and answer keys the private servers bind.
+func (o *Orchestrator) Keys() (detach, answer string) {
+	return keysOr(o.cfg.DetachKey, o.cfg.AnswerKey)
+}
+
+func keysOr(detach, answer string) (string, string) {
+	if detach == "" {
+		detach = tools.DefaultDetachKey
+	}
+	if answer == "" {
+		answer = tools.DefaultAnswerKey
+	}
+	return detach, answer
 }
 
 // DefaultShardSize is Config.ShardSize's default: the blast radius of a
@@ -198,7 +218,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	}
 	deaths := make(chan struct{}, 1)
 	firstRan := hosts.Running(ctx, cfg.Tmux, cfg.Socket, minimalEnv())
-	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg.Picker), minimalEnv(), deaths)
+	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg), minimalEnv(), deaths)
 	if err != nil {
 		return nil, err
 	}
