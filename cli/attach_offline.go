@@ -108,7 +108,7 @@ func (h *human) attachOffline(word string, readOnly bool) int {
 			h.prefix(), h.stateDir, n.Terminal, session, n.TmuxSocket, strings.TrimSpace(string(out)))
 		return ExitNo
 	}
-	argv := attachArgv(n.TmuxSocket, n, readOnly)
+	argv := attachArgv(n.TmuxSocket, n, readOnly, detachKey(h))
 	fmt.Fprintf(h.stderr, "%s: termsprawl is not running (state dir %s): attaching node %s with tmux directly (%s); `termsprawl up` adopts it again\n",
 		h.prefix(), h.stateDir, n.Terminal, shellJoin(argv))
 	err = execFn(tmux, argv, tools.EnvWithoutTmux(os.Environ()))

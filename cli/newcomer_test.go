@@ -340,7 +340,7 @@ func TestUpTexts(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	printServing(&b, tools.Endpoint{URL: "http://127.0.0.1:1/call", PID: 7, Version: "v"}, "/s", "sock", "/s/sessions/operator.json", 1)
+	printServing(&b, tools.Endpoint{URL: "http://127.0.0.1:1/call", PID: 7, Version: "v"}, "/s", "sock", "/s/sessions/operator.json", 1, tools.DefaultDetachKey, tools.DefaultAnswerKey)
 	if !strings.Contains(b.String(), "sock (1 node)\n") {
 		t.Errorf("banner:\n%s", b.String())
 	}

@@ -72,7 +72,7 @@ termsprawl new --name build -- bash        # launch a node; prints its id
 termsprawl ls                              # the nodes
 termsprawl send build make test            # type a line into it and press Enter
 termsprawl snapshot build                  # what is on its screen
-termsprawl attach build                    # take over this terminal (C-b d detaches)
+termsprawl attach build                    # take over this terminal (M-F12 detaches, also inside tmux)
 termsprawl down                            # stop termsprawl; nodes keep running`
 }
 
@@ -175,7 +175,7 @@ type attachCmd struct {
 }
 
 func (attachCmd) Examples() string {
-	return `termsprawl attach build                    # C-b d detaches
+	return `termsprawl attach build                    # M-F12 (Alt+F12) or C-b d detaches; config.toml [keys] changes it
 termsprawl attach --read-only build        # watch, without typing into it`
 }
 
@@ -807,7 +807,7 @@ var execFn = syscall.Exec
 // attachArgv is the tmux command line of attach: the contract's attach
 // argv, -r for read-only, and for a node whose program exited a message
 // saying so (the pane itself shows its last screen).
-func attachArgv(socket string, n tools.NodeInfo, readOnly bool) []string {
+func attachArgv(socket string, n tools.NodeInfo, readOnly bool, detachKey string) []string {
 	argv := []string{"tmux", "-L", socket, "attach-session"}
 	if readOnly {
 		argv = append(argv, "-r")
@@ -818,7 +818,7 @@ func attachArgv(socket string, n tools.NodeInfo, readOnly bool) []string {
 		if n.ExitCode != nil {
 			code = fmt.Sprint(*n.ExitCode)
 		}
-		msg := fmt.Sprintf("%s exited (code %s). termsprawl kill %s closes it; C-b d detaches", n.Terminal, code, n.Terminal)
+		msg := fmt.Sprintf("%s exited (code %s). termsprawl kill %s closes it; %s detaches", n.Terminal, code, n.Terminal, detachKey)
 		argv = append(argv, ";", "display-message", "-d", "10000", strings.ReplaceAll(msg, "#", "##"))
 	}
 	return argv
@@ -847,7 +847,8 @@ func (h *human) attach(word string, readOnly bool) int {
 			socket = s.Socket // the socket termsprawl runs on
 		}
 	}
-	argv := attachArgv(socket, n, readOnly)
+	detach, _ := h.keys()
+	argv := attachArgv(socket, n, readOnly, detach)
 	err = execFn(tmux, argv, tools.EnvWithoutTmux(os.Environ()))
 	fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", h.prefix(), shellJoin(argv), err)
 	return ExitNo

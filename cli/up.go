@@ -69,7 +69,7 @@ func nodesText(n int) string {
 
 // printServing prints where termsprawl serves and how to use it (nodes < 0:
 // the count is unknown).
-func printServing(w io.Writer, ep tools.Endpoint, stateDir, socket, operator string, nodes int) {
+func printServing(w io.Writer, ep tools.Endpoint, stateDir, socket, operator string, nodes int, detach, answer string) {
 	nodeText := ""
 	if nodes >= 0 {
 		nodeText = " (" + nodesText(nodes) + ")"
@@ -80,7 +80,7 @@ func printServing(w io.Writer, ep tools.Endpoint, stateDir, socket, operator str
 	fmt.Fprintf(w, "  tmux socket:       %s%s\n", socket, nodeText)
 	fmt.Fprintf(w, "  operator session:  %s\n", operator)
 	fmt.Fprintf(w, "launch a node:       termsprawl new --name build -- bash\n")
-	fmt.Fprintf(w, "attach to a node:    termsprawl attach NODE   (also while termsprawl is down; C-b d detaches, C-b %s answers dialogs)\n", tools.PickerKey)
+	fmt.Fprintf(w, "attach to a node:    termsprawl attach NODE   (also while termsprawl is down; %s detaches, %s answers dialogs, also inside your own tmux)\n", detach, answer)
 	// Nodes are spread over shards: the tmux command names the node's own.
 	fmt.Fprintf(w, "without termsprawl:  tmux -L SOCKET attach -t ts-NODE   (SOCKET: the node's tmux_socket in termsprawl ls --json: %s, %s-2, …)\n", socket, socket)
 	fmt.Fprintf(w, "an agent calls:      termsprawlctl --session %s call terminal_list\n", operator)
@@ -160,9 +160,10 @@ func (h *human) up() int {
 	ctx, stop := signalContext(h.ctx)
 	defer stop()
 	cfg := h.config(logger)
-	if !h.hostsConfig(&cfg) {
+	if !h.hostsConfig(&cfg) || !h.keysConfig(&cfg) {
 		return ExitNo
 	}
+	cfg.DetachKey, cfg.AnswerKey = orDefaultKeys(cfg.DetachKey, cfg.AnswerKey)
 	if cfg.CtlPath == "" {
 		logger.Warn(ctlMissing)
 	}
@@ -170,7 +171,7 @@ func (h *human) up() int {
 		defer stopProfile()
 	}
 	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
-		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
+		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes, cfg.DetachKey, cfg.AnswerKey)
 		printHosts(h.stdout, info.Hosts)
 		printLost(h.stdout, info.Restored, info.RestoreErrors, info.Lost)
 		if h.upOpts.Monitor || h.upOpts.NoOpen {
@@ -288,7 +289,8 @@ func (h *human) upDetached() int {
 		}
 		return ExitNo
 	}
-	printServing(h.stdout, ep, h.stateDir, h.socket, tools.OperatorSessionPath(h.stateDir), -1)
+	detach, answer := h.keys()
+	printServing(h.stdout, ep, h.stateDir, h.socket, tools.OperatorSessionPath(h.stateDir), -1, detach, answer)
 	fmt.Fprintf(h.stdout, "log:                 %s\n", logPath)
 	if h.upOpts.Monitor || h.upOpts.NoOpen {
 		// Asked of the child, so its log never holds the capability URL.
