@@ -379,14 +379,17 @@ func (h *human) down(all bool) int {
 	// The nodes and their sockets, while the orchestrator can still say.
 	var nodeSockets []string
 	remote := map[string]string{} // host → its socket there
-	nodes := -1                   // unknown
+	nodes, listed := -1, -1       // running and listed nodes; -1: unknown
 	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
 	res := tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
 	cancel()
 	var l tools.NodeList
 	if res.OK && tools.DecodeValue(res.Value, &l) == nil {
-		nodes = len(l.Terminals)
+		nodes, listed = 0, len(l.Terminals)
 		for _, n := range l.Terminals {
+			if n.Status != tools.StatusLost && n.Status != tools.StatusExited {
+				nodes++ // lost and exited nodes do not keep running
+			}
 			if n.Host != "" {
 				// Not a server of this machine: ended on its host.
 				remote[n.Host] = n.TmuxSocket
@@ -401,7 +404,7 @@ func (h *human) down(all bool) int {
 	}
 	if !all {
 		if pid > 0 {
-			fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)%s\n", pid, keepText(nodes))
+			fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)%s\n", pid, keepText(nodes, listed))
 		}
 		return ExitOK
 	}
@@ -418,10 +421,13 @@ func (h *human) down(all bool) int {
 }
 
 // keepText is what down says of the nodes it leaves running (nodes < 0:
-// the count is unknown).
-func keepText(nodes int) string {
+// the count is unknown); listed counts the exited and lost ones too,
+// which never keep running (CONTRACT §26).
+func keepText(nodes, listed int) string {
 	const next = ": the next `termsprawl up` adopts them, `termsprawl down --all` ends them"
 	switch {
+	case nodes == 0 && listed > 0:
+		return "; none of its nodes was running (the exited and lost ones stay listed: `termsprawl up` shows them again)"
 	case nodes == 0:
 		return "; it ran no nodes"
 	case nodes == 1:

@@ -583,6 +583,7 @@ func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.closeMarkPath(id))
 	os.Remove(o.launchPath(id))
 	os.Remove(o.screenPath(id))
+	os.Remove(o.exitPath(id))
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {

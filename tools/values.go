@@ -17,8 +17,8 @@ const (
 	// StatusUnreachable: the node's host cannot be reached over ssh; its
 	// program keeps running there (CONTRACT §17).
 	StatusUnreachable = "unreachable"
-	// StatusLost: the node's tmux server was gone when termsprawl started
-	// (a reboot, a killed tmux): listed with its last screen until it is
+	// StatusLost: the node's tmux server went away (a reboot, a killed or
+	// crashed tmux, at start or while termsprawl ran): listed with its last screen until it is
 	// restored or forgotten (CONTRACT §25).
 	StatusLost = "lost"
 )
