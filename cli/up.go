@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -398,6 +399,9 @@ func (h *human) down(all bool) int {
 			nodeSockets = append(nodeSockets, n.TmuxSocket)
 		}
 	}
+	if all && res.OK {
+		h.endDialogs()
+	}
 	pid, code := h.stop()
 	if code != ExitOK {
 		return code
@@ -418,6 +422,23 @@ func (h *human) down(all bool) int {
 		forgetLaunches(h.stateDir)
 	}
 	return code
+}
+
+// endDialogs denies every open dialog before down --all ends the nodes:
+// a permission hook waiting on a human ends with a deny whose reason says
+// why (CONTRACT §26) instead of waiting on a termsprawl that is gone.
+func (h *human) endDialogs() {
+	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+	defer cancel()
+	res := tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "dialog_list"}, tools.CallOptions{})
+	var l tools.DialogList
+	if !res.OK || tools.DecodeValue(res.Value, &l) != nil {
+		return
+	}
+	for _, d := range l.Dialogs {
+		args, _ := json.Marshal(map[string]any{"dialog": d.ID, "mode": tools.AnswerDeny, "reason": tools.DialogEndDownAll})
+		tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "dialog_answer", Args: args}, tools.CallOptions{})
+	}
 }
 
 // keepText is what down says of the nodes it leaves running (nodes < 0:

@@ -482,7 +482,17 @@ type DialogOutcome struct {
 	// TimedOut: nobody answered before the dialog expired, so it ended as
 	// a deny (never an allow).
 	TimedOut bool `json:"timed_out,omitempty"`
+	// Ended: no human answered; termsprawl ended the dialog as a deny
+	// because its node closed or termsprawl went down --all (Answer.Reason
+	// says which).
+	Ended bool `json:"ended,omitempty"`
 }
+
+// Reasons of the dialogs termsprawl ends itself (DialogOutcome.Ended).
+const (
+	DialogEndNodeClosed = "its node closed"
+	DialogEndDownAll    = "termsprawl went down with --all"
+)
 
 // DialogState is the state of dialog_answer's receipt.
 type DialogState struct {
