@@ -124,6 +124,10 @@ func (h *hookRun) claude(stdin io.Reader) int {
 	if permission {
 		return h.claudePermission(in)
 	}
+	if ctllite.ClaudeEvent(h.g.Event, in) == ctllite.IdleNotification {
+		// At its prompt, not waiting on a human (CONTRACT §20).
+		h.g.Event, state = ctllite.IdleNotification, tools.AgentIdle
+	}
 	return h.report(state, ctllite.ClaudeMessage(h.g.Event, in), in.Conversation())
 }
 

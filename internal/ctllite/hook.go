@@ -35,6 +35,25 @@ var ClaudeStates = map[string]string{
 	"StopFailure": stateError,
 }
 
+// IdleNotification is the event termsprawl reports for Claude Code's
+// "Claude is waiting for your input" notification (notification_type
+// idle_prompt, about 60 s after a turn ended with no dialog open): the
+// agent is at its prompt, which is idle (CONTRACT §20), not a human
+// needed; termsprawl keeps it as evidence and changes no state.
+const IdleNotification = "IdleNotification"
+
+// ClaudeEvent is the event a Claude Code hook reports: its own, or
+// IdleNotification for an idle prompt's notification.
+func ClaudeEvent(event string, in HookInput) string {
+	if event != "Notification" {
+		return event
+	}
+	if in.NotificationType == "idle_prompt" || (in.NotificationType == "" && strings.Contains(in.Message, "waiting for your input")) {
+		return IdleNotification
+	}
+	return event
+}
+
 // GeminiStates are Gemini CLI's events and their states.
 var GeminiStates = map[string]string{
 	"SessionStart": stateIdle, "BeforeAgent": stateWorking,

@@ -157,7 +157,13 @@ func runHook(inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, *H
 	if !ok {
 		return 0, h
 	}
-	res, err := call(tg, "agent_report", ReportArgs(inv.Agent, inv.Event, state, msg, in.Conversation()), false)
+	event := inv.Event
+	if inv.Agent == "claude" {
+		if event = ClaudeEvent(inv.Event, in); event == IdleNotification {
+			state = stateIdle
+		}
+	}
+	res, err := call(tg, "agent_report", ReportArgs(inv.Agent, event, state, msg, in.Conversation()), false)
 	if err != nil {
 		return 0, h
 	}

@@ -308,3 +308,28 @@ func TestAgentStateAcrossRestart(t *testing.T) {
 		return a.State == tools.AgentExited && a.Why[0].Source == tools.SourceProcess
 	})
 }
+
+// Claude Code's idle-prompt notification ("Claude is waiting for your
+// input", about 60 s after a turn, no dialog open), which the hook
+// reports as IdleNotification, leaves an idle agent idle: no human is
+// needed (issue 39; CONTRACT §20).
+func TestIdleNotificationStaysIdle(t *testing.T) {
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	r, _ := apiMutate(t, s.op(), "agent_launch", apiM{"agent": "custom", "command": []string{"cat"}})
+	var info tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &info); err != nil {
+		t.Fatal(err)
+	}
+	node := info.Terminal
+	apiOK(t, s.session(node), "agent_report", apiM{"event": "Stop"}, nil)
+	apiOK(t, s.session(node), "agent_report", apiM{"event": "IdleNotification", "state": "idle", "message": "Claude is waiting for your input"}, nil)
+	if a := agentInfo(t, s.op(), node); a.State != tools.AgentIdle || a.NeedsHuman {
+		t.Fatalf("after the idle notification: %+v, want idle without needs_human", a)
+	}
+	// A permission notification still needs a human.
+	apiOK(t, s.session(node), "agent_report", apiM{"event": "Notification", "message": "Claude needs your permission to use Bash"}, nil)
+	if a := agentInfo(t, s.op(), node); a.State != tools.AgentWaiting || !a.NeedsHuman {
+		t.Fatalf("after a permission notification: %+v, want waiting", a)
+	}
+}
