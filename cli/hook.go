@@ -124,11 +124,11 @@ func (h *hookRun) claude(stdin io.Reader) int {
 	if permission {
 		return h.claudePermission(in)
 	}
-	if ctllite.ClaudeEvent(h.g.Event, in) == ctllite.IdleNotification {
-		// At its prompt, not waiting on a human (CONTRACT §20).
-		h.g.Event, state = ctllite.IdleNotification, tools.AgentIdle
-	}
-	return h.report(state, ctllite.ClaudeMessage(h.g.Event, in), in.Conversation())
+	msg := ctllite.ClaudeMessage(h.g.Event, in)
+	// An idle prompt's notification and an interrupt are not a human
+	// needed nor a failed turn (CONTRACT §20).
+	h.g.Event, state = ctllite.ClaudeEvent(h.g.Event, in)
+	return h.report(state, msg, in.Conversation())
 }
 
 func knownEvents(m map[string]string) string { return ctllite.KnownEvents(m) }

@@ -214,6 +214,9 @@ func TestHookStates(t *testing.T) {
 		// The idle prompt's notification is not a human needed (issue 39).
 		{"claude", "Notification", `{"hook_event_name":"Notification","message":"Claude is waiting for your input","notification_type":"idle_prompt"}`, "idle", "Claude is waiting for your input", ""},
 		{"claude", "Notification", `{"hook_event_name":"Notification","message":"Claude is waiting for your input"}`, "idle", "Claude is waiting for your input", ""},
+		// Esc aborts the request: the turn ended, it did not fail.
+		{"claude", "StopFailure", `{"hook_event_name":"StopFailure","error":"Request was aborted."}`, "idle", "the turn was interrupted: Request was aborted.", ""},
+		{"claude", "StopFailure", `{"hook_event_name":"StopFailure","error":"rate_limit","error_details":"429 Too Many Requests"}`, "error", "the turn failed: rate_limit 429 Too Many Requests", ""},
 		{"gemini", "BeforeAgent", `{"hook_event_name":"BeforeAgent","prompt":"hello"}`, "working", "prompt: hello", "{}\n"},
 		{"gemini", "AfterAgent", `{"hook_event_name":"AfterAgent","prompt":"hello","prompt_response":"hi"}`, "idle", "", "{}\n"},
 		{"gemini", "Notification", `{"hook_event_name":"Notification","notification_type":"ToolPermission","message":"run_shell_command wants to run"}`, "waiting", "run_shell_command wants to run", "{}\n"},

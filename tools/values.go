@@ -69,10 +69,11 @@ type NodeInfo struct {
 	// State is, in terminal_list, the agent's state for agents (CONTRACT
 	// §20, as agent_status reports it; AgentExited once its program
 	// ended), else the process status. Since and NeedsHuman go with an
-	// agent's state (see AgentInfo); empty for other nodes.
+	// agent's state (see AgentInfo); Since is empty for other nodes, and
+	// NeedsHuman is always there (false for them).
 	State      string `json:"state,omitempty"`
 	Since      string `json:"since,omitempty"`
-	NeedsHuman bool   `json:"needs_human,omitempty"`
+	NeedsHuman bool   `json:"needs_human"`
 	// Worktree is the node's git worktree (CONTRACT §21).
 	Worktree *WorktreeState `json:"worktree,omitempty"`
 	// SavedAt is, for a lost node, when its last screen was saved (RFC

@@ -159,9 +159,7 @@ func runHook(inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, *H
 	}
 	event := inv.Event
 	if inv.Agent == "claude" {
-		if event = ClaudeEvent(inv.Event, in); event == IdleNotification {
-			state = stateIdle
-		}
+		event, state = ClaudeEvent(inv.Event, in)
 	}
 	res, err := call(tg, "agent_report", ReportArgs(inv.Agent, event, state, msg, in.Conversation()), false)
 	if err != nil {

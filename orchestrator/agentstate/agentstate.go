@@ -203,7 +203,9 @@ func TurnEnded(lines []string) (ended bool, event, detail string) {
 			}
 		}
 		for _, m := range apiErrorMarks {
-			if apiErr == "" && strings.Contains(l, m) {
+			// "API Error: Request was aborted." is the human's Esc: an
+			// interrupt ends a turn, it does not fail it (CONTRACT §20).
+			if apiErr == "" && strings.Contains(l, m) && !strings.Contains(low, "abort") && !strings.Contains(low, "interrupt") {
 				apiErr = strings.TrimSpace(l)
 			}
 		}

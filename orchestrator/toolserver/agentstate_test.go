@@ -333,3 +333,43 @@ func TestIdleNotificationStaysIdle(t *testing.T) {
 		t.Fatalf("after a permission notification: %+v, want waiting", a)
 	}
 }
+
+// Right after its launch an agent is starting (CONTRACT §20), and every
+// terminal_list item carries needs_human, false included.
+func TestListStartingAndNeedsHumanAlways(t *testing.T) {
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	op := s.op()
+	shell := apiLaunch(t, op, "cat")
+	r, _ := apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": []string{"cat"}})
+	var info tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &info); err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Terminals []map[string]any `json:"terminals"`
+	}
+	apiOK(t, op, "terminal_list", nil, &raw)
+	seen := 0
+	for _, row := range raw.Terminals {
+		nh, ok := row["needs_human"].(bool)
+		if !ok || nh {
+			t.Errorf("terminal_list item %v: needs_human %v, want false and present", row["terminal"], row["needs_human"])
+		}
+		switch row["terminal"] {
+		case info.Terminal:
+			seen++
+			if row["state"] != tools.AgentStarting {
+				t.Errorf("the agent right after its launch is %v, want starting", row["state"])
+			}
+		case shell:
+			seen++
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("terminal_list: %+v", raw.Terminals)
+	}
+	if a := agentInfo(t, op, info.Terminal); a.State != tools.AgentStarting {
+		t.Errorf("agent_status right after the launch: %+v", a)
+	}
+}
