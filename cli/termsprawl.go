@@ -63,6 +63,8 @@ type humanGrammar struct {
 	worktreeCmds `embed:""` // worktree.go
 	// restore, forget (restore.go).
 	rebootCmds `embed:""`
+	// screenshot (screenshot.go).
+	dailyCmds `embed:""`
 }
 
 // Examples of the root help: the first five minutes.
@@ -421,6 +423,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		if code, ok := h.runRebootCmd(cmd, &g); ok {
+			return code
+		}
+		if code, ok := h.runDailyCmd(cmd, &g); ok {
 			return code
 		}
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")
