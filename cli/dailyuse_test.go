@@ -2,6 +2,8 @@ package cli
 
 import (
 	"bytes"
+	"context"
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -55,5 +57,36 @@ func TestMirrorsText(t *testing.T) {
 	}
 	if got := mirrorsText(1, 1); !strings.Contains(got, "once") || !strings.Contains(got, "corrected a copy that differed from tmux once") {
 		t.Errorf("mirrorsText(1, 1) = %q", got)
+	}
+}
+
+// attach without a terminal says so in its own words, not tmux's "open
+// terminal failed: not a terminal", and execs nothing.
+func TestAttachWithoutTerminal(t *testing.T) {
+	fs := newFakeState(t)
+	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
+		return tools.OKResult(tools.NodeList{Terminals: []tools.NodeInfo{{Terminal: "n1", Status: "running"}}})
+	})
+	old, oldTerm := execFn, stdinIsTerminal
+	execFn = func(string, []string, []string) error { t.Fatal("attach ran tmux without a terminal"); return nil }
+	stdinIsTerminal = func() bool { return false }
+	defer func() { execFn, stdinIsTerminal = old, oldTerm }()
+	code, _, errb := runHuman(t, "--state-dir", fs.Dir, "attach", "n1")
+	if code != ExitUsage || !strings.Contains(errb, "attach needs a terminal") || !strings.Contains(errb, "termsprawl snapshot n1") {
+		t.Fatalf("exit %d: %s", code, errb)
+	}
+}
+
+// API words in the CLI's messages become the CLI's, once.
+func TestHumanWordsOnce(t *testing.T) {
+	t.Parallel()
+	for in, want := range map[string]string{
+		`terminal "a" is running, not lost: terminal_close (termsprawl kill) ends a node that runs`:                   "node \"a\" is running, not lost: `termsprawl kill` ends a node that runs",
+		`node "x" is not an agent: it has no agent state (see agent_status)`:                                          "node \"x\" is not an agent: it has no agent state (`termsprawl ls` lists them)",
+		`node "x" has no worktree: launch with --worktree (worktree {} on terminal_launch / agent_launch) to get one`: `node "x" has no worktree: launch with --worktree (termsprawl new|agent --worktree BRANCH) to get one`,
+	} {
+		if got := humanize(in); got != want {
+			t.Errorf("humanize(%q)\n = %q\nwant %q", in, got, want)
+		}
 	}
 }

@@ -227,6 +227,9 @@ func TestHumanAttachReadOnlyAndExited(t *testing.T) {
 		return errors.New("stubbed")
 	}
 	defer func() { execFn = old }()
+	oldTerm := stdinIsTerminal
+	stdinIsTerminal = func() bool { return true }
+	defer func() { stdinIsTerminal = oldTerm }()
 
 	runHuman(t, "--state-dir", fs.Dir, "--tmux-socket", "s1", "attach", "--read-only", "compile")
 	if want := []string{"tmux", "-L", "s1", "attach-session", "-r", "-t", "ts-build"}; !reflect.DeepEqual(gotArgv, want) {

@@ -806,6 +806,29 @@ func (h *human) snapshot(node string, asJSON bool) int {
 	return ExitOK
 }
 
+// attachTerminal says so when this process's input is no terminal (tmux
+// would say only "open terminal failed: not a terminal").
+func (h *human) attachTerminal(node string) bool {
+	if stdinIsTerminal() {
+		return true
+	}
+	fmt.Fprintf(h.stderr, "%s: attach needs a terminal, and this one's input is not one (a pipe, a file or no terminal at all): run it in a terminal; `termsprawl snapshot %s` prints the screen from anywhere\n", h.prefix(), node)
+	return false
+}
+
+// stdinIsTerminal reports whether this process's input is a terminal
+// (tmux attaches only there); tests stub it.
+var stdinIsTerminal = func() bool {
+	fi, err := os.Stdin.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && fi.Mode()&os.ModeDevice != 0 && !isDevNull(fi)
+}
+
+// isDevNull reports whether fi is /dev/null's.
+func isDevNull(fi os.FileInfo) bool {
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
+}
+
 // execFn replaces the process (tests stub it).
 var execFn = syscall.Exec
 
@@ -839,6 +862,9 @@ func (h *human) attach(word string, readOnly bool) int {
 	}
 	if n.Host != "" {
 		return h.attachRemote(n, readOnly)
+	}
+	if !h.attachTerminal(n.Terminal) {
+		return ExitUsage
 	}
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
