@@ -108,9 +108,12 @@ func (h *human) attachOffline(word string, readOnly bool) int {
 			h.prefix(), h.stateDir, n.Terminal, session, n.TmuxSocket, strings.TrimSpace(string(out)))
 		return ExitNo
 	}
-	argv := attachArgv(n.TmuxSocket, n, readOnly)
+	argv := attachArgv(n.TmuxSocket, n, readOnly, detachKey(h))
 	fmt.Fprintf(h.stderr, "%s: termsprawl is not running (state dir %s): attaching node %s with tmux directly (%s); `termsprawl up` adopts it again\n",
 		h.prefix(), h.stateDir, n.Terminal, shellJoin(argv))
+	if !h.attachTerminal(n.Terminal) {
+		return ExitUsage
+	}
 	err = execFn(tmux, argv, tools.EnvWithoutTmux(os.Environ()))
 	fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", h.prefix(), shellJoin(argv), err)
 	return ExitNo

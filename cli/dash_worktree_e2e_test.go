@@ -69,7 +69,7 @@ func TestDashboardWorktreeE2E(t *testing.T) {
 	s := d.wait("the edited file in the diff tab", func(s string) bool {
 		return strings.Contains(s, "+++ b/README") && strings.Contains(s, "+TWO-EDITED") && strings.Contains(s, "-two")
 	})
-	if !strings.Contains(s, "1 files changed, +1 -1 against main (") {
+	if !strings.Contains(s, "1 file changed, +1 -1 against main (") {
 		t.Fatalf("the diff tab has no stat:\n%s", s)
 	}
 	// A node without a worktree says so.

@@ -157,5 +157,5 @@ func (h *human) attachExec(n tools.NodeInfo) (*exec.Cmd, error) {
 			socket = s.Socket
 		}
 	}
-	return &exec.Cmd{Path: tmux, Args: attachArgv(socket, n, false), Env: env}, nil
+	return &exec.Cmd{Path: tmux, Args: attachArgv(socket, n, false, detachKey(h)), Env: env}, nil
 }

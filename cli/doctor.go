@@ -131,7 +131,7 @@ func (h *human) doctorChecks() doctorReport {
 	report(true, "endpoint", "%s answers (instance %s, version %s)", url, info.InstanceID, info.Version)
 	// Informational: how often mirrors were rebuilt from tmux, and how
 	// often a quiet mirror was found to differ from tmux (healed).
-	report(true, "mirrors", "%d reseeds, %d healed after differing from tmux", info.MirrorReseeds, info.MirrorHeals)
+	report(true, "mirrors", "%s", mirrorsText(info.MirrorReseeds, info.MirrorHeals))
 
 	// Every node's tmux session, and its program.
 	lres := tools.Call(h.ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
@@ -207,4 +207,21 @@ func (h *human) tmuxOutput(tmux string, args ...string) (string, error) {
 		return string(out), err
 	}
 	return string(out), nil
+}
+
+// mirrorsText says in a new user's words what the mirrors' counters
+// mean: how often termsprawl read a node's screen again from tmux, and
+// how often it found its copy wrong and corrected it.
+func mirrorsText(reseeds, heals int) string {
+	times := func(n int) string {
+		if n == 1 {
+			return "once"
+		}
+		return fmt.Sprintf("%d times", n)
+	}
+	s := "termsprawl keeps a copy of each node's screen; it read them again from tmux " + times(reseeds) + " (after a start, a wake or a burst of output: normal)"
+	if heals == 0 {
+		return s + ", and never found a copy that differed from tmux"
+	}
+	return s + ", and corrected a copy that differed from tmux " + times(heals) + " (harmless; many corrections may mean a program tmux and termsprawl read differently)"
 }

@@ -56,8 +56,16 @@ func TestE2EWorktrees(t *testing.T) {
 	if out := expect(ExitOK, "+TWO", "diff", "fixer"); !strings.Contains(out, "+++ b/done.txt") {
 		t.Fatalf("diff lacks the commit:\n%s", out)
 	}
-	expect(ExitOK, "2 files changed, 2 insertions(+), 1 deletions(-)", "diff", "fixer", "--stat")
-	expect(ExitOK, "1 comments pending", "review", "fixer", "README:2", "why", "capitals?")
+	// --stat: a line per file and git's totals (issue 39).
+	stat := expect(ExitOK, "2 files changed, 2 insertions(+), 1 deletion(-)", "diff", "fixer", "--stat")
+	for _, line := range []string{" README   | 2 +-\n", " done.txt | 1 +\n"} {
+		if !strings.Contains(stat, line) {
+			t.Fatalf("diff --stat lacks %q:\n%s", line, stat)
+		}
+	}
+	expect(ExitOK, "no comments pending for fixer", "review", "fixer")
+	expect(ExitOK, "1 comment pending", "review", "fixer", "README:2", "why", "capitals?")
+	expect(ExitOK, "README:2  why capitals?", "review", "fixer")
 	expect(ExitUsage, "FILE:LINE", "review", "fixer", "README", "no line")
 	expect(ExitNo, "no agent", "review", "fixer", "--send")
 	expect(ExitUsage, "--merge, --push or --keep", "finish", "fixer")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"os"
 	"strings"
 	"time"
 
@@ -123,7 +124,11 @@ func (h *hookRun) claude(stdin io.Reader) int {
 	if permission {
 		return h.claudePermission(in)
 	}
-	return h.report(state, ctllite.ClaudeMessage(h.g.Event, in), in.Conversation())
+	msg := ctllite.ClaudeMessage(h.g.Event, in)
+	// An idle prompt's notification and an interrupt are not a human
+	// needed nor a failed turn (CONTRACT §20).
+	h.g.Event, state = ctllite.ClaudeEvent(h.g.Event, in)
+	return h.report(state, msg, in.Conversation())
 }
 
 func knownEvents(m map[string]string) string { return ctllite.KnownEvents(m) }
@@ -187,6 +192,9 @@ func denyMessage(out tools.DialogOutcome) string {
 	if out.TimedOut {
 		return "Permission denied: nobody answered in termsprawl in time (" + reason + ")"
 	}
+	if out.Ended || reason == tools.DialogEndNodeClosed || reason == tools.DialogEndDownAll {
+		return "Permission denied: nobody answered, " + reason
+	}
 	return "Permission denied by the human in termsprawl: " + reason
 }
 
@@ -216,6 +224,12 @@ func (h *hookRun) askHuman(ask permissionAsk) (tools.DialogOutcome, error) {
 		life = tools.MaxDialogTimeout
 	}
 	deadline := time.Now().Add(life + 30*time.Second)
+	// A hook never outlives its agent (CONTRACT §26): when the process
+	// that ran it is gone (its node closed, tmux went away), the wait
+	// ends and the dialog is withdrawn.
+	ctx, stop := watchParent(h.ctx, parentPollEvery)
+	defer stop()
+	h = &hookRun{ctx: ctx, g: h.g, session: h.session, stdout: h.stdout, stderr: h.stderr}
 	// The first call only opens the dialog (it returns at once with its
 	// id), so that a restart of termsprawl during any later wait finds
 	// the hook knowing which dialog to wait on again.
@@ -269,6 +283,34 @@ func (h *hookRun) askHuman(ask permissionAsk) (tools.DialogOutcome, error) {
 		wargs, _ := json.Marshal(wait)
 		res = tools.Call(h.ctx, h.session, tools.Request{Operation: "dialog_request", Args: wargs}, tools.CallOptions{Wait: left})
 	}
+}
+
+// parentPollEvery is how often a waiting hook looks whether its parent
+// (the agent) is still there.
+var parentPollEvery = 500 * time.Millisecond
+
+// watchParent returns a context that ends when ctx does or when this
+// process's parent changes (it died: the process was given to init or a
+// subreaper). stop ends the watch; the goroutine ends with it.
+func watchParent(ctx context.Context, every time.Duration) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	parent := os.Getppid()
+	go func() { // owner: askHuman, ended by stop
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if os.Getppid() != parent {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	return ctx, cancel
 }
 
 // withdraw ends a dialog nobody needs any more (the agent stopped the

@@ -211,6 +211,12 @@ func TestHookStates(t *testing.T) {
 		{"claude", "UserPromptSubmit", `{"hook_event_name":"UserPromptSubmit","prompt":"fix the build"}`, "working", "prompt: fix the build", ""},
 		{"claude", "Notification", `{"hook_event_name":"Notification","message":"Claude needs your permission to use Bash","notification_type":"permission_prompt"}`, "waiting", "Claude needs your permission to use Bash", ""},
 		{"claude", "Stop", `{"hook_event_name":"Stop","stop_hook_active":false}`, "idle", "", ""},
+		// The idle prompt's notification is not a human needed (issue 39).
+		{"claude", "Notification", `{"hook_event_name":"Notification","message":"Claude is waiting for your input","notification_type":"idle_prompt"}`, "idle", "Claude is waiting for your input", ""},
+		{"claude", "Notification", `{"hook_event_name":"Notification","message":"Claude is waiting for your input"}`, "idle", "Claude is waiting for your input", ""},
+		// Esc aborts the request: the turn ended, it did not fail.
+		{"claude", "StopFailure", `{"hook_event_name":"StopFailure","error":"Request was aborted."}`, "idle", "the turn was interrupted: Request was aborted.", ""},
+		{"claude", "StopFailure", `{"hook_event_name":"StopFailure","error":"rate_limit","error_details":"429 Too Many Requests"}`, "error", "the turn failed: rate_limit 429 Too Many Requests", ""},
 		{"gemini", "BeforeAgent", `{"hook_event_name":"BeforeAgent","prompt":"hello"}`, "working", "prompt: hello", "{}\n"},
 		{"gemini", "AfterAgent", `{"hook_event_name":"AfterAgent","prompt":"hello","prompt_response":"hi"}`, "idle", "", "{}\n"},
 		{"gemini", "Notification", `{"hook_event_name":"Notification","notification_type":"ToolPermission","message":"run_shell_command wants to run"}`, "waiting", "run_shell_command wants to run", "{}\n"},
@@ -232,8 +238,11 @@ func TestHookStates(t *testing.T) {
 			if len(calls) != 1 || calls[0].Op != "agent_report" {
 				t.Fatalf("calls %+v", calls)
 			}
-			var a struct{ State, Message string }
+			var a struct{ State, Message, Event string }
 			_ = json.Unmarshal(calls[0].Args, &a)
+			if c.state == "idle" && c.event == "Notification" && a.Event != "IdleNotification" {
+				t.Fatalf("an idle prompt's notification reported as %s", calls[0].Args)
+			}
 			if a.State != c.state || a.Message != c.msg {
 				t.Fatalf("agent_report %s", calls[0].Args)
 			}

@@ -227,6 +227,9 @@ func TestHumanAttachReadOnlyAndExited(t *testing.T) {
 		return errors.New("stubbed")
 	}
 	defer func() { execFn = old }()
+	oldTerm := stdinIsTerminal
+	stdinIsTerminal = func() bool { return true }
+	defer func() { stdinIsTerminal = oldTerm }()
 
 	runHuman(t, "--state-dir", fs.Dir, "--tmux-socket", "s1", "attach", "--read-only", "compile")
 	if want := []string{"tmux", "-L", "s1", "attach-session", "-r", "-t", "ts-build"}; !reflect.DeepEqual(gotArgv, want) {
@@ -340,7 +343,7 @@ func TestUpTexts(t *testing.T) {
 		}
 	}
 	var b bytes.Buffer
-	printServing(&b, tools.Endpoint{URL: "http://127.0.0.1:1/call", PID: 7, Version: "v"}, "/s", "sock", "/s/sessions/operator.json", 1)
+	printServing(&b, tools.Endpoint{URL: "http://127.0.0.1:1/call", PID: 7, Version: "v"}, "/s", "sock", "/s/sessions/operator.json", 1, tools.DefaultDetachKey, tools.DefaultAnswerKey)
 	if !strings.Contains(b.String(), "sock (1 node)\n") {
 		t.Errorf("banner:\n%s", b.String())
 	}

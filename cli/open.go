@@ -51,7 +51,7 @@ func (h *human) openInUserTmux(n tools.NodeInfo) (done bool, code int) {
 	if err != nil {
 		return false, ExitOK
 	}
-	attach := attachArgv(cmp.Or(n.TmuxSocket, h.socket), n, false)
+	attach := attachArgv(cmp.Or(n.TmuxSocket, h.socket), n, false, detachKey(h))
 	name := cmp.Or(n.Name, n.Terminal)
 	// The window's program attaches to termsprawl's server: it must not
 	// think it is nested in the user's tmux.

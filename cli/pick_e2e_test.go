@@ -11,7 +11,7 @@ import (
 )
 
 // A human attached to a node in a real tmux client (a test-made outer
-// tmux server runs `termsprawl attach work` in its pane) presses C-b a:
+// tmux server runs `termsprawl attach work` in its pane) presses the answer key:
 // the private server's binding opens the picker in a display-popup, which
 // lists the pending dialogs oldest first and answers a permission dialog
 // (allow) and a question dialog (a choice); the agents' dialog_request
@@ -78,16 +78,16 @@ func TestPickerInPopupE2E(t *testing.T) {
 	// The message humans see names the binding.
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		msgs := e.tmux.Must("show-messages")
-		if strings.Contains(msgs, "asks: Bash: npm test (C-b a answers here, or termsprawl answer "+perm.ID+" allow|deny)") {
+		if strings.Contains(msgs, "asks: Bash: npm test ("+tools.DefaultAnswerKey+" answers here, or termsprawl answer "+perm.ID+" allow|deny)") {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no message naming C-b a; messages:\n%s", msgs)
+			t.Fatalf("no message naming the answer key; messages:\n%s", msgs)
 		}
 	}
 
-	// C-b a, through the human's terminal.
-	outer.Must("send-keys", "-t", "o", "C-b", "a")
+	// The answer key (no prefix), through the human's terminal.
+	outer.Must("send-keys", "-t", "o", tools.DefaultAnswerKey)
 	s := waitScreen("the picker", func(s string) bool {
 		return strings.Contains(s, "pending dialogs, oldest first") && strings.Contains(s, "answer which?")
 	})

@@ -17,7 +17,7 @@ import (
 
 // rebootCmds are embedded in the human grammar.
 type rebootCmds struct {
-	Restore restoreCmd `cmd:"" help:"Start a lost node (its tmux server was gone: a reboot) again: same id, name, directory and recording; an agent resumes its conversation."`
+	Restore restoreCmd `cmd:"" help:"Start a lost node (its tmux server went away: a reboot, a killed or crashed tmux) again: same id, name, directory and recording; an agent resumes its conversation."`
 	Forget  forgetCmd  `cmd:"" help:"Drop a lost node (or one that had exited before its tmux server went) and its last screen."`
 }
 

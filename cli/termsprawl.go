@@ -66,6 +66,8 @@ type humanGrammar struct {
 	// restore, forget (restore.go).
 	rebootCmds `embed:""`
 	fleetCmds  `embed:""` // grep, fork (fleet.go)
+	// screenshot (screenshot.go).
+	dailyCmds `embed:""`
 }
 
 // Examples of the root help: the first five minutes.
@@ -75,7 +77,7 @@ termsprawl new --name build -- bash        # launch a node; prints its id
 termsprawl ls                              # the nodes
 termsprawl send build make test            # type a line into it and press Enter
 termsprawl snapshot build                  # what is on its screen
-termsprawl attach build                    # take over this terminal (C-b d detaches)
+termsprawl attach build                    # take over this terminal (M-F12 detaches, also inside tmux)
 termsprawl down                            # stop termsprawl; nodes keep running`
 }
 
@@ -181,7 +183,7 @@ type attachCmd struct {
 }
 
 func (attachCmd) Examples() string {
-	return `termsprawl attach build                    # C-b d detaches
+	return `termsprawl attach build                    # M-F12 (Alt+F12) or C-b d detaches; config.toml [keys] changes it
 termsprawl attach --read-only build        # watch, without typing into it`
 }
 
@@ -455,6 +457,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		if code, ok := h.runFleetCmd(cmd, &g); ok {
+			return code
+		}
+		if code, ok := h.runDailyCmd(cmd, &g); ok {
 			return code
 		}
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")
@@ -896,13 +901,36 @@ func (h *human) snapshot(node string, asJSON bool) int {
 	return ExitOK
 }
 
+// attachTerminal says so when this process's input is no terminal (tmux
+// would say only "open terminal failed: not a terminal").
+func (h *human) attachTerminal(node string) bool {
+	if stdinIsTerminal() {
+		return true
+	}
+	fmt.Fprintf(h.stderr, "%s: attach needs a terminal, and this one's input is not one (a pipe, a file or no terminal at all): run it in a terminal; `termsprawl snapshot %s` prints the screen from anywhere\n", h.prefix(), node)
+	return false
+}
+
+// stdinIsTerminal reports whether this process's input is a terminal
+// (tmux attaches only there); tests stub it.
+var stdinIsTerminal = func() bool {
+	fi, err := os.Stdin.Stat()
+	return err == nil && fi.Mode()&os.ModeCharDevice != 0 && fi.Mode()&os.ModeDevice != 0 && !isDevNull(fi)
+}
+
+// isDevNull reports whether fi is /dev/null's.
+func isDevNull(fi os.FileInfo) bool {
+	null, err := os.Stat(os.DevNull)
+	return err == nil && os.SameFile(fi, null)
+}
+
 // execFn replaces the process (tests stub it).
 var execFn = syscall.Exec
 
 // attachArgv is the tmux command line of attach: the contract's attach
 // argv, -r for read-only, and for a node whose program exited a message
 // saying so (the pane itself shows its last screen).
-func attachArgv(socket string, n tools.NodeInfo, readOnly bool) []string {
+func attachArgv(socket string, n tools.NodeInfo, readOnly bool, detachKey string) []string {
 	argv := []string{"tmux", "-L", socket, "attach-session"}
 	if readOnly {
 		argv = append(argv, "-r")
@@ -913,7 +941,7 @@ func attachArgv(socket string, n tools.NodeInfo, readOnly bool) []string {
 		if n.ExitCode != nil {
 			code = fmt.Sprint(*n.ExitCode)
 		}
-		msg := fmt.Sprintf("%s exited (code %s). termsprawl kill %s closes it; C-b d detaches", n.Terminal, code, n.Terminal)
+		msg := fmt.Sprintf("%s exited (code %s). termsprawl kill %s closes it; %s detaches", n.Terminal, code, n.Terminal, detachKey)
 		argv = append(argv, ";", "display-message", "-d", "10000", strings.ReplaceAll(msg, "#", "##"))
 	}
 	return argv
@@ -930,6 +958,9 @@ func (h *human) attach(word string, readOnly bool) int {
 	if n.Host != "" {
 		return h.attachRemote(n, readOnly)
 	}
+	if !h.attachTerminal(n.Terminal) {
+		return ExitUsage
+	}
 	tmux, err := exec.LookPath("tmux")
 	if err != nil {
 		fmt.Fprintf(h.stderr, "%s: tmux is not on PATH: install tmux (%v)\n", h.prefix(), err)
@@ -942,7 +973,8 @@ func (h *human) attach(word string, readOnly bool) int {
 			socket = s.Socket // the socket termsprawl runs on
 		}
 	}
-	argv := attachArgv(socket, n, readOnly)
+	detach, _ := h.keys()
+	argv := attachArgv(socket, n, readOnly, detach)
 	err = execFn(tmux, argv, tools.EnvWithoutTmux(os.Environ()))
 	fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", h.prefix(), shellJoin(argv), err)
 	return ExitNo

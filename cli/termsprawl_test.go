@@ -227,6 +227,9 @@ func TestHumanAttach(t *testing.T) {
 		return errors.New("stubbed")
 	}
 	defer func() { execFn = old }()
+	oldTerm := stdinIsTerminal
+	stdinIsTerminal = func() bool { return true }
+	defer func() { stdinIsTerminal = oldTerm }()
 
 	code, _, errb := runHuman(t, "--state-dir", fs.Dir, "--tmux-socket", "sock1", "attach", "n1")
 	if code != ExitNo || !strings.Contains(errb, "stubbed") {

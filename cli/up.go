@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/toolserver"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -69,7 +71,7 @@ func nodesText(n int) string {
 
 // printServing prints where termsprawl serves and how to use it (nodes < 0:
 // the count is unknown).
-func printServing(w io.Writer, ep tools.Endpoint, stateDir, socket, operator string, nodes int) {
+func printServing(w io.Writer, ep tools.Endpoint, stateDir, socket, operator string, nodes int, detach, answer string) {
 	nodeText := ""
 	if nodes >= 0 {
 		nodeText = " (" + nodesText(nodes) + ")"
@@ -80,7 +82,7 @@ func printServing(w io.Writer, ep tools.Endpoint, stateDir, socket, operator str
 	fmt.Fprintf(w, "  tmux socket:       %s%s\n", socket, nodeText)
 	fmt.Fprintf(w, "  operator session:  %s\n", operator)
 	fmt.Fprintf(w, "launch a node:       termsprawl new --name build -- bash\n")
-	fmt.Fprintf(w, "attach to a node:    termsprawl attach NODE   (also while termsprawl is down; C-b d detaches, C-b %s answers dialogs)\n", tools.PickerKey)
+	fmt.Fprintf(w, "attach to a node:    termsprawl attach NODE   (also while termsprawl is down; %s detaches, %s answers dialogs, also inside your own tmux)\n", detach, answer)
 	// Nodes are spread over shards: the tmux command names the node's own.
 	fmt.Fprintf(w, "without termsprawl:  tmux -L SOCKET attach -t ts-NODE   (SOCKET: the node's tmux_socket in termsprawl ls --json: %s, %s-2, …)\n", socket, socket)
 	fmt.Fprintf(w, "an agent calls:      termsprawlctl --session %s call terminal_list\n", operator)
@@ -160,9 +162,10 @@ func (h *human) up() int {
 	ctx, stop := signalContext(h.ctx)
 	defer stop()
 	cfg := h.config(logger)
-	if !h.hostsConfig(&cfg) {
+	if !h.hostsConfig(&cfg) || !h.keysConfig(&cfg) {
 		return ExitNo
 	}
+	cfg.DetachKey, cfg.AnswerKey = orDefaultKeys(cfg.DetachKey, cfg.AnswerKey)
 	if cfg.CtlPath == "" {
 		logger.Warn(ctlMissing)
 	}
@@ -170,7 +173,7 @@ func (h *human) up() int {
 		defer stopProfile()
 	}
 	err := toolserver.Serve(ctx, cfg, func(info toolserver.ServeInfo) {
-		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes)
+		printServing(h.stdout, info.Endpoint, info.StateDir, info.Socket, info.OperatorSession, info.Nodes, cfg.DetachKey, cfg.AnswerKey)
 		printHosts(h.stdout, info.Hosts)
 		printLost(h.stdout, info.Restored, info.RestoreErrors, info.Lost)
 		if h.upOpts.Monitor || h.upOpts.NoOpen {
@@ -288,7 +291,8 @@ func (h *human) upDetached() int {
 		}
 		return ExitNo
 	}
-	printServing(h.stdout, ep, h.stateDir, h.socket, tools.OperatorSessionPath(h.stateDir), -1)
+	detach, answer := h.keys()
+	printServing(h.stdout, ep, h.stateDir, h.socket, tools.OperatorSessionPath(h.stateDir), -1, detach, answer)
 	fmt.Fprintf(h.stdout, "log:                 %s\n", logPath)
 	if h.upOpts.Monitor || h.upOpts.NoOpen {
 		// Asked of the child, so its log never holds the capability URL.
@@ -377,14 +381,17 @@ func (h *human) down(all bool) int {
 	// The nodes and their sockets, while the orchestrator can still say.
 	var nodeSockets []string
 	remote := map[string]string{} // host → its socket there
-	nodes := -1                   // unknown
+	nodes, listed := -1, -1       // running and listed nodes; -1: unknown
 	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
 	res := tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "terminal_list"}, tools.CallOptions{})
 	cancel()
 	var l tools.NodeList
 	if res.OK && tools.DecodeValue(res.Value, &l) == nil {
-		nodes = len(l.Terminals)
+		nodes, listed = 0, len(l.Terminals)
 		for _, n := range l.Terminals {
+			if n.Status != tools.StatusLost && n.Status != tools.StatusExited {
+				nodes++ // lost and exited nodes do not keep running
+			}
 			if n.Host != "" {
 				// Not a server of this machine: ended on its host.
 				remote[n.Host] = n.TmuxSocket
@@ -393,13 +400,16 @@ func (h *human) down(all bool) int {
 			nodeSockets = append(nodeSockets, n.TmuxSocket)
 		}
 	}
+	if all && res.OK {
+		h.endDialogs()
+	}
 	pid, code := h.stop()
 	if code != ExitOK {
 		return code
 	}
 	if !all {
 		if pid > 0 {
-			fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)%s\n", pid, keepText(nodes))
+			fmt.Fprintf(h.stdout, "termsprawl stopped (pid %d)%s\n", pid, keepText(nodes, listed))
 		}
 		return ExitOK
 	}
@@ -415,11 +425,31 @@ func (h *human) down(all bool) int {
 	return code
 }
 
+// endDialogs denies every open dialog before down --all ends the nodes:
+// a permission hook waiting on a human ends with a deny whose reason says
+// why (CONTRACT §26) instead of waiting on a termsprawl that is gone.
+func (h *human) endDialogs() {
+	ctx, cancel := context.WithTimeout(h.ctx, 5*time.Second)
+	defer cancel()
+	res := tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "dialog_list"}, tools.CallOptions{})
+	var l tools.DialogList
+	if !res.OK || tools.DecodeValue(res.Value, &l) != nil {
+		return
+	}
+	for _, d := range l.Dialogs {
+		args, _ := json.Marshal(map[string]any{"dialog": d.ID, "mode": tools.AnswerDeny, "reason": tools.DialogEndDownAll})
+		tools.Call(ctx, h.sessionFile(), tools.Request{Operation: "dialog_answer", Args: args}, tools.CallOptions{})
+	}
+}
+
 // keepText is what down says of the nodes it leaves running (nodes < 0:
-// the count is unknown).
-func keepText(nodes int) string {
+// the count is unknown); listed counts the exited and lost ones too,
+// which never keep running (CONTRACT §26).
+func keepText(nodes, listed int) string {
 	const next = ": the next `termsprawl up` adopts them, `termsprawl down --all` ends them"
 	switch {
+	case nodes == 0 && listed > 0:
+		return "; none of its nodes was running (the exited and lost ones stay listed: `termsprawl up` shows them again)"
 	case nodes == 0:
 		return "; it ran no nodes"
 	case nodes == 1:
@@ -589,4 +619,42 @@ func startCPUProfile(logger *slog.Logger) func() {
 		pprof.StopCPUProfile()
 		f.Close()
 	}
+}
+
+// keys returns the detach and answer keys of termsprawl's tmux servers
+// (CONTRACT §26): config.toml's [keys], or the defaults (also when the
+// file cannot be read: up refuses such a file and says why).
+func (h *human) keys() (detach, answer string) {
+	if c, err := config.Load(h.stateDir); err == nil {
+		detach, answer = c.Keys.Detach, c.Keys.Answer
+	}
+	return orDefaultKeys(detach, answer)
+}
+
+func orDefaultKeys(detach, answer string) (string, string) {
+	if detach == "" {
+		detach = tools.DefaultDetachKey
+	}
+	if answer == "" {
+		answer = tools.DefaultAnswerKey
+	}
+	return detach, answer
+}
+
+// keysConfig sets cfg's keys from config.toml; a file up cannot use is
+// refused with its line and fix.
+func (h *human) keysConfig(cfg *orchestrator.Config) bool {
+	c, err := config.Load(h.stateDir)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, err)
+		return false
+	}
+	cfg.DetachKey, cfg.AnswerKey = c.Keys.Detach, c.Keys.Answer
+	return true
+}
+
+// detachKey is h.keys()'s detach key.
+func detachKey(h *human) string {
+	d, _ := h.keys()
+	return d
 }

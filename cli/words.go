@@ -60,6 +60,12 @@ var humanTerms = strings.NewReplacer(
 	"give selection, one of", "pick one with --choice VALUE, one of",
 	"(see terminal_list)", "(see `termsprawl ls`)",
 	"see terminal_list", "see `termsprawl ls`",
+	// An API message that names the human command beside the operation
+	// says it once in the CLI.
+	"terminal_close (termsprawl kill)", "`termsprawl kill`",
+	"(see agent_status)", "(`termsprawl ls` lists them)",
+	"(worktree {} on terminal_launch / agent_launch)", "(termsprawl new|agent --worktree BRANCH)",
+	"see agent_status", "`termsprawl ls` lists them",
 	"no terminal emulator", "no terminal emulator", // a program, not a node
 	"no terminal ", "no node ",
 	"terminal \"", "node \"",

@@ -4,9 +4,11 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+	"unicode/utf8"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -160,7 +162,9 @@ func (h *human) diff(c diffCmd) int {
 		return ExitOK
 	}
 	if c.Stat {
-		fmt.Fprintf(h.stdout, "%s (%s): %d files changed, %d insertions(+), %d deletions(-)\n", vis(d.Branch), vis(d.Path), d.Files, d.Insertions, d.Deletions)
+		fmt.Fprintf(h.stdout, "%s (%s):\n", vis(d.Branch), vis(d.Path))
+		printStat(h.stdout, d.FileStats)
+		fmt.Fprintf(h.stdout, " %s\n", statSummary(d.Files, d.Insertions, d.Deletions))
 		if len(d.Turns) > 0 {
 			tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "TURN\tAT\tHEAD\tFILES\t+\t-")
@@ -178,14 +182,90 @@ func (h *human) diff(c diffCmd) int {
 	return ExitOK
 }
 
+// printStat prints one line per changed file as git diff --stat does:
+// the path, the lines changed and a bar of + and - scaled to 40 columns.
+func printStat(w io.Writer, files []tools.WorktreeFileStat) {
+	width, most := 0, 0
+	for _, f := range files {
+		width = max(width, utf8.RuneCountInString(tools.VisibleLine(f.Path)))
+		most = max(most, f.Insertions+f.Deletions)
+	}
+	digits := len(strconv.Itoa(most))
+	const bar = 40
+	for _, f := range files {
+		path := tools.VisibleLine(f.Path)
+		pad := strings.Repeat(" ", width-utf8.RuneCountInString(path))
+		if f.Binary {
+			fmt.Fprintf(w, " %s%s | Bin\n", path, pad)
+			continue
+		}
+		plus, minus := f.Insertions, f.Deletions
+		if most > bar {
+			// Scaled, a change of at least one line keeps one mark.
+			scale := func(n int) int {
+				if n == 0 {
+					return 0
+				}
+				return max(1, n*bar/most)
+			}
+			plus, minus = scale(plus), scale(minus)
+		}
+		fmt.Fprintf(w, " %s%s | %*d %s%s\n", path, pad, digits, f.Insertions+f.Deletions, strings.Repeat("+", plus), strings.Repeat("-", minus))
+	}
+}
+
+// statSummary is git's last --stat line: "2 files changed, 3 insertions(+),
+// 1 deletion(-)", in the singular where it is one.
+func statSummary(files, ins, del int) string {
+	s := plural(files, "file", "files") + " changed"
+	if ins > 0 || del == 0 {
+		s += ", " + plural(ins, "insertion", "insertions") + "(+)"
+	}
+	if del > 0 || ins == 0 {
+		s += ", " + plural(del, "deletion", "deletions") + "(-)"
+	}
+	return s
+}
+
+// plural is "1 file" or "N files".
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
 func (h *human) review(c reviewCmd) int {
 	if c.Send {
 		if c.At != "" {
 			return usageError(h.stderr, h.prefix(), errors.New("--send takes only NODE: it sends the comments collected so far"), "")
 		}
 		return mutate(h, "worktree_review_send", map[string]any{"node": c.Node}, c.JSON, func(r tools.WorktreeReviewSent) {
-			fmt.Fprintf(h.stdout, "sent %d comments to %s as task %s\n", r.Comments, vis(r.Node), vis(r.Task))
+			fmt.Fprintf(h.stdout, "sent %s to %s as task %s\n", plural(r.Comments, "comment", "comments"), vis(r.Node), vis(r.Task))
 		})
+	}
+	if c.At == "" {
+		// No comment given: the pending ones.
+		d, code := callAs[tools.WorktreeDiff](h, "worktree_diff", map[string]any{"node": c.Node, "stat": true})
+		if code != ExitOK {
+			return code
+		}
+		if c.JSON {
+			if d.Comments == nil {
+				d.Comments = []tools.WorktreeComment{}
+			}
+			_ = prettyJSON(h.stdout, tools.WorktreeComments{Node: d.Node, Comments: d.Comments})
+			return ExitOK
+		}
+		if len(d.Comments) == 0 {
+			fmt.Fprintf(h.stdout, "no comments pending for %s (termsprawl review %s FILE:LINE TEXT adds one)\n", c.Node, c.Node)
+			return ExitOK
+		}
+		fmt.Fprintf(h.stdout, "%s pending for %s (termsprawl review %s --send sends them):\n", plural(len(d.Comments), "comment", "comments"), c.Node, c.Node)
+		for _, x := range d.Comments {
+			fmt.Fprintf(h.stdout, "  %s:%d  %s\n", tools.VisibleLine(x.File), x.Line, tools.VisibleLine(x.Text))
+		}
+		return ExitOK
 	}
 	file, lineText, ok := strings.Cut(reverse(c.At), ":")
 	line, err := strconv.Atoi(reverse(file))
@@ -193,7 +273,7 @@ func (h *human) review(c reviewCmd) int {
 		return usageError(h.stderr, h.prefix(), fmt.Errorf("give FILE:LINE and the comment's TEXT (got %q)", c.At), "example: termsprawl review fixer src/login.go:42 'this leaks the token'")
 	}
 	return mutate(h, "worktree_comment", map[string]any{"node": c.Node, "file": reverse(lineText), "line": line, "text": strings.Join(c.Text, " ")}, c.JSON, func(r tools.WorktreeComments) {
-		fmt.Fprintf(h.stdout, "%d comments pending for %s (termsprawl review %s --send sends them)\n", len(r.Comments), c.Node, c.Node)
+		fmt.Fprintf(h.stdout, "%s pending for %s (termsprawl review %s --send sends them)\n", plural(len(r.Comments), "comment", "comments"), c.Node, c.Node)
 	})
 }
 

@@ -357,9 +357,10 @@ func (o *Orchestrator) clientEnded(n *node) {
 		return // its host is unreachable: the host reconnects (host.go)
 	}
 	if reason, dead := o.serverDied(n.srv); dead {
-		// Every node of the server is lost at once: keep each listed as
-		// exited with the reason, so nobody wonders where it went.
-		n.markLost("the tmux server died (" + reason + "): the program is gone; terminal_close removes the node")
+		// Every node of the server is lost at once (CONTRACT §26): listed
+		// lost, restorable now; one whose program had exited before
+		// stays exited.
+		o.loseNode(n, reason)
 		return
 	}
 	if !o.sessionGone(context.Background(), n.meta) {

@@ -207,26 +207,26 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 	syscall.Kill(pid, syscall.SIGKILL)
 	select {
 	case r := <-done:
-		if r.Status != tools.StatusExited || !r.Matched {
+		if r.Status != tools.StatusLost || !r.Matched {
 			t.Fatalf("exit wait after server death = %+v", r)
 		}
 	case <-time.After(25 * time.Second):
 		t.Fatal("a wait on a node of a killed tmux server never returned")
 	}
-	// The death is loud: counted, and the node stays listed as exited
-	// with the reason instead of vanishing.
+	// The death is loud: counted, and the node is listed lost (CONTRACT
+	// §26) with the reason instead of vanishing.
 	if deaths, last := o.ServerHealth(); deaths != 1 || last == "" {
 		t.Fatalf("server deaths %d (%q), want 1", deaths, last)
 	}
 	snap, err := o.Snapshot(id)
-	if err != nil || snap.Status != tools.StatusExited || !strings.Contains(snap.ExitReason, "tmux server died") {
+	if err != nil || snap.Status != tools.StatusLost || !strings.Contains(snap.ExitReason, "termsprawl restore "+id) {
 		t.Fatalf("the lost node: %+v, %v", snap, err)
 	}
 	if _, err := o.Type(tctx(t), id, "x", nil); err == nil {
 		t.Fatal("typing into a node of a dead server succeeded")
 	}
 	// The orchestrator starts a new server for the next launch and keeps
-	// serving; the lost node is closed like any other.
+	// serving; closing the lost node forgets it.
 	id2 := launch(t, o, "sh", "-c", "echo reborn; sleep 30")
 	waitText(t, o, id2, "reborn")
 	if err := o.CloseNode(tctx(t), id); err != nil {

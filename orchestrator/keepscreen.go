@@ -79,8 +79,13 @@ func (o *Orchestrator) keepOnce(last map[*node]kept) {
 		}
 		if o.node(n.meta.ID) != n || n.isClosing() {
 			// Its life ended while we wrote: its files are gone, and so
-			// is this one.
-			os.Remove(path)
+			// is this one; a node lost meanwhile keeps the screen its
+			// loss saved (loseNode).
+			if l := o.lostOne(n.meta.ID); l != nil {
+				_ = tools.WriteJSONAtomic(path, l.screen)
+			} else {
+				os.Remove(path)
+			}
 			continue
 		}
 		last[n] = kept{rev: ks.Revision, status: status}

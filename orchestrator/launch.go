@@ -607,6 +607,7 @@ func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.launchPath(id))
 	os.Remove(o.screenPath(id))
 	removeCache(o.sandboxCacheDir(id))
+	os.Remove(o.exitPath(id))
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {

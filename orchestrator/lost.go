@@ -171,9 +171,14 @@ func (o *Orchestrator) keepLost(m NodeMeta) bool {
 	l := &lostNode{meta: m, launch: rec, status: tools.StatusLost}
 	if err := readJSON(o.screenPath(m.ID), &l.screen); err == nil {
 		l.hasScreen = true
-		if l.screen.Status == tools.StatusExited {
-			l.status = tools.StatusExited // exited before: stays exited
-		}
+	}
+	if ex, ok := o.readExit(m.ID); ok {
+		// Exited before (its recorded exit, not the saved screen): stays
+		// exited, with its code.
+		l.status = tools.StatusExited
+		l.screen.Status, l.screen.ExitCode = tools.StatusExited, &ex.Code
+	} else if l.hasScreen && l.screen.Status == tools.StatusExited {
+		l.status = tools.StatusExited // a state dir from before exits were recorded
 	}
 	if m.LostAt.IsZero() {
 		l.meta.LostAt = time.Now().UTC()
@@ -188,6 +193,86 @@ func (o *Orchestrator) keepLost(m NodeMeta) bool {
 	o.mu.Unlock()
 	o.log.Info("node lost: its tmux server is gone", "node", m.ID, "status", l.status)
 	return true
+}
+
+// exitRecord is nodes/<id>.exit.json: the program's own exit, written
+// when it is published, so a node that had exited before its tmux server
+// went away stays exited (CONTRACT §26).
+type exitRecord struct {
+	Code int       `json:"code"`
+	At   time.Time `json:"at"`
+}
+
+func (o *Orchestrator) exitPath(id string) string {
+	return filepath.Join(o.cfg.StateDir, nodesDir, id+".exit.json")
+}
+
+// keepExit records a node's exit.
+func (o *Orchestrator) keepExit(id string, code int) {
+	if err := tools.WriteJSONAtomic(o.exitPath(id), exitRecord{Code: code, At: time.Now().UTC()}); err != nil {
+		o.log.Warn("record a node's exit", "node", id, "err", err)
+	}
+}
+
+// readExit reads a node's recorded exit.
+func (o *Orchestrator) readExit(id string) (exitRecord, bool) {
+	var r exitRecord
+	return r, readJSON(o.exitPath(id), &r) == nil
+}
+
+// testHookLost, if set, runs when loseNode has listed a node.
+var testHookLost func(id string)
+
+// loseNode lists a local node whose tmux server died while termsprawl
+// runs (CONTRACT §26), at once: lost, with its last screen, restorable
+// without a restart, its token dead; or, when its program had exited
+// before (its recorded exit), exited with its code. A node without a
+// kept launch stays listed as exited with the reason, as before.
+func (o *Orchestrator) loseNode(n *node, reason string) {
+	status, code, _ := n.state()
+	m := n.meta
+	rec, err := o.readLaunch(m.ID)
+	if m.Host != "" || err != nil {
+		n.markLost("the tmux server died (" + reason + "): the program is gone; terminal_close removes the node")
+		return
+	}
+	now := time.Now().UTC()
+	l := &lostNode{meta: m, launch: rec, status: tools.StatusLost, hasScreen: true,
+		screen: keptScreen{Screen: n.snapshot(), Status: tools.StatusRunning, SavedAt: now}}
+	if status == tools.StatusExited && code != nil {
+		l.status = tools.StatusExited
+		l.screen.Status, l.screen.ExitCode = tools.StatusExited, code
+	} else {
+		l.meta.LostAt = now
+		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.meta); err != nil {
+			o.log.Warn("mark node lost", "node", m.ID, "err", err)
+		}
+	}
+	if err := tools.WriteJSONAtomic(o.screenPath(m.ID), l.screen); err != nil {
+		o.log.Warn("keep a lost node's last screen", "node", m.ID, "err", err)
+	}
+	os.Remove(tools.SessionPath(o.cfg.StateDir, m.ID))
+	os.Remove(o.inputMarkPath(m.ID))
+	o.mu.Lock()
+	if o.nodes[m.ID] == n {
+		delete(o.nodes, m.ID)
+	}
+	o.lost[m.ID] = l
+	o.mu.Unlock()
+	// Listed lost first: whoever wakes on the old mirror's end sees it.
+	if l.status == tools.StatusLost {
+		n.markListedLost("the tmux server died (" + reason + ")")
+	} else {
+		n.markLost("the tmux server died (" + reason + ")")
+	}
+	n.stopRecording()
+	go n.scr.Close()
+	o.gone(n) // its token and its agent state go
+	o.statusChanged()
+	o.log.Info("node lost: its tmux server died", "node", m.ID, "status", l.status)
+	if testHookLost != nil {
+		testHookLost(m.ID)
+	}
 }
 
 // lostOne returns a lost node's entry, or nil.
@@ -222,7 +307,7 @@ func (l *lostNode) reason() string {
 	if l.status == tools.StatusExited {
 		return "its program had exited before its tmux server went away"
 	}
-	return fmt.Sprintf("its tmux server was gone when termsprawl started (a reboot, or tmux was killed): termsprawl restore %s starts it again, termsprawl forget %s drops it", l.meta.ID, l.meta.ID)
+	return fmt.Sprintf("its tmux server is gone (a reboot, or tmux was killed or crashed): termsprawl restore %s starts it again, termsprawl forget %s drops it", l.meta.ID, l.meta.ID)
 }
 
 // info is a lost node's terminal_list row.

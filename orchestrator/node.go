@@ -214,6 +214,9 @@ func (n *node) statusWait() (string, <-chan struct{}) {
 // when it changed.
 func (n *node) setStatus(status string, code *int) {
 	if n.updateStatus(status, code) && n.o != nil {
+		if status == tools.StatusExited && code != nil && n.meta.Host == "" {
+			n.o.keepExit(n.meta.ID, *code) // the recorded exit (lost.go)
+		}
 		n.o.statusChanged()
 	}
 }
@@ -263,6 +266,21 @@ func (n *node) markLost(reason string) {
 	n.gone = true
 	n.exitReason = reason
 	n.status = tools.StatusExited
+	close(n.statusCh)
+	n.statusCh = make(chan struct{})
+}
+
+// markListedLost ends a mirror whose node loseNode listed lost: its
+// waiters see status lost (wait.go), not an exit.
+func (n *node) markListedLost(reason string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.gone {
+		return
+	}
+	n.gone = true
+	n.exitReason = reason
+	n.status = tools.StatusLost
 	close(n.statusCh)
 	n.statusCh = make(chan struct{})
 }

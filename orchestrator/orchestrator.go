@@ -79,6 +79,27 @@ type Config struct {
 	// Settings are <state>/config.toml's, reloaded on change (CONTRACT
 	// §28). nil means the defaults (config.Default); Serve opens it.
 	Settings *config.Store
+
+	// DetachKey and AnswerKey are the root-table keys of the private
+	// servers that detach an attached client and open the picker
+	// (CONTRACT §26; config.toml's [keys]). "": tools.DefaultDetachKey,
+	// tools.DefaultAnswerKey.
+	DetachKey, AnswerKey string
+}
+
+// Keys returns the detach and answer keys the private servers bind.
+func (o *Orchestrator) Keys() (detach, answer string) {
+	return keysOr(o.cfg.DetachKey, o.cfg.AnswerKey)
+}
+
+func keysOr(detach, answer string) (string, string) {
+	if detach == "" {
+		detach = tools.DefaultDetachKey
+	}
+	if answer == "" {
+		answer = tools.DefaultAnswerKey
+	}
+	return detach, answer
 }
 
 // DefaultShardSize is Config.ShardSize's default: the blast radius of a
@@ -215,7 +236,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	}
 	deaths := make(chan struct{}, 1)
 	firstRan := hosts.Running(ctx, cfg.Tmux, cfg.Socket, tmuxEnv())
-	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg.Picker), tmuxEnv(), deaths)
+	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg), tmuxEnv(), deaths)
 	if err != nil {
 		return nil, err
 	}

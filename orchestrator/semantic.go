@@ -234,9 +234,15 @@ func (n *node) querySemantic(id string, l tools.SemanticLocator) (tools.QueryRes
 	if !ok {
 		return tools.QueryResult{}, errSemanticUnavailable(id)
 	}
-	ms, err := semantic.Find(c.root, locatorOf(l))
+	loc := locatorOf(l)
+	ms, err := semantic.Find(c.root, loc)
 	if err != nil {
 		return tools.QueryResult{}, usage("locator: %v", err)
+	}
+	if len(ms) > 1 {
+		// A locator names one node (CONTRACT §22), in a query as in an
+		// action: several are a conflict that lists them.
+		return tools.QueryResult{}, ambiguous(id, loc, ms, c.rev)
 	}
 	res := tools.QueryResult{Terminal: id, Revision: c.rev, Matches: []tools.QueryMatch{}, Nodes: []tools.SemanticMatch{}}
 	for _, f := range ms {
@@ -256,12 +262,7 @@ func (n *node) locate(id string, l tools.SemanticLocator) (semantic.Flat, semCom
 	f, ms, err := semantic.One(c.root, loc)
 	switch {
 	case errors.Is(err, semantic.ErrAmbiguous):
-		lines := make([]string, 0, min(len(ms), 20))
-		for _, m := range ms[:min(len(ms), 20)] {
-			lines = append(lines, semantic.Line(m, c.rev))
-		}
-		return f, c, tools.Errorf(tools.KindConflict, "ambiguous-locator: %s matches %d nodes of %q; narrow it (name, test_id) or pick one with nth", loc, len(ms), id).
-			WithDetails("reason", "ambiguous-locator").WithDetails("matches", lines)
+		return f, c, ambiguous(id, loc, ms, c.rev)
 	case err != nil:
 		return f, c, usage("locator: %v", err)
 	case len(ms) == 0:
@@ -269,6 +270,17 @@ func (n *node) locate(id string, l tools.SemanticLocator) (semantic.Flat, semCom
 			WithDetails("reason", "no-match")
 	}
 	return f, c, nil
+}
+
+// ambiguous is the conflict of a locator that matches several nodes: it
+// lists them (at most 20).
+func ambiguous(id string, loc semantic.Locator, ms []semantic.Flat, rev uint64) error {
+	lines := make([]string, 0, min(len(ms), 20))
+	for _, m := range ms[:min(len(ms), 20)] {
+		lines = append(lines, semantic.Line(m, rev))
+	}
+	return tools.Errorf(tools.KindConflict, "ambiguous-locator: %s matches %d nodes of %q; narrow it (name, test_id) or pick one with nth", loc, len(ms), id).
+		WithDetails("reason", "ambiguous-locator").WithDetails("matches", lines)
 }
 
 // resolveSemanticRef resolves semantic:ID@REV: the node must still be in

@@ -2,7 +2,9 @@ package orchestrator_test
 
 import (
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
@@ -36,14 +38,21 @@ func TestShardsLimitTheBlastRadius(t *testing.T) {
 	if _, err := shard2.Cmd("kill-server"); err != nil {
 		t.Fatal(err)
 	}
+	// Listed lost at once (CONTRACT §26): a wait on one says so.
 	for _, id := range lost {
-		if _, err := o.WaitFor(orchestrator.TestContext(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
-			t.Fatalf("lost node %s: %v", id, err)
+		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+			_, err := o.WaitFor(orchestrator.TestContext(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000})
+			if err != nil && strings.Contains(err.Error(), "is lost") {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %s of the killed shard: %v, want lost", id, err)
+			}
 		}
 	}
 	for _, n := range o.List(orchestrator.TestContext(t)) {
-		wantExited := n.TmuxSocket == shard2.Socket
-		if (n.Status == tools.StatusExited) != wantExited {
+		wantLost := n.TmuxSocket == shard2.Socket
+		if (n.Status == tools.StatusLost) != wantLost {
 			t.Errorf("node %s on %s is %s", n.Terminal, n.TmuxSocket, n.Status)
 		}
 	}

@@ -129,6 +129,14 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 		}
 		rev, changed := n.scr.WaitState()
 		status, statusCh := n.statusWait()
+		if status == tools.StatusLost {
+			// Its tmux server died (loseNode): the program is gone.
+			if c.Wait == tools.WaitExit || c.Wait == tools.WaitQuiet {
+				return result(true, ""), nil
+			}
+			return result(false, ""), tools.Errorf(tools.KindConflict, "terminal %q was lost (its tmux server died) before the %s wait was satisfied: termsprawl restore %s starts it again", n.meta.ID, c.Wait, n.meta.ID).
+				WithDetails("status", status)
+		}
 		switch c.Wait {
 		case tools.WaitRender:
 			if rev > baseline {

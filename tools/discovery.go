@@ -374,6 +374,11 @@ func ParseSession(data []byte) (Session, error) {
 // ReadSession reads and validates a session file (with ReadFileBounded).
 func ReadSession(path string) (Session, error) {
 	data, err := ReadFileBounded(path, MaxStateFileBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Said first: no termsprawl can help with a file that is not there
+		// (a closed node's is removed).
+		return Session{}, fmt.Errorf("read session file: %s does not exist (a node's session file goes when the node is closed; pass a live node's <state>/sessions/NODE.json or the operator's <state>/sessions/operator.json): %w", path, err)
+	}
 	if err != nil {
 		return Session{}, fmt.Errorf("read session file: %w", err)
 	}

@@ -17,8 +17,8 @@ const (
 	// StatusUnreachable: the node's host cannot be reached over ssh; its
 	// program keeps running there (CONTRACT §17).
 	StatusUnreachable = "unreachable"
-	// StatusLost: the node's tmux server was gone when termsprawl started
-	// (a reboot, a killed tmux): listed with its last screen until it is
+	// StatusLost: the node's tmux server went away (a reboot, a killed or
+	// crashed tmux, at start or while termsprawl ran): listed with its last screen until it is
 	// restored or forgotten (CONTRACT §25).
 	StatusLost = "lost"
 	// StatusClosing: a close was issued while the node's host could not
@@ -73,10 +73,11 @@ type NodeInfo struct {
 	// State is, in terminal_list, the agent's state for agents (CONTRACT
 	// §20, as agent_status reports it; AgentExited once its program
 	// ended), else the process status. Since and NeedsHuman go with an
-	// agent's state (see AgentInfo); empty for other nodes.
+	// agent's state (see AgentInfo); Since is empty for other nodes, and
+	// NeedsHuman is always there (false for them).
 	State      string `json:"state,omitempty"`
 	Since      string `json:"since,omitempty"`
-	NeedsHuman bool   `json:"needs_human,omitempty"`
+	NeedsHuman bool   `json:"needs_human"`
 	// Worktree is the node's git worktree (CONTRACT §21).
 	Worktree *WorktreeState `json:"worktree,omitempty"`
 	// Sandbox is the profile the node's program runs under (CONTRACT
@@ -489,7 +490,17 @@ type DialogOutcome struct {
 	// TimedOut: nobody answered before the dialog expired, so it ended as
 	// a deny (never an allow).
 	TimedOut bool `json:"timed_out,omitempty"`
+	// Ended: no human answered; termsprawl ended the dialog as a deny
+	// because its node closed or termsprawl went down --all (Answer.Reason
+	// says which).
+	Ended bool `json:"ended,omitempty"`
 }
+
+// Reasons of the dialogs termsprawl ends itself (DialogOutcome.Ended).
+const (
+	DialogEndNodeClosed = "its node closed"
+	DialogEndDownAll    = "termsprawl went down with --all"
+)
 
 // DialogState is the state of dialog_answer's receipt.
 type DialogState struct {

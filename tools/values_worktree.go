@@ -91,6 +91,20 @@ type WorktreeDiff struct {
 	// Cut says how the diff was cut ("" when whole).
 	Cut   string         `json:"cut,omitempty"`
 	Turns []WorktreeTurn `json:"turns"`
+	// FileStats are each changed file's counts, as git diff --stat shows
+	// them (the live diff only; at most 1,000 files).
+	FileStats []WorktreeFileStat `json:"file_stats,omitempty"`
+	// Comments are the review comments not sent yet (worktree_comment).
+	Comments []WorktreeComment `json:"comments,omitempty"`
+}
+
+// WorktreeFileStat is one changed file of a diff; a binary file has no
+// line counts.
+type WorktreeFileStat struct {
+	Path       string `json:"path"`
+	Insertions int    `json:"insertions"`
+	Deletions  int    `json:"deletions"`
+	Binary     bool   `json:"binary,omitempty"`
 }
 
 // WorktreeComment is one review comment.

@@ -132,11 +132,19 @@ func (m *Model) diffLines(n tools.StreamNode, h int) []string {
 		return []string{"", " " + ds.err, "", " u tries again"}
 	}
 	d := ds.val
-	stat := fmt.Sprintf(" %d files changed, %s %s against %s", d.Files,
+	files := "1 file"
+	if d.Files != 1 {
+		files = fmt.Sprintf("%d files", d.Files)
+	}
+	stat := fmt.Sprintf(" %s changed, %s %s against %s", files,
 		m.style("#5fd75f", false).Render(fmt.Sprintf("+%d", d.Insertions)),
 		m.style("#ff5f5f", false).Render(fmt.Sprintf("-%d", d.Deletions)), against(n.Worktree.Base, d.From))
 	if len(d.Turns) > 0 {
-		stat += fmt.Sprintf(" · %d turns recorded", len(d.Turns))
+		if len(d.Turns) == 1 {
+			stat += " · 1 turn recorded"
+		} else {
+			stat += fmt.Sprintf(" · %d turns recorded", len(d.Turns))
+		}
 	}
 	if ds.loading {
 		stat += " · refreshing…"

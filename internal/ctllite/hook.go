@@ -35,6 +35,39 @@ var ClaudeStates = map[string]string{
 	"StopFailure": stateError,
 }
 
+// IdleNotification is the event termsprawl reports for Claude Code's
+// "Claude is waiting for your input" notification (notification_type
+// idle_prompt, about 60 s after a turn ended with no dialog open): the
+// agent is at its prompt, which is idle (CONTRACT §20), not a human
+// needed; termsprawl keeps it as evidence and changes no state.
+const IdleNotification = "IdleNotification"
+
+// ClaudeEvent is the event a Claude Code hook reports, and its state:
+// its own; IdleNotification (idle) for an idle prompt's notification;
+// Stop (idle) for a StopFailure whose error is the human's interrupt (Esc
+// aborts the request: an interrupt ends a turn, it does not fail it,
+// CONTRACT §20).
+func ClaudeEvent(event string, in HookInput) (string, string) {
+	switch event {
+	case "Notification":
+		if in.NotificationType == "idle_prompt" || (in.NotificationType == "" && strings.Contains(in.Message, "waiting for your input")) {
+			return IdleNotification, stateIdle
+		}
+	case "StopFailure":
+		if Interrupted(RawText(in.Error) + " " + RawText(in.ErrorDetails)) {
+			return "Stop", stateIdle
+		}
+	}
+	return event, ClaudeStates[event]
+}
+
+// Interrupted reports whether an error text is an interrupt's: the
+// request aborted or interrupted by the user.
+func Interrupted(text string) bool {
+	low := strings.ToLower(text)
+	return strings.Contains(low, "abort") || strings.Contains(low, "interrupted")
+}
+
 // GeminiStates are Gemini CLI's events and their states.
 var GeminiStates = map[string]string{
 	"SessionStart": stateIdle, "BeforeAgent": stateWorking,
@@ -99,7 +132,11 @@ func ClaudeMessage(event string, in HookInput) string {
 	case "UserPromptSubmit":
 		return "prompt: " + in.Prompt
 	case "StopFailure":
-		return "the turn failed: " + RawText(in.Error) + " " + RawText(in.ErrorDetails)
+		text := RawText(in.Error) + " " + RawText(in.ErrorDetails)
+		if Interrupted(text) {
+			return "the turn was interrupted: " + text
+		}
+		return "the turn failed: " + text
 	}
 	return in.Message
 }

@@ -160,7 +160,11 @@ func runHook(inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, *H
 	if bad := BadConversation(in.Conversation()); bad != "" {
 		fmt.Fprintf(stderr, "%s hook %s %s: %s\n", ctlName, inv.Agent, inv.Event, bad)
 	}
-	res, err := call(tg, "agent_report", ReportArgs(inv.Agent, inv.Event, state, msg, in.Conversation()), false)
+	event := inv.Event
+	if inv.Agent == "claude" {
+		event, state = ClaudeEvent(inv.Event, in)
+	}
+	res, err := call(tg, "agent_report", ReportArgs(inv.Agent, event, state, msg, in.Conversation()), false)
 	if err != nil {
 		return 0, h
 	}

@@ -51,12 +51,15 @@ const ReportPrefix = "report:"
 // sets; "" means known and changing nothing. Claude Code's, Gemini
 // CLI's (BeforeAgent, AfterAgent) and Codex's notify (agent-turn-complete).
 var hookStates = map[string]string{
-	"SessionStart":      tools.AgentIdle,
-	"UserPromptSubmit":  tools.AgentWorking,
-	"PreToolUse":        tools.AgentWorking,
-	"PostToolUse":       tools.AgentWorking,
-	"SubagentStart":     tools.AgentWorking,
-	"Notification":      tools.AgentWaiting,
+	"SessionStart":     tools.AgentIdle,
+	"UserPromptSubmit": tools.AgentWorking,
+	"PreToolUse":       tools.AgentWorking,
+	"PostToolUse":      tools.AgentWorking,
+	"SubagentStart":    tools.AgentWorking,
+	"Notification":     tools.AgentWaiting,
+	// Claude Code's idle-prompt notification (the hook reports it under
+	// this name): at its prompt, nothing changes (CONTRACT §20).
+	"IdleNotification":  "",
 	"Stop":              tools.AgentIdle,
 	"StopFailure":       tools.AgentError,
 	"PermissionRequest": "", // the dialog it opens is the evidence
@@ -200,7 +203,9 @@ func TurnEnded(lines []string) (ended bool, event, detail string) {
 			}
 		}
 		for _, m := range apiErrorMarks {
-			if apiErr == "" && strings.Contains(l, m) {
+			// "API Error: Request was aborted." is the human's Esc: an
+			// interrupt ends a turn, it does not fail it (CONTRACT §20).
+			if apiErr == "" && strings.Contains(l, m) && !strings.Contains(low, "abort") && !strings.Contains(low, "interrupt") {
 				apiErr = strings.TrimSpace(l)
 			}
 		}

@@ -86,6 +86,8 @@ func TestTurnEnded(t *testing.T) {
 		{"boxed prompt", []string{"╭───╮", "│ > │", "╰───╯"}, true, ScreenTurnEnded},
 		{"interrupted", []string{"  ⎿  Interrupted · What should Claude do instead?", "❯ "}, true, ScreenTurnEnded},
 		{"api error", []string{"  ⎿  API Error: 500 {\"type\":\"error\"}", "> "}, true, ScreenAPIError},
+		// Esc during a request: an interrupt, not a failed turn (issue 39).
+		{"esc aborted", []string{"  ⎿  API Error: Request was aborted.", "  ⎿  Interrupted · What should Claude do instead?", "> "}, true, ScreenTurnEnded},
 		{"codex", []string{"• done", "› Ask Codex"}, true, ScreenTurnEnded},
 	}
 	for _, c := range cases {

@@ -118,7 +118,10 @@ func seedBytes(st *SeedState) []byte {
 
 // paintRows paints each line at the start of its row, cut at the right edge
 // (a wide character that does not fit is dropped, as tmux would have put it
-// on the next row), and resets SGR after each row.
+// on the next row), and resets SGR after the last row only: capture-pane
+// -e does not repeat at a row's start a style that goes on from the row
+// before (its pen carries over), so the pen carries over here too
+// (CONTRACT §26: a reseeded screen keeps styles across rows).
 func paintRows(b []byte, lines []string, cols, rows int) []byte {
 	for i, line := range lines {
 		if i >= rows {
@@ -131,9 +134,8 @@ func paintRows(b []byte, lines []string, cols, rows int) []byte {
 			line = ansi.Truncate(line, cols, "")
 		}
 		b = append(b, line...)
-		b = append(b, "\x1b[0m"...)
 	}
-	return b
+	return append(b, "\x1b[0m"...)
 }
 
 // cup appends a CUP to the 0-based (x, y), clamped to the screen.

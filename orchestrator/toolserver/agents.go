@@ -306,6 +306,10 @@ func (t *agentTable) describe(rows []tools.NodeInfo) {
 			r.Kind, r.State = cmp.Or(r.Agent, "custom"), tools.AgentExited
 		case reported:
 			r.Kind, r.State = cmp.Or(r.Agent, "custom"), st.State
+		case r.Status == tools.StatusRunning:
+			// Launched, no evidence recorded yet (CONTRACT §20: the first
+			// state of an agent).
+			r.Kind, r.State = r.Agent, tools.AgentStarting
 		default:
 			r.Kind, r.State = r.Agent, tools.AgentUnknown
 		}

@@ -311,7 +311,10 @@ func (s *Server) agentView(ctx context.Context, info tools.NodeInfo, st agentSta
 		}
 	}
 	state := st.State
-	if state == "" {
+	switch {
+	case state == "" && info.Status == tools.StatusRunning && info.Agent != "":
+		state = tools.AgentStarting // launched, no evidence recorded yet
+	case state == "":
 		state = tools.AgentUnknown
 	}
 	out := tools.AgentInfo{Node: info.Terminal, Name: info.Name, Agent: info.Agent, State: state, Message: st.Message,

@@ -308,3 +308,68 @@ func TestAgentStateAcrossRestart(t *testing.T) {
 		return a.State == tools.AgentExited && a.Why[0].Source == tools.SourceProcess
 	})
 }
+
+// Claude Code's idle-prompt notification ("Claude is waiting for your
+// input", about 60 s after a turn, no dialog open), which the hook
+// reports as IdleNotification, leaves an idle agent idle: no human is
+// needed (issue 39; CONTRACT §20).
+func TestIdleNotificationStaysIdle(t *testing.T) {
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	r, _ := apiMutate(t, s.op(), "agent_launch", apiM{"agent": "custom", "command": []string{"cat"}})
+	var info tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &info); err != nil {
+		t.Fatal(err)
+	}
+	node := info.Terminal
+	apiOK(t, s.session(node), "agent_report", apiM{"event": "Stop"}, nil)
+	apiOK(t, s.session(node), "agent_report", apiM{"event": "IdleNotification", "state": "idle", "message": "Claude is waiting for your input"}, nil)
+	if a := agentInfo(t, s.op(), node); a.State != tools.AgentIdle || a.NeedsHuman {
+		t.Fatalf("after the idle notification: %+v, want idle without needs_human", a)
+	}
+	// A permission notification still needs a human.
+	apiOK(t, s.session(node), "agent_report", apiM{"event": "Notification", "message": "Claude needs your permission to use Bash"}, nil)
+	if a := agentInfo(t, s.op(), node); a.State != tools.AgentWaiting || !a.NeedsHuman {
+		t.Fatalf("after a permission notification: %+v, want waiting", a)
+	}
+}
+
+// Right after its launch an agent is starting (CONTRACT §20), and every
+// terminal_list item carries needs_human, false included.
+func TestListStartingAndNeedsHumanAlways(t *testing.T) {
+	tmux, dir := apiNewState(t)
+	s := apiStart(t, tmux, dir)
+	op := s.op()
+	shell := apiLaunch(t, op, "cat")
+	r, _ := apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": []string{"cat"}})
+	var info tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &info); err != nil {
+		t.Fatal(err)
+	}
+	var raw struct {
+		Terminals []map[string]any `json:"terminals"`
+	}
+	apiOK(t, op, "terminal_list", nil, &raw)
+	seen := 0
+	for _, row := range raw.Terminals {
+		nh, ok := row["needs_human"].(bool)
+		if !ok || nh {
+			t.Errorf("terminal_list item %v: needs_human %v, want false and present", row["terminal"], row["needs_human"])
+		}
+		switch row["terminal"] {
+		case info.Terminal:
+			seen++
+			if row["state"] != tools.AgentStarting {
+				t.Errorf("the agent right after its launch is %v, want starting", row["state"])
+			}
+		case shell:
+			seen++
+		}
+	}
+	if seen != 2 {
+		t.Fatalf("terminal_list: %+v", raw.Terminals)
+	}
+	if a := agentInfo(t, op, info.Terminal); a.State != tools.AgentStarting {
+		t.Errorf("agent_status right after the launch: %+v", a)
+	}
+}

@@ -222,21 +222,13 @@ func (t *dialogTable) pruneLocked(now time.Time) {
 // dialogs end as denies first, so a waiter is not left hanging.
 func (t *dialogTable) forget(incarnation string) {
 	t.mu.Lock()
-	var open []string
-	for id, d := range t.dialogs {
-		if d.Incarnation == incarnation && d.open() {
-			open = append(open, id)
-		}
-	}
 	for id, d := range t.opening {
 		if d.Incarnation == incarnation {
 			delete(t.opening, id) // its open fails (open)
 		}
 	}
 	t.mu.Unlock()
-	for _, id := range open {
-		t.end(id, tools.DialogOutcome{Dialog: id, Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: "the node closed"}})
-	}
+	t.endOpen(incarnation)
 	t.mu.Lock()
 	for id, d := range t.dialogs {
 		if d.Incarnation == incarnation {
@@ -254,6 +246,23 @@ func (t *dialogTable) forget(incarnation string) {
 	}
 	t.mu.Unlock()
 	_ = t.disk.sync(context.Background()) // a failure is logged
+}
+
+// endOpen ends the open dialogs of an incarnation as a deny that says its
+// node closed (CONTRACT §26): terminal_close calls it before the program
+// is ended, so a hook waiting on a human hears why and ends.
+func (t *dialogTable) endOpen(incarnation string) {
+	t.mu.Lock()
+	var open []string
+	for id, d := range t.dialogs {
+		if d.Incarnation == incarnation && d.open() {
+			open = append(open, id)
+		}
+	}
+	t.mu.Unlock()
+	for _, id := range open {
+		t.end(id, tools.DialogOutcome{Dialog: id, Ended: true, Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: tools.DialogEndNodeClosed}})
+	}
 }
 
 // list returns the open dialogs, oldest first.

@@ -2,6 +2,7 @@ package toolserver
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -173,7 +174,12 @@ func TestDialogTellsAttachedHumans(t *testing.T) {
 	s := apiStart(t, tmux, dir)
 	op := s.op()
 	watched := apiLaunch(t, op, "cat")
-	asker := apiLaunch(t, op, "cat")
+	r, _ := apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": []string{"cat"}, "name": "asker"})
+	var ai tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &ai); err != nil || ai.Terminal == "" {
+		t.Fatalf("agent_launch result %s: %v", r.Result, err)
+	}
+	asker := ai.Terminal
 	outer := tmuxtest.New(t)
 	outer.Must("new-session", "-d", "-s", "human", "-x", "160", "-y", "20",
 		"env", "-u", "TMUX", "tmux", "-L", tmux.Socket, "-f", os.DevNull, "attach-session", "-t", "=ts-"+watched)
@@ -195,7 +201,7 @@ func TestDialogTellsAttachedHumans(t *testing.T) {
 	}
 	res := apiFail(t, s.session(asker), "dialog_request", apiM{"kind": "permission", "title": "Bash: make #deploy", "timeout_ms": 60000, "wait_ms": 20}, tools.KindTimeout)
 	// It names the binding that answers from there (CONTRACT §18).
-	want := asker + " asks: Bash: make #deploy (C-b " + tools.PickerKey + " answers here, or termsprawl answer " + res.Details["dialog"].(string) + " allow|deny)"
+	want := asker + " asks: Bash: make #deploy (" + tools.DefaultAnswerKey + " answers here, or termsprawl answer " + res.Details["dialog"].(string) + " allow|deny)"
 	for {
 		pane, _ := outer.Cmd("capture-pane", "-p", "-t", "=human:")
 		if strings.Contains(pane, want) {
@@ -205,5 +211,23 @@ func TestDialogTellsAttachedHumans(t *testing.T) {
 			t.Fatalf("the human's screen lacks %q:\n%s", want, pane)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// The agent's own notification a few seconds later ("Claude needs your
+	// permission") does not replace that line with one that lacks the
+	// dialog's id and the answer key (issue 39 item 6): a later line from
+	// another node shows, the vaguer one never does.
+	apiOK(t, s.session(asker), "agent_report", apiM{"event": "Notification", "message": "Claude needs your permission to use Bash"}, nil)
+	apiFail(t, s.session(watched), "dialog_request", apiM{"kind": "permission", "title": "sentinel", "timeout_ms": 60000, "wait_ms": 20}, tools.KindTimeout)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		msgs := tmux.Must("show-messages")
+		if strings.Contains(msgs, "is waiting for you") {
+			t.Fatalf("the dialog's line was replaced by a vaguer one:\n%s", msgs)
+		}
+		if strings.Contains(msgs, "sentinel") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the sentinel dialog's line never showed:\n%s", msgs)
+		}
 	}
 }

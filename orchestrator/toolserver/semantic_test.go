@@ -138,13 +138,22 @@ func TestAPISemanticTree(t *testing.T) {
 	}
 
 	// Queries by role, name, /regex/, test id, nth.
-	if q := semQuery(t, op, id, apiM{"role": "button"}); semNames(q) != "OK,Cancel" || len(q.Matches) != 0 {
-		t.Fatalf("by role: %+v", q)
+	// A locator names one node (CONTRACT §22): two buttons are a conflict
+	// that lists both.
+	if res := apiFail(t, op, "terminal_query", apiM{"terminal": id, "locator": apiM{"role": "button"}}, tools.KindConflict); res.Details["reason"] != "ambiguous-locator" ||
+		!strings.Contains(fmt.Sprint(res.Details["matches"]), "OK") || !strings.Contains(fmt.Sprint(res.Details["matches"]), "Cancel") {
+		t.Fatalf("by role, two buttons: %s %v", res.Error, res.Details)
+	}
+	if q := semQuery(t, op, id, apiM{"role": "button", "nth": 1}); semNames(q) != "OK" || len(q.Matches) != 0 {
+		t.Fatalf("by role, nth 1: %+v", q)
 	}
 	if q := semQuery(t, op, id, apiM{"name": "Cancel"}); semNames(q) != "Cancel" {
 		t.Fatalf("by name: %+v", q)
 	}
-	if q := semQuery(t, op, id, apiM{"role": "listitem", "name": "/^BANANA/i"}); semNames(q) != "banana,banana split" {
+	if res := apiFail(t, op, "terminal_query", apiM{"terminal": id, "locator": apiM{"role": "listitem", "name": "/^BANANA/i"}}, tools.KindConflict); !strings.Contains(fmt.Sprint(res.Details["matches"]), "banana split") {
+		t.Fatalf("by regex, two items: %s %v", res.Error, res.Details)
+	}
+	if q := semQuery(t, op, id, apiM{"role": "listitem", "name": "/^BANANA SPLIT/i"}); semNames(q) != "banana split" {
 		t.Fatalf("by regex: %+v", q)
 	}
 	if q := semQuery(t, op, id, apiM{"test_id": "agree-box"}); semNames(q) != "I agree" {

@@ -264,6 +264,9 @@ func terminalSignal(c *call, a signalArgs) (tools.SignalResult, any, error) {
 }
 
 func terminalClose(c *call, a terminalArg) (tools.CloseResult, any, error) {
+	if m, ok := c.s.o.Meta(a.Terminal); ok {
+		c.s.dialogs.endOpen(m.Incarnation()) // before its program ends
+	}
 	if err := c.s.o.CloseNode(c.ctx, a.Terminal); err != nil {
 		return tools.CloseResult{}, nil, err
 	}

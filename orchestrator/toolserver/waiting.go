@@ -25,7 +25,18 @@ const maxNotifyTitle = 80
 // request that must not wait on tmux). The goroutine ends after at most
 // notifyTimeout.
 func (s *Server) notifyWaiting(node, what, dialogID string) {
-	msg := waitingMessage(node, what, dialogID)
+	if dialogID == "" {
+		// The agent's own "needs your permission" notification follows its
+		// dialog by a few seconds: the dialog's line (its id and the answer
+		// key) stays on the status line instead of a vaguer one.
+		for _, d := range s.dialogs.list() {
+			if d.Node == node {
+				return
+			}
+		}
+	}
+	_, answer := s.o.Keys()
+	msg := waitingMessage(node, what, dialogID, answer)
 	go func() {
 		ctx, cancel := context.WithTimeout(s.ctx, notifyTimeout)
 		defer cancel()
@@ -37,12 +48,12 @@ func (s *Server) notifyWaiting(node, what, dialogID string) {
 
 // waitingMessage is the one line humans see: for a dialog, it names the
 // binding that opens the picker and the command that answers it.
-func waitingMessage(node, what, dialogID string) string {
+func waitingMessage(node, what, dialogID, answerKey string) string {
 	what = oneLine(what, maxNotifyTitle)
 	if dialogID != "" {
 		// The binding of the private servers answers it from any node
 		// (CONTRACT §18); the command works from any terminal.
-		return fmt.Sprintf("termsprawl: %s asks: %s (C-b %s answers here, or termsprawl answer %s allow|deny)", node, what, tools.PickerKey, dialogID)
+		return fmt.Sprintf("termsprawl: %s asks: %s (%s answers here, or termsprawl answer %s allow|deny)", node, what, answerKey, dialogID)
 	}
 	if what != "" {
 		what = ": " + what

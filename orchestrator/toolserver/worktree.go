@@ -579,11 +579,15 @@ func worktreeDiff(c *call, a worktreeDiffArgs) (tools.WorktreeDiff, error) {
 	}
 	t.mu.Lock()
 	out.Turns = slices.Clone(e.Turns)
+	out.Comments = slices.Clone(e.Comments)
 	t.mu.Unlock()
 	if out.Turns == nil {
 		out.Turns = []tools.WorktreeTurn{}
 	}
 	out.Head, out.From, out.Files, out.Insertions, out.Deletions, out.Cut = d.Head, d.From, d.Files, d.Insertions, d.Deletions, d.Cut
+	for _, f := range d.PerFile {
+		out.FileStats = append(out.FileStats, tools.WorktreeFileStat(f))
+	}
 	if !a.Stat {
 		out.Diff = d.Text
 	}

@@ -40,7 +40,21 @@ type Diff struct {
 	Cut string `json:"cut,omitempty"`
 	// Names are the changed files (at most MaxDirtyNames... per stats).
 	Names []string `json:"names,omitempty"`
+	// PerFile are each changed file's counts, as git diff --stat shows
+	// them (at most MaxPerFile).
+	PerFile []FileStat `json:"per_file,omitempty"`
 }
+
+// FileStat is one changed file's counts; Binary files have none.
+type FileStat struct {
+	Path       string `json:"path"`
+	Insertions int    `json:"insertions"`
+	Deletions  int    `json:"deletions"`
+	Binary     bool   `json:"binary,omitempty"`
+}
+
+// MaxPerFile bounds Diff.PerFile.
+const MaxPerFile = 1000
 
 // DiffOf computes a worktree's diff; max bounds the text (0: MaxDiffBytes;
 // negative: stats only).
@@ -77,6 +91,9 @@ func (g Git) DiffOf(ctx context.Context, in Info, limit int) (Diff, error) {
 		d.Deletions += b
 		if len(d.Names) < MaxDirtyNames {
 			d.Names = append(d.Names, f[2])
+		}
+		if len(d.PerFile) < MaxPerFile {
+			d.PerFile = append(d.PerFile, FileStat{Path: f[2], Insertions: a, Deletions: b, Binary: f[0] == "-"})
 		}
 	}
 	var text bytes.Buffer
@@ -133,6 +150,13 @@ func (g Git) DiffOf(ctx context.Context, in Info, limit int) (Diff, error) {
 		}
 		if !binary {
 			d.Insertions += lines
+		}
+		if len(d.PerFile) < MaxPerFile {
+			fs := FileStat{Path: rel, Binary: binary}
+			if !binary {
+				fs.Insertions = lines
+			}
+			d.PerFile = append(d.PerFile, fs)
 		}
 		if limit <= 0 || d.Cut != "" && text.Len() >= limit {
 			continue
