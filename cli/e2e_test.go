@@ -155,10 +155,7 @@ func (e *e2e) upWith(args ...string) (*proc, *syncBuffer, *syncBuffer) {
 		e.t.Fatalf("termsprawl up did not serve: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
 	// up prints its banner once it serves (as e.up waits for it).
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "termsprawlctl --session") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Until(10*time.Second, func() bool { return strings.Contains(out.String(), "termsprawlctl --session") })
 	return p, out, errb
 }
 
@@ -242,6 +239,7 @@ func (e *e2e) down(up *proc) {
 }
 
 func TestE2EBasic(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _ := e.up()
 
@@ -303,6 +301,7 @@ func TestE2EBasic(t *testing.T) {
 }
 
 func TestE2ERestart(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up1, _ := e.up()
 	id := e.launchShell()
@@ -330,16 +329,12 @@ func TestE2ERestart(t *testing.T) {
 	// Output printed while termsprawl is down (typed straight into tmux).
 	e.tmux.Must("send-keys", "-t", "=ts-"+id+":", "-l", "echo during-$((6*7))")
 	e.tmux.Must("send-keys", "-t", "=ts-"+id+":", "Enter")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		pane, _ := e.tmux.Cmd("capture-pane", "-p", "-t", "=ts-"+id+":")
-		if strings.Contains(pane, "during-42") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bash did not print during-42:\n%s", pane)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var pane string
+	if !testenv.Until(20*time.Second, func() bool {
+		pane, _ = e.tmux.Cmd("capture-pane", "-p", "-t", "=ts-"+id+":")
+		return strings.Contains(pane, "during-42")
+	}) {
+		t.Fatalf("bash did not print during-42:\n%s", pane)
 	}
 
 	// A waiting call started during the outage completes after restart.
@@ -386,6 +381,7 @@ func TestE2ERestart(t *testing.T) {
 }
 
 func TestE2EDetach(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	out := e.must(e.ts, "up", "--detach")
 	for _, want := range []string{"http://127.0.0.1:", e.state, e.tmux.Socket, e.oper, "termsprawl attach", "termsprawlctl --session " + e.oper + " call terminal_list"} {

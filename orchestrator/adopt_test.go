@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // A close interrupted by a crash leaves remain-on-exit off; adoption turns
 // it back on, so the program's later exit shows as exited, not vanished.
 func TestAdoptRestoresRemainOnExit(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launch(t, o, "sh", "-c", "echo up; read x; exit 7")
@@ -33,6 +35,7 @@ func TestAdoptRestoresRemainOnExit(t *testing.T) {
 // Temporary files of writes that a killed orchestrator never finished are
 // removed by the next one; node files stay.
 func TestAdoptRemovesStaleTemps(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launch(t, o, "cat")
@@ -65,6 +68,7 @@ func TestAdoptRemovesStaleTemps(t *testing.T) {
 // Adoption never treats an untrustworthy session list as "there are
 // none": a node file whose session tmux may still run is kept.
 func TestAdoptKeepsFilesOfSessionsItCannotRuleOut(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launch(t, o, "cat")
@@ -115,22 +119,22 @@ func TestAdoptRefusesAnUntrustworthyList(t *testing.T) {
 // A human's `detach-client -s` also detaches our control client: the node
 // is mirrored again, never forgotten while its session lives.
 func TestDetachedMirrorAttachesAgain(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "echo first; exec cat")
 	waitText(t, o, id, "first")
 	before, _ := o.Snapshot(id)
 	srv.Must("detach-client", "-s", "ts-"+id)
 	// Wait until the new mirror replaced the old one.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		n := o.node(id)
+	var n *node
+	if !testenv.Until(20*time.Second, func() bool {
+		n = o.node(id)
 		if n != nil && n.meta.Epoch > 0 && !n.isClosing() {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node was not mirrored again (node %v)", n)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the node was not mirrored again (node %v)", n)
 	}
 	if _, err := os.Stat(tools.SessionPath(o.StateDir(), id)); err != nil {
 		t.Fatalf("the node's session file: %v", err)

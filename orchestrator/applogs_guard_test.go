@@ -19,6 +19,7 @@ import (
 // does not hold the adoption: New returns, the node is served and its log
 // is missing.
 func TestAppLogsFIFOAtAdoption(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	p := filepath.Join(t.TempDir(), "app.log")
@@ -87,6 +88,7 @@ func TestAppLogsFIFOAtAdoption(t *testing.T) {
 // A followed log path that later becomes a link to another node's
 // session file is not read: the token never reaches a capture.
 func TestAppLogsPathBecomesSessionFile(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	victim := launch(t, o, "sleep", "600")
 	dir := t.TempDir()

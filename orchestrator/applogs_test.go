@@ -72,6 +72,7 @@ func hasLines(want ...string) func(tools.Changes) bool {
 // Logs are followed from their end at launch; capture_since returns the
 // lines read after its cursor with label and time, each line once.
 func TestAppLogsFollow(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	dir := t.TempDir()
 	app, db := filepath.Join(dir, "app.log"), filepath.Join(dir, "db.log")
@@ -113,6 +114,7 @@ func TestAppLogsFollow(t *testing.T) {
 // missing meanwhile); a directory, a file that cannot be read, a missing
 // directory and two equal labels refuse the launch with kind usage.
 func TestAppLogsBadPaths(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "app.sock")
@@ -181,6 +183,7 @@ func TestAppLogsBadPaths(t *testing.T) {
 // After an orchestrator restart the adopted node follows its logs again
 // (from their end then).
 func TestAppLogsAfterRestart(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	p := filepath.Join(t.TempDir(), "app.log")
@@ -201,6 +204,7 @@ func TestAppLogsAfterRestart(t *testing.T) {
 // A node with logs always has logs and logs_omitted in its captures; a
 // node without has neither.
 func TestAppLogsFieldsPresent(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	p := filepath.Join(t.TempDir(), "app.log")
 	with := launchWithLogs(t, o, tools.LogSpec{Path: p})

@@ -92,11 +92,8 @@ func waitAsleep(b *testing.B, o *Orchestrator, ids ...string) {
 		if n == nil {
 			b.Fatalf("node %s not found", id)
 		}
-		for !n.asleep.Load() {
-			if time.Now().After(deadline) {
-				b.Fatalf("node %s never fell asleep", id)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !testenv.Until(time.Until(deadline), n.asleep.Load) {
+			b.Fatalf("node %s never fell asleep", id)
 		}
 	}
 }
@@ -202,16 +199,13 @@ func bareControlClient(b *testing.B, socket, conf, session string, commands ...s
 // waitClients waits until session has n clients attached.
 func waitClients(b *testing.B, socket, session string, n int) {
 	b.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := tmuxRun(socket, "", "list-clients", "-t", "="+session, "-F", "#{client_pid}")
-		if err == nil && len(strings.Fields(out)) >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("session %s: %d clients never attached (%q, %v)", session, n, out, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var out string
+	var err error
+	if !testenv.Until(10*time.Second, func() bool {
+		out, err = tmuxRun(socket, "", "list-clients", "-t", "="+session, "-F", "#{client_pid}")
+		return err == nil && len(strings.Fields(out)) >= n
+	}) {
+		b.Fatalf("session %s: %d clients never attached (%q, %v)", session, n, out, err)
 	}
 }
 

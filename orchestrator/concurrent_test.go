@@ -13,6 +13,7 @@ import (
 // every wait sees its own node's output and nothing is left. (An id may be
 // given again once its node is closed.)
 func TestConcurrentNodes(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts 16 nodes")
 	}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestLaunchSubmitWait(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	ctx := tctx(t)
@@ -38,6 +39,7 @@ func TestLaunchSubmitWait(t *testing.T) {
 // TestWaitIgnoresEcho: the echo of the typed command contains READY, but
 // only the output a second later may satisfy the wait.
 func TestWaitIgnoresEcho(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	ctx := tctx(t)

@@ -81,6 +81,7 @@ func press(t *testing.T, o *Orchestrator, id, keys string) {
 }
 
 func TestDifferentialBashColorAndWide(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	dir := t.TempDir()
@@ -99,6 +100,7 @@ func TestDifferentialBashColorAndWide(t *testing.T) {
 }
 
 func TestDifferentialVim(t *testing.T) {
+	t.Parallel()
 	need(t, "vim")
 	o, srv := newTestOrchestrator(t)
 	file := filepath.Join(t.TempDir(), "f.txt")
@@ -128,6 +130,7 @@ func TestDifferentialVim(t *testing.T) {
 }
 
 func TestDifferentialLessAndMan(t *testing.T) {
+	t.Parallel()
 	need(t, "less", "man")
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
@@ -145,6 +148,7 @@ func TestDifferentialLessAndMan(t *testing.T) {
 }
 
 func TestDifferentialTop(t *testing.T) {
+	t.Parallel()
 	need(t, "top")
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "top", "-d", "60")
@@ -153,6 +157,7 @@ func TestDifferentialTop(t *testing.T) {
 }
 
 func TestDifferentialPythonREPL(t *testing.T) {
+	t.Parallel()
 	need(t, "python3")
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "python3", "-q")
@@ -164,6 +169,7 @@ func TestDifferentialPythonREPL(t *testing.T) {
 }
 
 func TestDifferentialFloodAndResize(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	// Type only once bash is ready: text typed ahead of the prompt is

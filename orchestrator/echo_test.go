@@ -10,6 +10,7 @@ import (
 // CONTRACT §18: under `stty -echo` the typed text is not echoed, so the
 // program's own output that holds it satisfies the wait.
 func TestSubmitWaitUnderNoEcho(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "bash", "--norc", "--noprofile", "-c",
 		`stty -echo; echo READS; while read l; do printf 'AFTER-%s\n' "$l"; done`)
@@ -27,6 +28,7 @@ func TestSubmitWaitUnderNoEcho(t *testing.T) {
 // With echo on, the echo alone never satisfies a wait for the typed text;
 // a program that prints it back after the echo does.
 func TestEchoAloneNeverSatisfies(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	sink := launch(t, o, "bash", "--norc", "--noprofile", "-c", `echo READS; cat >/dev/null`)
 	cat := launch(t, o, "bash", "--norc", "--noprofile", "-c", `echo READS; exec cat`)

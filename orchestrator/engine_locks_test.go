@@ -43,6 +43,7 @@ func processExists(pid int) bool {
 // one that ignores SIGHUP — and its session before the node is
 // forgotten, every time.
 func TestCloseCancelledEndsProgram(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	type goneAt struct {
 		id      string
@@ -411,6 +412,7 @@ func TestListPanesInParallel(t *testing.T) {
 // A host's pane pid is read on the host: the server's zombie check runs
 // through its prefix (ssh), never this machine's /proc.
 func TestRemoteZombieReadOnHost(t *testing.T) {
+	t.Parallel()
 	// The "host" answers every command with the stat line of a zombie
 	// that was killed by signal 9; no such process exists here.
 	fake := writeScript(t, "fakessh", "#!/bin/sh\necho '4242 (prog x) Z 1 4242 4242 0 -1 4194564 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 9'\n")
@@ -454,6 +456,7 @@ func TestNothingOutlivesCloseRemote(t *testing.T) {
 // Launches at once never exceed MaxNodes: each reserves its slot before
 // it creates anything.
 func TestMaxNodesUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	srv, dir := newTestServer(t)
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.MaxNodes = 2 })
 	errs := make(chan error, 5)

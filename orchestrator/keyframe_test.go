@@ -13,6 +13,7 @@ import (
 // events.jsonl, and the trace's last frame is the node's screen (x/vt's
 // from a keyframe and the output after it).
 func TestRecordingWritesKeyframes(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id, dir := launchRecorded(t, o)
 	ctx := tctx(t)

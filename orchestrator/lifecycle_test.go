@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -109,9 +110,7 @@ func TestWaitDuringSleepSwitchOff(t *testing.T) {
 		}
 		waited <- err
 	}()
-	for n.observers.Load() == 0 { // the wait has registered
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, func() bool { return n.observers.Load() > 0 }, testenv.Msg("the wait never registered"))
 	free()
 	// The program prints only now, through tmux itself (not an operation
 	// that would observe the node).
@@ -155,6 +154,7 @@ func TestShutdownWaitsForClose(t *testing.T) {
 
 // Detaching a node twice at once never closes a channel twice.
 func TestDetachTwiceAtOnce(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "sleep 60")
 	n := o.node(id)
@@ -170,6 +170,7 @@ func TestDetachTwiceAtOnce(t *testing.T) {
 // before a restart is history-truncated, never usage and never judged
 // against the new screen.
 func TestRevisionsNeverRepeatAcrossRestart(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launch(t, o, "sh", "-c", "echo first-life; exec cat")

@@ -31,6 +31,7 @@ func kindOf(err error) tools.Kind {
 // ids, names, directories and recording (with a gap); the next start
 // adopts them and restores nothing twice.
 func TestRebootLostNodesAndRestore(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t) // its cleanup also ends the SOCKET-N shards
 	state := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(state); err != nil {

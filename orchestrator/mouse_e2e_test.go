@@ -65,6 +65,7 @@ func received(t *testing.T, o *Orchestrator, id string) string {
 // sends in that mode (checked byte by byte, against the formats written
 // out here, not against the encoder), for each kind of action.
 func TestMouseEndToEnd(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	at := &tools.Cell{Row: 2, Column: 5} // 1-based: column 6 (0x26 after +32), row 3 (0x23)
 	cases := []struct {
@@ -135,6 +136,7 @@ func hexOf(s string) string {
 // Mouse actions the program's modes do not allow are refused before
 // anything is sent: the sentinel that follows arrives alone.
 func TestMouseRefusedSendsNothing(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	cases := []struct {
 		name  string
@@ -175,6 +177,7 @@ func TestMouseRefusedSendsNothing(t *testing.T) {
 // A ref from terminal_query clicks its text; once the text moved, the ref
 // is stale (conflict, stale-ref) and nothing is sent.
 func TestMouseRefs(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launchMousecat(t, o, "1000", "1006")
 	q, err := o.Query(id, QuerySpec{Text: "READY"})
@@ -232,6 +235,7 @@ func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
 // After an orchestrator restart the mirror learns the modes tmux tracks
 // (#{mouse_button_flag}, #{mouse_utf8_flag}, …) from the seed.
 func TestMouseModesAfterRestart(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launchMousecat(t, o, "1002", "1005")

@@ -21,6 +21,7 @@ func slowBash(t *testing.T) []string {
 // CONTRACT §18: input sent right after the launch is held until the
 // program reads, so the typed line is on the screen once.
 func TestInputWaitsForTheProgramToRead(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t) // launches do not watch: they return at once
 	id := launch(t, o, slowBash(t)...)
 	ctx := tctx(t)
@@ -38,6 +39,7 @@ func TestInputWaitsForTheProgramToRead(t *testing.T) {
 
 // terminal_launch says whether the program was ready within the launch.
 func TestLaunchSaysReady(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -92,10 +93,7 @@ func TestLaunchRolledBackWhenCallerGaveUp(t *testing.T) {
 	if _, err := o.readMeta(hooked); err == nil {
 		t.Fatal("its metadata file is left")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(tmuxControlChildren()) > 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Until(5*time.Second, func() bool { return len(tmuxControlChildren()) <= 2 })
 	if kids := tmuxControlChildren(); len(kids) != 2 {
 		t.Fatalf("control clients left: %q", kids)
 	}

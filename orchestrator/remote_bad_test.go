@@ -21,6 +21,7 @@ import (
 // session on the remote server). BatchMode: a host that asks for a
 // password is refused, never a hang.
 func TestRemoteBadHosts(t *testing.T) {
+	t.Parallel()
 	f := sshtest.New(t)
 	o, _, _, dir := func() (*Orchestrator, *sshtest.Fixture, any, string) {
 		srv := tmuxtest.New(t)
@@ -91,6 +92,7 @@ func TestRemoteBadHosts(t *testing.T) {
 // many nodes: they share the mirror client (3 sessions in all, and short
 // commands one at a time here), all over the one master connection.
 func TestRemoteMaxSessions(t *testing.T) {
+	t.Parallel()
 	o, f, _, dir := newRemote(t, "few="+sshtest.Few)
 	var ids []string
 	for range 10 {

@@ -132,6 +132,7 @@ func TestRemoteConnectionLost(t *testing.T) {
 // A restarted orchestrator adopts the host's sessions again: same id,
 // same program, a newer mirror life.
 func TestRemoteRestartAdopts(t *testing.T) {
+	t.Parallel()
 	o, f, srv, dir := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")

@@ -14,6 +14,7 @@ import (
 // the crash report is as complete as a local one: code or signal, when,
 // the last input, the screen's tail.
 func TestRemoteExitCrash(t *testing.T) {
+	t.Parallel()
 	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
 	for _, tc := range []struct {
 		name, script string

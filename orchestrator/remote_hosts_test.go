@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"errors"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"os"
 	"path/filepath"
@@ -32,17 +33,11 @@ func hostInfo(t *testing.T, o *Orchestrator, name string) tools.HostInfo {
 // waitHostState waits until host_list says state for name.
 func waitHostState(t *testing.T, o *Orchestrator, name, state string, within time.Duration) tools.HostInfo {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		h := hostInfo(t, o, name)
-		if h.State == state {
-			return h
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host %s: state %s, want %s within %v: %+v", name, h.State, state, within, h)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var h tools.HostInfo
+	if !testenv.Until(within, func() bool { h = hostInfo(t, o, name); return h.State == state }) {
+		t.Fatalf("host %s: state %s, want %s within %v: %+v", name, h.State, state, within, h)
 	}
+	return h
 }
 
 // host_list through a cut link: connected → unreachable → reconnecting
@@ -94,13 +89,11 @@ func TestRemoteHostStates(t *testing.T) {
 		t.Fatalf("reconnected host: %+v", h)
 	}
 	// The node is mirrored again once the reconnect's adoption ran.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if l := o.List(tctx(t)); len(l) == 1 && l[0].Status == tools.StatusRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node after the reconnect: %+v", o.List(tctx(t)))
-		}
+	if !testenv.Until(20*time.Second, func() bool {
+		l := o.List(tctx(t))
+		return len(l) == 1 && l[0].Status == tools.StatusRunning
+	}) {
+		t.Fatalf("the node after the reconnect: %+v", o.List(tctx(t)))
 	}
 	waitText(t, o, id, "tick "+strconv.Itoa(lastTick(t, f, id)+2))
 }
@@ -109,6 +102,7 @@ func TestRemoteHostStates(t *testing.T) {
 // are closed (ended on the host) and the host is gone from hosts.json;
 // a host that cannot be reached has its nodes forgotten, said so.
 func TestRemoteHostRemove(t *testing.T) {
+	t.Parallel()
 	f := sshtest.New(t)
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
@@ -198,20 +192,19 @@ func TestRemoteHungHostDelaysNoLocalExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.deaths <- struct{}{} // a round that finds the host's list stuck
-	for hung.Load() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, func() bool { return hung.Load() != 0 }, testenv.Msg("the host's list never hung"))
 	start := time.Now()
 	sig, err := o.Signal(info.Terminal, "TERM")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for syscall.Kill(sig.PID, 0) == nil {
-		if _, zombie := proc.ZombieStatus(sig.PID); zombie {
-			break
+	testenv.Until(20*time.Second, func() bool {
+		if syscall.Kill(sig.PID, 0) != nil {
+			return true
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		_, zombie := proc.ZombieStatus(sig.PID)
+		return zombie
+	})
 	o.deaths <- struct{}{}                                                                                // the round the pane-died hook asks for
 	res, err := o.WaitFor(tctx(t), info.Terminal, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 15000}) // the host list hangs until cleanup
 	if err != nil || !res.Matched {

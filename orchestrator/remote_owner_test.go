@@ -41,6 +41,7 @@ func sessionsOn(t *testing.T, f *sshtest.Fixture, socket string) string {
 // restart and through ending its server (down --all), even with the same
 // node id on both.
 func TestRemoteTwoOrchestrators(t *testing.T) {
+	t.Parallel()
 	f := sshtest.New(t)
 	srvA, srvB := tmuxtest.New(t), tmuxtest.New(t)
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -153,6 +154,7 @@ func sshChildrenPSS(t *testing.T) (count int, pss int64) {
 // host): its window, left in the mirror session alone, is killed too and
 // the node ends as a session that ended; the other node runs on.
 func TestRemoteSessionKilledOutside(t *testing.T) {
+	t.Parallel()
 	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
 	gone := remoteLaunch(t, o, "big", tickArgv...)
 	stays := remoteLaunch(t, o, "big", tickArgv...)
@@ -160,14 +162,9 @@ func TestRemoteSessionKilledOutside(t *testing.T) {
 	if out, err := f.Tmux("kill-session", "-t", "=ts-"+gone); err != nil {
 		t.Fatalf("kill-session: %v: %s", err, out)
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		l := o.List(tctx(t))
-		if len(l) == 1 && l[0].Terminal == stays {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("list after the kill-session: %+v", l)
-		}
+	var l []tools.NodeInfo
+	if !testenv.Until(20*time.Second, func() bool { l = o.List(tctx(t)); return len(l) == 1 && l[0].Terminal == stays }) {
+		t.Fatalf("list after the kill-session: %+v", l)
 	}
 	out, err := f.Tmux("list-windows", "-t", "=termsprawl-mirror", "-F", "#{window_id}")
 	if err != nil || len(strings.Fields(out)) != 2 {

@@ -56,6 +56,7 @@ func remoteLaunch(t *testing.T, o *Orchestrator, host string, argv ...string) st
 // A node on the host runs inside the namespace, is driven like a local
 // one, and its snapshot is what the remote tmux server has.
 func TestRemoteLaunchDrive(t *testing.T) {
+	t.Parallel()
 	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", bashArgv()...)
 	wait := &tools.WaitSpec{Wait: tools.WaitText, Text: f.HostIP + "/30", TimeoutMS: 20000}
@@ -100,6 +101,7 @@ func TestRemoteLaunchDrive(t *testing.T) {
 // An unknown host name is a usage error naming the known ones; nothing is
 // made.
 func TestRemoteUnknownHost(t *testing.T) {
+	t.Parallel()
 	o, _, _, dir := newRemote(t, "big="+sshtest.Good)
 	_, err := o.Launch(tctx(t), LaunchSpec{Command: bashArgv(), Host: "small"})
 	var te *tools.Error
@@ -114,6 +116,7 @@ func TestRemoteUnknownHost(t *testing.T) {
 // A node on a host is recorded like a local one (the cast holds its
 // output), and capture_since works on its mirror.
 func TestRemoteRecordAndCapture(t *testing.T) {
+	t.Parallel()
 	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: bashArgv(), Host: "big", Columns: 80, Rows: 24, Record: true})
 	if err != nil {
@@ -142,6 +145,7 @@ func TestRemoteRecordAndCapture(t *testing.T) {
 // registration is written there, and the node's environment names the
 // remote session file, home, ctl and host.
 func TestRemoteAgentWiring(t *testing.T) {
+	t.Parallel()
 	f := sshtest.New(t)
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")

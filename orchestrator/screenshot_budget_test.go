@@ -47,6 +47,7 @@ func TestScreenshotPixelBudget(t *testing.T) {
 // The budget's semaphore: what fits goes at once, more waits, anything
 // fits alone.
 func TestWeighted(t *testing.T) {
+	t.Parallel()
 	w := newWeighted(10)
 	a := w.acquire(6)
 	done := make(chan int64)

@@ -13,6 +13,7 @@ import (
 // one server takes only its nodes, the others keep running and serving,
 // and a restart adopts every shard.
 func TestShardsLimitTheBlastRadius(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t) // its cleanup also ends the SOCKET-N shards
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {

@@ -38,6 +38,7 @@ while True:
 `
 
 func TestSubmitOnEnterSwallowingTUI(t *testing.T) {
+	t.Parallel()
 	need(t, "python3")
 	o, _ := newTestOrchestrator(t)
 	script := writeScript(t, "tui.py", swallowTUI)
@@ -73,8 +74,12 @@ func TestSubmitOnEnterSwallowingTUI(t *testing.T) {
 			t.Fatalf("submit %q: %+v %v\n%s", text, r.Wait, err, strings.Join(snap.Lines, "\n"))
 		}
 	}
-	// Exactly one Enter per submit: no empty submission followed.
-	time.Sleep(300 * time.Millisecond)
+	// Exactly one Enter per submit: no empty submission followed. A last
+	// submit is the barrier: an extra Enter of the ones above would have
+	// reached the program before it, so its line comes after any empty one.
+	if r, err := o.Submit(ctx, id, "barrier", &tools.WaitSpec{Wait: tools.WaitText, Text: "SUBMITTED: barrier", TimeoutMS: 10000}); err != nil || r.Wait == nil || !r.Wait.Matched {
+		t.Fatalf("submit barrier: %+v %v", r.Wait, err)
+	}
 	snap, _ = o.Snapshot(id)
 	if n := strings.Count(strings.Join(snap.Lines, "\n"), "SUBMITTED: \n"); n != 0 {
 		t.Fatalf("%d empty submissions: Enter was pressed more than once", n)

@@ -13,6 +13,7 @@ import (
 )
 
 func TestQueryLines(t *testing.T) {
+	t.Parallel()
 	lines := []string{"[ OK ]  [ Cancel ]", "日本 OK", "", "okOKok"}
 	got := queryLines(lines, 7, "OK", nil)
 	want := []tools.QueryMatch{
@@ -45,6 +46,7 @@ func TestQueryLines(t *testing.T) {
 
 // terminal_query on a live node: positions, nth, no match, revision.
 func TestQueryLive(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "printf 'alpha beta\\nbeta gamma beta\\n'; sleep 60")
 	waitText(t, o, id, "gamma")
@@ -71,6 +73,7 @@ func TestQueryLive(t *testing.T) {
 // write_raw delivers bytes verbatim: control bytes, escape sequences and
 // bytes that are not UTF-8, with no newline added.
 func TestWriteRaw(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launchMousecat(t, o)
 	data := []byte{0x1b, '[', 'A', 0x03, 0xff, 0x00, ';', '\\', '\''}
@@ -104,6 +107,7 @@ func isKind(err error, k tools.Kind) bool {
 // the screen's last lines; it is in the snapshot, the node's info, the
 // capabilities and the details of the next call that fails.
 func TestCrashReport(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	script := writeScript(t, "crash.sh", "#!/bin/sh\nfor i in $(seq 1 50); do echo line $i; done\necho 'a very long line' $(seq 1 300 | tr -d '\\n')\nread x\nexit 3\n")
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{script}, Cwd: t.TempDir(), Columns: 700, Rows: 60})
@@ -165,6 +169,7 @@ func TestCrashReport(t *testing.T) {
 // A signal is reported by name; a clean exit and terminal_close leave no
 // crash report.
 func TestCrashSignalAndCleanExit(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "echo up; kill -SEGV $$")
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
@@ -207,6 +212,7 @@ func regexpMust(t *testing.T, p string) *regexp.Regexp {
 // A recorded node: mouse and raw inputs are events by kind and size, and
 // the crash report goes into events.jsonl and meta.json.
 func TestRecordedCrashAndInputs(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: mousecat(t, "1000", "1006"), Cwd: t.TempDir(), Columns: 80, Rows: 24, Record: true})
 	if err != nil {

@@ -42,6 +42,7 @@ func TestReceiptIntentUnrecordableRefuses(t *testing.T) {
 // A call whose receipt was never stored (it crashed, or the disk filled
 // after the intent) is not run again by a repeat of its key.
 func TestReceiptPendingIntentIsNotRunAgain(t *testing.T) {
+	t.Parallel()
 	s, err := OpenReceiptStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +70,7 @@ func TestReceiptPendingIntentIsNotRunAgain(t *testing.T) {
 
 // Each node has its own receipt quota; forgetting a node frees it.
 func TestReceiptQuotaPerCaller(t *testing.T) {
+	t.Parallel()
 	s, err := OpenReceiptStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +99,7 @@ func TestReceiptQuotaPerCaller(t *testing.T) {
 // On a full disk (a small tmpfs) a key never runs twice: either nothing
 // was recorded and nothing ran, or the repeat is refused.
 func TestReceiptDiskFullNoDoubleExecution(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		skipOrFail(t, "needs root to mount a tmpfs (CI runs as root)")
 	}

@@ -16,6 +16,7 @@ import (
 // the `termsprawl answer … --selection` commands, shell-quoted; text from
 // outside (a dialog's title) is text, never markup.
 func TestPageShowsCrashAndDialogs(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts Chromium; skipped with -short")
 	}

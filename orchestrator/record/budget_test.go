@@ -15,6 +15,7 @@ import (
 // closes the coldest others (named in evicted), the total stays within
 // the budget, and Close frees a trace's share.
 func TestRegistryMemoryBudget(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var paths []string
 	for _, name := range []string{"a", "b", "c"} {

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/schematest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -204,17 +205,11 @@ func apiScreen(t testing.TB, sess, term string) string {
 // typed text, which terminal_wait_for deliberately does not match).
 func apiWaitScreen(t testing.TB, sess, term, text string) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		scr := apiScreen(t, sess, term)
-		if strings.Contains(scr, text) {
-			return scr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("screen of %s never showed %q:\n%s", term, text, scr)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var scr string
+	if !testenv.Until(15*time.Second, func() bool { scr = apiScreen(t, sess, term); return strings.Contains(scr, text) }) {
+		t.Fatalf("screen of %s never showed %q:\n%s", term, text, scr)
 	}
+	return scr
 }
 
 // apiQuiet waits until the node printed nothing for 300 ms.
@@ -463,6 +458,7 @@ func TestServeFilesLockAndRestart(t *testing.T) {
 }
 
 func TestAPITokensAndOwnership(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -577,6 +573,7 @@ func TestAPITokensAndOwnership(t *testing.T) {
 }
 
 func TestAPIReceipts(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -662,6 +659,7 @@ func TestAPIReceipts(t *testing.T) {
 // TestAPIReceiptTruncated fills a 1000x1000 screen so the receipt's state
 // would pass 256 KiB: only state is replaced.
 func TestAPIReceiptTruncated(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("big screen")
 	}
@@ -695,6 +693,7 @@ func TestAPIReceiptTruncated(t *testing.T) {
 }
 
 func TestAPIBadInputOverHTTP(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	ep := s.info.Endpoint
@@ -772,14 +771,9 @@ func TestAPIBadInputOverHTTP(t *testing.T) {
 
 // apiGoroutinesSettle waits until at most limit goroutines run.
 func apiGoroutinesSettle(limit int, within time.Duration) int {
-	deadline := time.Now().Add(within)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= limit || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	n := runtime.NumGoroutine()
+	testenv.Until(within, func() bool { n = runtime.NumGoroutine(); return n <= limit })
+	return n
 }
 
 func apiGoroutineDump() string {
@@ -851,12 +845,8 @@ func TestAPIConcurrentCallsNoLeak(t *testing.T) {
 	if got := apiGoroutinesSettle(base+slack, 5*time.Second); got > base+slack {
 		t.Fatalf("goroutines: %d before Serve, %d after it stopped\n%s", base, got, apiGoroutineDump())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(tmuxtest.ControlClients(tmux.Socket)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("tmux -C clients left after Serve stopped: %v", tmuxtest.ControlClients(tmux.Socket))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Until(5*time.Second, func() bool { return !(len(tmuxtest.ControlClients(tmux.Socket)) > 0) }) {
+		t.Fatalf("tmux -C clients left after Serve stopped: %v", tmuxtest.ControlClients(tmux.Socket))
 	}
 	// The node itself keeps running.
 	if out := tmux.Must("list-sessions", "-F", "#{session_name}"); !strings.Contains(out, "ts-"+n) {
@@ -865,6 +855,7 @@ func TestAPIConcurrentCallsNoLeak(t *testing.T) {
 }
 
 func TestAPIDialogs(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -885,20 +876,22 @@ func TestAPIDialogs(t *testing.T) {
 		Dialog, Node, Kind, Title string
 	}
 	waitListed := func(title string) dlg {
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			var l struct{ Dialogs []dlg }
+		var l struct{ Dialogs []dlg }
+		var found dlg
+		if !testenv.Until(15*time.Second, func() bool {
+			l.Dialogs = nil
 			apiOK(t, op, "dialog_list", nil, &l)
 			for _, d := range l.Dialogs {
 				if d.Title == title {
-					return d
+					found = d
+					return true
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("dialog %q never listed: %+v", title, l)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return false
+		}) {
+			t.Fatalf("dialog %q never listed: %+v", title, l)
 		}
+		return found
 	}
 	notReturned := func(ch chan tools.Result) {
 		t.Helper()
@@ -1044,6 +1037,7 @@ func TestAPIWatch(t *testing.T) {
 }
 
 func TestAPIAgents(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

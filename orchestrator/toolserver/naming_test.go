@@ -13,6 +13,7 @@ import (
 // Every terminal argument takes an id, a unique name or a unique id
 // prefix; ambiguity lists the candidates (CONTRACT §10).
 func TestNodesAreNamedByIdNameOrPrefix(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -41,6 +42,7 @@ func TestNodesAreNamedByIdNameOrPrefix(t *testing.T) {
 
 // A node's launches start in its program's current directory.
 func TestLaunchesStartWhereTheCallerIs(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

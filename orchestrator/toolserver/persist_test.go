@@ -94,6 +94,7 @@ func readCounter(t *testing.T, path string) int {
 // Changes marked while a write is under way make exactly one next write,
 // which holds the last of them; close ends the goroutine.
 func TestPersistCoalesces(t *testing.T) {
+	t.Parallel()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	tab, p, path := newCounterPersister(t)
 	g := gate(p)
@@ -119,6 +120,7 @@ func TestPersistCoalesces(t *testing.T) {
 // sync returns only once a write that began after it is on disk, and
 // callers that come while a write is under way share the next one.
 func TestPersistSyncGroupCommit(t *testing.T) {
+	t.Parallel()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	tab, p, path := newCounterPersister(t)
 	defer p.close()
@@ -166,6 +168,7 @@ func TestPersistSyncGroupCommit(t *testing.T) {
 // sync returns the write's error with its cause; after close, mark and
 // sync write themselves.
 func TestPersistErrorsAndAfterClose(t *testing.T) {
+	t.Parallel()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "file")
@@ -201,6 +204,7 @@ func TestPersistErrorsAndAfterClose(t *testing.T) {
 
 // A cancelled caller stops waiting; the write still happens.
 func TestPersistSyncCancelled(t *testing.T) {
+	t.Parallel()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	tab, p, path := newCounterPersister(t)
 	g := gate(p)
@@ -247,6 +251,7 @@ func inProcessServer(t *testing.T, tmux *tmuxtest.Server, dir string) func() (*o
 
 // A dialog is seen (listed, answerable) only once its id is on disk.
 func TestPersistDialogOpensOnDisk(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	o, api := inProcessServer(t, tmux, dir)()
 	defer o.Close()
@@ -305,6 +310,7 @@ func TestPersistDialogOpensOnDisk(t *testing.T) {
 // Agents' reports do not wait for the disk, and Server.Close writes what
 // they marked: a new server restores the last report.
 func TestPersistReportsFlushedAtClose(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	start := inProcessServer(t, tmux, dir)
 	o, api := start()
@@ -358,6 +364,7 @@ func TestPersistReportsFlushedAtClose(t *testing.T) {
 // agents.json, encoded a state at a time, decodes to the table as a
 // whole encoding of it does, through changes, removals and tasks.
 func TestAgentsSnapshotMatchesTable(t *testing.T) {
+	t.Parallel()
 	tab := newAgentTable(nil)
 	check := func(when string) {
 		t.Helper()

@@ -18,6 +18,7 @@ func apiStartMax(t *testing.T, tmux *tmuxtest.Server, dir string, maxNodes int) 
 // descendants' are at most a quarter of them, and agents stop short of
 // the last ones, which the operator keeps.
 func TestAgentNodeQuota(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStartMax(t, tmux, dir, 8) // 2 per agent; 1 kept for the operator
 	op := s.op()

@@ -44,6 +44,7 @@ func realmLaunch(t *testing.T, sess string, args apiM) tools.NodeInfo {
 // shows it its host's nodes only. An agent on this machine and the
 // operator are not kept.
 func TestRemoteAgentKeptToItsHost(t *testing.T) {
+	t.Parallel()
 	s := realmServe(t, false)
 	op := s.op()
 	local := realmLaunch(t, op, apiM{"command": []string{"sleep", "600"}, "cwd": t.TempDir()})
@@ -109,6 +110,7 @@ func TestRemoteAgentKeptToItsHost(t *testing.T) {
 // With the operator's grant (launch_elsewhere) the agent on rem still
 // launches on rem by default, and may launch on this machine and read it.
 func TestRemoteAgentGranted(t *testing.T) {
+	t.Parallel()
 	s := realmServe(t, true)
 	op := s.op()
 	local := realmLaunch(t, op, apiM{"command": []string{"sleep", "600"}, "cwd": t.TempDir()})
@@ -126,6 +128,7 @@ func TestRemoteAgentGranted(t *testing.T) {
 // A launch whose log is inside the state dir — directly, or through a
 // symbolic link — is refused with a clear error before anything runs.
 func TestLaunchLogsInStateDirRefused(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	out := t.TempDir()
@@ -152,6 +155,7 @@ func TestLaunchLogsInStateDirRefused(t *testing.T) {
 // shows the host (no ctl) to the operator and, kept to its host, to the
 // agent; host_remove is the operator's alone.
 func TestRemoteHostWithoutCtl(t *testing.T) {
+	t.Parallel()
 	s := realmServe(t, false)
 	op := s.op()
 	r, _ := apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": bashArgv(), "host": "rem"})

@@ -17,6 +17,7 @@ import (
 // finds nothing lost to restore again. A restored node has a new token,
 // and what belonged to the old one (its agent state) is not carried.
 func TestRestoreOverTheAPI(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	shell := apiLaunch(t, s.op(), "sh", "-c", "echo restore-me; exec cat")

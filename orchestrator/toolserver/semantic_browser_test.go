@@ -11,6 +11,7 @@ import (
 // The monitor shows the semantic tree beside the screen, and hovering a
 // node's line outlines its bounds on the screen (headless Chromium).
 func TestMonitorSemanticInBrowser(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("starts Chromium; skipped with -short")
 	}

@@ -64,6 +64,7 @@ var siblingOverrides = map[string]apiM{
 // held for 17 operations stays a regression, for every driving operation
 // the table has now or gets later.
 func TestSiblingMayDriveNothing(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
