@@ -27,6 +27,8 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// The end-to-end tests and scripts wait on processes, not the CPU.
+	testenv.DefaultParallel(4)
 	os.Exit(func() int {
 		if !testing.Short() {
 			if _, err := exec.LookPath("tmux"); err == nil {
@@ -82,9 +84,7 @@ func (p *proc) waitExit(d time.Duration) bool {
 
 func newE2E(t *testing.T) *e2e {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
+	testenv.SkipShort(t, "end-to-end test")
 	srv := tmuxtest.New(t) // skips without tmux; kills only its own server at cleanup
 	if e2eBuildErr != nil {
 		t.Fatal(e2eBuildErr)

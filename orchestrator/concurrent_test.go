@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -14,9 +15,7 @@ import (
 // given again once its node is closed.)
 func TestConcurrentNodes(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts 16 nodes")
-	}
+	testenv.SkipShort(t, "starts 16 nodes")
 	o, srv := orchestrator.NewTestOrchestrator(t)
 	const n = 16 // nodes at once
 	var wg sync.WaitGroup

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -81,6 +82,7 @@ func press(t *testing.T, o *Orchestrator, id, keys string) {
 }
 
 func TestDifferentialBashColorAndWide(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
 	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
@@ -100,6 +102,7 @@ func TestDifferentialBashColorAndWide(t *testing.T) {
 }
 
 func TestDifferentialVim(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
 	t.Parallel()
 	need(t, "vim")
 	o, srv := newTestOrchestrator(t)
@@ -130,6 +133,7 @@ func TestDifferentialVim(t *testing.T) {
 }
 
 func TestDifferentialLessAndMan(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
 	t.Parallel()
 	need(t, "less", "man")
 	o, srv := newTestOrchestrator(t)
@@ -169,6 +173,7 @@ func TestDifferentialPythonREPL(t *testing.T) {
 }
 
 func TestDifferentialFloodAndResize(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 35 s on a loaded 2-core machine")
 	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)

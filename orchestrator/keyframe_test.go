@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -13,6 +14,7 @@ import (
 // events.jsonl, and the trace's last frame is the node's screen (x/vt's
 // from a keyframe and the output after it).
 func TestRecordingWritesKeyframes(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 10 s on a loaded 2-core machine")
 	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id, dir := launchRecorded(t, o)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -31,6 +32,7 @@ func kindOf(err error) tools.Kind {
 // ids, names, directories and recording (with a gap); the next start
 // adopts them and restores nothing twice.
 func TestRebootLostNodesAndRestore(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 7 s on a loaded 2-core machine")
 	t.Parallel()
 	srv := tmuxtest.New(t) // its cleanup also ends the SOCKET-N shards
 	state := filepath.Join(t.TempDir(), "state")

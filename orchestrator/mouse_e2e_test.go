@@ -65,6 +65,7 @@ func received(t *testing.T, o *Orchestrator, id string) string {
 // sends in that mode (checked byte by byte, against the formats written
 // out here, not against the encoder), for each kind of action.
 func TestMouseEndToEnd(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 11 s on a loaded 2-core machine")
 	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	at := &tools.Cell{Row: 2, Column: 5} // 1-based: column 6 (0x26 after +32), row 3 (0x23)
@@ -136,6 +137,7 @@ func hexOf(s string) string {
 // Mouse actions the program's modes do not allow are refused before
 // anything is sent: the sentinel that follows arrives alone.
 func TestMouseRefusedSendsNothing(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 15 s on a loaded 2-core machine")
 	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	cases := []struct {
@@ -177,6 +179,7 @@ func TestMouseRefusedSendsNothing(t *testing.T) {
 // A ref from terminal_query clicks its text; once the text moved, the ref
 // is stale (conflict, stale-ref) and nothing is sent.
 func TestMouseRefs(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 3 s on a loaded 2-core machine")
 	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launchMousecat(t, o, "1000", "1006")

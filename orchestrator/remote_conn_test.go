@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -57,6 +58,7 @@ func hostStatus(o *Orchestrator, name string) HostStatus {
 // on them answer unavailable (retryable); the orchestrator reconnects
 // within 10 s and mirrors them again; the remote program kept running.
 func TestRemoteConnectionLost(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
 	lost, release, adopted := make(chan string, 1), make(chan struct{}), make(chan string, 4)
 	testHookHostLost = func(h string) {
 		lost <- h
@@ -132,6 +134,7 @@ func TestRemoteConnectionLost(t *testing.T) {
 // A restarted orchestrator adopts the host's sessions again: same id,
 // same program, a newer mirror life.
 func TestRemoteRestartAdopts(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
 	t.Parallel()
 	o, f, srv, dir := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", tickArgv...)
@@ -168,6 +171,7 @@ func TestRemoteRestartAdopts(t *testing.T) {
 // node stays listed as exited with the reason; the host reconnects to a
 // new server and takes launches again.
 func TestRemoteServerDied(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	adopted := make(chan string, 4)
 	testHookHostAdopted = func(h string) { adopted <- h }
 	t.Cleanup(func() { testHookHostAdopted = nil })
@@ -200,6 +204,7 @@ func TestRemoteServerDied(t *testing.T) {
 // unreachable from their metadata (calls answer unavailable), and are
 // adopted as soon as the host answers again.
 func TestRemoteRestartWhileUnreachable(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	o, f, srv, dir := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -14,6 +15,7 @@ import (
 // the crash report is as complete as a local one: code or signal, when,
 // the last input, the screen's tail.
 func TestRemoteExitCrash(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	t.Parallel()
 	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
 	for _, tc := range []struct {

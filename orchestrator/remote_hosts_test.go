@@ -44,6 +44,7 @@ func waitHostState(t *testing.T, o *Orchestrator, name, state string, within tim
 // (an attempt held in the hook) → connected; nodes counted, a round trip
 // while connected, since moving with each state.
 func TestRemoteHostStates(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 10 s on a loaded 2-core machine")
 	hold, held := make(chan struct{}), make(chan struct{}, 1)
 	var holding atomic.Bool
 	testHookHostConnect = func(string) {
@@ -102,6 +103,7 @@ func TestRemoteHostStates(t *testing.T) {
 // are closed (ended on the host) and the host is gone from hosts.json;
 // a host that cannot be reached has its nodes forgotten, said so.
 func TestRemoteHostRemove(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	t.Parallel()
 	f := sshtest.New(t)
 	srv := tmuxtest.New(t)
@@ -170,6 +172,7 @@ func TestRemoteHostRemove(t *testing.T) {
 // pane-died hook at all (proc's doc), which made a test that waited for
 // the hook fail about one run in four under load.
 func TestRemoteHungHostDelaysNoLocalExit(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 7 s on a loaded 2-core machine")
 	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
 	remoteLaunch(t, o, "big", tickArgv...)
 	o.procs = nil // only the pane-died hook tells (deaths.go)

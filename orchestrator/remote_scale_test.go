@@ -23,6 +23,7 @@ const remoteNodes = 64
 // MaxSessions 10: all run, each answers a text wait, and each snapshot is
 // the remote tmux's capture-pane. One pass, launched in parallel.
 func TestRemote64Nodes(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 21 s on a loaded 2-core machine")
 	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
 	ids := make([]string, remoteNodes)
 	errs := make([]error, remoteNodes)
@@ -154,6 +155,7 @@ func sshChildrenPSS(t *testing.T) (count int, pss int64) {
 // host): its window, left in the mirror session alone, is killed too and
 // the node ends as a session that ended; the other node runs on.
 func TestRemoteSessionKilledOutside(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 10 s on a loaded 2-core machine")
 	t.Parallel()
 	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
 	gone := remoteLaunch(t, o, "big", tickArgv...)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -56,6 +57,7 @@ func remoteLaunch(t *testing.T, o *Orchestrator, host string, argv ...string) st
 // A node on the host runs inside the namespace, is driven like a local
 // one, and its snapshot is what the remote tmux server has.
 func TestRemoteLaunchDrive(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
 	t.Parallel()
 	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", bashArgv()...)
@@ -101,6 +103,7 @@ func TestRemoteLaunchDrive(t *testing.T) {
 // An unknown host name is a usage error naming the known ones; nothing is
 // made.
 func TestRemoteUnknownHost(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
 	t.Parallel()
 	o, _, _, dir := newRemote(t, "big="+sshtest.Good)
 	_, err := o.Launch(tctx(t), LaunchSpec{Command: bashArgv(), Host: "small"})
@@ -116,6 +119,7 @@ func TestRemoteUnknownHost(t *testing.T) {
 // A node on a host is recorded like a local one (the cast holds its
 // output), and capture_since works on its mirror.
 func TestRemoteRecordAndCapture(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
 	t.Parallel()
 	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: bashArgv(), Host: "big", Columns: 80, Rows: 24, Record: true})
@@ -145,6 +149,7 @@ func TestRemoteRecordAndCapture(t *testing.T) {
 // registration is written there, and the node's environment names the
 // remote session file, home, ctl and host.
 func TestRemoteAgentWiring(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
 	t.Parallel()
 	f := sshtest.New(t)
 	srv := tmuxtest.New(t)

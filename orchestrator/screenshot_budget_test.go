@@ -4,6 +4,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -11,6 +12,7 @@ import (
 // screen at scale 4 (21.8 M pixels, 87 MB of surface each) draw one at a
 // time, never more than renderPixelBudget pixels in flight.
 func TestScreenshotPixelBudget(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
 	o, _ := newTestOrchestrator(t)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: t.TempDir(), Columns: 200, Rows: 50})
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -13,6 +14,7 @@ import (
 // one server takes only its nodes, the others keep running and serving,
 // and a restart adopts every shard.
 func TestShardsLimitTheBlastRadius(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
 	t.Parallel()
 	srv := tmuxtest.New(t) // its cleanup also ends the SOCKET-N shards
 	dir := filepath.Join(t.TempDir(), "state")

@@ -1,7 +1,10 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
+	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -56,5 +59,18 @@ func SkipShort(t testing.TB, why string) {
 			name = name[:i]
 		}
 		t.Skipf("-short leaves this out (%s); run it with: go test -run '^%s$' in its package, without -short", why, name)
+	}
+}
+
+// DefaultParallel raises go test's -parallel to n for a package whose
+// tests mostly wait (on tmux, on processes they started) rather than
+// compute, unless the command line set -parallel. Call it in TestMain
+// after flag.Parse. (go test's default is GOMAXPROCS, which on a 2-core
+// machine leaves the package's waiting tests two at a time.)
+func DefaultParallel(n int) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set && n > runtime.GOMAXPROCS(0) {
+		flag.Set("test.parallel", strconv.Itoa(n))
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/browsertest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -17,9 +18,7 @@ import (
 // outside (a dialog's title) is text, never markup.
 func TestPageShowsCrashAndDialogs(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts Chromium; skipped with -short")
-	}
+	testenv.SkipShort(t, "starts Chromium")
 	b := browsertest.Start(t)
 	e := newFakeEngine()
 	e.add("a", "one", "two R")

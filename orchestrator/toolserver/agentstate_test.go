@@ -98,6 +98,7 @@ func agentInfo(t *testing.T, sess, node string) tools.AgentInfo {
 // change nothing, an exited program stays exited, and the webhook gets
 // one POST per node and event with every field.
 func TestAgentStateEvidence(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 9 s on a loaded 2-core machine")
 	t.Parallel()
 	tmux, dir := apiNewState(t)
 	recv, hook := newHookRecv(t, 200)
@@ -269,6 +270,7 @@ func TestNotifyConfigRefused(t *testing.T) {
 // sender is first in, first out, so the needs_human POST arriving alone
 // proves no crash POST was queued before it.
 func TestNotifyQuietModeNoCrash(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
 	t.Parallel()
 	tmux, dir := apiNewState(t)
 	recv, hook := newHookRecv(t, 200)

@@ -50,6 +50,7 @@ func waitFile(t *testing.T, path string) string {
 // (Claude Code's settings hooks; Codex's notify; Gemini CLI's settings
 // layer; opencode's config), without a file of the user's touched.
 func TestAgentWiring(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	out := fakeAgents(t)
 	home := t.TempDir()
 	t.Setenv("HOME", home)

@@ -458,6 +458,7 @@ func TestServeFilesLockAndRestart(t *testing.T) {
 }
 
 func TestAPITokensAndOwnership(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 11 s on a loaded 2-core machine")
 	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
@@ -573,6 +574,7 @@ func TestAPITokensAndOwnership(t *testing.T) {
 }
 
 func TestAPIReceipts(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
 	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
@@ -660,9 +662,7 @@ func TestAPIReceipts(t *testing.T) {
 // would pass 256 KiB: only state is replaced.
 func TestAPIReceiptTruncated(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("big screen")
-	}
+	testenv.SkipShort(t, "big screen")
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -693,6 +693,7 @@ func TestAPIReceiptTruncated(t *testing.T) {
 }
 
 func TestAPIBadInputOverHTTP(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 3 s on a loaded 2-core machine")
 	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
@@ -1037,6 +1038,7 @@ func TestAPIWatch(t *testing.T) {
 }
 
 func TestAPIAgents(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 7 s on a loaded 2-core machine")
 	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)

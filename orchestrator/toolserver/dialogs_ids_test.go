@@ -57,6 +57,7 @@ func fillDisk(t *testing.T, dir string) func() {
 // human's allow of "Bash: ls" ran "rm -rf /important"). Ids never repeat
 // across restarts, also when dialogs.json cannot be read at start.
 func TestDialogIDsNeverRepeat(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
 	t.Parallel()
 	tmux, dir := apiNewState(t)
 	tsDir := filepath.Join(dir, persistDir)

@@ -17,6 +17,7 @@ import (
 // on the SAME dialog (never a second one), and gets the human's answer
 // with the reason.
 func TestDialogRepeatedBoundedWaits(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
 	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
@@ -69,6 +70,7 @@ func TestDialogRepeatedBoundedWaits(t *testing.T) {
 // disk: a new orchestrator on the same state dir has them all, and what
 // belonged to a node that closed meanwhile is gone.
 func TestToolTablesSurviveRestart(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
@@ -172,6 +174,7 @@ func TestToolTablesSurviveRestart(t *testing.T) {
 // A human attached to any node sees one line when an agent starts
 // waiting on a permission dialog: the node and how to answer.
 func TestDialogTellsAttachedHumans(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
 	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)

@@ -45,9 +45,7 @@ type sdkStep struct {
 // foreign Origin refused, the 17th session refused, DELETE, idle expiry
 // (the server's clock is moved, no waiting).
 func TestMCPHTTPWithTypeScriptSDK(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs node, npm and a 12 s wait")
-	}
+	testenv.SkipShort(t, "needs node, npm and a 12 s wait")
 	node := testenv.LookPath(t, "node", "apt-get install nodejs")
 	modules := testenv.NPM(t, mcpSDK)
 	dir := t.TempDir()

@@ -50,9 +50,7 @@ func pageRowsMatch(rows []string, snap tools.Snapshot) error {
 // 127.0.0.1, and the page reconnects after the orchestrator restarts.
 func TestMonitorInBrowser(t *testing.T) {
 	t.Parallel()
-	if testing.Short() {
-		t.Skip("starts Chromium; skipped with -short")
-	}
+	testenv.SkipShort(t, "starts Chromium")
 	b := browsertest.Start(t)
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -44,6 +45,7 @@ func realmLaunch(t *testing.T, sess string, args apiM) tools.NodeInfo {
 // shows it its host's nodes only. An agent on this machine and the
 // operator are not kept.
 func TestRemoteAgentKeptToItsHost(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 15 s on a loaded 2-core machine")
 	t.Parallel()
 	s := realmServe(t, false)
 	op := s.op()
@@ -110,6 +112,7 @@ func TestRemoteAgentKeptToItsHost(t *testing.T) {
 // With the operator's grant (launch_elsewhere) the agent on rem still
 // launches on rem by default, and may launch on this machine and read it.
 func TestRemoteAgentGranted(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	t.Parallel()
 	s := realmServe(t, true)
 	op := s.op()
@@ -155,6 +158,7 @@ func TestLaunchLogsInStateDirRefused(t *testing.T) {
 // shows the host (no ctl) to the operator and, kept to its host, to the
 // agent; host_remove is the operator's alone.
 func TestRemoteHostWithoutCtl(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
 	t.Parallel()
 	s := realmServe(t, false)
 	op := s.op()

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/semantic"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -88,6 +89,7 @@ func semNames(q tools.QueryResult) string {
 // probe from inside a real tmux node; agents query, click, hover, fill,
 // check and wait by locator through the tool server.
 func TestAPISemanticTree(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
 	t.Parallel()
 	bin := semdemoBin(t)
 	tmux, dir := apiNewState(t)

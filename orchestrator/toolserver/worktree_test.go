@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -104,6 +105,7 @@ func wtEntryOf(t *testing.T, op, path string) (tools.WorktreeEntry, bool) {
 // sent as one task; finish refused on a dirty tree, then merged; kill
 // keeps unpushed work; prune removes only the clean and merged.
 func TestWorktreeAgentsTurnsReviewFinish(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	repo, same := wtRepo(t)
 	defer same()
 	tmux, dir := apiNewState(t)
@@ -357,6 +359,7 @@ func TestWorktreeListDoesNotWaitForGit(t *testing.T) {
 // Push to a bare remote through worktree_finish; submodules initialized
 // only when the launch asks; the configuration stays byte-identical.
 func TestWorktreePushAndSubmodules(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 3 s on a loaded 2-core machine")
 	bare := filepath.Join(t.TempDir(), "remote.git")
 	repo, same := wtRepo(t, func(repo string) {
 		wtGit(t, repo, "init", "-q", "--bare", bare)
