@@ -26,10 +26,12 @@ const interruptCycles = 10
 // glued to the next input nor submitted; the close is finished (its
 // program ends); both keys answer their final outcome, never in_progress.
 // The orchestrator stops at deterministic points (TERMSPRAWL_TEST_PAUSE_*,
-// orchestrator/interrupted.go), not by timing luck.
+// orchestrator/testpause_on.go, in a binary built with -tags
+// termsprawl_testhooks), not by timing luck.
 func TestE2EKillMidSubmitAndClose(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t)
+	e.ts = termsprawlWithTestHooks(t) // only it reads the pauses below
 	e.env = append(e.env, "TERMSPRAWL_TEST_PAUSE_SUBMIT=PAUSEME", "TERMSPRAWL_TEST_PAUSE_CLOSE=pauseclose")
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "log")

@@ -23,9 +23,6 @@ import (
 // to).
 const adoptTries = 5
 
-// testHookListSessions, if set, replaces tmux's answer to list-sessions.
-var testHookListSessions func([]string) []string
-
 // liveSessions lists the node ids whose sessions a shard runs. The answer
 // is trusted only if it also lists the admin session (which exists: our
 // admin client is attached to it); otherwise "I could not tell" would be
@@ -34,8 +31,8 @@ func (o *Orchestrator) liveSessions(ctx context.Context, srv hosts.Server) (map[
 	var lastErr error
 	for try := 0; try < adoptTries; try++ {
 		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name} #{@termsprawl_node}"))
-		if testHookListSessions != nil {
-			out = testHookListSessions(out)
+		if o.hooks.listSessions != nil {
+			out = o.hooks.listSessions(out)
 		}
 		if err != nil {
 			lastErr = err

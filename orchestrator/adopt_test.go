@@ -99,9 +99,7 @@ func TestAdoptRefusesAnUntrustworthyList(t *testing.T) {
 	dir := o.StateDir()
 	id := launch(t, o, "cat")
 	o.Close()
-	testHookListSessions = func([]string) []string { return nil }
-	t.Cleanup(func() { testHookListSessions = nil })
-	if _, err := New(tctx(t), Config{StateDir: dir, Socket: srv.Socket}); err == nil {
+	if _, err := New(tctx(t), Config{StateDir: dir, Socket: srv.Socket, hooks: &hooks{listSessions: func([]string) []string { return nil }}}); err == nil {
 		t.Fatal("New adopted from an empty session list")
 	}
 	for _, p := range []string{filepath.Join(dir, nodesDir, id+".json"), tools.SessionPath(dir, id)} {
@@ -109,7 +107,6 @@ func TestAdoptRefusesAnUntrustworthyList(t *testing.T) {
 			t.Fatalf("node file %s lost: %v", p, err)
 		}
 	}
-	testHookListSessions = nil
 	o2 := openOrchestrator(t, srv, dir)
 	if _, err := o2.Snapshot(id); err != nil {
 		t.Fatal(err)

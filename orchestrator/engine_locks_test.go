@@ -91,7 +91,7 @@ func TestLaunchWatchOutsideLock(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	holding, release := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
-	testHookEarlyExit = func(n *node) {
+	o.hooks.earlyExit = func(n *node) {
 		if first.CompareAndSwap(false, true) { // only the first launch
 			close(holding)
 			<-release
@@ -99,7 +99,7 @@ func TestLaunchWatchOutsideLock(t *testing.T) {
 	}
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); testHookEarlyExit = nil })
+	t.Cleanup(func() { free(); o.hooks.earlyExit = nil })
 
 	firstDone := make(chan error, 1)
 	go func() {
@@ -159,13 +159,13 @@ func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 	bt := &blockedTarget{localTarget: localTarget{o}, srv: slow, gate: make(chan struct{}), reached: make(chan struct{})}
 	var gateOnce sync.Once
 	open := func() { gateOnce.Do(func() { close(bt.gate) }) }
-	testHookTarget = func(_ *Orchestrator, spec LaunchSpec) launchTarget {
+	o.hooks.target = func(_ *Orchestrator, spec LaunchSpec) launchTarget {
 		if spec.Name == "far" {
 			return bt
 		}
 		return nil
 	}
-	t.Cleanup(func() { open(); testHookTarget = nil })
+	t.Cleanup(func() { open(); o.hooks.target = nil })
 	keep := launch(t, o, stayArgv()...)
 
 	far := make(chan error, 1)
@@ -192,7 +192,7 @@ func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 
 	// A close on that server held under its lock: local launches go on.
 	holding, release := make(chan struct{}), make(chan struct{})
-	testHookClosed = func(n *node) {
+	o.hooks.closed = func(n *node) {
 		if n.meta.ID == "far" {
 			close(holding)
 			<-release
@@ -200,7 +200,7 @@ func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 	}
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); testHookClosed = nil })
+	t.Cleanup(func() { free(); o.hooks.closed = nil })
 	closed := make(chan error, 1)
 	go func() { closed <- o.CloseNode(tctx(t), "far") }()
 	within(t, holding, 20*time.Second, "the far close holding its server's lock")
@@ -224,15 +224,18 @@ func TestReattachNotAfterClose(t *testing.T) {
 	// that read them.
 	started, proceed, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var startOnce, finishOnce sync.Once
-	testHookReattach = func(*node) {
-		startOnce.Do(func() { close(started) })
-		<-proceed
+	h := &hooks{
+		reattach: func(*node) {
+			startOnce.Do(func() { close(started) })
+			<-proceed
+		},
+		reattached: func(*node) { finishOnce.Do(func() { close(finished) }) },
 	}
-	testHookReattached = func(*node) { finishOnce.Do(func() { close(finished) }) }
 	var proceedOnce sync.Once
 	free := func() { proceedOnce.Do(func() { close(proceed) }) }
-	t.Cleanup(func() { free(); testHookReattach, testHookReattached = nil, nil })
-	o, srv := newTestOrchestrator(t)
+	t.Cleanup(func() { free() })
+	srv, dir := newTestServer(t)
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.hooks = h })
 	id := launch(t, o, stayArgv()...)
 	waitText(t, o, id, "up")
 
@@ -271,15 +274,15 @@ func TestAdoptAttachFailureListed(t *testing.T) {
 	n.mu.Unlock()
 	o.Close()
 
-	testHookAttach = func(n *node) error {
-		if n.meta.ID == id {
-			return errors.New("attach refused by the test")
-		}
-		return nil
-	}
-	t.Cleanup(func() { testHookAttach = nil })
-	o2 := openOrchestrator(t, srv, dir)
-	testHookAttach = nil
+	o2 := openOrchestratorWith(t, srv, dir, func(c *Config) {
+		c.hooks = &hooks{attach: func(n *node) error {
+			if n.meta.ID == id {
+				return errors.New("attach refused by the test")
+			}
+			return nil
+		}}
+	})
+	o2.hooks.attach = nil
 	var row *tools.NodeInfo
 	for _, r := range o2.List(tctx(t)) {
 		if r.Terminal == id {
@@ -390,7 +393,7 @@ func TestListPanesInParallel(t *testing.T) {
 	other := make(chan struct{})
 	var otherOnce sync.Once
 	stuck := make(chan bool, 1)
-	testHookListPanes = func(s *tmuxServer) {
+	o.hooks.listPanes = func(s *tmuxServer) {
 		if s != shards[0] {
 			otherOnce.Do(func() { close(other) })
 			return
@@ -402,7 +405,6 @@ func TestListPanesInParallel(t *testing.T) {
 			stuck <- true
 		}
 	}
-	t.Cleanup(func() { testHookListPanes = nil })
 	o.deaths <- struct{}{}
 	if within(t, stuck, 20*time.Second, "the first shard's list-panes") {
 		t.Fatal("the second shard's list-panes waited for the first's")

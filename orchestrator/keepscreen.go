@@ -35,14 +35,11 @@ func (o *Orchestrator) keepScreens(every time.Duration) {
 		case <-t.C:
 		}
 		o.keepOnce(last)
-		if testHookKept != nil {
-			testHookKept()
+		if o.hooks.kept != nil {
+			o.hooks.kept()
 		}
 	}
 }
-
-// testHookKept, if set, runs after each round of the keeper.
-var testHookKept func()
 
 // keepOnce writes the changed screens of one round; last is the keeper's.
 func (o *Orchestrator) keepOnce(last map[*node]kept) {

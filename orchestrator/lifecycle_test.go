@@ -41,17 +41,17 @@ func TestWaitEndsWhenCloseBegins(t *testing.T) {
 	var turns atomic.Int64
 	inLoop := make(chan struct{}, 1)
 	detached, release := make(chan struct{}), make(chan struct{})
-	testHookWaitLoop = func(*node) {
+	o.hooks.waitLoop = func(*node) {
 		turns.Add(1)
 		select {
 		case inLoop <- struct{}{}:
 		default:
 		}
 	}
-	testHookClosed = func(*node) { close(detached); <-release }
+	o.hooks.closed = func(*node) { close(detached); <-release }
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); testHookWaitLoop, testHookClosed = nil, nil })
+	t.Cleanup(func() { free(); o.hooks.waitLoop, o.hooks.closed = nil, nil })
 
 	waited := make(chan error, 1)
 	go func() {
@@ -91,13 +91,15 @@ func TestWaitDuringSleepSwitchOff(t *testing.T) {
 	}
 	deciding, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	testHookSleeping = func(*node) {
-		once.Do(func() { close(deciding); <-release })
-	}
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); testHookSleeping = nil })
-	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.IdleAfter = 200 * time.Millisecond })
+	t.Cleanup(func() { free() })
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) {
+		c.IdleAfter = 200 * time.Millisecond
+		c.hooks = &hooks{sleeping: func(*node) {
+			once.Do(func() { close(deciding); <-release })
+		}}
+	})
 	id := launch(t, o, "sh", "-c", "read x; echo MARK-$x; sleep 60")
 	n := o.node(id)
 	within(t, deciding, 20*time.Second, "the idle node deciding to sleep")
@@ -129,11 +131,11 @@ func TestShutdownWaitsForClose(t *testing.T) {
 	id := launch(t, o, "sh", "-c", "sleep 60")
 	detached, release := make(chan struct{}), make(chan struct{})
 	shutdown := make(chan struct{})
-	testHookClosed = func(*node) { close(detached); <-release }
-	testHookShutdown = func() { close(shutdown) }
+	o.hooks.closed = func(*node) { close(detached); <-release }
+	o.hooks.shutdown = func() { close(shutdown) }
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); testHookClosed, testHookShutdown = nil, nil })
+	t.Cleanup(func() { free(); o.hooks.closed, o.hooks.shutdown = nil, nil })
 
 	closed := make(chan error, 1)
 	go func() { closed <- o.CloseNode(tctx(t), id) }()

@@ -223,15 +223,14 @@ func TestRebootLostNodesAndRestore(t *testing.T) {
 // The keeper writes a node's last screen after it changed, and only then.
 func TestKeeperWritesChangedScreensOnly(t *testing.T) {
 	rounds := make(chan struct{}, 64)
-	testHookKept = func() {
+	kept := func() {
 		select {
 		case rounds <- struct{}{}:
 		default:
 		}
 	}
-	t.Cleanup(func() { testHookKept = nil })
 	srv, state := newTestServer(t)
-	o := openOrchestratorWith(t, srv, state, func(c *Config) { c.KeepScreens = 10 * time.Millisecond })
+	o := openOrchestratorWith(t, srv, state, func(c *Config) { c.KeepScreens = 10 * time.Millisecond; c.hooks = &hooks{kept: kept} })
 	id := launch(t, o, "sh", "-c", "echo first-line; exec cat")
 	waitText(t, o, id, "first-line")
 	next := func() {

@@ -25,8 +25,8 @@ func (o *Orchestrator) humanClients(ctx context.Context) map[hosts.Server]map[st
 	var wg sync.WaitGroup
 	for i, srv := range srvs {
 		wg.Go(func() {
-			if testHookHumanClients != nil {
-				testHookHumanClients(len(srvs))
+			if o.hooks.humanClients != nil {
+				o.hooks.humanClients(len(srvs))
 			}
 			out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
 			if err != nil {
@@ -51,10 +51,6 @@ func (o *Orchestrator) humanClients(ctx context.Context) map[hosts.Server]map[st
 	}
 	return res
 }
-
-// testHookHumanClients, if set, runs as each shard's list-clients starts,
-// with the number of shards asked.
-var testHookHumanClients func(shards int)
 
 // List returns every node.
 func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {

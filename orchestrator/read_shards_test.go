@@ -22,7 +22,7 @@ func TestListAsksShardsSideBySide(t *testing.T) {
 	started, shards := 0, 0
 	all := make(chan struct{})
 	late := false
-	testHookHumanClients = func(n int) {
+	o.hooks.humanClients = func(n int) {
 		mu.Lock()
 		started, shards = started+1, n
 		if started == n {
@@ -37,7 +37,6 @@ func TestListAsksShardsSideBySide(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	t.Cleanup(func() { testHookHumanClients = nil })
 	if got := len(o.List(tctx(t))); got != 3 {
 		t.Fatalf("listed %d nodes, want 3", got)
 	}

@@ -74,10 +74,9 @@ func TestLaunchRolledBackWhenCallerGaveUp(t *testing.T) {
 	o := openOrchestrator(t, srv, dir)
 	ctx, cancel := context.WithCancel(tctx(t))
 	var hooked string
-	testHookBeforeRegister = func(id string) { hooked = id; cancel() }
-	t.Cleanup(func() { testHookBeforeRegister = nil })
+	o.hooks.beforeRegister = func(id string) { hooked = id; cancel() }
 	_, err := o.Launch(ctx, LaunchSpec{Command: stayArgv(), Cwd: t.TempDir(), Name: "gaveup"})
-	testHookBeforeRegister = nil
+	o.hooks.beforeRegister = nil
 	var te *tools.Error
 	if err == nil || !errors.As(err, &te) || te.Kind != tools.KindNotRun {
 		t.Fatalf("launch after its caller gave up: %v, want not_run", err)

@@ -277,9 +277,10 @@ func TestRecordOnRunningNodeAndNoSleep(t *testing.T) {
 		t.Fatal(err)
 	}
 	slept := make(chan string, 16)
-	testHookSleeping = func(n *node) { slept <- n.meta.ID }
-	t.Cleanup(func() { testHookSleeping = nil })
-	o := openOrchestratorWith(t, srv, state, func(c *Config) { c.IdleAfter = 200 * time.Millisecond })
+	o := openOrchestratorWith(t, srv, state, func(c *Config) {
+		c.IdleAfter = 200 * time.Millisecond
+		c.hooks = &hooks{sleeping: func(n *node) { slept <- n.meta.ID }}
+	})
 	id := launch(t, o, bashArgv()...)
 	inputAndWait(t, o.Submit, id, "echo already-$((2*21))", &tools.WaitSpec{Wait: tools.WaitText, Text: "already-42", TimeoutMS: 20000})
 	// Let it fall asleep, then record: the recording wakes it.

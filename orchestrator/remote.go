@@ -296,8 +296,8 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 			}
 		}
 	}
-	if testHookHostAdopted != nil {
-		testHookHostAdopted(h.Spec().Name)
+	if h.o.hooks.hostAdopted != nil {
+		h.o.hooks.hostAdopted(h.Spec().Name)
 	}
 }
 

@@ -28,6 +28,12 @@ import (
 // benchRemote is an orchestrator with the fixture's good host as "big".
 func benchRemote(b *testing.B) (*Orchestrator, *sshtest.Fixture) {
 	b.Helper()
+	return benchRemoteHooks(b, nil)
+}
+
+// benchRemoteHooks is benchRemote with test hooks h set from the start.
+func benchRemoteHooks(b *testing.B, h *hooks) (*Orchestrator, *sshtest.Fixture) {
+	b.Helper()
 	f := sshtest.New(b)
 	srv := tmuxtest.New(b)
 	dir := filepath.Join(b.TempDir(), "state")
@@ -37,7 +43,7 @@ func benchRemote(b *testing.B) (*Orchestrator, *sshtest.Fixture) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := Config{StateDir: dir, Socket: srv.Socket, LaunchWatch: -1, Hosts: []tools.HostSpec{
-		{Name: "big", Dest: sshtest.Good, SSHOptions: f.SSHOptions(), Socket: f.RemoteSocket, RemoteDir: f.RemoteDir("big")}}}
+		{Name: "big", Dest: sshtest.Good, SSHOptions: f.SSHOptions(), Socket: f.RemoteSocket, RemoteDir: f.RemoteDir("big")}}, hooks: h}
 	if os.Getenv("TERMSPRAWL_TEST_LOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -194,9 +200,7 @@ func stampNodeOn(b *testing.B, o *Orchestrator, host string) (string, *os.File) 
 // node mirrored again (ns/op; also reported as ms).
 func BenchmarkRemoteReconnect(b *testing.B) {
 	adopted := make(chan string, 4)
-	testHookHostAdopted = func(h string) { adopted <- h }
-	b.Cleanup(func() { testHookHostAdopted = nil })
-	o, _ := benchRemote(b)
+	o, _ := benchRemoteHooks(b, &hooks{hostAdopted: func(h string) { adopted <- h }})
 	<-adopted
 	if _, err := o.Launch(bctx(b, 30*time.Second), LaunchSpec{Command: []string{"cat"}, Host: "big", Cwd: "/"}); err != nil {
 		b.Fatal(err)

@@ -60,13 +60,13 @@ func hostStatus(o *Orchestrator, name string) HostStatus {
 func TestRemoteConnectionLost(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
 	lost, release, adopted := make(chan string, 1), make(chan struct{}), make(chan string, 4)
-	testHookHostLost = func(h string) {
-		lost <- h
-		<-release
-	}
-	testHookHostAdopted = func(h string) { adopted <- h }
-	t.Cleanup(func() { testHookHostLost, testHookHostAdopted = nil, nil })
-	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	o, f, _, _ := newRemoteHooks(t, &hooks{
+		hostLost: func(h string) {
+			lost <- h
+			<-release
+		},
+		hostAdopted: func(h string) { adopted <- h },
+	}, "big="+sshtest.Good)
 	<-adopted // the first connection's adoption
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 3")
@@ -173,9 +173,7 @@ func TestRemoteRestartAdopts(t *testing.T) {
 func TestRemoteServerDied(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	adopted := make(chan string, 4)
-	testHookHostAdopted = func(h string) { adopted <- h }
-	t.Cleanup(func() { testHookHostAdopted = nil })
-	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	o, f, _, _ := newRemoteHooks(t, &hooks{hostAdopted: func(h string) { adopted <- h }}, "big="+sshtest.Good)
 	<-adopted
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
@@ -210,10 +208,8 @@ func TestRemoteRestartWhileUnreachable(t *testing.T) {
 	waitText(t, o, id, "tick 2")
 	o.Close()
 	adopted := make(chan string, 4)
-	testHookHostAdopted = func(h string) { adopted <- h }
-	t.Cleanup(func() { testHookHostAdopted = nil })
 	f.Block()
-	o2 := remoteOrchestrator(t, f, srv, dir, "big="+sshtest.Good)
+	o2 := remoteOrchestratorHooks(t, f, srv, dir, &hooks{hostAdopted: func(h string) { adopted <- h }}, "big="+sshtest.Good)
 	l := o2.List(tctx(t))
 	if len(l) != 1 || l[0].Terminal != id || l[0].Status != tools.StatusUnreachable || l[0].Host != "big" || l[0].TmuxSocket != f.RemoteSocket {
 		t.Fatalf("listed while the host is blocked: %+v", l)

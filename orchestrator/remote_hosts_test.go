@@ -47,14 +47,12 @@ func TestRemoteHostStates(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 10 s on a loaded 2-core machine")
 	hold, held := make(chan struct{}), make(chan struct{}, 1)
 	var holding atomic.Bool
-	testHookHostConnect = func(string) {
+	o, f, _, _ := newRemoteHooks(t, &hooks{hostConnect: func(string) {
 		if holding.Load() {
 			held <- struct{}{}
 			<-hold
 		}
-	}
-	t.Cleanup(func() { testHookHostConnect = nil })
-	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	}}, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
 	h := hostInfo(t, o, "big")
@@ -178,16 +176,13 @@ func TestRemoteHungHostDelaysNoLocalExit(t *testing.T) {
 	o.procs = nil // only the pane-died hook tells (deaths.go)
 	release := make(chan struct{})
 	var hung atomic.Int32
-	testHookListPanes = func(s *tmuxServer) {
+	o.hooks.listPanes = func(s *tmuxServer) {
 		if s.Remote() {
 			hung.Add(1)
 			<-release
 		}
 	}
-	t.Cleanup(func() {
-		testHookListPanes = nil
-		close(release)
-	})
+	t.Cleanup(func() { close(release) })
 	// It ends by a signal, printing nothing: no quiet-time check (heal)
 	// looks at it either.
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: t.TempDir(), Columns: 80, Rows: 24})

@@ -23,15 +23,28 @@ func hostSpec(f *sshtest.Fixture, name, alias string) tools.HostSpec {
 // aliases given as name=alias.
 func remoteOrchestrator(t *testing.T, f *sshtest.Fixture, srv *tmuxtest.Server, dir string, hosts ...string) *Orchestrator {
 	t.Helper()
+	return remoteOrchestratorHooks(t, f, srv, dir, nil, hosts...)
+}
+
+// remoteOrchestratorHooks is remoteOrchestrator with test hooks h set from
+// the start (they see the first connection and adoption).
+func remoteOrchestratorHooks(t *testing.T, f *sshtest.Fixture, srv *tmuxtest.Server, dir string, h *hooks, hosts ...string) *Orchestrator {
+	t.Helper()
 	var specs []tools.HostSpec
 	for _, h := range hosts {
 		name, alias, _ := strings.Cut(h, "=")
 		specs = append(specs, hostSpec(f, name, alias))
 	}
-	return openOrchestratorWith(t, srv, dir, func(c *Config) { c.Hosts = specs })
+	return openOrchestratorWith(t, srv, dir, func(c *Config) { c.Hosts = specs; c.hooks = h })
 }
 
 func newRemote(t *testing.T, hosts ...string) (*Orchestrator, *sshtest.Fixture, *tmuxtest.Server, string) {
+	t.Helper()
+	return newRemoteHooks(t, nil, hosts...)
+}
+
+// newRemoteHooks is newRemote with test hooks h set from the start.
+func newRemoteHooks(t *testing.T, h *hooks, hosts ...string) (*Orchestrator, *sshtest.Fixture, *tmuxtest.Server, string) {
 	t.Helper()
 	f := sshtest.New(t)
 	srv := tmuxtest.New(t)
@@ -39,7 +52,7 @@ func newRemote(t *testing.T, hosts ...string) (*Orchestrator, *sshtest.Fixture, 
 	if err := tools.EnsureStateDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	return remoteOrchestrator(t, f, srv, dir, hosts...), f, srv, dir
+	return remoteOrchestratorHooks(t, f, srv, dir, h, hosts...), f, srv, dir
 }
 
 func remoteLaunch(t *testing.T, o *Orchestrator, host string, argv ...string) string {

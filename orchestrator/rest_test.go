@@ -20,9 +20,11 @@ func TestQuietNodeRests(t *testing.T) {
 		t.Fatal(err)
 	}
 	rested := make(chan *node, 16)
-	testHookRested = func(n *node) { rested <- n }
-	t.Cleanup(func() { testHookRested = nil })
-	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.RestAfter = 100 * time.Millisecond; c.IdleAfter = -1 })
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) {
+		c.RestAfter = 100 * time.Millisecond
+		c.IdleAfter = -1
+		c.hooks = &hooks{rested: func(n *node) { rested <- n }}
+	})
 	id := launch(t, o, "sh", "-c", `printf '\033[31mRED\033[0m plain\n'; read x; echo "after-$x"; sleep 60`)
 	waitText(t, o, id, "RED plain")
 	n := o.node(id)

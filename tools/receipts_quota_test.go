@@ -30,8 +30,7 @@ func TestReceiptIntentUnrecordableRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testHookReceiptWrite = func(storedReceipt) error { return syscall.ENOSPC }
-	t.Cleanup(func() { testHookReceiptWrite = nil })
+	s.hookWrite = func(storedReceipt) error { return syscall.ENOSPC }
 	runs := 0
 	_, err = doCounting(t, s, "n1", "k", &runs)
 	if KindOf(err) != KindNotRun || runs != 0 || !errors.Is(err, syscall.ENOSPC) {
@@ -162,13 +161,12 @@ func TestReceiptUnstorableAfterRunIsNotRunAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testHookReceiptWrite = func(st storedReceipt) error {
+	s.hookWrite = func(st storedReceipt) error {
 		if !st.Pending {
 			return syscall.ENOSPC
 		}
 		return nil
 	}
-	t.Cleanup(func() { testHookReceiptWrite = nil })
 	runs := 0
 	if receipt, err := doCounting(t, s, "n1", "k", &runs); receipt == nil || err == nil {
 		t.Fatalf("first call: receipt %s, err %v; want the receipt and the store's error", receipt, err)

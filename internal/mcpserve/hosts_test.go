@@ -30,10 +30,7 @@ func TestMCPCancelledWaitGetsNoReply(t *testing.T) {
 		return tools.ErrResult(tools.Errorf(tools.KindTimeout, "cancelled"))
 	})
 	dropped := make(chan string, 1)
-	testHookDropped = func(id json.RawMessage) { dropped <- string(id) }
-	t.Cleanup(func() { testHookDropped = nil })
-
-	h := startBridge(t, StdioConfig{Session: fs.Agent})
+	h := startBridge(t, StdioConfig{Session: fs.Agent, dropped: func(id json.RawMessage) { dropped <- string(id) }})
 	h.initialize("2025-06-18")
 	h.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{
 		"name": "terminal_wait_for", "arguments": map[string]any{"terminal": "n1", "wait": "text", "text": "never", "timeout_ms": 40000}}})

@@ -42,6 +42,8 @@ type apiServe struct {
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
+	// hooks are the running server's test seams.
+	hooks *hooks
 }
 
 // apiStart runs Serve on dir and the tmux server, and waits until it is
@@ -60,10 +62,17 @@ func apiStartWith(t testing.TB, tmux *tmuxtest.Server, dir string, cfg orchestra
 		readyWithin = 60 * time.Second // its hosts connect before Serve is ready
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
+	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1), hooks: &hooks{}}
+	s.hooks.engine = func(o *orchestrator.Orchestrator) {
+		orchestrator.SetBeforeRegisterHook(o, func(id string) {
+			if f := s.hooks.beforeRegister; f != nil {
+				f(id)
+			}
+		})
+	}
 	ready := make(chan ServeInfo, 1)
 	go func() {
-		s.done <- Serve(ctx, cfg, func(i ServeInfo) { ready <- i })
+		s.done <- serve(ctx, cfg, func(i ServeInfo) { ready <- i }, s.hooks)
 	}()
 	select {
 	case s.info = <-ready:

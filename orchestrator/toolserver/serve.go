@@ -115,6 +115,11 @@ func ensureOperatorSession(stateDir, socket string) (tools.Session, error) {
 // ctx ends. Then it stops serving, removes endpoint.json if it is still
 // its own and releases the lock. tmux sessions keep running.
 func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) error {
+	return serve(ctx, cfg, ready, nil)
+}
+
+// serve is Serve with the package tests' hooks (nil outside tests).
+func serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo), h *hooks) error {
 	if err := tools.EnsureStateDir(cfg.StateDir); err != nil {
 		return err
 	}
@@ -141,6 +146,12 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return err
 	}
 	defer api.Close()
+	if h != nil {
+		api.hooks = h
+		if h.engine != nil {
+			h.engine(o)
+		}
+	}
 	mon, err := monitor.Load(cfg.StateDir)
 	if err != nil {
 		return err
