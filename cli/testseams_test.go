@@ -54,7 +54,9 @@ type buildError struct {
 	out []byte
 }
 
-func (e *buildError) Error() string { return "go build -tags termsprawl_testhooks: " + e.err.Error() + "\n" + string(e.out) }
+func (e *buildError) Error() string {
+	return "go build -tags termsprawl_testhooks: " + e.err.Error() + "\n" + string(e.out)
+}
 
 // The binaries users run carry no test seam: no symbol named like a test
 // hook or pause (go tool nm), and not the pause variables' names; the
