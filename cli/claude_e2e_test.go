@@ -165,7 +165,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 	// Deny, with a reason.
 	denied := filepath.Join(work, "denied")
 	node := run("deny", denied)
-	d := e.waitDialog(node, 60*time.Second)
+	d := e.waitDialog(node, 2*time.Minute)
 	if d.Kind != "permission" || !strings.HasPrefix(d.Title, "Bash: touch "+denied) {
 		t.Fatalf("dialog %+v", d)
 	}
@@ -196,7 +196,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 	// Allow.
 	allowed := filepath.Join(work, "allowed")
 	node = run("allow", allowed)
-	d = e.waitDialog(node, 60*time.Second)
+	d = e.waitDialog(node, 2*time.Minute)
 	e.must(e.ts, "answer", d.ID, "allow")
 	e.waitExited(node)
 	if _, err := os.Stat(allowed); err != nil {
@@ -209,7 +209,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 	late := filepath.Join(work, "unanswered")
 	node = strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "late", "--cwd", work, "--",
 		"env", "TERMSPRAWL_HOOK_DIALOG_TIMEOUT=3s", "claude", "-p", "please create "+late, "--settings", settings))
-	d = e.waitDialog(node, 60*time.Second)
+	d = e.waitDialog(node, 2*time.Minute)
 	e.waitExited(node)
 	if _, err := os.Stat(late); err == nil {
 		t.Fatal("an unanswered permission was allowed")
@@ -240,7 +240,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 		t.Fatalf("the TUI did not start: %s", out)
 	}
 	e.must(e.ts, "send", node, "please create "+inter)
-	d = e.waitDialog(node, 60*time.Second)
+	d = e.waitDialog(node, 2*time.Minute)
 	if !strings.HasPrefix(d.Title, "Bash: touch "+inter) {
 		t.Fatalf("interactive dialog %+v", d)
 	}

@@ -205,7 +205,7 @@ func TestClaudeCodeState(t *testing.T) {
 	// A permission request: waiting, needs a human; answered: working.
 	marker := filepath.Join(work, "state-marker")
 	e.must(e.ts, "send", node, "please create "+marker)
-	d := e.waitDialog(node, 60*time.Second)
+	d := e.waitDialog(node, 2*time.Minute)
 	a = e.whyOf(node)
 	if a.State != tools.AgentWaiting || !a.NeedsHuman || a.Why[0].Source != tools.SourceDialog {
 		t.Fatalf("while the dialog is open: %+v", a)

@@ -94,7 +94,6 @@ func readCounter(t *testing.T, path string) int {
 // Changes marked while a write is under way make exactly one next write,
 // which holds the last of them; close ends the goroutine.
 func TestPersistCoalesces(t *testing.T) {
-	t.Parallel()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	tab, p, path := newCounterPersister(t)
 	g := gate(p)
@@ -120,7 +119,6 @@ func TestPersistCoalesces(t *testing.T) {
 // sync returns only once a write that began after it is on disk, and
 // callers that come while a write is under way share the next one.
 func TestPersistSyncGroupCommit(t *testing.T) {
-	t.Parallel()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	tab, p, path := newCounterPersister(t)
 	defer p.close()
@@ -168,7 +166,6 @@ func TestPersistSyncGroupCommit(t *testing.T) {
 // sync returns the write's error with its cause; after close, mark and
 // sync write themselves.
 func TestPersistErrorsAndAfterClose(t *testing.T) {
-	t.Parallel()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	dir := t.TempDir()
 	blocker := filepath.Join(dir, "file")
@@ -204,7 +201,6 @@ func TestPersistErrorsAndAfterClose(t *testing.T) {
 
 // A cancelled caller stops waiting; the write still happens.
 func TestPersistSyncCancelled(t *testing.T) {
-	t.Parallel()
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	tab, p, path := newCounterPersister(t)
 	g := gate(p)
