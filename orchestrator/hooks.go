@@ -8,6 +8,10 @@ package orchestrator
 // one, and none is a symbol of it (TestNoTestSeamsInTheBinary). Each is
 // nil unless a test set it.
 type hooks struct {
+	// stateRead runs in exitState right after the node's status and exit
+	// reason were read (tests end the node there, as a concurrent exit
+	// would, to show the two are read together).
+	stateRead func(n *node)
 	// listSessions, if set, replaces tmux's answer to list-sessions.
 	listSessions func([]string) []string
 	// closed, if set, runs in CloseNode after the node's screen was

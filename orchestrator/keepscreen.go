@@ -49,13 +49,10 @@ func (o *Orchestrator) keepOnce(last map[*node]kept) {
 			continue // a host's nodes are the host's business
 		}
 		seen[n] = true
-		status, code, _ := n.state()
+		status, code, _, reason := n.exitState()
 		if status == tools.StatusUnreachable {
 			continue // unattached: nothing new to show
 		}
-		n.mu.Lock()
-		reason := n.exitReason
-		n.mu.Unlock()
 		if status == tools.StatusExited && reason != "" {
 			// Ended with its tmux server, not by itself: lost at the next
 			// start, not exited.

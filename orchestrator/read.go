@@ -97,10 +97,7 @@ func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
 		return tools.Snapshot{}, err
 	}
 	n.observe(context.Background())
-	status, code, _ := n.state()
-	n.mu.Lock()
-	reason := n.exitReason
-	n.mu.Unlock()
+	status, code, _, reason := n.exitState()
 	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.crashReport(), Semantic: n.semanticLines()}, nil
 }
 
