@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -27,7 +28,7 @@ func TestAdoptRestoresRemainOnExit(t *testing.T) {
 	if err != nil || !r.Matched || r.ExitCode == nil || *r.ExitCode != 7 {
 		t.Fatalf("exit after adoption: %+v, %v", r, err)
 	}
-	if _, err := o2.Snapshot(id); err != nil {
+	if _, err := o2.Snapshot(context.Background(), id); err != nil {
 		t.Fatalf("the exited node vanished: %v", err)
 	}
 }
@@ -55,7 +56,7 @@ func TestAdoptRemovesStaleTemps(t *testing.T) {
 			t.Errorf("%s is still there: %v", p, err)
 		}
 	}
-	if _, err := o2.Snapshot(id); err != nil {
+	if _, err := o2.Snapshot(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{o2.metaPath(id), tools.SessionPath(dir, id)} {
@@ -83,7 +84,7 @@ func TestAdoptKeepsFilesOfSessionsItCannotRuleOut(t *testing.T) {
 		t.Errorf("the file of a node without a session was kept: %v", err)
 	}
 	// ...and a live one is adopted with its files.
-	if _, err := o2.Snapshot(id); err != nil {
+	if _, err := o2.Snapshot(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	if !o2.sessionGone(tctx(t), NodeMeta{ID: "ghost"}) || o2.sessionGone(tctx(t), NodeMeta{ID: id}) {
@@ -108,7 +109,7 @@ func TestAdoptRefusesAnUntrustworthyList(t *testing.T) {
 		}
 	}
 	o2 := openOrchestrator(t, srv, dir)
-	if _, err := o2.Snapshot(id); err != nil {
+	if _, err := o2.Snapshot(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -120,7 +121,7 @@ func TestDetachedMirrorAttachesAgain(t *testing.T) {
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "echo first; exec cat")
 	waitText(t, o, id, "first")
-	before, _ := o.Snapshot(id)
+	before, _ := o.Snapshot(context.Background(), id)
 	srv.Must("detach-client", "-s", "ts-"+id)
 	// Wait until the new mirror replaced the old one.
 	var n *node
@@ -140,7 +141,7 @@ func TestDetachedMirrorAttachesAgain(t *testing.T) {
 	if err != nil || r.Wait == nil || !r.Wait.Matched {
 		t.Fatalf("input after the re-attach: %+v %v", r, err)
 	}
-	if after, _ := o.Snapshot(id); after.Revision <= before.Revision {
+	if after, _ := o.Snapshot(context.Background(), id); after.Revision <= before.Revision {
 		t.Fatalf("revision went from %d to %d", before.Revision, after.Revision)
 	}
 }

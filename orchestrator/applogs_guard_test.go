@@ -67,7 +67,7 @@ func TestAppLogsFIFOAtAdoption(t *testing.T) {
 	deadline := time.After(20 * time.Second)
 	for {
 		changed := n.tw.logs.Changed()
-		caps, err := o2.Capabilities(id)
+		caps, err := o2.Capabilities(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,7 +80,7 @@ func TestAppLogsFIFOAtAdoption(t *testing.T) {
 			t.Fatalf("the FIFO log is not reported missing: %+v", caps)
 		}
 	}
-	if _, err := o2.Snapshot(id); err != nil {
+	if _, err := o2.Snapshot(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -114,7 +114,7 @@ func TestAppLogsPathBecomesSessionFile(t *testing.T) {
 	deadline := time.After(20 * time.Second)
 	for {
 		changed := n.tw.logs.Changed()
-		ch, err := o.CaptureSince(id, cur)
+		ch, err := o.CaptureSince(context.Background(), id, cur)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,7 +123,7 @@ func TestAppLogsPathBecomesSessionFile(t *testing.T) {
 				t.Fatalf("another node's token leaked through the log: %q", l.Line)
 			}
 		}
-		if caps, _ := o.Capabilities(id); strings.Join(caps.LogsMissing, ",") == "app" {
+		if caps, _ := o.Capabilities(context.Background(), id); strings.Join(caps.LogsMissing, ",") == "app" {
 			break
 		}
 		select {

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -40,7 +41,7 @@ func BenchmarkFloodLastLine(b *testing.B) {
 			b.Fatal(err)
 		}
 		id := info.Terminal
-		snap, err := o.Snapshot(id)
+		snap, err := o.Snapshot(context.Background(), id)
 		if err != nil {
 			b.Fatal(err)
 		}

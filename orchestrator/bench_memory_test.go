@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,7 +55,7 @@ func BenchmarkFloodMemory(b *testing.B) {
 		}
 		for _, id := range ids {
 			if !testenv.Until(5*time.Minute, func() bool {
-				snap, err := o.Snapshot(id)
+				snap, err := o.Snapshot(context.Background(), id)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -295,7 +295,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 		b.ResetTimer()
 		for i := range b.N {
 			token := fmt.Sprintf("K=ev%07d", i)
-			snap, err := o.Snapshot(id)
+			snap, err := o.Snapshot(context.Background(), id)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -320,7 +320,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 			if r.err != nil || !r.r.Matched {
 				b.Fatalf("iteration %d: wait %+v %v", i, r.r, r.err)
 			}
-			snap, err = o.Snapshot(id)
+			snap, err = o.Snapshot(context.Background(), id)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -562,7 +562,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 					b.Fatal(err)
 				}
 				id := info.Terminal
-				snap, err := o.Snapshot(id)
+				snap, err := o.Snapshot(context.Background(), id)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -611,7 +611,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 					b.Logf("iteration %d: the wait for the last line failed: %+v %v", i, r, err)
 				}
 				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-					snap, err := o.Snapshot(id)
+					snap, err := o.Snapshot(context.Background(), id)
 					if err == nil && slices.Contains(snap.Lines, endTok) {
 						lags = append(lags, time.Since(doneAt))
 						break

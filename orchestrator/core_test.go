@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -18,10 +19,10 @@ func TestLaunchSubmitWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Wait == nil || !r.Wait.Matched {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("wait = %+v\n%s", r.Wait, strings.Join(snap.Lines, "\n"))
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -32,7 +33,7 @@ func requireSameAsTmux(t *testing.T, o *Orchestrator, srv *tmuxtest.Server, id, 
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 400, TimeoutMS: 40000}); err != nil {
 		t.Fatalf("%s: quiet: %v", what, err)
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +126,7 @@ func TestDifferentialVim(t *testing.T) {
 	requireSameAsTmux(t, o, srv, id, "vim insert")
 	press(t, o, id, ": q ! Enter")
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000}); err != nil {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		ps, _ := exec.Command("ps", "-eo", "pid,ppid,stat,cmd").Output()
 		t.Fatalf("%v\n%s\n%s\n%s", err, strings.Join(snap.Lines, "\n"), srv.Must("list-panes", "-a", "-F", "#{session_name} #{pane_dead}:#{pane_dead_status}:#{pane_dead_signal} #{pane_pid}"), ps)
 	}
@@ -194,7 +195,7 @@ func TestDifferentialFloodAndResize(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSameAsTmux(t, o, srv, id, "after resize")
-	snap, _ := o.Snapshot(id)
+	snap, _ := o.Snapshot(context.Background(), id)
 	if snap.Columns != 60 || snap.Rows != 20 {
 		t.Fatalf("size after resize = %dx%d", snap.Columns, snap.Rows)
 	}

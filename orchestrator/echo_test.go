@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -19,7 +20,7 @@ func TestSubmitWaitUnderNoEcho(t *testing.T) {
 	for _, tt := range []struct{ text, want string }{{"go42", "AFTER-go42"}, {"go43", "go43"}} {
 		r, err := o.Submit(ctx, id, tt.text, &tools.WaitSpec{Wait: tools.WaitText, Text: tt.want, TimeoutMS: 5000})
 		if err != nil || r.Wait == nil || !r.Wait.Matched {
-			snap, _ := o.Snapshot(id)
+			snap, _ := o.Snapshot(context.Background(), id)
 			t.Fatalf("submit %q waiting for %q: %+v %v\n%s", tt.text, tt.want, r.Wait, err, strings.Join(snap.Lines, "\n"))
 		}
 	}
@@ -39,12 +40,12 @@ func TestEchoAloneNeverSatisfies(t *testing.T) {
 	if err != nil || r.Wait == nil || !r.Wait.TimedOut {
 		t.Fatalf("a wait for the typed text on a program that prints nothing: %+v %v (it matched the echo)", r.Wait, err)
 	}
-	if snap, _ := o.Snapshot(sink); !strings.Contains(strings.Join(snap.Lines, "\n"), "zz-echo-7") {
+	if snap, _ := o.Snapshot(context.Background(), sink); !strings.Contains(strings.Join(snap.Lines, "\n"), "zz-echo-7") {
 		t.Fatalf("the echo is not on the screen:\n%s", strings.Join(snap.Lines, "\n"))
 	}
 	r, err = o.Submit(ctx, cat, "hello-cat", &tools.WaitSpec{Wait: tools.WaitRegex, Pattern: `^hello-cat$`, TimeoutMS: 5000})
 	if err != nil || r.Wait == nil || !r.Wait.Matched {
-		snap, _ := o.Snapshot(cat)
+		snap, _ := o.Snapshot(context.Background(), cat)
 		t.Fatalf("cat printed the line back: %+v %v\n%s", r.Wait, err, strings.Join(snap.Lines, "\n"))
 	}
 }

@@ -295,7 +295,7 @@ func TestAdoptAttachFailureListed(t *testing.T) {
 	if !strings.Contains(row.ExitReason, "attach refused by the test") {
 		t.Fatalf("its row does not say why: %+v", *row)
 	}
-	if _, err := o2.Snapshot(id); tools.KindOf(err) != tools.KindUnavailable {
+	if _, err := o2.Snapshot(context.Background(), id); tools.KindOf(err) != tools.KindUnavailable {
 		t.Fatalf("snapshot of an unattached node: %v, want unavailable", err)
 	}
 	if err := o2.CloseNode(tctx(t), id); err != nil {

@@ -55,7 +55,7 @@ func TestUnknownTerminal(t *testing.T) {
 	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	ctx := tctx(t)
-	_, err := o.Snapshot("nope")
+	_, err := o.Snapshot(context.Background(), "nope")
 	wantKind(t, err, tools.KindNotFound, `"nope"`)
 	_, err = o.Type(ctx, "nope", "x", nil)
 	wantKind(t, err, tools.KindNotFound, `"nope"`)
@@ -98,7 +98,7 @@ func TestArgvVerbatim(t *testing.T) {
 	script := writeScript(t, "dump.py", "import sys, json\nopen(sys.argv[1], 'w').write(json.dumps(sys.argv[2:]))\n")
 	id := launch(t, o, append([]string{"python3", script, out}, args...)...)
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000}); err != nil {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("%v\n%s", err, strings.Join(snap.Lines, "\n"))
 	}
 	b, err := os.ReadFile(out)
@@ -175,7 +175,7 @@ func TestBadWaitsAndKeys(t *testing.T) {
 	if !r.TimedOut {
 		t.Fatalf("timeout result = %+v", r)
 	}
-	_, err = o.CaptureSince(id, future)
+	_, err = o.CaptureSince(context.Background(), id, future)
 	wantKind(t, err, tools.KindUsage, "cursor")
 }
 
@@ -196,7 +196,7 @@ func TestHostilePrograms(t *testing.T) {
 	if _, err := o.Interrupt(tctx(t), yes, &tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Snapshot(yes); err != nil {
+	if _, err := o.Snapshot(context.Background(), yes); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -227,7 +227,7 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 	if deaths, last := o.ServerHealth(); deaths != 1 || last == "" {
 		t.Fatalf("server deaths %d (%q), want 1", deaths, last)
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil || snap.Status != tools.StatusExited || !strings.Contains(snap.ExitReason, "tmux server died") {
 		t.Fatalf("the lost node: %+v, %v", snap, err)
 	}
@@ -241,7 +241,7 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 	if err := o.CloseNode(tctx(t), id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Snapshot(id); tools.KindOf(err) != tools.KindNotFound {
+	if _, err := o.Snapshot(context.Background(), id); tools.KindOf(err) != tools.KindNotFound {
 		t.Fatalf("the lost node after close: %v", err)
 	}
 	if deaths, _ := o.ServerHealth(); deaths != 1 {

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -32,7 +33,7 @@ func TestAdoptionSettlesInterruptedSubmit(t *testing.T) {
 			}
 			// (A text wait does not see typed input at the cursor.)
 			testenv.Until(10*time.Second, func() bool {
-				snap, _ := o.Snapshot(id)
+				snap, _ := o.Snapshot(context.Background(), id)
 				return strings.Contains(strings.Join(snap.Lines, "\n"), "echo GLUE")
 			})
 			in := Intent{Caller: "op#1", Key: "k1"}
@@ -56,7 +57,7 @@ func TestAdoptionSettlesInterruptedSubmit(t *testing.T) {
 			// Its output line: "ALONE" alone, or glued ("GLUEecho ALONE").
 			var screen string
 			ran := testenv.Until(10*time.Second, func() bool {
-				snap, _ := o2.Snapshot(id)
+				snap, _ := o2.Snapshot(context.Background(), id)
 				screen = strings.Join(snap.Lines, "\n")
 				for _, l := range snap.Lines {
 					if strings.TrimSpace(l) == "ALONE" || strings.TrimSpace(l) == "GLUEecho ALONE" {

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -26,7 +27,7 @@ func TestRecordingWritesKeyframes(t *testing.T) {
 		&tools.WaitSpec{Wait: tools.WaitText, Text: "kf-2-done", TimeoutMS: 40000}); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -86,7 +87,7 @@ func TestNodesHaveTheCtlOnPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitText(t, o, info.Terminal, "fake-ctl")
-		snap, _ := o.Snapshot(info.Terminal)
+		snap, _ := o.Snapshot(context.Background(), info.Terminal)
 		if !strings.Contains(strings.Join(snap.Lines, "\n"), "P="+bin+string(filepath.ListSeparator)) {
 			t.Fatalf("env_mode %s: PATH does not start with %s:\n%s", mode, bin, strings.Join(snap.Lines, "\n"))
 		}

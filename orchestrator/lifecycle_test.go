@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -76,7 +77,7 @@ func TestWaitEndsWhenCloseBegins(t *testing.T) {
 		t.Fatalf("the wait turned %d times in its loop during the close: it spun", spun)
 	}
 	// Reads racing the close answer not_found, and the list omits it.
-	if _, err := o.Snapshot(id); tools.KindOf(err) != tools.KindNotFound {
+	if _, err := o.Snapshot(context.Background(), id); tools.KindOf(err) != tools.KindNotFound {
 		t.Fatalf("snapshot after close: %v", err)
 	}
 }
@@ -177,13 +178,13 @@ func TestRevisionsNeverRepeatAcrossRestart(t *testing.T) {
 	dir := o.StateDir()
 	id := launch(t, o, "sh", "-c", "echo first-life; exec cat")
 	waitText(t, o, id, "first-life")
-	before, err := o.Snapshot(id)
+	before, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.Close()
 	o2 := openOrchestrator(t, srv, dir)
-	after, err := o2.Snapshot(id)
+	after, err := o2.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestRevisionsNeverRepeatAcrossRestart(t *testing.T) {
 		t.Fatalf("revision after the restart %d is not above %d", after.Revision, before.Revision)
 	}
 	old := before.Revision
-	if _, err := o2.CaptureSince(id, old); tools.KindOf(err) != tools.KindConflict {
+	if _, err := o2.CaptureSince(context.Background(), id, old); tools.KindOf(err) != tools.KindConflict {
 		t.Fatalf("capture_since an old cursor: %v, want conflict", err)
 	}
 	if _, err := o2.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: "first-life", After: &old, TimeoutMS: 1000}); tools.KindOf(err) != tools.KindConflict {
@@ -199,7 +200,7 @@ func TestRevisionsNeverRepeatAcrossRestart(t *testing.T) {
 	}
 	o2.Close()
 	o3 := openOrchestrator(t, srv, dir)
-	third, err := o3.Snapshot(id)
+	third, err := o3.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -98,7 +99,7 @@ func TestRebootLostNodesAndRestore(t *testing.T) {
 		}
 	}
 	for _, id := range []string{a, b, c} {
-		snap, err := o2.Snapshot(id)
+		snap, err := o2.Snapshot(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}

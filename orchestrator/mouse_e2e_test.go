@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"runtime"
@@ -45,7 +46,7 @@ func received(t *testing.T, o *Orchestrator, id string) string {
 	t.Helper()
 	r, err := o.WriteRaw(tctx(t), id, []byte("Z"), &tools.WaitSpec{Wait: tools.WaitRegex, Pattern: `5a$`, TimeoutMS: 20000})
 	if err != nil || r.Wait == nil || !r.Wait.Matched {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("sentinel: %+v %v\n%s", r, err, strings.Join(snap.Lines, "\n"))
 	}
 	text, err := o.Read(tctx(t), id, 100000)
@@ -97,7 +98,7 @@ func TestMouseEndToEnd(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			id := launchMousecatSized(t, o, 120, tc.modes...)
-			caps, err := o.Capabilities(id)
+			caps, err := o.Capabilities(context.Background(), id)
 			if err != nil || caps.Mouse != tc.mouse || !caps.Modes.Mouse {
 				t.Fatalf("capabilities: %+v %v, want mouse %+v", caps, err, tc.mouse)
 			}
@@ -183,7 +184,7 @@ func TestMouseRefs(t *testing.T) {
 	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launchMousecat(t, o, "1000", "1006")
-	q, err := o.Query(id, QuerySpec{Text: "READY"})
+	q, err := o.Query(context.Background(), id, QuerySpec{Text: "READY"})
 	if err != nil || len(q.Matches) != 1 {
 		t.Fatalf("query: %+v %v", q, err)
 	}
@@ -210,7 +211,7 @@ func TestMouseRefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	id2 := launchMousecat(t, o, "1000")
-	q2, _ := o.Query(id2, QuerySpec{Pattern: `READY \d+`})
+	q2, _ := o.Query(context.Background(), id2, QuerySpec{Pattern: `READY \d+`})
 	if len(q2.Matches) != 1 {
 		t.Fatalf("query: %+v", q2)
 	}
@@ -244,7 +245,7 @@ func TestMouseModesAfterRestart(t *testing.T) {
 	id := launchMousecat(t, o, "1002", "1005")
 	o.Close()
 	o2 := openOrchestrator(t, srv, dir)
-	caps, err := o2.Capabilities(id)
+	caps, err := o2.Capabilities(context.Background(), id)
 	if err != nil || caps.Mouse != (tools.MouseMode{Tracking: "button", Encoding: "utf8"}) {
 		t.Fatalf("capabilities after restart: %+v %v", caps, err)
 	}

@@ -88,7 +88,7 @@ func (o *Orchestrator) Owner(id string) (owner string, ok bool) {
 }
 
 // Snapshot returns the node's screen.
-func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
+func (o *Orchestrator) Snapshot(ctx context.Context, id string) (tools.Snapshot, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		if l := o.lostOne(id); l != nil && o.node(id) == nil {
@@ -96,18 +96,18 @@ func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
 		}
 		return tools.Snapshot{}, err
 	}
-	n.observe(context.Background())
+	n.observe(ctx)
 	status, code, _, reason := n.exitState()
 	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.crashReport(), Semantic: n.semanticLines()}, nil
 }
 
 // CaptureSince returns the rows changed after revision cursor.
-func (o *Orchestrator) CaptureSince(id string, cursor uint64) (tools.Changes, error) {
+func (o *Orchestrator) CaptureSince(ctx context.Context, id string, cursor uint64) (tools.Changes, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.Changes{}, err
 	}
-	n.observe(context.Background())
+	n.observe(ctx)
 	ch, err := n.changesWithLogs(cursor)
 	if err != nil {
 		return tools.Changes{}, revisionErr(id, "cursor", cursor, err)

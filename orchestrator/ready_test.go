@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,7 +28,7 @@ func TestInputWaitsForTheProgramToRead(t *testing.T) {
 	ctx := tctx(t)
 	cmd := "echo hello-$((6*7))"
 	r, err := o.Submit(ctx, id, cmd, &tools.WaitSpec{Wait: tools.WaitRegex, Pattern: `^hello-42$`, TimeoutMS: 10000})
-	snap, _ := o.Snapshot(id)
+	snap, _ := o.Snapshot(context.Background(), id)
 	screen := strings.Join(snap.Lines, "\n")
 	if err != nil || r.Wait == nil || !r.Wait.Matched {
 		t.Fatalf("submit: %+v %v\n%s", r.Wait, err, screen)

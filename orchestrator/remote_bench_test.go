@@ -99,7 +99,7 @@ func BenchmarkRemoteRoundTrip(b *testing.B) {
 					b.Fatalf("render wait: %+v %v", r, err)
 				}
 				for {
-					snap, _ := o.Snapshot(info.Terminal)
+					snap, _ := o.Snapshot(context.Background(), info.Terminal)
 					if strings.Contains(strings.Join(snap.Lines, "\n"), token) {
 						break
 					}
@@ -131,7 +131,7 @@ func BenchmarkRemoteWakeLatency(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
 			for i := range b.N {
 				token := fmt.Sprintf("K=%s%07d", where[:1], i)
-				snap, err := o.Snapshot(id)
+				snap, err := o.Snapshot(context.Background(), id)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -153,7 +153,7 @@ func BenchmarkRemoteWakeLatency(b *testing.B) {
 				if at.IsZero() {
 					b.Fatalf("iteration %d: the wait failed", i)
 				}
-				snap, _ = o.Snapshot(id)
+				snap, _ = o.Snapshot(context.Background(), id)
 				written, ok := stampOf(strings.Join(snap.Lines, "\n"), token)
 				if !ok {
 					b.Fatalf("no stamp for %s", token)

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"os"
 	"regexp"
@@ -71,7 +72,7 @@ func TestRemoteConnectionLost(t *testing.T) {
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 3")
 	before := panePID(t, f, id)
-	rev0, _ := o.Snapshot(id)
+	rev0, _ := o.Snapshot(context.Background(), id)
 
 	st := hostStatus(o, "big")
 	if st.State != HostConnected || st.MasterPID == 0 {
@@ -93,7 +94,7 @@ func TestRemoteConnectionLost(t *testing.T) {
 	detected := time.Since(killed)
 	tickAtLoss := lastTick(t, f, id)
 	// Every call on the node answers unavailable, retryable, naming the host.
-	_, snapErr := o.Snapshot(id)
+	_, snapErr := o.Snapshot(context.Background(), id)
 	_, subErr := o.Submit(tctx(t), id, "x", nil)
 	_, waitErr := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: "never", TimeoutMS: 1000})
 	for name, err := range map[string]error{"snapshot": snapErr, "submit": subErr, "wait": waitErr} {
@@ -125,7 +126,7 @@ func TestRemoteConnectionLost(t *testing.T) {
 	// The mirror is back: later ticks arrive, revisions moved on.
 	want := "tick " + strconv.Itoa(tickAtLoss+5)
 	waitText(t, o, id, want)
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil || snap.Revision <= rev0.Revision || snap.Status != tools.StatusRunning {
 		t.Fatalf("snapshot after reconnect: rev %d (before %d) status %s, %v", snap.Revision, rev0.Revision, snap.Status, err)
 	}
@@ -139,7 +140,7 @@ func TestRemoteRestartAdopts(t *testing.T) {
 	o, f, srv, dir := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
-	snap0, _ := o.Snapshot(id)
+	snap0, _ := o.Snapshot(context.Background(), id)
 	pid := panePID(t, f, id)
 	o.Close()
 	o2 := remoteOrchestrator(t, f, srv, dir, "big="+sshtest.Good)
@@ -151,7 +152,7 @@ func TestRemoteRestartAdopts(t *testing.T) {
 		t.Fatalf("program changed across the restart: %s then %s", pid, got)
 	}
 	waitText(t, o2, id, "tick "+strconv.Itoa(lastTick(t, f, id)+3))
-	snap, err := o2.Snapshot(id)
+	snap, err := o2.Snapshot(context.Background(), id)
 	if err != nil || snap.Revision <= snap0.Revision {
 		t.Fatalf("revision %d after restart, %d before: %v", snap.Revision, snap0.Revision, err)
 	}
@@ -214,7 +215,7 @@ func TestRemoteRestartWhileUnreachable(t *testing.T) {
 	if len(l) != 1 || l[0].Terminal != id || l[0].Status != tools.StatusUnreachable || l[0].Host != "big" || l[0].TmuxSocket != f.RemoteSocket {
 		t.Fatalf("listed while the host is blocked: %+v", l)
 	}
-	_, err := o2.Snapshot(id)
+	_, err := o2.Snapshot(context.Background(), id)
 	var te *tools.Error
 	if !errors.As(err, &te) || te.Kind != tools.KindUnavailable || !te.Retryable {
 		t.Fatalf("snapshot while blocked: %v", err)

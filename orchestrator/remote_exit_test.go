@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -36,7 +37,7 @@ func TestRemoteExitCrash(t *testing.T) {
 			if err != nil || !res.Matched {
 				t.Fatalf("wait for the exit: %+v %v", res, err)
 			}
-			snap, err := o.Snapshot(id)
+			snap, err := o.Snapshot(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
@@ -123,7 +124,7 @@ func TestRemoteHostRemove(t *testing.T) {
 	if !errors.As(err, &te) || te.Kind != tools.KindRejected || !strings.Contains(te.Msg, id) || !strings.Contains(te.Msg, "--close-nodes") {
 		t.Fatalf("rm with a live node: %v", err)
 	}
-	if _, err := o.Snapshot(id); err != nil {
+	if _, err := o.Snapshot(context.Background(), id); err != nil {
 		t.Fatalf("the node after a refused rm: %v", err)
 	}
 	r, err := o.RemoveHost(tctx(t), "big", true)
@@ -208,7 +209,7 @@ func TestRemoteHungHostDelaysNoLocalExit(t *testing.T) {
 	if err != nil || !res.Matched {
 		t.Fatalf("the local exit while the host's pane list hangs: %+v %v (after %v)", res, err, time.Since(start))
 	}
-	if snap, _ := o.Snapshot(info.Terminal); snap.ExitCode == nil || *snap.ExitCode != 128+15 {
+	if snap, _ := o.Snapshot(context.Background(), info.Terminal); snap.ExitCode == nil || *snap.ExitCode != 128+15 {
 		t.Fatalf("exit code %v, want 143", snap.ExitCode)
 	}
 }

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -61,7 +62,7 @@ func TestRemote64Nodes(t *testing.T) {
 		if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 200, TimeoutMS: 30000}); err != nil {
 			return fmt.Errorf("node %d: quiet: %v", i, err)
 		}
-		snap, err := o.Snapshot(id)
+		snap, err := o.Snapshot(context.Background(), id)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -77,7 +78,7 @@ func TestRemoteLaunchDrive(t *testing.T) {
 	wait := &tools.WaitSpec{Wait: tools.WaitText, Text: f.HostIP + "/30", TimeoutMS: 20000}
 	res, err := o.Submit(tctx(t), id, "ip -4 -o addr show", wait)
 	if err != nil || res.Wait == nil || !res.Wait.Matched {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("submit: %+v %v\n%s", res, err, strings.Join(snap.Lines, "\n"))
 	}
 	quiet := &tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 300, TimeoutMS: 20000}
@@ -87,7 +88,7 @@ func TestRemoteLaunchDrive(t *testing.T) {
 	if _, err := o.WaitFor(tctx(t), id, *quiet); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -144,7 +145,7 @@ func TestRemoteRecordAndCapture(t *testing.T) {
 	if err != nil || res.Wait == nil || !res.Wait.Matched {
 		t.Fatalf("submit: %+v %v", res, err)
 	}
-	ch, err := o.CaptureSince(id, res.Revision)
+	ch, err := o.CaptureSince(context.Background(), id, res.Revision)
 	if err != nil || len(ch.Rows) == 0 || !strings.Contains(fmt.Sprint(ch.Rows), "rec-9") {
 		t.Fatalf("capture_since: %+v %v", ch, err)
 	}
@@ -190,7 +191,7 @@ func TestRemoteAgentWiring(t *testing.T) {
 	want := "/sessions/" + id + ".json|" + f.RemoteDir("big") + "|" + ctl + "|big|" + filepath.Dir(ctl)
 	if _, err := o.Submit(tctx(t), id, `echo "$TERMSPRAWL_SESSION_FILE|$TERMSPRAWL_HOME|$TERMSPRAWL_CTL|$TERMSPRAWL_HOST|${PATH%%:*}"`,
 		&tools.WaitSpec{Wait: tools.WaitText, Text: want, TimeoutMS: 20000}); err != nil {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("environment: %v\n%s", err, strings.Join(snap.Lines, "\n"))
 	}
 	s, err := tools.ReadSession(remoteSessionPath(f.RemoteDir("big"), id))

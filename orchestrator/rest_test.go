@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -45,7 +46,7 @@ func TestQuietNodeRests(t *testing.T) {
 	if !n.scr.Asleep() || n.asleep.Load() {
 		t.Fatalf("resting: emulator released %v, node asleep %v", n.scr.Asleep(), n.asleep.Load())
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil || snap.Lines[0] != "RED plain" {
 		t.Fatalf("snapshot of a resting node: %q %v", snap.Lines, err)
 	}
@@ -76,7 +77,7 @@ func TestQuietNodeRests(t *testing.T) {
 		t.Fatalf("render wait after a rest: %+v %v", r, err)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		snap, err := o.Snapshot(id)
+		snap, err := o.Snapshot(context.Background(), id)
 		if err == nil && len(snap.Lines) > 2 && snap.Lines[2] == "after-x" {
 			break
 		}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"sync"
 	"testing"
 
@@ -30,7 +31,7 @@ func TestScreenshotPixelBudget(t *testing.T) {
 	errs := make(chan error, 4)
 	for range 4 {
 		wg.Go(func() {
-			if _, _, err := o.Screenshot(info.Terminal, 4, ""); err != nil && tools.KindOf(err) != tools.KindRejected {
+			if _, _, err := o.Screenshot(context.Background(), info.Terminal, 4, ""); err != nil && tools.KindOf(err) != tools.KindRejected {
 				errs <- err
 			}
 		})

@@ -1,6 +1,7 @@
 package orchestrator_test
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 
@@ -68,7 +69,7 @@ func TestShardsLimitTheBlastRadius(t *testing.T) {
 	if got := len(o2.List(orchestrator.TestContext(t))); got != 3 {
 		t.Fatalf("%d nodes adopted after the restart, want 3", got)
 	}
-	if _, err := o2.Snapshot(survivor); err != nil {
+	if _, err := o2.Snapshot(context.Background(), survivor); err != nil {
 		t.Fatal(err)
 	}
 	// New launches fill the free places first.

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,7 +50,7 @@ func TestUnobservedNodeSleeps(t *testing.T) {
 		t.Fatalf("a sleeping node still received %d bytes of output", got-total)
 	}
 	// Observing wakes it with the current screen.
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

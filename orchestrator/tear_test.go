@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"sync"
 	"testing"
 
@@ -22,7 +23,7 @@ func TestStatusAndExitReasonNeverTear(t *testing.T) {
 		get  func(id string) (status, reason string)
 	}{
 		{"snapshot", func(id string) (string, string) {
-			s, err := o.Snapshot(id)
+			s, err := o.Snapshot(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)
 			}

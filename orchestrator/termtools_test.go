@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -50,18 +51,18 @@ func TestQueryLive(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "printf 'alpha beta\\nbeta gamma beta\\n'; sleep 60")
 	waitText(t, o, id, "gamma")
-	q, err := o.Query(id, QuerySpec{Text: "beta"})
+	q, err := o.Query(context.Background(), id, QuerySpec{Text: "beta"})
 	if err != nil || len(q.Matches) != 3 {
 		t.Fatalf("%+v %v", q, err)
 	}
 	if m := q.Matches[2]; m.Row != 1 || m.Column != 11 || m.Length != 4 {
 		t.Fatalf("third match %+v", m)
 	}
-	q2, _ := o.Query(id, QuerySpec{Text: "beta", Nth: 2})
+	q2, _ := o.Query(context.Background(), id, QuerySpec{Text: "beta", Nth: 2})
 	if len(q2.Matches) != 1 || q2.Matches[0] != q.Matches[1] {
 		t.Fatalf("nth 2: %+v", q2)
 	}
-	q3, _ := o.Query(id, QuerySpec{Pattern: "^nothing$"})
+	q3, _ := o.Query(context.Background(), id, QuerySpec{Pattern: "^nothing$"})
 	if q3.Matches == nil || len(q3.Matches) != 0 || q3.Revision != q.Revision {
 		t.Fatalf("no match: %+v", q3)
 	}
@@ -122,7 +123,7 @@ func TestCrashReport(t *testing.T) {
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil || snap.Crash == nil {
 		t.Fatalf("snapshot without a crash: %+v %v", snap, err)
 	}
@@ -152,7 +153,7 @@ func TestCrashReport(t *testing.T) {
 	if info, _ := o.Info(tctx(t), id); info.Crash == nil {
 		t.Error("terminal_list has no crash")
 	}
-	if caps, _ := o.Capabilities(id); caps.Crash == nil || caps.Status != tools.StatusExited {
+	if caps, _ := o.Capabilities(context.Background(), id); caps.Crash == nil || caps.Status != tools.StatusExited {
 		t.Errorf("capabilities %+v", caps)
 	}
 	_, err = o.Type(tctx(t), id, "hello", nil)
@@ -175,7 +176,7 @@ func TestCrashSignalAndCleanExit(t *testing.T) {
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
 		t.Fatal(err)
 	}
-	snap, _ := o.Snapshot(id)
+	snap, _ := o.Snapshot(context.Background(), id)
 	if snap.Crash == nil || snap.Crash.Signal != "SIGSEGV" || snap.Crash.ExitCode != nil {
 		t.Fatalf("crash %+v", snap.Crash)
 	}
@@ -183,7 +184,7 @@ func TestCrashSignalAndCleanExit(t *testing.T) {
 	if _, err := o.WaitFor(tctx(t), clean, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
 		t.Fatal(err)
 	}
-	if snap, _ := o.Snapshot(clean); snap.Crash != nil {
+	if snap, _ := o.Snapshot(context.Background(), clean); snap.Crash != nil {
 		t.Fatalf("a clean exit has a crash report: %+v", snap.Crash)
 	}
 	if _, err := o.Type(tctx(t), clean, "x", nil); !isKind(err, tools.KindNotRun) {

@@ -2,6 +2,7 @@ package toolserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -440,10 +441,10 @@ func TestWorktreeReusedByAPersistedLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "the program in the reused worktree", func() bool {
-		snap, err := o.Snapshot(second.Terminal)
+		snap, err := o.Snapshot(context.Background(), second.Terminal)
 		return err == nil && strings.Contains(strings.Join(snap.Lines, "\n"), "PROGRAM-STARTED")
 	})
-	snap, _ := o.Snapshot(second.Terminal)
+	snap, _ := o.Snapshot(context.Background(), second.Terminal)
 	if strings.Contains(strings.Join(snap.Lines, "\n"), "SETUP") {
 		t.Fatalf("the setup ran again:\n%s", strings.Join(snap.Lines, "\n"))
 	}
