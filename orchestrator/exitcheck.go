@@ -39,8 +39,8 @@ func (n *node) confirmExit(code int) (bool, int) {
 	n.mu.Unlock()
 	// On the pane's machine: a host's pid is read there (CONTRACT §23).
 	zcode, zombie := n.zombieStatus(pid)
-	if n.o.hooks.exitUnconfirmed != nil {
-		n.o.hooks.exitUnconfirmed(n, zombie)
+	if n.hooks().exitUnconfirmed != nil {
+		n.hooks().exitUnconfirmed(n, zombie)
 	}
 	if !zombie {
 		// tmux reaped it (its pane-died hook reports the exit with the

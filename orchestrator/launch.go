@@ -396,8 +396,8 @@ func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 	if d <= 0 {
 		return nil
 	}
-	if n.o.hooks.earlyExit != nil {
-		n.o.hooks.earlyExit(n)
+	if n.hooks().earlyExit != nil {
+		n.hooks().earlyExit(n)
 	}
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()

@@ -205,8 +205,8 @@ func (n *node) exitState() (status string, code *int, gone bool, reason string) 
 	n.mu.Lock()
 	status, code, gone, reason = n.status, n.exitCode, n.gone, n.exitReason
 	n.mu.Unlock()
-	if n.o != nil && n.o.hooks.stateRead != nil {
-		n.o.hooks.stateRead(n)
+	if n.hooks().stateRead != nil {
+		n.hooks().stateRead(n)
 	}
 	return status, code, gone, reason
 }

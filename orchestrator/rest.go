@@ -25,8 +25,8 @@ func (n *node) rest() {
 	}
 	n.scr.Sleep()
 	n.log.Debug("mirror resting: output quiet")
-	if n.o.hooks.rested != nil {
-		n.o.hooks.rested(n)
+	if n.hooks().rested != nil {
+		n.hooks().rested(n)
 	}
 }
 

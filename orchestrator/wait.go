@@ -120,8 +120,8 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 			}
 			return result(false, ""), tools.Errorf(tools.KindNotFound, "terminal %q was closed while the %s wait was in progress", n.meta.ID, c.Wait)
 		}
-		if n.o.hooks.waitLoop != nil {
-			n.o.hooks.waitLoop(n)
+		if n.hooks().waitLoop != nil {
+			n.hooks().waitLoop(n)
 		}
 		rev, changed := n.scr.WaitState()
 		status, statusCh := n.statusWait()
