@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 func openCast(t testing.TB, raw []byte, kfEvery int) *Trace {
@@ -112,6 +114,7 @@ func TestReplaySplitClusters(t *testing.T) {
 
 // Squeezing writes a small part of scrolling output to the emulator.
 func TestSqueezeSkipsScrolledOffOutput(t *testing.T) {
+	testenv.SkipShort(t, "replays 60,000 lines of generated output, 20 s of CPU on a loaded machine")
 	t.Parallel()
 	evs := genEvents(9, 80, 24, 60000, 0, false)
 	raw := buildCast(80, 24, evs)
