@@ -3,6 +3,7 @@ package testenv
 import (
 	"flag"
 	"fmt"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
@@ -73,4 +74,13 @@ func DefaultParallel(n int) {
 	if !set && n > runtime.GOMAXPROCS(0) {
 		flag.Set("test.parallel", strconv.Itoa(n))
 	}
+}
+
+// Main is the TestMain of a package whose tests mostly wait (on tmux, on
+// the programs they start): its tests run parallel at a time unless the
+// command line set -parallel (DefaultParallel).
+func Main(m *testing.M, parallel int) {
+	flag.Parse()
+	DefaultParallel(parallel)
+	os.Exit(m.Run())
 }

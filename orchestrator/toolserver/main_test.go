@@ -1,8 +1,6 @@
 package toolserver
 
 import (
-	"flag"
-	"os"
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/testenv"
@@ -11,8 +9,4 @@ import (
 // TestMain runs the package's tests four at a time by default: they are
 // independent (private tmux sockets, temporary state directories) and
 // mostly wait on tmux and the programs they start.
-func TestMain(m *testing.M) {
-	flag.Parse()
-	testenv.DefaultParallel(4)
-	os.Exit(m.Run())
-}
+func TestMain(m *testing.M) { testenv.Main(m, 4) }
