@@ -224,10 +224,20 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 // CloseNode ends its session from tmux's own account of the pane
 // (endSession); the next orchestrator tries to adopt it again.
 func (o *Orchestrator) unattached(meta NodeMeta, err error) {
+	o.listUnreachable(meta, revisionBase(meta.Epoch),
+		"termsprawl could not attach its mirror of the session ("+err.Error()+"): the program may still run; terminal_close ends it, a restart tries again")
+}
+
+// listUnreachable registers a placeholder for a node with no mirror: a
+// blank screen from revision base, no client, no pump, status unreachable
+// with reason (empty: none). The one way both an unattached session
+// (unattached) and a node of an unreachable host (placeholders) are
+// listed.
+func (o *Orchestrator) listUnreachable(meta NodeMeta, base uint64, reason string) {
 	n := o.newNode(meta)
-	n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: revisionBase(meta.Epoch)})
+	n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: base})
 	n.status = tools.StatusUnreachable
-	n.exitReason = "termsprawl could not attach its mirror of the session (" + err.Error() + "): the program may still run; terminal_close ends it, a restart tries again"
+	n.exitReason = reason
 	close(n.done)
 	o.mu.Lock()
 	o.nodes[meta.ID] = n

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
-	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -432,13 +431,7 @@ func (h *remoteHost) placeholders() {
 		if read.Host != h.Spec().Name || read.err != nil || o.node(id) != nil {
 			continue
 		}
-		n := o.newNode(read.NodeMeta)
-		n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: revisionBase(read.Epoch + 1)})
-		n.status = tools.StatusUnreachable
-		close(n.done)
-		o.mu.Lock()
-		o.nodes[id] = n
-		o.mu.Unlock()
+		o.listUnreachable(read.NodeMeta, revisionBase(read.Epoch+1), "")
 		o.log.Info("node listed as unreachable until its host answers", "node", id, "host", h.Spec().Name)
 	}
 }
