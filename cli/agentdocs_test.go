@@ -17,6 +17,7 @@ import (
 // its parameters, enums and schemas, usage and SKILL.md by name,
 // reference.md with every argument.
 func TestAgentDocsListEveryOperation(t *testing.T) {
+	t.Parallel()
 	run := func(args ...string) string {
 		t.Helper()
 		var out, errb bytes.Buffer

@@ -79,8 +79,8 @@ func toolResultFor(fake *fakemodel.Server, marker string) (string, bool) {
 // waitDialog polls termsprawl dialogs until a dialog of node shows.
 func (e *e2e) waitDialog(node string, within time.Duration) tools.Dialog {
 	e.t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	var found tools.Dialog
+	if !testenv.Until(within, func() bool {
 		out := e.must(e.ts, "dialogs", "--json")
 		var l tools.DialogList
 		if err := json.Unmarshal([]byte(out), &l); err != nil {
@@ -88,15 +88,16 @@ func (e *e2e) waitDialog(node string, within time.Duration) tools.Dialog {
 		}
 		for _, d := range l.Dialogs {
 			if d.Node == node {
-				return d
+				found = d
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			_, snap, _ := e.run(e.ts, "snapshot", node)
-			e.t.Fatalf("no dialog of %s within %v; screen:\n%s", node, within, snap)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}) {
+		_, snap, _ := e.run(e.ts, "snapshot", node)
+		e.t.Fatalf("no dialog of %s within %v; screen:\n%s", node, within, snap)
 	}
+	return found
 }
 
 // agentState is node's row in agent_status.
@@ -134,6 +135,9 @@ func (e *e2e) waitExited(node string) {
 // and the model was told the human's reason; allow → it ran; nobody
 // answers → deny at the dialog's timeout; agent_status follows the hooks.
 func TestClaudeCodeHooks(t *testing.T) {
+	// Not parallel: the real Claude Code TUI on a loaded 2-core machine
+	// swallowed a submitted line's Enter when three more end-to-end tests
+	// ran beside it; it runs alone, before the parallel tests.
 	e := newE2E(t)
 	dir := testenv.NPM(t, claudeCodePackage)
 	bin := filepath.Join(dir, "node_modules", ".bin")
@@ -163,7 +167,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 	// Deny, with a reason.
 	denied := filepath.Join(work, "denied")
 	node := run("deny", denied)
-	d := e.waitDialog(node, 60*time.Second)
+	d := e.waitDialog(node, 2*time.Minute)
 	if d.Kind != "permission" || !strings.HasPrefix(d.Title, "Bash: touch "+denied) {
 		t.Fatalf("dialog %+v", d)
 	}
@@ -194,7 +198,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 	// Allow.
 	allowed := filepath.Join(work, "allowed")
 	node = run("allow", allowed)
-	d = e.waitDialog(node, 60*time.Second)
+	d = e.waitDialog(node, 2*time.Minute)
 	e.must(e.ts, "answer", d.ID, "allow")
 	e.waitExited(node)
 	if _, err := os.Stat(allowed); err != nil {
@@ -207,7 +211,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 	late := filepath.Join(work, "unanswered")
 	node = strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "late", "--cwd", work, "--",
 		"env", "TERMSPRAWL_HOOK_DIALOG_TIMEOUT=3s", "claude", "-p", "please create "+late, "--settings", settings))
-	d = e.waitDialog(node, 60*time.Second)
+	d = e.waitDialog(node, 2*time.Minute)
 	e.waitExited(node)
 	if _, err := os.Stat(late); err == nil {
 		t.Fatal("an unanswered permission was allowed")
@@ -238,7 +242,7 @@ func TestClaudeCodeHooks(t *testing.T) {
 		t.Fatalf("the TUI did not start: %s", out)
 	}
 	e.must(e.ts, "send", node, "please create "+inter)
-	d = e.waitDialog(node, 60*time.Second)
+	d = e.waitDialog(node, 2*time.Minute)
 	if !strings.HasPrefix(d.Title, "Bash: touch "+inter) {
 		t.Fatalf("interactive dialog %+v", d)
 	}
@@ -246,17 +250,16 @@ func TestClaudeCodeHooks(t *testing.T) {
 		t.Fatalf("agent_status while the TUI waits: %+v", st)
 	}
 	e.must(e.ts, "answer", d.ID, "allow")
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		_, errStat := os.Stat(inter)
+	var errStat error
+	if !testenv.Until(60*time.Second, func() bool {
+		_, errStat = os.Stat(inter)
 		if st := e.agentState(node); errStat == nil && st.State == tools.AgentIdle {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			_, snap, _ := e.run(e.ts, "snapshot", node)
-			t.Fatalf("the interactive run did not finish (marker: %v, state %+v); screen:\n%s", errStat, e.agentState(node), snap)
-		}
-		time.Sleep(100 * time.Millisecond)
+		return false
+	}) {
+		_, snap, _ := e.run(e.ts, "snapshot", node)
+		t.Fatalf("the interactive run did not finish (marker: %v, state %+v); screen:\n%s", errStat, e.agentState(node), snap)
 	}
 	e.must(e.ts, "kill", node)
 

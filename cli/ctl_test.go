@@ -161,6 +161,7 @@ func TestCtlParseErrors(t *testing.T) {
 }
 
 func TestCtlAppSaysNo(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.ErrResult(tools.Errorf(tools.KindNotFound, "no terminal %q", "x"))
@@ -180,6 +181,7 @@ func TestCtlAppSaysNo(t *testing.T) {
 }
 
 func TestCtlUnavailable(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	fs.RemoveEndpoint(t)
 	code, out, _ := runCtl(t, "--session", fs.Agent, "call", "session_info")
@@ -193,6 +195,7 @@ func TestCtlUnavailable(t *testing.T) {
 }
 
 func TestCtlWaitForEndpoint(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	fs.RemoveEndpoint(t)
 	type result struct {
@@ -260,6 +263,7 @@ func TestCtlSessionFileMissing(t *testing.T) {
 
 // Not running: exit 3 for doctor and call, with one sentence on stderr.
 func TestCtlNotRunning(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	fs.Close() // a stale endpoint: connection refused
 	for _, args := range [][]string{{"doctor"}, {"call", "terminal_list"}, {"call", "terminal_close", `{"terminal":"x"}`}} {

@@ -9,6 +9,7 @@ import (
 // the global flags' values; anything else is left to the hot path and
 // kong.
 func TestCallOpHelp(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		args []string
 		op   string

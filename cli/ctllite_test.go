@@ -155,6 +155,7 @@ func TestLiteHookLeavesDialogTimeoutToFull(t *testing.T) {
 // stdin it already read (fed to the full CLI), and without termsprawl a
 // clear error naming the install command.
 func TestLiteCtlHandsOffToTermsprawl(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	run := func(bin, stdin string, env []string, args ...string) (int, string, string) {
 		cmd := exec.Command(bin, args...)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -47,17 +48,11 @@ func (d *dashNode) screen() string {
 // wait polls terminal_snapshot until the dashboard's screen satisfies ok.
 func (d *dashNode) wait(what string, ok func(string) bool) string {
 	d.e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		s := d.screen()
-		if ok(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			d.e.t.Fatalf("the dashboard never showed %s; it shows:\n%s", what, s)
-		}
-		time.Sleep(30 * time.Millisecond)
+	var s string
+	if !testenv.Until(30*time.Second, func() bool { s = d.screen(); return ok(s) }) {
+		d.e.t.Fatalf("the dashboard never showed %s; it shows:\n%s", what, s)
 	}
+	return s
 }
 
 func (d *dashNode) waitText(text string) string {
@@ -71,25 +66,22 @@ func quoted(s string) string { b, _ := json.Marshal(s); return string(b) }
 // terminal_snapshot) has a line containing each of want.
 func (d *dashNode) waitSemantic(want ...string) {
 	d.e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var s tools.Snapshot
+	var s tools.Snapshot
+	var tree, missing string
+	if !testenv.Until(30*time.Second, func() bool {
+		s = tools.Snapshot{}
 		d.e.op("terminal_snapshot", map[string]any{"terminal": d.id}, &s)
-		tree := strings.Join(s.Semantic, "\n")
-		missing := ""
+		tree = strings.Join(s.Semantic, "\n")
+		missing = ""
 		for _, w := range want {
 			if !strings.Contains(tree, w) {
 				missing = w
 				break
 			}
 		}
-		if missing == "" {
-			return
-		}
-		if time.Now().After(deadline) {
-			d.e.t.Fatalf("the dashboard's semantic tree has no %s:\n%s\nscreen:\n%s", missing, tree, strings.Join(s.Lines, "\n"))
-		}
-		time.Sleep(30 * time.Millisecond)
+		return missing == ""
+	}) {
+		d.e.t.Fatalf("the dashboard's semantic tree has no %s:\n%s\nscreen:\n%s", missing, tree, strings.Join(s.Lines, "\n"))
 	}
 }
 
@@ -203,6 +195,7 @@ func (d *dashNode) clearFilter() {
 // shrinks to the list under 80×24, says "reconnecting" while termsprawl
 // restarts and comes back, and quits leaving the nodes running.
 func TestDashboardE2E(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 
 	// Not running: exit 3 and how to start it.
@@ -247,16 +240,8 @@ func TestDashboardE2E(t *testing.T) {
 	// r toggles work's recording; tab shows it.
 	recording := func(want bool) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			n, _ := e.listed(work)
-			if (n.Recording != nil) == want {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("work's recording is not %v after r; dashboard:\n%s", want, d.screen())
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !testenv.Until(20*time.Second, func() bool { n, _ := e.listed(work); return (n.Recording != nil) == want }) {
+			t.Fatalf("work's recording is not %v after r; dashboard:\n%s", want, d.screen())
 		}
 	}
 	d.typ("r")
@@ -278,12 +263,8 @@ func TestDashboardE2E(t *testing.T) {
 	d.waitText("FOCUS → " + work)
 	d.typ("echo focus-$((3+4))")
 	d.press("Enter")
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(e.nodeScreen(work), "focus-7") {
-		if time.Now().After(deadline) {
-			t.Fatalf("focus typing never reached work:\n%s", e.nodeScreen(work))
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.Until(20*time.Second, func() bool { return strings.Contains(e.nodeScreen(work), "focus-7") }) {
+		t.Fatalf("focus typing never reached work:\n%s", e.nodeScreen(work))
 	}
 	d.press("C-]")
 	d.waitText("focus ended")
@@ -343,12 +324,10 @@ func TestDashboardE2E(t *testing.T) {
 	// Attach and return: enter runs a tmux client of work's server in
 	// the dashboard's terminal; C-b d detaches back to the dashboard.
 	d.typ("\r")
-	deadline = time.Now().Add(20 * time.Second)
-	for !strings.Contains(e.tmux.Must("list-clients", "-t", "=ts-"+work, "-F", "#{client_control_mode}"), "0") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no human client on ts-%s after enter; dashboard:\n%s", work, d.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.Until(20*time.Second, func() bool {
+		return strings.Contains(e.tmux.Must("list-clients", "-t", "=ts-"+work, "-F", "#{client_control_mode}"), "0")
+	}) {
+		t.Fatalf("no human client on ts-%s after enter; dashboard:\n%s", work, d.screen())
 	}
 	d.wait("work's screen through the attach", func(s string) bool {
 		return strings.Contains(s, "focus-7") && !strings.Contains(s, "nodes ·")
@@ -363,15 +342,13 @@ func TestDashboardE2E(t *testing.T) {
 	d.typ("x")
 	d.waitText("close node " + victim + "?")
 	d.typ("y")
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	if !testenv.Until(20*time.Second, func() bool {
 		if _, ok := e.listed(victim); !ok {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("victim still listed after x, y; dashboard:\n%s", d.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("victim still listed after x, y; dashboard:\n%s", d.screen())
 	}
 	d.clearFilter()
 
@@ -393,15 +370,13 @@ func TestDashboardE2E(t *testing.T) {
 	d.press("Enter") // to the directory
 	d.press("Enter") // to the worktree (empty: none)
 	d.press("Enter") // launch
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	if !testenv.Until(20*time.Second, func() bool {
 		if _, ok := e.listed("fresh"); ok {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("n did not launch fresh; dashboard:\n%s", d.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("n did not launch fresh; dashboard:\n%s", d.screen())
 	}
 	d.waitText("launched")
 
@@ -421,12 +396,8 @@ func TestDashboardE2E(t *testing.T) {
 		}
 		return string(out)
 	}
-	deadline = time.Now().Add(20 * time.Second)
-	for !strings.Contains(raw(), "reconnecting…") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no reconnecting while termsprawl is down:\n%s", raw())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.Until(20*time.Second, func() bool { return strings.Contains(raw(), "reconnecting…") }) {
+		t.Fatalf("no reconnecting while termsprawl is down:\n%s", raw())
 	}
 	up, _ = e.up()
 	d.wait("the dashboard back after the restart", func(s string) bool {
@@ -435,16 +406,14 @@ func TestDashboardE2E(t *testing.T) {
 
 	// q quits; the nodes keep running.
 	d.typ("q")
-	deadline = time.Now().Add(20 * time.Second)
-	for {
+	if !testenv.Until(20*time.Second, func() bool {
 		n, _ := e.listed(d.id)
 		if n.Status == tools.StatusExited {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the dashboard did not quit on q:\n%s", d.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the dashboard did not quit on q:\n%s", d.screen())
 	}
 	if n, ok := e.listed(work); !ok || n.Status != tools.StatusRunning {
 		t.Fatalf("work after the dashboard quit: %+v", n)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -155,15 +156,13 @@ func TestDashboardScale(t *testing.T) {
 		lat[len(lat)/2].Round(100*time.Microsecond), lat[len(lat)*99/100].Round(100*time.Microsecond),
 		floor[len(floor)/2].Round(100*time.Microsecond), floor[len(floor)*99/100].Round(100*time.Microsecond))
 	d.typ("q")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testenv.Until(20*time.Second, func() bool {
 		if n, _ := e.listed(d.id); n.Status == tools.StatusExited {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the dashboard did not quit")
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatal("the dashboard did not quit")
 	}
 	e.op("terminal_close", map[string]any{"terminal": d.id}, nil)
 	time.Sleep(time.Second)
@@ -174,12 +173,8 @@ func TestDashboardScale(t *testing.T) {
 	outer := tmuxtest.New(t)
 	pane := func() string { return outer.Must("capture-pane", "-p", "-t", "h") }
 	waitPane := func(text string) {
-		deadline := time.Now().Add(30 * time.Second)
-		for !strings.Contains(pane(), text) {
-			if time.Now().After(deadline) {
-				t.Fatalf("the human's dashboard never showed %q:\n%s", text, pane())
-			}
-			time.Sleep(50 * time.Millisecond)
+		if !testenv.Until(30*time.Second, func() bool { return strings.Contains(pane(), text) }) {
+			t.Fatalf("the human's dashboard never showed %q:\n%s", text, pane())
 		}
 	}
 	var withs, withouts, watchings []float64
@@ -197,16 +192,16 @@ func TestDashboardScale(t *testing.T) {
 		withs = append(withs, cpuShare(t, ep.PID, 6*time.Second))
 		watchings = append(watchings, float64(pidCPU(t, hpid)-h0)/float64(time.Since(w0)))
 		outer.Must("send-keys", "-t", "h", "q")
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			out, err := exec.Command("tmux", "-L", outer.Socket, "has-session", "-t", "=h").CombinedOutput()
+		var out []byte
+		if !testenv.Until(20*time.Second, func() bool {
+			var err error
+			out, err = exec.Command("tmux", "-L", outer.Socket, "has-session", "-t", "=h").CombinedOutput()
 			if err != nil {
-				break // the pane's program ended, and its session with it
+				return true // the pane's program ended, and its session with it
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the human's dashboard did not quit on q: %s\n%s", out, pane())
-			}
-			time.Sleep(50 * time.Millisecond)
+			return false
+		}) {
+			t.Fatalf("the human's dashboard did not quit on q: %s\n%s", out, pane())
 		}
 		time.Sleep(time.Second)
 	}

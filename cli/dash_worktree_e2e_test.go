@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -15,6 +16,7 @@ import (
 // form, then launches a node in a worktree; its row shows the branch, the
 // preview its dirty state, and the diff tab the edited file.
 func TestDashboardWorktreeE2E(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	repo, _, _ := e2eRepo(t, e)
 	e.up()
@@ -45,16 +47,14 @@ func TestDashboardWorktreeE2E(t *testing.T) {
 	d.typ("feat")
 	d.press("Enter")
 	var fixer tools.NodeInfo
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	if !testenv.Until(30*time.Second, func() bool {
 		if n, ok := e.listed("fixer"); ok && n.Worktree != nil {
 			fixer = n
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no fixer in a worktree; dashboard:\n%s", d.screen())
-		}
-		time.Sleep(50 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("no fixer in a worktree; dashboard:\n%s", d.screen())
 	}
 	if fixer.Worktree.Branch != "termsprawl/feat" {
 		t.Fatalf("fixer's worktree: %+v", fixer.Worktree)

@@ -18,6 +18,7 @@ import (
 // contract: each gets a clear error and the right exit code, and a
 // tampered endpoint never receives the token.
 func TestE2EBadInputs(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _ := e.up()
 	id := e.launchShell()

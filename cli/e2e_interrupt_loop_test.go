@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -25,9 +26,12 @@ const interruptCycles = 10
 // glued to the next input nor submitted; the close is finished (its
 // program ends); both keys answer their final outcome, never in_progress.
 // The orchestrator stops at deterministic points (TERMSPRAWL_TEST_PAUSE_*,
-// orchestrator/interrupted.go), not by timing luck.
+// orchestrator/testpause_on.go, in a binary built with -tags
+// termsprawl_testhooks), not by timing luck.
 func TestE2EKillMidSubmitAndClose(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
+	e.ts = termsprawlWithTestHooks(t) // only it reads the pauses below
 	e.env = append(e.env, "TERMSPRAWL_TEST_PAUSE_SUBMIT=PAUSEME", "TERMSPRAWL_TEST_PAUSE_CLOSE=pauseclose")
 	dir := t.TempDir()
 	logPath := filepath.Join(dir, "log")
@@ -53,14 +57,9 @@ func TestE2EKillMidSubmitAndClose(t *testing.T) {
 	}
 	waitFile := func(p string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for time.Now().Before(deadline) {
-			if _, err := os.Stat(p); err == nil {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !testenv.Until(30*time.Second, func() bool { _, err := os.Stat(p); return err == nil }) {
+			t.Fatalf("%s never appeared", p)
 		}
-		t.Fatalf("%s never appeared", p)
 	}
 	logLines := func() []string {
 		b, _ := os.ReadFile(logPath)
@@ -68,14 +67,9 @@ func TestE2EKillMidSubmitAndClose(t *testing.T) {
 	}
 	waitLine := func(line string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			if slices.Contains(logLines(), line) {
-				return
-			}
-			time.Sleep(20 * time.Millisecond)
+		if !testenv.Until(20*time.Second, func() bool { return slices.Contains(logLines(), line) }) {
+			t.Fatalf("%q never reached the log: %q", line, logLines())
 		}
-		t.Fatalf("%q never reached the log: %q", line, logLines())
 	}
 	var want []string
 	for cycle := range interruptCycles {
@@ -181,18 +175,13 @@ func TestE2EKillMidSubmitAndClose(t *testing.T) {
 // alive reports whether pid still runs (not a zombie its parent has yet
 // to reap) after up to d.
 func alive(pid int, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
+	gone := func() bool {
 		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		if err != nil {
-			return false
-		}
-		if _, rest, ok := strings.Cut(string(stat), ") "); ok && strings.HasPrefix(rest, "Z") {
-			return false
-		}
-		if time.Now().After(deadline) {
 			return true
 		}
-		time.Sleep(20 * time.Millisecond)
+		_, rest, ok := strings.Cut(string(stat), ") ")
+		return ok && strings.HasPrefix(rest, "Z")
 	}
+	return !testenv.Until(d, gone)
 }

@@ -17,6 +17,7 @@ import (
 // restarted orchestrator repairs the cast, records a gap and a frame, and
 // the output after the restart; asciinema reads the result.
 func TestE2ERecordingSurvivesKill9(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _ := e.up()
 	id := e.launchShell()

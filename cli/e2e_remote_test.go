@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -27,6 +28,7 @@ func (e *e2e) waitFor(id, text string) {
 // termsprawlctl doctor through the reverse forward, attach over ssh from
 // a terminal, and a restart that adopts the remote node again.
 func TestE2ERemoteHost(t *testing.T) {
+	t.Parallel()
 	f := sshtest.New(t)
 	e := newE2E(t)
 	if err := tools.EnsureStateDir(e.state); err != nil {
@@ -43,9 +45,7 @@ func TestE2ERemoteHost(t *testing.T) {
 		t.Fatalf("colliding --host: exit %d: %s", code, errb)
 	}
 	up, upOut, upErr := e.upWith("--host", "big="+sshtest.Good, "--host-ctl", "big="+e.ctl)
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(upOut.String(), "host big") && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond) // the host lines follow the banner
-	}
+	testenv.Until(10*time.Second, func() bool { return strings.Contains(upOut.String(), "host big") }) // the host lines follow the banner
 	if !strings.Contains(upOut.String(), "host big (tsgood): connected, tmux 3.3a") {
 		t.Errorf("up's banner does not name the host:\n%s", upOut.String())
 	}

@@ -22,6 +22,7 @@ const restartCycles = 40
 // command intact — also with the CPU busy, where adoption once saw an
 // empty session list and deleted every node's files.
 func TestE2ERestartLoopUnderLoad(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _ := e.up()
 	var ids []string

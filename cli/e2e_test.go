@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 	for _, k := range []string{SessionEnv, "TERMSPRAWL_NODE", "TMUX", "TMUX_PANE"} {
 		os.Unsetenv(k)
 	}
+	// The end-to-end tests and scripts wait on processes, not the CPU.
+	testenv.DefaultParallel(4)
 	os.Exit(func() int {
 		if !testing.Short() {
 			if _, err := exec.LookPath("tmux"); err == nil {
@@ -87,9 +89,7 @@ func (p *proc) waitExit(d time.Duration) bool {
 
 func newE2E(t *testing.T) *e2e {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test skipped in -short mode")
-	}
+	testenv.SkipShort(t, "end-to-end test")
 	srv := tmuxtest.New(t) // skips without tmux; kills only its own server at cleanup
 	if e2eBuildErr != nil {
 		t.Fatal(e2eBuildErr)
@@ -160,10 +160,7 @@ func (e *e2e) upWith(args ...string) (*proc, *syncBuffer, *syncBuffer) {
 		e.t.Fatalf("termsprawl up did not serve: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errb.String())
 	}
 	// up prints its banner once it serves (as e.up waits for it).
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(out.String(), "termsprawlctl --session") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Until(10*time.Second, func() bool { return strings.Contains(out.String(), "termsprawlctl --session") })
 	return p, out, errb
 }
 
@@ -247,6 +244,7 @@ func (e *e2e) down(up *proc) {
 }
 
 func TestE2EBasic(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _ := e.up()
 
@@ -308,6 +306,7 @@ func TestE2EBasic(t *testing.T) {
 }
 
 func TestE2ERestart(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up1, _ := e.up()
 	id := e.launchShell()
@@ -335,16 +334,12 @@ func TestE2ERestart(t *testing.T) {
 	// Output printed while termsprawl is down (typed straight into tmux).
 	e.tmux.Must("send-keys", "-t", "=ts-"+id+":", "-l", "echo during-$((6*7))")
 	e.tmux.Must("send-keys", "-t", "=ts-"+id+":", "Enter")
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		pane, _ := e.tmux.Cmd("capture-pane", "-p", "-t", "=ts-"+id+":")
-		if strings.Contains(pane, "during-42") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("bash did not print during-42:\n%s", pane)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var pane string
+	if !testenv.Until(20*time.Second, func() bool {
+		pane, _ = e.tmux.Cmd("capture-pane", "-p", "-t", "=ts-"+id+":")
+		return strings.Contains(pane, "during-42")
+	}) {
+		t.Fatalf("bash did not print during-42:\n%s", pane)
 	}
 
 	// A waiting call started during the outage completes after restart.
@@ -391,6 +386,7 @@ func TestE2ERestart(t *testing.T) {
 }
 
 func TestE2EDetach(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	out := e.must(e.ts, "up", "--detach")
 	for _, want := range []string{"http://127.0.0.1:", e.state, e.tmux.Socket, e.oper, "termsprawl attach", "termsprawlctl --session " + e.oper + " call terminal_list"} {

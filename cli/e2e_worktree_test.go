@@ -18,6 +18,7 @@ import (
 // refused on a dirty tree, worktrees, and down --all keeping unpushed
 // work; the user's git configuration is byte-identical afterwards.
 func TestE2EWorktrees(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	repo, home, git := e2eRepo(t, e)
 	cfgs := []string{filepath.Join(repo, ".git", "config"), filepath.Join(home, ".gitconfig")}

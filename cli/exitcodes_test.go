@@ -12,6 +12,7 @@ import (
 // sent) and termsprawlctl exits 4, so scripts can tell; a matched wait
 // exits 0.
 func TestCtlExitsFourWhenTheWaitTimedOut(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	timedOut := false
 	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {

@@ -51,6 +51,7 @@ func hookDecision(t *testing.T, stdout string) (behavior, message string) {
 // Bad hook input: a clear stderr line and the agent's safe default, never
 // an allow, and nothing sent to termsprawl.
 func TestHookBadInput(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.OKResult(tools.DialogOutcome{Dialog: "dialog-1", Answer: tools.DialogAnswer{Mode: "allow"}})
@@ -104,6 +105,7 @@ func TestHookBadInput(t *testing.T) {
 // input, waits again on the SAME dialog while the human has not
 // answered, and prints Claude Code's decision with the human's reason.
 func TestHookClaudePermission(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	for _, c := range []struct {
 		mode, behavior, msg string
@@ -203,6 +205,7 @@ func TestHookClaudeDenials(t *testing.T) {
 
 // State hooks report the agent's state.
 func TestHookStates(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	cases := []struct {
 		agent, event, input, state, msg, stdout string
@@ -251,6 +254,7 @@ func TestHookStates(t *testing.T) {
 }
 
 func TestPermissionTitle(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("x", 500)
 	cases := []struct{ tool, input, want string }{
 		{"Bash", `{"command":"go test ./...","description":"run tests"}`, "Bash: go test ./..."},
@@ -294,6 +298,7 @@ func FuzzHookInput(f *testing.F) {
 // A hook the agent stops (SIGTERM: the human answered in the agent's own
 // window) withdraws its dialog as a deny, so it does not linger.
 func TestHookWithdrawsWhenStopped(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -326,6 +331,7 @@ func TestHookWithdrawsWhenStopped(t *testing.T) {
 // allow. (Before termsprawl checked, a restart handed the id out again
 // and an allow of "Bash: ls" ran another request.)
 func TestHookTakesOnlyItsOwnAnswer(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	for _, c := range []struct {
 		name string

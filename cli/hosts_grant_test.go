@@ -11,6 +11,7 @@ import (
 // up --host-allow-elsewhere NAME saves the grant in hosts.json; a name
 // that is not a host is refused.
 func TestHostAllowElsewhere(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state")
 	h := &human{stateDir: dir, upOpts: upCmd{Hosts: []string{"rem=me@rem.example", "other=me@other.example"}, HostAllowElsewhere: []string{"rem"}}}
 	hosts, err := h.resolveHosts()

@@ -151,6 +151,7 @@ func (m *mcpProc) initialize(version string) map[string]any {
 // wait_for_previous, a cancelled wait, progress during a 12 s wait, and a
 // quiet stderr.
 func TestMCPThroughTheBinaries(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _ := e.up()
 	defer e.down(up)
@@ -221,6 +222,7 @@ func TestMCPThroughTheBinaries(t *testing.T) {
 // --wait applies to tool calls: a call made while termsprawl is down is
 // answered once it is back.
 func TestMCPWaitRidesOutageThroughTheBinaries(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _ := e.up()
 	m := e.mcp("--session", e.oper, "--wait", "40s", "--retry", "3")
@@ -254,6 +256,7 @@ func TestMCPNeedsTheTermsprawlBinary(t *testing.T) {
 }
 
 func TestBridgeArgv(t *testing.T) {
+	t.Parallel()
 	got := strings.Join(bridgeArgv("/b/termsprawl", "/s/x.json", 20*time.Second, 3, true), " ")
 	if want := "/b/termsprawl mcp-bridge --session /s/x.json --wait 20s --retry 3 --verbose"; got != want {
 		t.Fatalf("argv %q, want %q", got, want)
@@ -265,6 +268,7 @@ func TestBridgeArgv(t *testing.T) {
 
 // The constant cli cannot import without linking mcp-go.
 func TestBridgeCommandName(t *testing.T) {
+	t.Parallel()
 	if bridgeCommand != mcpserve.BridgeCommand {
 		t.Fatalf("cli runs %q, the termsprawl binary serves %q", bridgeCommand, mcpserve.BridgeCommand)
 	}
@@ -273,6 +277,7 @@ func TestBridgeCommandName(t *testing.T) {
 // --print-http prints what an HTTP host needs, and the real termsprawl
 // binary serves MCP there.
 func TestMCPPrintHTTPThroughTheBinaries(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _ := e.up()
 	defer func() {
@@ -321,6 +326,7 @@ const inspector = "@modelcontextprotocol/inspector@0.15.0"
 // The MCP Inspector's CLI mode drives `termsprawlctl mcp` as a host does:
 // it lists the tools and calls one.
 func TestMCPInspectorCLI(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	node := testenv.LookPath(t, "node", "apt-get install nodejs")
 	dir := testenv.NPM(t, inspector)

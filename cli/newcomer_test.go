@@ -19,6 +19,7 @@ import (
 )
 
 func TestSendArgs(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want []string }{
 		{[]string{"send", "build", "ls", "-la"}, []string{"send", "build", "--", "ls", "-la"}},
 		{[]string{"send", "build", "-la"}, []string{"send", "build", "--", "-la"}},
@@ -66,6 +67,7 @@ func TestSendArgs(t *testing.T) {
 // humanValueFlags must name exactly the global flags that take a value, or
 // sendArgs misplaces NODE.
 func TestHumanValueFlagsMatchGrammar(t *testing.T) {
+	t.Parallel()
 	var g humanGrammar
 	p, err := kong.New(&g, kong.Name(humanName))
 	if err != nil {
@@ -85,6 +87,7 @@ func TestHumanValueFlagsMatchGrammar(t *testing.T) {
 // Every command of both CLIs shows examples in its --help, and `help CMD`
 // prints the same.
 func TestEveryCommandHasExamples(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name    string
 		grammar any
@@ -189,6 +192,7 @@ func TestCompletion(t *testing.T) {
 }
 
 func TestResolveNode(t *testing.T) {
+	t.Parallel()
 	rows := []tools.NodeInfo{
 		{Terminal: "build", Name: "build"}, {Terminal: "build-1", Name: "build"},
 		{Terminal: "web", Name: "my web"}, {Terminal: "web-2", Name: "my web"},
@@ -258,6 +262,7 @@ func TestHumanAttachReadOnlyAndExited(t *testing.T) {
 // A launch whose program exited within a second (CONTRACT §10): exit 1
 // with the code and the last lines; --json prints the node.
 func TestHumanLaunchEarlyExit(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		switch op {
@@ -281,6 +286,7 @@ func TestHumanLaunchEarlyExit(t *testing.T) {
 
 // A reused name: the id is printed and stderr says how to name the node.
 func TestHumanLaunchNameTaken(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		if op == "terminal_launch" {
@@ -296,6 +302,7 @@ func TestHumanLaunchNameTaken(t *testing.T) {
 
 // The human CLI speaks its own commands, never operation names.
 func TestHumanErrorsInOwnTerms(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	msgs := map[string]string{
 		"snapshot": `no terminal "x": call terminal_list to see the terminals`,
@@ -320,6 +327,7 @@ func TestHumanErrorsInOwnTerms(t *testing.T) {
 }
 
 func TestHumanSnapshotJSONAndExited(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	one := 1
 	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
@@ -337,6 +345,7 @@ func TestHumanSnapshotJSONAndExited(t *testing.T) {
 }
 
 func TestUpTexts(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int]string{0: "no nodes", 1: "1 node", 2: "2 nodes"} {
 		if got := nodesText(n); got != want {
 			t.Errorf("nodesText(%d) = %q", n, got)

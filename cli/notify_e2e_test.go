@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 )
 
@@ -15,6 +16,7 @@ import (
 // OSC 777 sequences: the outer pane's raw output, read with pipe-pane,
 // holds both. termsprawl notify test prints what each target answered.
 func TestNotifyTerminalOSC(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _, _ := e.upWith("--notify", "terminal", "--notify", "tmux", "--notify", "webhook=http://127.0.0.1:1/nothing-listens")
 	defer e.down(up)
@@ -25,12 +27,10 @@ func TestNotifyTerminalOSC(t *testing.T) {
 	outer.Must("new-session", "-d", "-s", "o", "-x", "120", "-y", "30", "--",
 		"env", "TERMSPRAWL_HOME="+e.state, "TERMSPRAWL_TMUX_SOCKET="+e.tmux.Socket, e.ts, "attach", work)
 	outer.Must("pipe-pane", "-O", "-t", "o", "cat >> "+raw)
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(e.tmux.Must("list-clients", "-t", "=ts-"+work, "-F", "#{client_control_mode}"), "0") {
-		if time.Now().After(deadline) {
-			t.Fatal("no human client attached")
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.Until(30*time.Second, func() bool {
+		return strings.Contains(e.tmux.Must("list-clients", "-t", "=ts-"+work, "-F", "#{client_control_mode}"), "0")
+	}) {
+		t.Fatal("no human client attached")
 	}
 
 	code, out, errb := e.run(e.ts, "notify", "test")
@@ -44,15 +44,11 @@ func TestNotifyTerminalOSC(t *testing.T) {
 	}
 	osc9 := "\x1b]9;termsprawl notification test: If you can read this, termsprawl can reach you here.\a"
 	osc777 := "\x1b]777;notify;termsprawl notification test;If you can read this, termsprawl can reach you here.\a"
-	deadline = time.Now().Add(10 * time.Second)
-	for {
-		b, _ := os.ReadFile(raw)
-		if strings.Contains(string(b), osc9) && strings.Contains(string(b), osc777) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the outer terminal's raw output has no OSC 9 and 777 (%d bytes): %q", len(b), b[max(0, len(b)-400):])
-		}
-		time.Sleep(50 * time.Millisecond)
+	var b []byte
+	if !testenv.Until(10*time.Second, func() bool {
+		b, _ = os.ReadFile(raw)
+		return strings.Contains(string(b), osc9) && strings.Contains(string(b), osc777)
+	}) {
+		t.Fatalf("the outer terminal's raw output has no OSC 9 and 777 (%d bytes): %q", len(b), b[max(0, len(b)-400):])
 	}
 }

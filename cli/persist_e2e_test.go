@@ -39,6 +39,7 @@ func (e *e2e) callValue(session, op string, args any, v any) tools.Result {
 // SIGKILL are all there after `termsprawl up`: the hook rides through and
 // gets the human's answer.
 func TestE2ERestartKeepsAgentState(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up1, _ := e.up()
 	a := strings.TrimSpace(e.must(e.ts, "agent", "custom", "--name", "asker", "--", "cat"))

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -19,6 +20,7 @@ import (
 // status-line message of a new dialog names the binding (CONTRACT §16,
 // §18).
 func TestPickerInPopupE2E(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	e.upWith()
 	work := strings.TrimSpace(e.must(e.ts, "new", "--name", "work", "--", "bash", "--norc", "--noprofile"))
@@ -32,24 +34,16 @@ func TestPickerInPopupE2E(t *testing.T) {
 	screen := func() string { return outer.Must("capture-pane", "-p", "-t", "o") }
 	waitScreen := func(what string, ok func(string) bool) string {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s := screen()
-			if ok(s) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the human's terminal never showed %s; it shows:\n%s", what, s)
-			}
-			time.Sleep(50 * time.Millisecond)
+		var s string
+		if !testenv.Until(30*time.Second, func() bool { s = screen(); return ok(s) }) {
+			t.Fatalf("the human's terminal never showed %s; it shows:\n%s", what, s)
 		}
+		return s
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(e.tmux.Must("list-clients", "-t", "=ts-"+work, "-F", "#{client_control_mode}"), "0") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no human client on ts-%s; outer pane:\n%s", work, screen())
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.Until(30*time.Second, func() bool {
+		return strings.Contains(e.tmux.Must("list-clients", "-t", "=ts-"+work, "-F", "#{client_control_mode}"), "0")
+	}) {
+		t.Fatalf("no human client on ts-%s; outer pane:\n%s", work, screen())
 	}
 
 	// Two agents' dialogs, a permission first, then a question.
@@ -62,7 +56,7 @@ func TestPickerInPopupE2E(t *testing.T) {
 	perm := e.waitDialog(asker, 20*time.Second)
 	qP, qOut := ask(map[string]any{"kind": "question", "title": "Which database?", "options": []string{"staging", "production"}, "wait_ms": 40000})
 	var question tools.Dialog
-	for deadline := time.Now().Add(20 * time.Second); question.ID == ""; time.Sleep(50 * time.Millisecond) {
+	if !testenv.Until(20*time.Second, func() bool {
 		var l tools.DialogList
 		_ = json.Unmarshal([]byte(e.must(e.ts, "dialogs", "--json")), &l)
 		for _, d := range l.Dialogs {
@@ -70,20 +64,18 @@ func TestPickerInPopupE2E(t *testing.T) {
 				question = d
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the question dialog never showed in termsprawl dialogs")
-		}
+		return question.ID != ""
+	}) {
+		t.Fatal("the question dialog never showed in termsprawl dialogs")
 	}
 
 	// The message humans see names the binding.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		msgs := e.tmux.Must("show-messages")
-		if strings.Contains(msgs, "asks: Bash: npm test ("+tools.DefaultAnswerKey+" answers here, or termsprawl answer "+perm.ID+" allow|deny)") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no message naming the answer key; messages:\n%s", msgs)
-		}
+	var msgs string
+	if !testenv.Until(20*time.Second, func() bool {
+		msgs = e.tmux.Must("show-messages")
+		return strings.Contains(msgs, "asks: Bash: npm test ("+tools.DefaultAnswerKey+" answers here, or termsprawl answer "+perm.ID+" allow|deny)")
+	}) {
+		t.Fatalf("no message naming the answer key; messages:\n%s", msgs)
 	}
 
 	// The answer key (no prefix), through the human's terminal.

@@ -36,6 +36,9 @@ func conversationText(req *fakemodel.Request, role string) string {
 // to the Messages API carries the earlier conversation. Nothing is
 // restored twice; a running node is neither restored nor forgotten.
 func TestClaudeCodeSurvivesReboot(t *testing.T) {
+	// Not parallel: the real Claude Code TUI on a loaded 2-core machine
+	// swallowed a submitted line's Enter when three more end-to-end tests
+	// ran beside it; it runs alone, before the parallel tests.
 	e := newE2E(t)
 	dir := testenv.NPM(t, claudeCodePackage)
 	bin := filepath.Join(dir, "node_modules", ".bin")
@@ -84,7 +87,7 @@ func TestClaudeCodeSurvivesReboot(t *testing.T) {
 	// disk (the screen within the keeper's 2 s).
 	var conv string
 	var screen string
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	if !testenv.Until(20*time.Second, func() bool {
 		var rec struct {
 			Conversation string `json:"conversation"`
 		}
@@ -94,12 +97,9 @@ func TestClaudeCodeSurvivesReboot(t *testing.T) {
 		conv = rec.Conversation
 		sb, _ := os.ReadFile(filepath.Join(e.state, "nodes", node+".screen.json"))
 		screen = string(sb)
-		if conv != "" && strings.Contains(screen, "hello there") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kept: conversation %q, screen %s", conv, screen)
-		}
+		return conv != "" && strings.Contains(screen, "hello there")
+	}) {
+		t.Fatalf("kept: conversation %q, screen %s", conv, screen)
 	}
 	if transcripts, _ := filepath.Glob(filepath.Join(home, ".claude", "projects", "*", conv+".jsonl")); len(transcripts) != 1 {
 		t.Fatalf("the kept conversation %q is not Claude Code's session (no transcript named for it)", conv)
@@ -120,10 +120,8 @@ func TestClaudeCodeSurvivesReboot(t *testing.T) {
 			t.Logf("termsprawl up --restore:\n%s\n%s", out2.String(), err2.String())
 		}
 	}()
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(out2.String(), "restored node "+node); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("up --restore did not say it restored %s", node)
-		}
+	if !testenv.Until(10*time.Second, func() bool { return strings.Contains(out2.String(), "restored node "+node) }) {
+		t.Fatalf("up --restore did not say it restored %s", node)
 	}
 	if !strings.Contains(out2.String(), "resuming claude's conversation "+conv) {
 		t.Fatalf("up --restore's banner: %s", out2.String())
@@ -150,16 +148,16 @@ func TestClaudeCodeSurvivesReboot(t *testing.T) {
 	})
 	e.must(e.ts, "send", node, "what did I say")
 	var carried *fakemodel.Request
-	for deadline := time.Now().Add(40 * time.Second); carried == nil; time.Sleep(100 * time.Millisecond) {
+	if !testenv.Until(40*time.Second, func() bool {
 		for _, r := range fake.Requests() {
 			if strings.Contains(lastUserText(r), "what did I say") {
 				carried = r
 			}
 		}
-		if carried == nil && time.Now().After(deadline) {
-			snap := e.must(e.ts, "snapshot", node)
-			t.Fatalf("no request after the restore; screen:\n%s", snap)
-		}
+		return carried != nil
+	}) {
+		snap := e.must(e.ts, "snapshot", node)
+		t.Fatalf("no request after the restore; screen:\n%s", snap)
 	}
 	if !strings.Contains(conversationText(carried, "user"), "say hello") || !strings.Contains(conversationText(carried, "assistant"), "hello there") {
 		t.Fatalf("the request after the restore does not carry the earlier conversation: user %q assistant %q",
@@ -191,6 +189,7 @@ func TestClaudeCodeSurvivesReboot(t *testing.T) {
 // them back in their directories, the recorded one recording on with a
 // gap; the next `up` finds nothing to restore.
 func TestE2ERebootRestoreAll(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _, _ := e.upWith("--shard-size", "1")
 	dirs := map[string]string{}
@@ -220,14 +219,12 @@ func TestE2ERebootRestoreAll(t *testing.T) {
 	}
 	// Their last screens reach the disk within the keeper's 2 s.
 	for _, name := range []string{"alpha", "beta"} {
-		for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			b, _ := os.ReadFile(filepath.Join(e.state, "nodes", name+".screen.json"))
-			if strings.Contains(string(b), "hello-"+name) {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s's last screen was not kept: %s", name, b)
-			}
+		var b []byte
+		if !testenv.Until(15*time.Second, func() bool {
+			b, _ = os.ReadFile(filepath.Join(e.state, "nodes", name+".screen.json"))
+			return strings.Contains(string(b), "hello-"+name)
+		}) {
+			t.Fatalf("%s's last screen was not kept: %s", name, b)
 		}
 	}
 	e.down(up)
@@ -262,10 +259,8 @@ func TestE2ERebootRestoreAll(t *testing.T) {
 		if !strings.Contains(out, "restored node "+name+" in "+dirs[name]) {
 			t.Fatalf("restore --all printed:\n%s", out)
 		}
-		for deadline := time.Now().Add(20 * time.Second); !strings.Contains(e.must(e.ts, "snapshot", name), "hello-"+name+" in "+dirs[name]); time.Sleep(100 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("restored %s does not show its start in %s", name, dirs[name])
-			}
+		if !testenv.Until(20*time.Second, func() bool { return strings.Contains(e.must(e.ts, "snapshot", name), "hello-"+name+" in "+dirs[name]) }) {
+			t.Fatalf("restored %s does not show its start in %s", name, dirs[name])
 		}
 	}
 	if !strings.Contains(out, "recording into "+recDir) {

@@ -44,6 +44,7 @@ func decodeCall(t *testing.T, c recordedCall) (string, map[string]any) {
 }
 
 func TestHumanCommandsMapToOperations(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	wd, _ := os.Getwd()
 	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
@@ -129,6 +130,7 @@ func TestHumanStateDirFromEnv(t *testing.T) {
 }
 
 func TestHumanUsageErrors(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	sd := "--state-dir=" + fs.Dir
 	for _, args := range [][]string{
@@ -162,6 +164,7 @@ func TestHumanUsageErrors(t *testing.T) {
 }
 
 func TestHumanNotRunning(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sd := "--state-dir=" + dir
 	for _, args := range [][]string{
@@ -203,6 +206,7 @@ func TestHumanNotRunning(t *testing.T) {
 }
 
 func TestHumanAppSaysNo(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {
 		return tools.ErrResult(tools.Errorf(tools.KindNotFound, "no terminal n9"))

@@ -13,6 +13,7 @@ import (
 // The worktree commands and flags map to their operations; --worktree
 // takes its NAME optionally.
 func TestWorktreeCommandsMapToOperations(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	wd, _ := os.Getwd()
 	fs.Backend.SetReply(func(_ context.Context, op string, args json.RawMessage) tools.Result {

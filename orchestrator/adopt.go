@@ -23,9 +23,6 @@ import (
 // to).
 const adoptTries = 5
 
-// testHookListSessions, if set, replaces tmux's answer to list-sessions.
-var testHookListSessions func([]string) []string
-
 // liveSessions lists the node ids whose sessions a shard runs. The answer
 // is trusted only if it also lists the admin session (which exists: our
 // admin client is attached to it); otherwise "I could not tell" would be
@@ -34,8 +31,8 @@ func (o *Orchestrator) liveSessions(ctx context.Context, srv hosts.Server) (map[
 	var lastErr error
 	for try := 0; try < adoptTries; try++ {
 		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name} #{@termsprawl_node}"))
-		if testHookListSessions != nil {
-			out = testHookListSessions(out)
+		if o.hooks.listSessions != nil {
+			out = o.hooks.listSessions(out)
 		}
 		if err != nil {
 			lastErr = err
@@ -227,10 +224,20 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 // CloseNode ends its session from tmux's own account of the pane
 // (endSession); the next orchestrator tries to adopt it again.
 func (o *Orchestrator) unattached(meta NodeMeta, err error) {
+	o.listUnreachable(meta, revisionBase(meta.Epoch),
+		"termsprawl could not attach its mirror of the session ("+err.Error()+"): the program may still run; terminal_close ends it, a restart tries again")
+}
+
+// listUnreachable registers a placeholder for a node with no mirror: a
+// blank screen from revision base, no client, no pump, status unreachable
+// with reason (empty: none). The one way both an unattached session
+// (unattached) and a node of an unreachable host (placeholders) are
+// listed.
+func (o *Orchestrator) listUnreachable(meta NodeMeta, base uint64, reason string) {
 	n := o.newNode(meta)
-	n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: revisionBase(meta.Epoch)})
+	n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: base})
 	n.status = tools.StatusUnreachable
-	n.exitReason = "termsprawl could not attach its mirror of the session (" + err.Error() + "): the program may still run; terminal_close ends it, a restart tries again"
+	n.exitReason = reason
 	close(n.done)
 	o.mu.Lock()
 	o.nodes[meta.ID] = n

@@ -1,18 +1,21 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // A close interrupted by a crash leaves remain-on-exit off; adoption turns
 // it back on, so the program's later exit shows as exited, not vanished.
 func TestAdoptRestoresRemainOnExit(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launch(t, o, "sh", "-c", "echo up; read x; exit 7")
@@ -25,7 +28,7 @@ func TestAdoptRestoresRemainOnExit(t *testing.T) {
 	if err != nil || !r.Matched || r.ExitCode == nil || *r.ExitCode != 7 {
 		t.Fatalf("exit after adoption: %+v, %v", r, err)
 	}
-	if _, err := o2.Snapshot(id); err != nil {
+	if _, err := o2.Snapshot(context.Background(), id); err != nil {
 		t.Fatalf("the exited node vanished: %v", err)
 	}
 }
@@ -33,6 +36,7 @@ func TestAdoptRestoresRemainOnExit(t *testing.T) {
 // Temporary files of writes that a killed orchestrator never finished are
 // removed by the next one; node files stay.
 func TestAdoptRemovesStaleTemps(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launch(t, o, "cat")
@@ -52,7 +56,7 @@ func TestAdoptRemovesStaleTemps(t *testing.T) {
 			t.Errorf("%s is still there: %v", p, err)
 		}
 	}
-	if _, err := o2.Snapshot(id); err != nil {
+	if _, err := o2.Snapshot(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range []string{o2.metaPath(id), tools.SessionPath(dir, id)} {
@@ -65,6 +69,7 @@ func TestAdoptRemovesStaleTemps(t *testing.T) {
 // Adoption never treats an untrustworthy session list as "there are
 // none": a node file whose session tmux may still run is kept.
 func TestAdoptKeepsFilesOfSessionsItCannotRuleOut(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launch(t, o, "cat")
@@ -79,7 +84,7 @@ func TestAdoptKeepsFilesOfSessionsItCannotRuleOut(t *testing.T) {
 		t.Errorf("the file of a node without a session was kept: %v", err)
 	}
 	// ...and a live one is adopted with its files.
-	if _, err := o2.Snapshot(id); err != nil {
+	if _, err := o2.Snapshot(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 	if !o2.sessionGone(tctx(t), NodeMeta{ID: "ghost"}) || o2.sessionGone(tctx(t), NodeMeta{ID: id}) {
@@ -95,9 +100,7 @@ func TestAdoptRefusesAnUntrustworthyList(t *testing.T) {
 	dir := o.StateDir()
 	id := launch(t, o, "cat")
 	o.Close()
-	testHookListSessions = func([]string) []string { return nil }
-	t.Cleanup(func() { testHookListSessions = nil })
-	if _, err := New(tctx(t), Config{StateDir: dir, Socket: srv.Socket}); err == nil {
+	if _, err := New(tctx(t), Config{StateDir: dir, Socket: srv.Socket, hooks: &hooks{listSessions: func([]string) []string { return nil }}}); err == nil {
 		t.Fatal("New adopted from an empty session list")
 	}
 	for _, p := range []string{filepath.Join(dir, nodesDir, id+".json"), tools.SessionPath(dir, id)} {
@@ -105,9 +108,8 @@ func TestAdoptRefusesAnUntrustworthyList(t *testing.T) {
 			t.Fatalf("node file %s lost: %v", p, err)
 		}
 	}
-	testHookListSessions = nil
 	o2 := openOrchestrator(t, srv, dir)
-	if _, err := o2.Snapshot(id); err != nil {
+	if _, err := o2.Snapshot(context.Background(), id); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -115,22 +117,22 @@ func TestAdoptRefusesAnUntrustworthyList(t *testing.T) {
 // A human's `detach-client -s` also detaches our control client: the node
 // is mirrored again, never forgotten while its session lives.
 func TestDetachedMirrorAttachesAgain(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "echo first; exec cat")
 	waitText(t, o, id, "first")
-	before, _ := o.Snapshot(id)
+	before, _ := o.Snapshot(context.Background(), id)
 	srv.Must("detach-client", "-s", "ts-"+id)
 	// Wait until the new mirror replaced the old one.
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		n := o.node(id)
+	var n *node
+	if !testenv.Until(20*time.Second, func() bool {
+		n = o.node(id)
 		if n != nil && n.meta.Epoch > 0 && !n.isClosing() {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node was not mirrored again (node %v)", n)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the node was not mirrored again (node %v)", n)
 	}
 	if _, err := os.Stat(tools.SessionPath(o.StateDir(), id)); err != nil {
 		t.Fatalf("the node's session file: %v", err)
@@ -139,7 +141,7 @@ func TestDetachedMirrorAttachesAgain(t *testing.T) {
 	if err != nil || r.Wait == nil || !r.Wait.Matched {
 		t.Fatalf("input after the re-attach: %+v %v", r, err)
 	}
-	if after, _ := o.Snapshot(id); after.Revision <= before.Revision {
+	if after, _ := o.Snapshot(context.Background(), id); after.Revision <= before.Revision {
 		t.Fatalf("revision went from %d to %d", before.Revision, after.Revision)
 	}
 }

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"net"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/applog"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -30,7 +32,7 @@ func logsUntil(t *testing.T, o *Orchestrator, id string, cursor uint64, ok func(
 	deadline := time.After(20 * time.Second)
 	for {
 		changed := n.tw.logs.Changed()
-		ch, err := o.CaptureSince(id, cursor)
+		ch, err := o.CaptureSince(context.Background(), id, cursor)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,13 +74,14 @@ func hasLines(want ...string) func(tools.Changes) bool {
 // Logs are followed from their end at launch; capture_since returns the
 // lines read after its cursor with label and time, each line once.
 func TestAppLogsFollow(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	dir := t.TempDir()
 	app, db := filepath.Join(dir, "app.log"), filepath.Join(dir, "db.log")
 	os.WriteFile(app, []byte("old line before launch\n"), 0o600)
 	os.WriteFile(db, nil, 0o600)
 	id := launchWithLogs(t, o, tools.LogSpec{Path: app, Label: "app"}, tools.LogSpec{Path: db})
-	caps, _ := o.Capabilities(id)
+	caps, _ := o.Capabilities(context.Background(), id)
 	if strings.Join(caps.Logs, ",") != "app,db.log" || len(caps.LogsMissing) != 0 {
 		t.Fatalf("capabilities logs %v missing %v", caps.Logs, caps.LogsMissing)
 	}
@@ -92,7 +95,7 @@ func TestAppLogsFollow(t *testing.T) {
 		t.Fatalf("capture %+v", ch)
 	}
 	// The returned revision is a cursor past every returned line.
-	again, _ := o.CaptureSince(id, ch.Revision)
+	again, _ := o.CaptureSince(context.Background(), id, ch.Revision)
 	if len(again.Logs) != 0 {
 		t.Fatalf("lines returned twice: %v", logTexts(again))
 	}
@@ -113,6 +116,7 @@ func TestAppLogsFollow(t *testing.T) {
 // missing meanwhile); a directory, a file that cannot be read, a missing
 // directory and two equal labels refuse the launch with kind usage.
 func TestAppLogsBadPaths(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "app.sock")
@@ -166,14 +170,14 @@ func TestAppLogsBadPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	caps, _ := o.Capabilities(info.Terminal)
+	caps, _ := o.Capabilities(context.Background(), info.Terminal)
 	if strings.Join(caps.LogsMissing, ",") != "later" {
 		t.Fatalf("missing logs %v", caps.LogsMissing)
 	}
 	cur := revisionBase(o.node(info.Terminal).meta.Epoch)
 	appendFile(t, later, "it exists now\n")
 	logsUntil(t, o, info.Terminal, cur, hasLines("later: it exists now"))
-	if caps, _ := o.Capabilities(info.Terminal); len(caps.LogsMissing) != 0 {
+	if caps, _ := o.Capabilities(context.Background(), info.Terminal); len(caps.LogsMissing) != 0 {
 		t.Fatalf("still missing: %v", caps.LogsMissing)
 	}
 }
@@ -181,6 +185,7 @@ func TestAppLogsBadPaths(t *testing.T) {
 // After an orchestrator restart the adopted node follows its logs again
 // (from their end then).
 func TestAppLogsAfterRestart(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	p := filepath.Join(t.TempDir(), "app.log")
@@ -189,7 +194,7 @@ func TestAppLogsAfterRestart(t *testing.T) {
 	o.Close()
 	appendFile(t, p, "written while no orchestrator ran\n")
 	o2 := openOrchestrator(t, srv, dir)
-	caps, err := o2.Capabilities(id)
+	caps, err := o2.Capabilities(context.Background(), id)
 	if err != nil || strings.Join(caps.Logs, ",") != "app" {
 		t.Fatalf("capabilities after restart: %+v %v", caps, err)
 	}
@@ -201,12 +206,14 @@ func TestAppLogsAfterRestart(t *testing.T) {
 // A node with logs always has logs and logs_omitted in its captures; a
 // node without has neither.
 func TestAppLogsFieldsPresent(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	p := filepath.Join(t.TempDir(), "app.log")
 	with := launchWithLogs(t, o, tools.LogSpec{Path: p})
 	without := launch(t, o, "sleep", "600")
 	for id, want := range map[string]bool{with: true, without: false} {
-		ch, err := o.CaptureSince(id, revisionBase(o.node(id).meta.Epoch))
+		ch, err := o.CaptureSince(context.Background(), id, revisionBase(o.node(id).meta.Epoch))
 		if err != nil {
 			t.Fatal(err)
 		}

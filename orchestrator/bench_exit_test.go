@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -26,9 +27,9 @@ func BenchmarkFloodLastLine(b *testing.B) {
 	file := floodFileOf(b, mb<<20)
 	tmux := tmuxPath(b)
 	var unconfirmed atomic.Int64
-	testHookExitUnconfirmed = func(*node, bool) { unconfirmed.Add(1) }
-	defer func() { testHookExitUnconfirmed = nil }()
-	o, srv := newBenchOrchestrator(b, 0)
+	o, srv := newBenchOrchestratorWith(b, 0, func(c *Config) {
+		c.hooks = &hooks{exitUnconfirmed: func(*node, bool) { unconfirmed.Add(1) }}
+	})
 	failed := 0
 	for i := range b.N {
 		goCh, doneCh := fmt.Sprintf("go-%d", i), fmt.Sprintf("done-%d", i)
@@ -40,7 +41,7 @@ func BenchmarkFloodLastLine(b *testing.B) {
 			b.Fatal(err)
 		}
 		id := info.Terminal
-		snap, err := o.Snapshot(id)
+		snap, err := o.Snapshot(context.Background(), id)
 		if err != nil {
 			b.Fatal(err)
 		}

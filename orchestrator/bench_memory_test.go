@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 // BenchmarkFloodMemory is issue 27's third target: the orchestrator's
@@ -51,17 +54,14 @@ func BenchmarkFloodMemory(b *testing.B) {
 			b.Fatal(err)
 		}
 		for _, id := range ids {
-			for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-				snap, err := o.Snapshot(id)
+			if !testenv.Until(5*time.Minute, func() bool {
+				snap, err := o.Snapshot(context.Background(), id)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if strings.Contains(strings.Join(snap.Lines, "\n"), "FLOOD-DONE") {
-					break
-				}
-				if time.Now().After(deadline) {
-					b.Fatalf("node %s: no FLOOD-DONE after 5 minutes", id)
-				}
+				return strings.Contains(strings.Join(snap.Lines, "\n"), "FLOOD-DONE")
+			}) {
+				b.Fatalf("node %s: no FLOOD-DONE after 5 minutes", id)
 			}
 		}
 		peak := rssBytes(b)

@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 // setRestAfter sets the RestAfter of a benchmark's orchestrator: 1 s if
@@ -20,10 +22,9 @@ func waitResting(b *testing.B, o *Orchestrator, ids ...string) {
 	b.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for _, id := range ids {
-		for n := o.node(id); !n.scr.Asleep(); time.Sleep(20 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				b.Fatalf("node %s never rested", id)
-			}
+		n := o.node(id)
+		if !testenv.Until(time.Until(deadline), n.scr.Asleep) {
+			b.Fatalf("node %s never rested", id)
 		}
 	}
 }

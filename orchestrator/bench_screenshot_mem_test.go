@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -33,7 +34,7 @@ func BenchmarkScreenshotMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if snap, err := o.Snapshot(info.Terminal); err == nil && strings.Contains(strings.Join(snap.Lines, "\n"), "COLOURS-DONE") {
+		if snap, err := o.Snapshot(context.Background(), info.Terminal); err == nil && strings.Contains(strings.Join(snap.Lines, "\n"), "COLOURS-DONE") {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -49,7 +50,7 @@ func BenchmarkScreenshotMemory(b *testing.B) {
 		var refused, ok atomic.Int64
 		for range 10 {
 			wg.Go(func() {
-				_, _, err := o.Screenshot(info.Terminal, 4, "")
+				_, _, err := o.Screenshot(context.Background(), info.Terminal, 4, "")
 				switch {
 				case err == nil, tools.KindOf(err) == tools.KindRejected: // drawn, then over the PNG limit
 					ok.Add(1)

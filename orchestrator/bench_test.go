@@ -92,11 +92,8 @@ func waitAsleep(b *testing.B, o *Orchestrator, ids ...string) {
 		if n == nil {
 			b.Fatalf("node %s not found", id)
 		}
-		for !n.asleep.Load() {
-			if time.Now().After(deadline) {
-				b.Fatalf("node %s never fell asleep", id)
-			}
-			time.Sleep(10 * time.Millisecond)
+		if !testenv.Until(time.Until(deadline), n.asleep.Load) {
+			b.Fatalf("node %s never fell asleep", id)
 		}
 	}
 }
@@ -202,16 +199,13 @@ func bareControlClient(b *testing.B, socket, conf, session string, commands ...s
 // waitClients waits until session has n clients attached.
 func waitClients(b *testing.B, socket, session string, n int) {
 	b.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := tmuxRun(socket, "", "list-clients", "-t", "="+session, "-F", "#{client_pid}")
-		if err == nil && len(strings.Fields(out)) >= n {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("session %s: %d clients never attached (%q, %v)", session, n, out, err)
-		}
-		time.Sleep(5 * time.Millisecond)
+	var out string
+	var err error
+	if !testenv.Until(10*time.Second, func() bool {
+		out, err = tmuxRun(socket, "", "list-clients", "-t", "="+session, "-F", "#{client_pid}")
+		return err == nil && len(strings.Fields(out)) >= n
+	}) {
+		b.Fatalf("session %s: %d clients never attached (%q, %v)", session, n, out, err)
 	}
 }
 
@@ -301,7 +295,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 		b.ResetTimer()
 		for i := range b.N {
 			token := fmt.Sprintf("K=ev%07d", i)
-			snap, err := o.Snapshot(id)
+			snap, err := o.Snapshot(context.Background(), id)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -326,7 +320,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 			if r.err != nil || !r.r.Matched {
 				b.Fatalf("iteration %d: wait %+v %v", i, r.r, r.err)
 			}
-			snap, err = o.Snapshot(id)
+			snap, err = o.Snapshot(context.Background(), id)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -568,7 +562,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 					b.Fatal(err)
 				}
 				id := info.Terminal
-				snap, err := o.Snapshot(id)
+				snap, err := o.Snapshot(context.Background(), id)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -617,7 +611,7 @@ func BenchmarkFlood40MB(b *testing.B) {
 					b.Logf("iteration %d: the wait for the last line failed: %+v %v", i, r, err)
 				}
 				for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(2 * time.Millisecond) {
-					snap, err := o.Snapshot(id)
+					snap, err := o.Snapshot(context.Background(), id)
 					if err == nil && slices.Contains(snap.Lines, endTok) {
 						lags = append(lags, time.Since(doneAt))
 						break

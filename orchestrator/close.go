@@ -120,8 +120,8 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node) error {
 		clientPid = o.clientPID(ctx, n)
 	}
 	n.detach()
-	if testHookClosed != nil {
-		testHookClosed(n)
+	if o.hooks.closed != nil {
+		o.hooks.closed(n)
 	}
 	if testPauseMatches(testPauseClose, n.meta.Name) && !recovering(ctx) {
 		o.testPause(ctx, "close")
@@ -221,11 +221,6 @@ func (o *Orchestrator) endSession(ctx context.Context, srv hosts.Server, session
 	}
 	return true
 }
-
-// testHookClosed, if set, runs in CloseNode after the node's screen was
-// detached (tests widen the window between detach and the end of the
-// close with it).
-var testHookClosed func(n *node)
 
 // pause waits d or until ctx ends (false).
 func pause(ctx context.Context, d time.Duration) bool {
@@ -381,10 +376,6 @@ func (o *Orchestrator) clientEnded(n *node) {
 	o.forget(n.meta.ID)
 }
 
-// Test hooks: testHookReattach runs when a reattach starts, before it
-// takes any lock; testHookReattached when it returns.
-var testHookReattach, testHookReattached func(old *node)
-
 // reattach mirrors a node whose control client was detached from outside:
 // a new incarnation of its mirror (epoch+1, so revisions never repeat)
 // replaces the old one under the same id, with the same files and token.
@@ -392,11 +383,11 @@ var testHookReattach, testHookReattached func(old *node)
 // ops (so Close waits for it), and ends when the new mirror is attached or
 // the attempt failed; or by a host's adoption after a reconnect.
 func (o *Orchestrator) reattach(old *node) {
-	if testHookReattach != nil {
-		testHookReattach(old)
+	if o.hooks.reattach != nil {
+		o.hooks.reattach(old)
 	}
-	if testHookReattached != nil {
-		defer testHookReattached(old)
+	if o.hooks.reattached != nil {
+		defer o.hooks.reattached(old)
 	}
 	life := o.serverFor(old.meta).Life()
 	life.Lock()

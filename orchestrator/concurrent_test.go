@@ -5,6 +5,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -13,9 +14,8 @@ import (
 // every wait sees its own node's output and nothing is left. (An id may be
 // given again once its node is closed.)
 func TestConcurrentNodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts 16 nodes")
-	}
+	t.Parallel()
+	testenv.SkipShort(t, "starts 16 nodes")
 	o, srv := orchestrator.NewTestOrchestrator(t)
 	const n = 16 // nodes at once
 	var wg sync.WaitGroup

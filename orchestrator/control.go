@@ -46,7 +46,7 @@ func (o *Orchestrator) Resize(ctx context.Context, id string, columns, rows int)
 		}
 		break
 	}
-	return o.Snapshot(id)
+	return o.Snapshot(ctx, id)
 }
 
 var signals = map[string]syscall.Signal{"INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "KILL": syscall.SIGKILL, "HUP": syscall.SIGHUP}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 )
 
 func TestLaunchSubmitWait(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	ctx := tctx(t)
@@ -17,10 +19,10 @@ func TestLaunchSubmitWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	if r.Wait == nil || !r.Wait.Matched {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("wait = %+v\n%s", r.Wait, strings.Join(snap.Lines, "\n"))
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,6 +40,7 @@ func TestLaunchSubmitWait(t *testing.T) {
 // TestWaitIgnoresEcho: the echo of the typed command contains READY, but
 // only the output a second later may satisfy the wait.
 func TestWaitIgnoresEcho(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	ctx := tctx(t)

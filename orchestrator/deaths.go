@@ -148,10 +148,6 @@ func (o *Orchestrator) paneDeaths(out []string) bool {
 	return notReady
 }
 
-// testHookListPanes, if set, runs before one server's list-panes in
-// listPanesAll (tests block a host there).
-var testHookListPanes func(srv *tmuxServer)
-
 // listPanesAll lists the panes of every shard and host at once, each
 // server with its own timeout, and gives each server's lines to handle as
 // they arrive (concurrently); a server that fails is logged and left out.
@@ -178,8 +174,8 @@ func (o *Orchestrator) listPanesAll(handle func([]string)) {
 
 // listPanes is one server's panes with their dead flags.
 func (o *Orchestrator) listPanes(srv *tmuxServer) ([]string, bool) {
-	if testHookListPanes != nil {
-		testHookListPanes(srv)
+	if o.hooks.listPanes != nil {
+		o.hooks.listPanes(srv)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

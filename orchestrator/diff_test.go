@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -31,7 +33,7 @@ func requireSameAsTmux(t *testing.T, o *Orchestrator, srv *tmuxtest.Server, id, 
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 400, TimeoutMS: 40000}); err != nil {
 		t.Fatalf("%s: quiet: %v", what, err)
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +83,8 @@ func press(t *testing.T, o *Orchestrator, id, keys string) {
 }
 
 func TestDifferentialBashColorAndWide(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	dir := t.TempDir()
@@ -99,6 +103,8 @@ func TestDifferentialBashColorAndWide(t *testing.T) {
 }
 
 func TestDifferentialVim(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
+	t.Parallel()
 	need(t, "vim")
 	o, srv := newTestOrchestrator(t)
 	file := filepath.Join(t.TempDir(), "f.txt")
@@ -120,7 +126,7 @@ func TestDifferentialVim(t *testing.T) {
 	requireSameAsTmux(t, o, srv, id, "vim insert")
 	press(t, o, id, ": q ! Enter")
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000}); err != nil {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		ps, _ := exec.Command("ps", "-eo", "pid,ppid,stat,cmd").Output()
 		t.Fatalf("%v\n%s\n%s\n%s", err, strings.Join(snap.Lines, "\n"), srv.Must("list-panes", "-a", "-F", "#{session_name} #{pane_dead}:#{pane_dead_status}:#{pane_dead_signal} #{pane_pid}"), ps)
 	}
@@ -128,6 +134,8 @@ func TestDifferentialVim(t *testing.T) {
 }
 
 func TestDifferentialLessAndMan(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
+	t.Parallel()
 	need(t, "less", "man")
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
@@ -145,6 +153,7 @@ func TestDifferentialLessAndMan(t *testing.T) {
 }
 
 func TestDifferentialTop(t *testing.T) {
+	t.Parallel()
 	need(t, "top")
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "top", "-d", "60")
@@ -153,6 +162,7 @@ func TestDifferentialTop(t *testing.T) {
 }
 
 func TestDifferentialPythonREPL(t *testing.T) {
+	t.Parallel()
 	need(t, "python3")
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "python3", "-q")
@@ -164,6 +174,8 @@ func TestDifferentialPythonREPL(t *testing.T) {
 }
 
 func TestDifferentialFloodAndResize(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 35 s on a loaded 2-core machine")
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	// Type only once bash is ready: text typed ahead of the prompt is
@@ -183,7 +195,7 @@ func TestDifferentialFloodAndResize(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireSameAsTmux(t, o, srv, id, "after resize")
-	snap, _ := o.Snapshot(id)
+	snap, _ := o.Snapshot(context.Background(), id)
 	if snap.Columns != 60 || snap.Rows != 20 {
 		t.Fatalf("size after resize = %dx%d", snap.Columns, snap.Rows)
 	}

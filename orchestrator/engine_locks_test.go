@@ -43,6 +43,7 @@ func processExists(pid int) bool {
 // one that ignores SIGHUP — and its session before the node is
 // forgotten, every time.
 func TestCloseCancelledEndsProgram(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	type goneAt struct {
 		id      string
@@ -90,7 +91,7 @@ func TestLaunchWatchOutsideLock(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	holding, release := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
-	testHookEarlyExit = func(n *node) {
+	o.hooks.earlyExit = func(n *node) {
 		if first.CompareAndSwap(false, true) { // only the first launch
 			close(holding)
 			<-release
@@ -98,7 +99,7 @@ func TestLaunchWatchOutsideLock(t *testing.T) {
 	}
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); testHookEarlyExit = nil })
+	t.Cleanup(func() { free(); o.hooks.earlyExit = nil })
 
 	firstDone := make(chan error, 1)
 	go func() {
@@ -158,13 +159,13 @@ func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 	bt := &blockedTarget{localTarget: localTarget{o}, srv: slow, gate: make(chan struct{}), reached: make(chan struct{})}
 	var gateOnce sync.Once
 	open := func() { gateOnce.Do(func() { close(bt.gate) }) }
-	testHookTarget = func(_ *Orchestrator, spec LaunchSpec) launchTarget {
+	o.hooks.target = func(_ *Orchestrator, spec LaunchSpec) launchTarget {
 		if spec.Name == "far" {
 			return bt
 		}
 		return nil
 	}
-	t.Cleanup(func() { open(); testHookTarget = nil })
+	t.Cleanup(func() { open(); o.hooks.target = nil })
 	keep := launch(t, o, stayArgv()...)
 
 	far := make(chan error, 1)
@@ -191,7 +192,7 @@ func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 
 	// A close on that server held under its lock: local launches go on.
 	holding, release := make(chan struct{}), make(chan struct{})
-	testHookClosed = func(n *node) {
+	o.hooks.closed = func(n *node) {
 		if n.meta.ID == "far" {
 			close(holding)
 			<-release
@@ -199,7 +200,7 @@ func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 	}
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); testHookClosed = nil })
+	t.Cleanup(func() { free(); o.hooks.closed = nil })
 	closed := make(chan error, 1)
 	go func() { closed <- o.CloseNode(tctx(t), "far") }()
 	within(t, holding, 20*time.Second, "the far close holding its server's lock")
@@ -223,15 +224,18 @@ func TestReattachNotAfterClose(t *testing.T) {
 	// that read them.
 	started, proceed, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var startOnce, finishOnce sync.Once
-	testHookReattach = func(*node) {
-		startOnce.Do(func() { close(started) })
-		<-proceed
+	h := &hooks{
+		reattach: func(*node) {
+			startOnce.Do(func() { close(started) })
+			<-proceed
+		},
+		reattached: func(*node) { finishOnce.Do(func() { close(finished) }) },
 	}
-	testHookReattached = func(*node) { finishOnce.Do(func() { close(finished) }) }
 	var proceedOnce sync.Once
 	free := func() { proceedOnce.Do(func() { close(proceed) }) }
-	t.Cleanup(func() { free(); testHookReattach, testHookReattached = nil, nil })
-	o, srv := newTestOrchestrator(t)
+	t.Cleanup(func() { free() })
+	srv, dir := newTestServer(t)
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.hooks = h })
 	id := launch(t, o, stayArgv()...)
 	waitText(t, o, id, "up")
 
@@ -270,15 +274,15 @@ func TestAdoptAttachFailureListed(t *testing.T) {
 	n.mu.Unlock()
 	o.Close()
 
-	testHookAttach = func(n *node) error {
-		if n.meta.ID == id {
-			return errors.New("attach refused by the test")
-		}
-		return nil
-	}
-	t.Cleanup(func() { testHookAttach = nil })
-	o2 := openOrchestrator(t, srv, dir)
-	testHookAttach = nil
+	o2 := openOrchestratorWith(t, srv, dir, func(c *Config) {
+		c.hooks = &hooks{attach: func(n *node) error {
+			if n.meta.ID == id {
+				return errors.New("attach refused by the test")
+			}
+			return nil
+		}}
+	})
+	o2.hooks.attach = nil
 	var row *tools.NodeInfo
 	for _, r := range o2.List(tctx(t)) {
 		if r.Terminal == id {
@@ -291,7 +295,7 @@ func TestAdoptAttachFailureListed(t *testing.T) {
 	if !strings.Contains(row.ExitReason, "attach refused by the test") {
 		t.Fatalf("its row does not say why: %+v", *row)
 	}
-	if _, err := o2.Snapshot(id); tools.KindOf(err) != tools.KindUnavailable {
+	if _, err := o2.Snapshot(context.Background(), id); tools.KindOf(err) != tools.KindUnavailable {
 		t.Fatalf("snapshot of an unattached node: %v, want unavailable", err)
 	}
 	if err := o2.CloseNode(tctx(t), id); err != nil {
@@ -389,7 +393,7 @@ func TestListPanesInParallel(t *testing.T) {
 	other := make(chan struct{})
 	var otherOnce sync.Once
 	stuck := make(chan bool, 1)
-	testHookListPanes = func(s *tmuxServer) {
+	o.hooks.listPanes = func(s *tmuxServer) {
 		if s != shards[0] {
 			otherOnce.Do(func() { close(other) })
 			return
@@ -401,7 +405,6 @@ func TestListPanesInParallel(t *testing.T) {
 			stuck <- true
 		}
 	}
-	t.Cleanup(func() { testHookListPanes = nil })
 	o.deaths <- struct{}{}
 	if within(t, stuck, 20*time.Second, "the first shard's list-panes") {
 		t.Fatal("the second shard's list-panes waited for the first's")
@@ -411,6 +414,7 @@ func TestListPanesInParallel(t *testing.T) {
 // A host's pane pid is read on the host: the server's zombie check runs
 // through its prefix (ssh), never this machine's /proc.
 func TestRemoteZombieReadOnHost(t *testing.T) {
+	t.Parallel()
 	// The "host" answers every command with the stat line of a zombie
 	// that was killed by signal 9; no such process exists here.
 	fake := writeScript(t, "fakessh", "#!/bin/sh\necho '4242 (prog x) Z 1 4242 4242 0 -1 4194564 0 0 0 0 0 0 0 0 20 0 1 0 1 0 0 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 0 0 0 0 0 0 0 0 0 0 0 0 0 9'\n")
@@ -454,6 +458,7 @@ func TestNothingOutlivesCloseRemote(t *testing.T) {
 // Launches at once never exceed MaxNodes: each reserves its slot before
 // it creates anything.
 func TestMaxNodesUnderConcurrency(t *testing.T) {
+	t.Parallel()
 	srv, dir := newTestServer(t)
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.MaxNodes = 2 })
 	errs := make(chan error, 5)

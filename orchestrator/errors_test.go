@@ -12,6 +12,7 @@ import (
 
 // Errors keep their cause: callers branch with errors.Is, never on text.
 func TestErrorsKeepTheirCause(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "sleep 60")
 	n := o.node(id)

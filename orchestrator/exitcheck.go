@@ -30,12 +30,6 @@ const (
 	maxExitChecks = 6
 )
 
-// testHookExitUnconfirmed, if set, runs when a seed found an exit
-// reported by the process watcher that tmux does not confirm yet; zombie
-// tells whether the program is a zombie (the report stands and is
-// checked again) or alive (the report is dropped).
-var testHookExitUnconfirmed func(n *node, zombie bool)
-
 // confirmExit decides, in a seed in which tmux reports the pane alive,
 // whether an exit the process watcher reported (code) is published now.
 // Only the pump goroutine calls it (from reseed).
@@ -45,8 +39,8 @@ func (n *node) confirmExit(code int) (bool, int) {
 	n.mu.Unlock()
 	// On the pane's machine: a host's pid is read there (CONTRACT §23).
 	zcode, zombie := n.zombieStatus(pid)
-	if testHookExitUnconfirmed != nil {
-		testHookExitUnconfirmed(n, zombie)
+	if n.hooks().exitUnconfirmed != nil {
+		n.hooks().exitUnconfirmed(n, zombie)
 	}
 	if !zombie {
 		// tmux reaped it (its pane-died hook reports the exit with the

@@ -27,12 +27,11 @@ func TestWatcherExitWaitsForTmux(t *testing.T) {
 	after := n.scr.Revision()
 
 	checked := make(chan bool, 8)
-	testHookExitUnconfirmed = func(hn *node, zombie bool) {
+	o.hooks.exitUnconfirmed = func(hn *node, zombie bool) {
 		if hn == n {
 			checked <- zombie
 		}
 	}
-	t.Cleanup(func() { testHookExitUnconfirmed = nil })
 
 	type waited struct {
 		r   tools.WaitResult

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -28,6 +29,7 @@ func wantKind(t *testing.T, err error, kind tools.Kind, contains string) {
 }
 
 func TestBadLaunches(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	ctx := tctx(t)
 	_, err := o.Launch(ctx, LaunchSpec{Command: []string{"true"}, Cwd: "/does/not/exist"})
@@ -50,9 +52,10 @@ func TestBadLaunches(t *testing.T) {
 }
 
 func TestUnknownTerminal(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	ctx := tctx(t)
-	_, err := o.Snapshot("nope")
+	_, err := o.Snapshot(context.Background(), "nope")
 	wantKind(t, err, tools.KindNotFound, `"nope"`)
 	_, err = o.Type(ctx, "nope", "x", nil)
 	wantKind(t, err, tools.KindNotFound, `"nope"`)
@@ -62,6 +65,7 @@ func TestUnknownTerminal(t *testing.T) {
 }
 
 func TestProgramExitsAtOnce(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	// 0.1 s between the output and the exit: tmux 3.3a itself can drop
 	// the output of a program that exits as our control client attaches
@@ -86,6 +90,7 @@ func TestProgramExitsAtOnce(t *testing.T) {
 // TestArgvVerbatim: quotes, ';', '$', newlines and non-ASCII reach the
 // program as they are, with no shell in between.
 func TestArgvVerbatim(t *testing.T) {
+	t.Parallel()
 	need(t, "python3")
 	o, _ := newTestOrchestrator(t)
 	out := filepath.Join(t.TempDir(), "args")
@@ -93,7 +98,7 @@ func TestArgvVerbatim(t *testing.T) {
 	script := writeScript(t, "dump.py", "import sys, json\nopen(sys.argv[1], 'w').write(json.dumps(sys.argv[2:]))\n")
 	id := launch(t, o, append([]string{"python3", script, out}, args...)...)
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000}); err != nil {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("%v\n%s", err, strings.Join(snap.Lines, "\n"))
 	}
 	b, err := os.ReadFile(out)
@@ -152,6 +157,7 @@ func TestEnvModes(t *testing.T) {
 }
 
 func TestBadWaitsAndKeys(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "cat")
 	ctx := tctx(t)
@@ -169,11 +175,12 @@ func TestBadWaitsAndKeys(t *testing.T) {
 	if !r.TimedOut {
 		t.Fatalf("timeout result = %+v", r)
 	}
-	_, err = o.CaptureSince(id, future)
+	_, err = o.CaptureSince(context.Background(), id, future)
 	wantKind(t, err, tools.KindUsage, "cursor")
 }
 
 func TestHostilePrograms(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	// Queries (DA, DSR, DECRQM, OSC 11), an oversized scroll region and
 	// scrolling in it, then a marker: the mirror must survive all of it.
@@ -189,12 +196,13 @@ func TestHostilePrograms(t *testing.T) {
 	if _, err := o.Interrupt(tctx(t), yes, &tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 10000}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Snapshot(yes); err != nil {
+	if _, err := o.Snapshot(context.Background(), yes); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	id := launch(t, o, "sleep", "60")
 	pid, _ := strconv.Atoi(strings.TrimSpace(srv.Must("display-message", "-p", "#{pid}")))
@@ -203,7 +211,8 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 		r, _ := o.WaitFor(context.Background(), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000})
 		done <- r
 	}()
-	time.Sleep(100 * time.Millisecond)
+	n := o.node(id)
+	testenv.Eventually(t, 10*time.Second, func() bool { return n.observers.Load() > 0 }, testenv.Msg("the exit wait never registered"))
 	syscall.Kill(pid, syscall.SIGKILL)
 	select {
 	case r := <-done:
@@ -218,7 +227,7 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 	if deaths, last := o.ServerHealth(); deaths != 1 || last == "" {
 		t.Fatalf("server deaths %d (%q), want 1", deaths, last)
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil || snap.Status != tools.StatusLost || !strings.Contains(snap.ExitReason, "termsprawl restore "+id) {
 		t.Fatalf("the lost node: %+v, %v", snap, err)
 	}
@@ -232,7 +241,7 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 	if err := o.CloseNode(tctx(t), id); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := o.Snapshot(id); tools.KindOf(err) != tools.KindNotFound {
+	if _, err := o.Snapshot(context.Background(), id); tools.KindOf(err) != tools.KindNotFound {
 		t.Fatalf("the lost node after close: %v", err)
 	}
 	if deaths, _ := o.ServerHealth(); deaths != 1 {
@@ -241,10 +250,11 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 }
 
 func TestRestartAdoptsAndReseeds(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	marker := filepath.Join(t.TempDir(), "go")
-	id := launch(t, o, "sh", "-c", "echo before; while [ ! -e "+marker+" ]; do sleep 0.05; done; echo printed-while-down; exec cat")
+	id := launch(t, o, "sh", "-c", "echo before; while [ ! -e "+marker+" ]; do sleep 0.05; done; echo printed-while-down; touch "+marker+".done; exec cat")
 	waitText(t, o, id, "before")
 	sess, err := tools.ReadSession(tools.SessionPath(dir, id))
 	if err != nil {
@@ -255,7 +265,8 @@ func TestRestartAdoptsAndReseeds(t *testing.T) {
 		t.Fatalf("%d tmux -C clients left after Close", n)
 	}
 	os.WriteFile(marker, nil, 0o600)
-	time.Sleep(300 * time.Millisecond) // the program prints while nobody watches
+	// The program prints while nobody watches.
+	testenv.Eventually(t, 10*time.Second, func() bool { _, err := os.Stat(marker + ".done"); return err == nil }, testenv.Msg("the program never printed"))
 	o2 := openOrchestrator(t, srv, dir)
 	waitText(t, o2, id, "printed-while-down")
 	sess2, err := tools.ReadSession(tools.SessionPath(dir, id))

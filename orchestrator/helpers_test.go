@@ -89,7 +89,7 @@ func waitText(t *testing.T, o *Orchestrator, id, text string) tools.WaitResult {
 	}
 	r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: text, After: &after, TimeoutMS: 20000})
 	if err != nil {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("wait for %q: %v\nscreen:\n%s", text, err, strings.Join(snap.Lines, "\n"))
 	}
 	return r

@@ -83,13 +83,13 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 			OnConnected: func(ctx context.Context) { h.adoptSessions(ctx) },
 			OnLost:      h.markUnreachable,
 			AfterLost: func() {
-				if testHookHostLost != nil {
-					testHookHostLost(spec.Name)
+				if o.hooks.hostLost != nil {
+					o.hooks.hostLost(spec.Name)
 				}
 			},
 			BeforeConnect: func() {
-				if testHookHostConnect != nil {
-					testHookHostConnect(spec.Name)
+				if o.hooks.hostConnect != nil {
+					o.hooks.hostConnect(spec.Name)
 				}
 			},
 		})
@@ -201,12 +201,6 @@ func (o *Orchestrator) SetEndpoint(ep tools.Endpoint) {
 		cancel()
 	}
 }
-
-// Test hooks: testHookHostLost runs when a host was marked unreachable,
-// before the supervisor reconnects; testHookHostAdopted after a
-// (re)connect's sessions are mirrored again.
-// testHookHostConnect runs at the start of every connection attempt.
-var testHookHostLost, testHookHostAdopted, testHookHostConnect func(host string)
 
 // stopHosts stops every supervisor (Close, before it waits for the ops:
 // a supervisor adopts sessions under its host's lifecycle lock).

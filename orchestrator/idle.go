@@ -22,17 +22,13 @@ func (n *node) decideSleep(idle time.Duration) (bool, time.Duration) {
 	return true, since
 }
 
-// testHookSleeping, if set, runs in sleep between the decision and the
-// switch-off (tests widen that window with it).
-var testHookSleeping func(n *node)
-
 // sleep stops tmux sending the pane's output to us and releases the
 // emulator, after decideSleep marked the node asleep; the published screen
 // stays readable. The next observation or reseed wakes the node (output
 // back on, then a race-free seed). Only the pump calls it.
 func (n *node) sleep() {
-	if testHookSleeping != nil {
-		testHookSleeping(n)
+	if n.hooks().sleeping != nil {
+		n.hooks().sleeping(n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

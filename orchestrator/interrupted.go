@@ -180,27 +180,6 @@ func readMark(path string) (inputMark, bool) {
 	return m, true
 }
 
-// Test hooks a real `termsprawl up` reads from its environment (the
-// kill -9 loop in cli): a submit whose text contains
-// TERMSPRAWL_TEST_PAUSE_SUBMIT, and a close of a node whose name contains
-// TERMSPRAWL_TEST_PAUSE_CLOSE, stop between two of their steps (after the
-// text, before Enter; after detaching, before the hang-up), create
-// STATE/test-paused-submit or STATE/test-paused-close, and wait there for
-// a minute.
-var (
-	testPauseSubmit = os.Getenv("TERMSPRAWL_TEST_PAUSE_SUBMIT")
-	testPauseClose  = os.Getenv("TERMSPRAWL_TEST_PAUSE_CLOSE")
-)
-
-func (o *Orchestrator) testPause(ctx context.Context, what string) {
-	os.WriteFile(filepath.Join(o.cfg.StateDir, "test-paused-"+what), nil, 0o600)
-	pause(ctx, time.Minute)
-}
-
-func testPauseMatches(pattern, s string) bool {
-	return pattern != "" && strings.Contains(s, pattern)
-}
-
 // recoverInput settles a submit a killed orchestrator left at n (after
 // n attached): one whose Enter was not surely sent gets its line cleared
 // (End, then Ctrl+U: readline, zsh's line editor and a tty's own line

@@ -1,15 +1,19 @@
 package orchestrator
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 // Adoption settles a submit a killed orchestrator left, by the phase its
 // intent file names: text or enter → the line is cleared (never Enter),
 // done → nothing is sent. The next input is never glued to the old text.
 func TestAdoptionSettlesInterruptedSubmit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		phase, outcome string
 		cleared        bool
@@ -28,11 +32,10 @@ func TestAdoptionSettlesInterruptedSubmit(t *testing.T) {
 				t.Fatal(err)
 			}
 			// (A text wait does not see typed input at the cursor.)
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				if snap, _ := o.Snapshot(id); strings.Contains(strings.Join(snap.Lines, "\n"), "echo GLUE") {
-					break
-				}
-			}
+			testenv.Until(10*time.Second, func() bool {
+				snap, _ := o.Snapshot(context.Background(), id)
+				return strings.Contains(strings.Join(snap.Lines, "\n"), "echo GLUE")
+			})
 			in := Intent{Caller: "op#1", Key: "k1"}
 			if err := o.writeMark(o.inputMarkPath(id), inputMark{Op: "submit", Phase: tc.phase, Intent: in, Started: time.Now()}); err != nil {
 				t.Fatal(err)
@@ -53,16 +56,16 @@ func TestAdoptionSettlesInterruptedSubmit(t *testing.T) {
 			}
 			// Its output line: "ALONE" alone, or glued ("GLUEecho ALONE").
 			var screen string
-			ran := false
-			for deadline := time.Now().Add(10 * time.Second); !ran && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-				snap, _ := o2.Snapshot(id)
+			ran := testenv.Until(10*time.Second, func() bool {
+				snap, _ := o2.Snapshot(context.Background(), id)
 				screen = strings.Join(snap.Lines, "\n")
 				for _, l := range snap.Lines {
 					if strings.TrimSpace(l) == "ALONE" || strings.TrimSpace(l) == "GLUEecho ALONE" {
-						ran = true
+						return true
 					}
 				}
-			}
+				return false
+			})
 			if !ran {
 				t.Fatalf("the next submit did not run:\n%s", screen)
 			}

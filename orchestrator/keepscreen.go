@@ -35,14 +35,11 @@ func (o *Orchestrator) keepScreens(every time.Duration) {
 		case <-t.C:
 		}
 		o.keepOnce(last)
-		if testHookKept != nil {
-			testHookKept()
+		if o.hooks.kept != nil {
+			o.hooks.kept()
 		}
 	}
 }
-
-// testHookKept, if set, runs after each round of the keeper.
-var testHookKept func()
 
 // keepOnce writes the changed screens of one round; last is the keeper's.
 func (o *Orchestrator) keepOnce(last map[*node]kept) {
@@ -52,13 +49,10 @@ func (o *Orchestrator) keepOnce(last map[*node]kept) {
 			continue // a host's nodes are the host's business
 		}
 		seen[n] = true
-		status, code, _ := n.state()
+		status, code, _, reason := n.exitState()
 		if status == tools.StatusUnreachable {
 			continue // unattached: nothing new to show
 		}
-		n.mu.Lock()
-		reason := n.exitReason
-		n.mu.Unlock()
 		if status == tools.StatusExited && reason != "" {
 			// Ended with its tmux server, not by itself: lost at the next
 			// start, not exited.

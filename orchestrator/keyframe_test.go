@@ -1,9 +1,11 @@
 package orchestrator
 
 import (
+	"context"
 	"strings"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -13,6 +15,8 @@ import (
 // events.jsonl, and the trace's last frame is the node's screen (x/vt's
 // from a keyframe and the output after it).
 func TestRecordingWritesKeyframes(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 10 s on a loaded 2-core machine")
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id, dir := launchRecorded(t, o)
 	ctx := tctx(t)
@@ -23,7 +27,7 @@ func TestRecordingWritesKeyframes(t *testing.T) {
 		&tools.WaitSpec{Wait: tools.WaitText, Text: "kf-2-done", TimeoutMS: 40000}); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

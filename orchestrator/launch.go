@@ -146,8 +146,8 @@ type launchTarget interface {
 // target chooses the launch's Server: the only place a launch tells a
 // local node from a remote one.
 func (o *Orchestrator) target(ctx context.Context, spec LaunchSpec) (launchTarget, error) {
-	if testHookTarget != nil {
-		if t := testHookTarget(o, spec); t != nil {
+	if o.hooks.target != nil {
+		if t := o.hooks.target(o, spec); t != nil {
 			return t, nil
 		}
 	}
@@ -163,10 +163,6 @@ func (o *Orchestrator) target(ctx context.Context, spec LaunchSpec) (launchTarge
 	}
 	return hostTarget{h}, nil
 }
-
-// testHookTarget, if set and not returning nil, replaces a launch's
-// target (tests put a node on a server whose operations block).
-var testHookTarget func(o *Orchestrator, spec LaunchSpec) launchTarget
 
 // Launch creates a node: its files first (so TERMSPRAWL_SESSION_FILE is
 // valid before the program starts), then the tmux session, then the
@@ -253,10 +249,6 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	return info, nil
 }
 
-// testHookBeforeRegister, if set, runs in a launch after the node's
-// mirror attached and before the node is registered.
-var testHookBeforeRegister func(id string)
-
 // create writes the node's files, creates its session and attaches its
 // mirror, under srv's lifecycle lock: it returns with the lock held on
 // success (the caller registers the node, then unlocks), released on
@@ -335,8 +327,8 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 		undo()
 		return nil, t.fail(err)
 	}
-	if testHookBeforeRegister != nil {
-		testHookBeforeRegister(id)
+	if o.hooks.beforeRegister != nil {
+		o.hooks.beforeRegister(id)
 	}
 	if err := ctx.Err(); err != nil {
 		// Its caller gave up: nobody would know of this node. Rolled
@@ -424,8 +416,8 @@ func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 	if d <= 0 {
 		return nil
 	}
-	if testHookEarlyExit != nil {
-		testHookEarlyExit(n)
+	if n.hooks().earlyExit != nil {
+		n.hooks().earlyExit(n)
 	}
 	deadline := time.NewTimer(d)
 	defer deadline.Stop()
@@ -475,10 +467,6 @@ func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 		}
 	}
 }
-
-// testHookEarlyExit, if set, runs when a launch starts its early-exit
-// watch (after the node was registered and every lock released).
-var testHookEarlyExit func(n *node)
 
 // launchQuiet is how long a new program that printed must stay quiet for
 // its launch to stop watching for an early exit.

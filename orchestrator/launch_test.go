@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 // A program that cannot start is refused before a node exists, with a
 // message that names it.
 func TestLaunchRefusesProgramsThatCannotStart(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	dir := t.TempDir()
 	plain := filepath.Join(dir, "not-executable")
@@ -45,6 +47,7 @@ func TestLaunchRefusesProgramsThatCannotStart(t *testing.T) {
 // A program that exits right after its launch makes the launch say so; one
 // that starts and waits does not.
 func TestLaunchReportsAnEarlyExit(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
@@ -66,6 +69,7 @@ func TestLaunchReportsAnEarlyExit(t *testing.T) {
 
 // Every node finds termsprawlctl on its PATH, first.
 func TestNodesHaveTheCtlOnPath(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
@@ -83,7 +87,7 @@ func TestNodesHaveTheCtlOnPath(t *testing.T) {
 			t.Fatal(err)
 		}
 		waitText(t, o, info.Terminal, "fake-ctl")
-		snap, _ := o.Snapshot(info.Terminal)
+		snap, _ := o.Snapshot(context.Background(), info.Terminal)
 		if !strings.Contains(strings.Join(snap.Lines, "\n"), "P="+bin+string(filepath.ListSeparator)) {
 			t.Fatalf("env_mode %s: PATH does not start with %s:\n%s", mode, bin, strings.Join(snap.Lines, "\n"))
 		}
@@ -97,6 +101,7 @@ func TestNodesHaveTheCtlOnPath(t *testing.T) {
 // and before its program exists, so the tool server knows the token by
 // the time the program can call.
 func TestOnBornBeforeTheProgramStarts(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	type seen struct {
 		id              string

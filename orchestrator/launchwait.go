@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"testing"
 	"time"
 )
 
@@ -54,8 +55,16 @@ func (o *Orchestrator) AwaitLaunch(ctx context.Context, id string, timeout time.
 	return false
 }
 
-// SetBeforeRegisterHook sets f to run in every launch after the node's
-// program started and its mirror attached, just before the node is
+// SetBeforeRegisterHook sets f to run in every launch of o after the
+// node's program started and its mirror attached, just before the node is
 // registered (nil: none). For the tests of the packages above the
-// orchestrator (the tool server's), which widen that window with it.
-func SetBeforeRegisterHook(f func(id string)) { testHookBeforeRegister = f }
+// orchestrator (the tool server's), which widen that window with it; it
+// panics outside a test binary. A function, not a method: the linker keeps
+// every exported method of a type a program reflects on, but drops a
+// function nothing outside the tests calls, so no binary carries it.
+func SetBeforeRegisterHook(o *Orchestrator, f func(id string)) {
+	if !testing.Testing() {
+		panic("orchestrator: SetBeforeRegisterHook is a test seam, called outside a test")
+	}
+	o.hooks.beforeRegister = f
+}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -40,17 +42,17 @@ func TestWaitEndsWhenCloseBegins(t *testing.T) {
 	var turns atomic.Int64
 	inLoop := make(chan struct{}, 1)
 	detached, release := make(chan struct{}), make(chan struct{})
-	testHookWaitLoop = func(*node) {
+	o.hooks.waitLoop = func(*node) {
 		turns.Add(1)
 		select {
 		case inLoop <- struct{}{}:
 		default:
 		}
 	}
-	testHookClosed = func(*node) { close(detached); <-release }
+	o.hooks.closed = func(*node) { close(detached); <-release }
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); testHookWaitLoop, testHookClosed = nil, nil })
+	t.Cleanup(func() { free(); o.hooks.waitLoop, o.hooks.closed = nil, nil })
 
 	waited := make(chan error, 1)
 	go func() {
@@ -75,7 +77,7 @@ func TestWaitEndsWhenCloseBegins(t *testing.T) {
 		t.Fatalf("the wait turned %d times in its loop during the close: it spun", spun)
 	}
 	// Reads racing the close answer not_found, and the list omits it.
-	if _, err := o.Snapshot(id); tools.KindOf(err) != tools.KindNotFound {
+	if _, err := o.Snapshot(context.Background(), id); tools.KindOf(err) != tools.KindNotFound {
 		t.Fatalf("snapshot after close: %v", err)
 	}
 }
@@ -90,13 +92,15 @@ func TestWaitDuringSleepSwitchOff(t *testing.T) {
 	}
 	deciding, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	testHookSleeping = func(*node) {
-		once.Do(func() { close(deciding); <-release })
-	}
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); testHookSleeping = nil })
-	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.IdleAfter = 200 * time.Millisecond })
+	t.Cleanup(func() { free() })
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) {
+		c.IdleAfter = 200 * time.Millisecond
+		c.hooks = &hooks{sleeping: func(*node) {
+			once.Do(func() { close(deciding); <-release })
+		}}
+	})
 	id := launch(t, o, "sh", "-c", "read x; echo MARK-$x; sleep 60")
 	n := o.node(id)
 	within(t, deciding, 20*time.Second, "the idle node deciding to sleep")
@@ -109,9 +113,7 @@ func TestWaitDuringSleepSwitchOff(t *testing.T) {
 		}
 		waited <- err
 	}()
-	for n.observers.Load() == 0 { // the wait has registered
-		time.Sleep(time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, func() bool { return n.observers.Load() > 0 }, testenv.Msg("the wait never registered"))
 	free()
 	// The program prints only now, through tmux itself (not an operation
 	// that would observe the node).
@@ -130,11 +132,11 @@ func TestShutdownWaitsForClose(t *testing.T) {
 	id := launch(t, o, "sh", "-c", "sleep 60")
 	detached, release := make(chan struct{}), make(chan struct{})
 	shutdown := make(chan struct{})
-	testHookClosed = func(*node) { close(detached); <-release }
-	testHookShutdown = func() { close(shutdown) }
+	o.hooks.closed = func(*node) { close(detached); <-release }
+	o.hooks.shutdown = func() { close(shutdown) }
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); testHookClosed, testHookShutdown = nil, nil })
+	t.Cleanup(func() { free(); o.hooks.closed, o.hooks.shutdown = nil, nil })
 
 	closed := make(chan error, 1)
 	go func() { closed <- o.CloseNode(tctx(t), id) }()
@@ -155,6 +157,7 @@ func TestShutdownWaitsForClose(t *testing.T) {
 
 // Detaching a node twice at once never closes a channel twice.
 func TestDetachTwiceAtOnce(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "sleep 60")
 	n := o.node(id)
@@ -170,17 +173,18 @@ func TestDetachTwiceAtOnce(t *testing.T) {
 // before a restart is history-truncated, never usage and never judged
 // against the new screen.
 func TestRevisionsNeverRepeatAcrossRestart(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launch(t, o, "sh", "-c", "echo first-life; exec cat")
 	waitText(t, o, id, "first-life")
-	before, err := o.Snapshot(id)
+	before, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
 	o.Close()
 	o2 := openOrchestrator(t, srv, dir)
-	after, err := o2.Snapshot(id)
+	after, err := o2.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +192,7 @@ func TestRevisionsNeverRepeatAcrossRestart(t *testing.T) {
 		t.Fatalf("revision after the restart %d is not above %d", after.Revision, before.Revision)
 	}
 	old := before.Revision
-	if _, err := o2.CaptureSince(id, old); tools.KindOf(err) != tools.KindConflict {
+	if _, err := o2.CaptureSince(context.Background(), id, old); tools.KindOf(err) != tools.KindConflict {
 		t.Fatalf("capture_since an old cursor: %v, want conflict", err)
 	}
 	if _, err := o2.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: "first-life", After: &old, TimeoutMS: 1000}); tools.KindOf(err) != tools.KindConflict {
@@ -196,7 +200,7 @@ func TestRevisionsNeverRepeatAcrossRestart(t *testing.T) {
 	}
 	o2.Close()
 	o3 := openOrchestrator(t, srv, dir)
-	third, err := o3.Snapshot(id)
+	third, err := o3.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,9 +220,6 @@ func (o *Orchestrator) readExit(id string) (exitRecord, bool) {
 	return r, readJSON(o.exitPath(id), &r) == nil
 }
 
-// testHookLost, if set, runs when loseNode has listed a node.
-var testHookLost func(id string)
-
 // loseNode lists a local node whose tmux server died while termsprawl
 // runs (CONTRACT §26), at once: lost, with its last screen, restorable
 // without a restart, its token dead; or, when its program had exited
@@ -270,8 +267,8 @@ func (o *Orchestrator) loseNode(n *node, reason string) {
 	o.gone(n) // its token and its agent state go
 	o.statusChanged()
 	o.log.Info("node lost: its tmux server died", "node", m.ID, "status", l.status)
-	if testHookLost != nil {
-		testHookLost(m.ID)
+	if h := o.hooks.lost; h != nil {
+		h(m.ID)
 	}
 }
 

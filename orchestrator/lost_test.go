@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -31,6 +33,8 @@ func kindOf(err error) tools.Kind {
 // ids, names, directories and recording (with a gap); the next start
 // adopts them and restores nothing twice.
 func TestRebootLostNodesAndRestore(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 7 s on a loaded 2-core machine")
+	t.Parallel()
 	srv := tmuxtest.New(t) // its cleanup also ends the SOCKET-N shards
 	state := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(state); err != nil {
@@ -95,7 +99,7 @@ func TestRebootLostNodesAndRestore(t *testing.T) {
 		}
 	}
 	for _, id := range []string{a, b, c} {
-		snap, err := o2.Snapshot(id)
+		snap, err := o2.Snapshot(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -220,15 +224,14 @@ func TestRebootLostNodesAndRestore(t *testing.T) {
 // The keeper writes a node's last screen after it changed, and only then.
 func TestKeeperWritesChangedScreensOnly(t *testing.T) {
 	rounds := make(chan struct{}, 64)
-	testHookKept = func() {
+	kept := func() {
 		select {
 		case rounds <- struct{}{}:
 		default:
 		}
 	}
-	t.Cleanup(func() { testHookKept = nil })
 	srv, state := newTestServer(t)
-	o := openOrchestratorWith(t, srv, state, func(c *Config) { c.KeepScreens = 10 * time.Millisecond })
+	o := openOrchestratorWith(t, srv, state, func(c *Config) { c.KeepScreens = 10 * time.Millisecond; c.hooks = &hooks{kept: kept} })
 	id := launch(t, o, "sh", "-c", "echo first-line; exec cat")
 	waitText(t, o, id, "first-line")
 	next := func() {

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -27,9 +28,10 @@ func TestServerDeathWhileRunningListsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	lost := make(chan string, 4)
-	testHookLost = func(id string) { lost <- id }
-	t.Cleanup(func() { testHookLost = nil })
-	o := openOrchestratorWith(t, srv, state, func(c *Config) { c.KeepScreens = -1 })
+	o := openOrchestratorWith(t, srv, state, func(c *Config) {
+		c.KeepScreens = -1
+		c.hooks = &hooks{lost: func(id string) { lost <- id }}
+	})
 	dir := t.TempDir()
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo alive-a; exec cat"}, Name: "a", Cwd: dir, Columns: 80, Rows: 24})
 	if err != nil {
@@ -64,7 +66,7 @@ func TestServerDeathWhileRunningListsLost(t *testing.T) {
 	if n := status[d]; n.Status != tools.StatusExited || n.ExitCode == nil || *n.ExitCode != 3 {
 		t.Errorf("the node that had exited 3: %+v, want exited 3", n)
 	}
-	snap, err := o.Snapshot(a)
+	snap, err := o.Snapshot(context.Background(), a)
 	if err != nil || snap.Status != tools.StatusLost || !strings.Contains(strings.Join(snap.Lines, "\n"), "alive-a") {
 		t.Fatalf("the lost node's snapshot: %+v %v", snap, err)
 	}

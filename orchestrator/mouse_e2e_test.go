@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"path/filepath"
 	"runtime"
@@ -45,7 +46,7 @@ func received(t *testing.T, o *Orchestrator, id string) string {
 	t.Helper()
 	r, err := o.WriteRaw(tctx(t), id, []byte("Z"), &tools.WaitSpec{Wait: tools.WaitRegex, Pattern: `5a$`, TimeoutMS: 20000})
 	if err != nil || r.Wait == nil || !r.Wait.Matched {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("sentinel: %+v %v\n%s", r, err, strings.Join(snap.Lines, "\n"))
 	}
 	text, err := o.Read(tctx(t), id, 100000)
@@ -65,6 +66,8 @@ func received(t *testing.T, o *Orchestrator, id string) string {
 // sends in that mode (checked byte by byte, against the formats written
 // out here, not against the encoder), for each kind of action.
 func TestMouseEndToEnd(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 11 s on a loaded 2-core machine")
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	at := &tools.Cell{Row: 2, Column: 5} // 1-based: column 6 (0x26 after +32), row 3 (0x23)
 	cases := []struct {
@@ -95,7 +98,7 @@ func TestMouseEndToEnd(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			id := launchMousecatSized(t, o, 120, tc.modes...)
-			caps, err := o.Capabilities(id)
+			caps, err := o.Capabilities(context.Background(), id)
 			if err != nil || caps.Mouse != tc.mouse || !caps.Modes.Mouse {
 				t.Fatalf("capabilities: %+v %v, want mouse %+v", caps, err, tc.mouse)
 			}
@@ -135,6 +138,8 @@ func hexOf(s string) string {
 // Mouse actions the program's modes do not allow are refused before
 // anything is sent: the sentinel that follows arrives alone.
 func TestMouseRefusedSendsNothing(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 15 s on a loaded 2-core machine")
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	cases := []struct {
 		name  string
@@ -175,9 +180,11 @@ func TestMouseRefusedSendsNothing(t *testing.T) {
 // A ref from terminal_query clicks its text; once the text moved, the ref
 // is stale (conflict, stale-ref) and nothing is sent.
 func TestMouseRefs(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 3 s on a loaded 2-core machine")
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launchMousecat(t, o, "1000", "1006")
-	q, err := o.Query(id, QuerySpec{Text: "READY"})
+	q, err := o.Query(context.Background(), id, QuerySpec{Text: "READY"})
 	if err != nil || len(q.Matches) != 1 {
 		t.Fatalf("query: %+v %v", q, err)
 	}
@@ -204,7 +211,7 @@ func TestMouseRefs(t *testing.T) {
 		t.Fatal(err)
 	}
 	id2 := launchMousecat(t, o, "1000")
-	q2, _ := o.Query(id2, QuerySpec{Pattern: `READY \d+`})
+	q2, _ := o.Query(context.Background(), id2, QuerySpec{Pattern: `READY \d+`})
 	if len(q2.Matches) != 1 {
 		t.Fatalf("query: %+v", q2)
 	}
@@ -232,12 +239,13 @@ func itoa(v uint64) string { return strconv.FormatUint(v, 10) }
 // After an orchestrator restart the mirror learns the modes tmux tracks
 // (#{mouse_button_flag}, #{mouse_utf8_flag}, …) from the seed.
 func TestMouseModesAfterRestart(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launchMousecat(t, o, "1002", "1005")
 	o.Close()
 	o2 := openOrchestrator(t, srv, dir)
-	caps, err := o2.Capabilities(id)
+	caps, err := o2.Capabilities(context.Background(), id)
 	if err != nil || caps.Mouse != (tools.MouseMode{Tracking: "button", Encoding: "utf8"}) {
 		t.Fatalf("capabilities after restart: %+v %v", caps, err)
 	}

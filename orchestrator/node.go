@@ -204,6 +204,20 @@ func (n *node) state() (string, *int, bool) {
 	return n.status, n.exitCode, n.gone
 }
 
+// exitState is the node's status, exit code, whether its session is gone
+// and why its program ended when not by itself, read under one lock: a
+// concurrent exit (markLost sets status and reason together) is seen
+// whole or not at all, never as a running node with an exit reason.
+func (n *node) exitState() (status string, code *int, gone bool, reason string) {
+	n.mu.Lock()
+	status, code, gone, reason = n.status, n.exitCode, n.gone, n.exitReason
+	n.mu.Unlock()
+	if n.hooks().stateRead != nil {
+		n.hooks().stateRead(n)
+	}
+	return status, code, gone, reason
+}
+
 func (n *node) statusWait() (string, <-chan struct{}) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -336,11 +350,8 @@ func (n *node) requestReseed() {
 }
 
 func (n *node) info(clients int) tools.NodeInfo {
-	status, code, _ := n.state()
+	status, code, _, reason := n.exitState()
 	snap := n.snapshot()
-	n.mu.Lock()
-	reason := n.exitReason
-	n.mu.Unlock()
 	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.Socket(), Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
 		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host, Crash: n.crashReport(),

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 )
@@ -14,6 +15,7 @@ import (
 // second tmux server the test reads) sees the message on its status
 // line, literally: `#` is not expanded as a format.
 func TestNotifyHumans(t *testing.T) {
+	t.Parallel()
 	o, srv := orchestrator.NewTestOrchestrator(t)
 	id := orchestrator.LaunchForTest(t, o, orchestrator.BashArgv()...)
 	ctx := orchestrator.TestContext(t)
@@ -23,28 +25,23 @@ func TestNotifyHumans(t *testing.T) {
 	outer := tmuxtest.New(t)
 	outer.Must("new-session", "-d", "-s", "human", "-x", "120", "-y", "20",
 		"env", "-u", "TMUX", "tmux", "-L", srv.Socket, "-f", os.DevNull, "attach-session", "-t", "=ts-"+id)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	if !testenv.Until(20*time.Second, func() bool {
 		n, err := o.NotifyHumans(ctx, "termsprawl: build asks: Bash: make #{pane_id} (termsprawl answer dialog-1 allow|deny)")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if n == 1 {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the attached client was never told")
-		}
-		time.Sleep(50 * time.Millisecond) // the client is still attaching
+		return false
+	}) {
+		t.Fatal("the attached client was never told")
 	}
-	for {
-		pane, _ := outer.Cmd("capture-pane", "-p", "-t", "=human:")
-		if strings.Contains(pane, "build asks: Bash: make #{pane_id} (termsprawl answer dialog-1 allow|deny)") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the human's screen lacks the message:\n%s", pane)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var pane string
+	if !testenv.Until(20*time.Second, func() bool {
+		pane, _ = outer.Cmd("capture-pane", "-p", "-t", "=human:")
+		return strings.Contains(pane, "build asks: Bash: make #{pane_id} (termsprawl answer dialog-1 allow|deny)")
+	}) {
+		t.Fatalf("the human's screen lacks the message:\n%s", pane)
 	}
 }

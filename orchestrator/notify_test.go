@@ -6,6 +6,7 @@ import (
 )
 
 func TestNotifyText(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ in, want string }{
 		{"build asks: Bash: make #1", "build asks: Bash: make ##1"},
 		{"two\nlines\tand\x1b[31m escape", "two lines and^[[31m escape"},

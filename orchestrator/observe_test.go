@@ -1,10 +1,12 @@
 package orchestrator
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -13,12 +15,24 @@ import (
 func waitSleepState(t *testing.T, o *Orchestrator, id string, asleep bool) {
 	t.Helper()
 	n := o.node(id)
-	deadline := time.Now().Add(20 * time.Second)
-	for (n.asleep.Load() && n.scr.Asleep()) != asleep {
-		if time.Now().After(deadline) {
-			t.Fatalf("node %s: asleep %v, emulator released %v; want asleep=%v", id, n.asleep.Load(), n.scr.Asleep(), asleep)
+	testenv.Eventually(t, 20*time.Second, func() bool { return (n.asleep.Load() && n.scr.Asleep()) == asleep }, func() string {
+		return fmt.Sprintf("node %s: asleep %v, emulator released %v; want asleep=%v", id, n.asleep.Load(), n.scr.Asleep(), asleep)
+	})
+}
+
+// followRevisions waits for k new revisions of a shown node (changed is
+// its page's Changed), calling each after every one: the test's clock is
+// the program's output, not a sleep.
+func followRevisions(t *testing.T, changed func() (uint64, <-chan struct{}), k int, each func(i int)) {
+	t.Helper()
+	for i := range k {
+		rev, ch := changed()
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no revision after %d while shown", rev)
 		}
-		time.Sleep(20 * time.Millisecond)
+		each(i)
 	}
 }
 
@@ -26,6 +40,7 @@ func waitSleepState(t *testing.T, o *Orchestrator, id string, asleep bool) {
 // keeps it awake (following output) while it shows it; when no page shows
 // it any more, it sleeps again. Peek lists it without waking it.
 func TestShowingObservesNode(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
@@ -59,20 +74,13 @@ func TestShowingObservesNode(t *testing.T) {
 	if got := o.Observers(id); got != 2 {
 		t.Fatalf("observers = %d with two pages, want 2", got)
 	}
-	// It follows output: several revisions pass, over many idle periods,
-	// and it never sleeps meanwhile.
-	for i := 0; i < 8; i++ {
-		rev, ch := a.Changed()
-		select {
-		case <-ch:
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no revision after %d while shown", rev)
-		}
-		time.Sleep(idle / 2)
+	// It follows output: 30 ticks' revisions pass (over seven idle
+	// periods), and it never sleeps meanwhile.
+	followRevisions(t, a.Changed, 30, func(i int) {
 		if o.Asleep(id) {
-			t.Fatalf("a shown node fell asleep (after %d idle periods)", i)
+			t.Fatalf("a shown node fell asleep (after %d revisions)", i)
 		}
-	}
+	})
 	g := a.Cells()
 	if g.Columns == 0 || g.Rows == 0 {
 		t.Fatalf("Cells of a shown node: %dx%d", g.Columns, g.Rows)
@@ -82,7 +90,8 @@ func TestShowingObservesNode(t *testing.T) {
 	if got := o.Observers(id); got != 1 {
 		t.Fatalf("observers = %d after one page left, want 1", got)
 	}
-	time.Sleep(3 * idle)
+	// Fifteen more ticks (over three idle periods) reach the second page.
+	followRevisions(t, b.Changed, 15, func(int) {})
 	if o.Asleep(id) {
 		t.Fatal("the node slept while the second page still showed it")
 	}

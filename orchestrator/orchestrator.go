@@ -85,6 +85,10 @@ type Config struct {
 	// (CONTRACT §26; config.toml's [keys]). "": tools.DefaultDetachKey,
 	// tools.DefaultAnswerKey.
 	DetachKey, AnswerKey string
+
+	// hooks, set by the package's tests only, are the engine's test seams
+	// from the start (the ones that run while New adopts and connects).
+	hooks *hooks
 }
 
 // Keys returns the detach and answer keys the private servers bind.
@@ -119,9 +123,11 @@ const DefaultRestAfter = 5 * time.Second
 // Orchestrator owns the nodes of one state dir on one private tmux server.
 type Orchestrator struct {
 	cfg Config
-	log *slog.Logger
 	// sbProbe is bwrap's last good probe (sandboxglue.go).
 	sbProbe sandboxProbe
+	// hooks are the test seams (hooks.go); never nil, empty outside tests.
+	hooks *hooks
+	log   *slog.Logger
 	// output counts the output every pump took in, to return memory to
 	// the system after floods (memory.go).
 	output outputMeter
@@ -240,7 +246,10 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, lost: map[string]*lostNode{}, startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
+	o := &Orchestrator{cfg: cfg, hooks: cfg.hooks, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, lost: map[string]*lostNode{}, startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
+	if o.hooks == nil {
+		o.hooks = &hooks{}
+	}
 	if pw, err := proc.NewWatcher(); err == nil {
 		o.procs = pw
 	} else {
@@ -274,14 +283,11 @@ func (o *Orchestrator) TmuxBin() string { return o.cfg.Tmux }
 // StateDir returns the state dir.
 func (o *Orchestrator) StateDir() string { return o.cfg.StateDir }
 
-// testHookShutdown, if set, runs at the start of Close.
-var testHookShutdown func()
-
 // Close stops mirroring: control clients end, the tmux server and every
 // session keep running, files stay for the next orchestrator.
 func (o *Orchestrator) Close() {
-	if testHookShutdown != nil {
-		testHookShutdown()
+	if o.hooks.shutdown != nil {
+		o.hooks.shutdown()
 	}
 	o.output.stop() // no return of memory after Close (memory.go)
 	// Host supervisors adopt sessions: stop them first.

@@ -25,8 +25,8 @@ func (o *Orchestrator) humanClients(ctx context.Context) map[hosts.Server]map[st
 	var wg sync.WaitGroup
 	for i, srv := range srvs {
 		wg.Go(func() {
-			if testHookHumanClients != nil {
-				testHookHumanClients(len(srvs))
+			if o.hooks.humanClients != nil {
+				o.hooks.humanClients(len(srvs))
 			}
 			out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
 			if err != nil {
@@ -51,10 +51,6 @@ func (o *Orchestrator) humanClients(ctx context.Context) map[hosts.Server]map[st
 	}
 	return res
 }
-
-// testHookHumanClients, if set, runs as each shard's list-clients starts,
-// with the number of shards asked.
-var testHookHumanClients func(shards int)
 
 // List returns every node.
 func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
@@ -97,7 +93,7 @@ func (o *Orchestrator) Owner(id string) (owner string, ok bool) {
 }
 
 // Snapshot returns the node's screen.
-func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
+func (o *Orchestrator) Snapshot(ctx context.Context, id string) (tools.Snapshot, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		if l := o.lostOne(id); l != nil && o.node(id) == nil {
@@ -105,21 +101,18 @@ func (o *Orchestrator) Snapshot(id string) (tools.Snapshot, error) {
 		}
 		return tools.Snapshot{}, err
 	}
-	n.observe(context.Background())
-	status, code, _ := n.state()
-	n.mu.Lock()
-	reason := n.exitReason
-	n.mu.Unlock()
+	n.observe(ctx)
+	status, code, _, reason := n.exitState()
 	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.crashReport(), Semantic: n.semanticLines()}, nil
 }
 
 // CaptureSince returns the rows changed after revision cursor.
-func (o *Orchestrator) CaptureSince(id string, cursor uint64) (tools.Changes, error) {
+func (o *Orchestrator) CaptureSince(ctx context.Context, id string, cursor uint64) (tools.Changes, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.Changes{}, err
 	}
-	n.observe(context.Background())
+	n.observe(ctx)
 	ch, err := n.changesWithLogs(cursor)
 	if err != nil {
 		return tools.Changes{}, revisionErr(id, "cursor", cursor, err)

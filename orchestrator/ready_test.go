@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -21,12 +22,13 @@ func slowBash(t *testing.T) []string {
 // CONTRACT §18: input sent right after the launch is held until the
 // program reads, so the typed line is on the screen once.
 func TestInputWaitsForTheProgramToRead(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t) // launches do not watch: they return at once
 	id := launch(t, o, slowBash(t)...)
 	ctx := tctx(t)
 	cmd := "echo hello-$((6*7))"
 	r, err := o.Submit(ctx, id, cmd, &tools.WaitSpec{Wait: tools.WaitRegex, Pattern: `^hello-42$`, TimeoutMS: 10000})
-	snap, _ := o.Snapshot(id)
+	snap, _ := o.Snapshot(context.Background(), id)
 	screen := strings.Join(snap.Lines, "\n")
 	if err != nil || r.Wait == nil || !r.Wait.Matched {
 		t.Fatalf("submit: %+v %v\n%s", r.Wait, err, screen)
@@ -38,6 +40,7 @@ func TestInputWaitsForTheProgramToRead(t *testing.T) {
 
 // terminal_launch says whether the program was ready within the launch.
 func TestLaunchSaysReady(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {

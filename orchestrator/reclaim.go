@@ -14,9 +14,6 @@ import (
 // reclaimWait bounds how long a reclaimed shard's server takes to exit.
 const reclaimWait = 5 * time.Second
 
-// testHookReclaimed, if set, is told each shard socket that was reclaimed.
-var testHookReclaimed func(socket string)
-
 // reclaimShards lets every shard but the first that holds no node and no
 // launch under way exit: our clients leave it first (tmux 3.3a's crash
 // traps: no control client of ours is attached when a pane dies), then
@@ -73,8 +70,8 @@ func (o *Orchestrator) endShard(ctx context.Context, s *tmuxServer) {
 		for time.Now().Before(deadline) {
 			if !hosts.Running(ctx, o.cfg.Tmux, socket, tmuxEnv()) {
 				o.log.Info("empty tmux shard ended", "socket", socket)
-				if testHookReclaimed != nil {
-					testHookReclaimed(socket)
+				if o.hooks.reclaimed != nil {
+					o.hooks.reclaimed(socket)
 				}
 				return
 			}

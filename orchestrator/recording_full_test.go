@@ -43,6 +43,7 @@ func fillDisk(t *testing.T, dir string) {
 // temporary file can be made — leaves nodes/<id>.json no longer naming it
 // and meta.json saying why (both rewritten in place).
 func TestRecordingStateDirFull(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		testenv.SkipOrFail(t, "needs root to mount a small tmpfs (mount -t tmpfs -o size=4m)")
 	}
@@ -68,17 +69,14 @@ func TestRecordingStateDirFull(t *testing.T) {
 	}
 	// The node's metadata stops naming the recording (on a condition,
 	// not a clock: the deadline only ends a failing test).
-	deadline := time.Now().Add(30 * time.Second)
 	var meta NodeMeta
-	for {
-		b, err := os.ReadFile(o.metaPath(id))
-		if err == nil && json.Unmarshal(b, &meta) == nil && meta.Recording == "" && o.node(id).rec.Load() == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("nodes/%s.json still names the recording on a full disk: %s", id, b)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var b []byte
+	if !testenv.Until(30*time.Second, func() bool {
+		var err error
+		b, err = os.ReadFile(o.metaPath(id))
+		return err == nil && json.Unmarshal(b, &meta) == nil && meta.Recording == "" && o.node(id).rec.Load() == nil
+	}) {
+		t.Fatalf("nodes/%s.json still names the recording on a full disk: %s", id, b)
 	}
 	raw, err := os.ReadFile(filepath.Join(recDir, record.MetaFile))
 	if err != nil {

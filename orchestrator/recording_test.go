@@ -65,6 +65,7 @@ func eventTypes(evs []record.Event) map[string]int {
 // tools rebuild the screen at the marker; asciinema accepts the cast; a
 // pasted secret is nowhere in the directory.
 func TestRecordingEndToEnd(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id, dir := launchRecorded(t, o)
 	if filepath.Dir(dir) != filepath.Join(o.cfg.StateDir, TracesDir) || !strings.HasPrefix(filepath.Base(dir), "rec-") {
@@ -189,6 +190,7 @@ func nodeInfo(t *testing.T, o *Orchestrator, id string) tools.NodeInfo {
 // Recording gets every byte of a flood, also while the mirror skips the
 // burst and reseeds from tmux instead of emulating it.
 func TestRecordingGetsEveryByteOfABurst(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id, dir := launchRecorded(t, o)
 	ctx := tctx(t)
@@ -225,6 +227,7 @@ func TestRecordingGetsEveryByteOfABurst(t *testing.T) {
 // A recording goes on across an orchestrator restart: a gap event, a
 // resume, and the output after the restart.
 func TestRecordingSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	state := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(state); err != nil {
@@ -274,9 +277,10 @@ func TestRecordOnRunningNodeAndNoSleep(t *testing.T) {
 		t.Fatal(err)
 	}
 	slept := make(chan string, 16)
-	testHookSleeping = func(n *node) { slept <- n.meta.ID }
-	t.Cleanup(func() { testHookSleeping = nil })
-	o := openOrchestratorWith(t, srv, state, func(c *Config) { c.IdleAfter = 200 * time.Millisecond })
+	o := openOrchestratorWith(t, srv, state, func(c *Config) {
+		c.IdleAfter = 200 * time.Millisecond
+		c.hooks = &hooks{sleeping: func(n *node) { slept <- n.meta.ID }}
+	})
 	id := launch(t, o, bashArgv()...)
 	inputAndWait(t, o.Submit, id, "echo already-$((2*21))", &tools.WaitSpec{Wait: tools.WaitText, Text: "already-42", TimeoutMS: 20000})
 	// Let it fall asleep, then record: the recording wakes it.
@@ -295,13 +299,19 @@ func TestRecordOnRunningNodeAndNoSleep(t *testing.T) {
 	}
 	// Recorded, it stays awake past several idle periods: a marker made
 	// later still lands after the node printed, and no sleep is seen.
+	// Once it has gone unobserved for three idle periods (an unrecorded
+	// node would sleep), deciding keeps it awake, and it never slept.
 	n := o.node(id)
-	deadline := time.Now().Add(2 * time.Second)
-	for time.Now().Before(deadline) {
-		if ok, _ := n.decideSleep(o.cfg.IdleAfter); ok {
-			t.Fatal("decideSleep put a recorded node to sleep")
-		}
-		time.Sleep(100 * time.Millisecond)
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		return time.Since(time.Unix(0, n.lastObserved.Load())) > 3*o.cfg.IdleAfter
+	}, testenv.Msg("the node stayed observed"))
+	if ok, _ := n.decideSleep(o.cfg.IdleAfter); ok {
+		t.Fatal("decideSleep put a recorded node to sleep")
+	}
+	select {
+	case id := <-slept:
+		t.Fatalf("recorded node %s went to sleep", id)
+	default:
 	}
 	if _, err := o.Record(tctx(t), id, false); err != nil {
 		t.Fatal(err)
@@ -319,6 +329,7 @@ func TestRecordOnRunningNodeAndNoSleep(t *testing.T) {
 
 // Marking a node that is not recorded is not_run, and says how to start.
 func TestMarkWithoutRecording(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, bashArgv()...)
 	_, err := o.Mark(id, "x")
@@ -330,6 +341,7 @@ func TestMarkWithoutRecording(t *testing.T) {
 // A full disk stops the recording with a logged error; the node runs on
 // and its metadata no longer names the recording.
 func TestRecordingDiskFull(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		testenv.SkipOrFail(t, "needs root to mount a small tmpfs (mount -t tmpfs -o size=256k)")
 	}
@@ -349,10 +361,7 @@ func TestRecordingDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := o.node(id)
-	deadline := time.Now().Add(20 * time.Second)
-	for n.rec.Load() != nil && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
+	testenv.Until(20*time.Second, func() bool { return n.rec.Load() == nil })
 	if n.rec.Load() != nil {
 		t.Fatal("the recording did not stop on a full disk")
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
-	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -304,8 +303,8 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 		}
 	}
 	o.finishPendingCloses(h.Spec().Name, srv)
-	if testHookHostAdopted != nil {
-		testHookHostAdopted(h.Spec().Name)
+	if h.o.hooks.hostAdopted != nil {
+		h.o.hooks.hostAdopted(h.Spec().Name)
 	}
 }
 
@@ -440,13 +439,7 @@ func (h *remoteHost) placeholders() {
 		if read.Host != h.Spec().Name || read.err != nil || o.node(id) != nil {
 			continue
 		}
-		n := o.newNode(read.NodeMeta)
-		n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: revisionBase(read.Epoch + 1)})
-		n.status = tools.StatusUnreachable
-		close(n.done)
-		o.mu.Lock()
-		o.nodes[id] = n
-		o.mu.Unlock()
+		o.listUnreachable(read.NodeMeta, revisionBase(read.Epoch+1), "")
 		o.log.Info("node listed as unreachable until its host answers", "node", id, "host", h.Spec().Name)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -21,6 +22,8 @@ import (
 // session on the remote server). BatchMode: a host that asks for a
 // password is refused, never a hang.
 func TestRemoteBadHosts(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 9 s on a loaded 2-core machine")
+	t.Parallel()
 	f := sshtest.New(t)
 	o, _, _, dir := func() (*Orchestrator, *sshtest.Fixture, any, string) {
 		srv := tmuxtest.New(t)
@@ -91,6 +94,8 @@ func TestRemoteBadHosts(t *testing.T) {
 // many nodes: they share the mirror client (3 sessions in all, and short
 // commands one at a time here), all over the one master connection.
 func TestRemoteMaxSessions(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 25 s on a loaded 2-core machine")
+	t.Parallel()
 	o, f, _, dir := newRemote(t, "few="+sshtest.Few)
 	var ids []string
 	for range 10 {

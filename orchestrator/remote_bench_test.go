@@ -28,6 +28,12 @@ import (
 // benchRemote is an orchestrator with the fixture's good host as "big".
 func benchRemote(b *testing.B) (*Orchestrator, *sshtest.Fixture) {
 	b.Helper()
+	return benchRemoteHooks(b, nil)
+}
+
+// benchRemoteHooks is benchRemote with test hooks h set from the start.
+func benchRemoteHooks(b *testing.B, h *hooks) (*Orchestrator, *sshtest.Fixture) {
+	b.Helper()
 	f := sshtest.New(b)
 	srv := tmuxtest.New(b)
 	dir := filepath.Join(b.TempDir(), "state")
@@ -37,7 +43,7 @@ func benchRemote(b *testing.B) (*Orchestrator, *sshtest.Fixture) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg := Config{StateDir: dir, Socket: srv.Socket, LaunchWatch: -1, Hosts: []tools.HostSpec{
-		{Name: "big", Dest: sshtest.Good, SSHOptions: f.SSHOptions(), Socket: f.RemoteSocket, RemoteDir: f.RemoteDir("big")}}}
+		{Name: "big", Dest: sshtest.Good, SSHOptions: f.SSHOptions(), Socket: f.RemoteSocket, RemoteDir: f.RemoteDir("big")}}, hooks: h}
 	if os.Getenv("TERMSPRAWL_TEST_LOG") != "" {
 		cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
@@ -93,7 +99,7 @@ func BenchmarkRemoteRoundTrip(b *testing.B) {
 					b.Fatalf("render wait: %+v %v", r, err)
 				}
 				for {
-					snap, _ := o.Snapshot(info.Terminal)
+					snap, _ := o.Snapshot(context.Background(), info.Terminal)
 					if strings.Contains(strings.Join(snap.Lines, "\n"), token) {
 						break
 					}
@@ -125,7 +131,7 @@ func BenchmarkRemoteWakeLatency(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
 			for i := range b.N {
 				token := fmt.Sprintf("K=%s%07d", where[:1], i)
-				snap, err := o.Snapshot(id)
+				snap, err := o.Snapshot(context.Background(), id)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -147,7 +153,7 @@ func BenchmarkRemoteWakeLatency(b *testing.B) {
 				if at.IsZero() {
 					b.Fatalf("iteration %d: the wait failed", i)
 				}
-				snap, _ = o.Snapshot(id)
+				snap, _ = o.Snapshot(context.Background(), id)
 				written, ok := stampOf(strings.Join(snap.Lines, "\n"), token)
 				if !ok {
 					b.Fatalf("no stamp for %s", token)
@@ -194,9 +200,7 @@ func stampNodeOn(b *testing.B, o *Orchestrator, host string) (string, *os.File) 
 // node mirrored again (ns/op; also reported as ms).
 func BenchmarkRemoteReconnect(b *testing.B) {
 	adopted := make(chan string, 4)
-	testHookHostAdopted = func(h string) { adopted <- h }
-	b.Cleanup(func() { testHookHostAdopted = nil })
-	o, _ := benchRemote(b)
+	o, _ := benchRemoteHooks(b, &hooks{hostAdopted: func(h string) { adopted <- h }})
 	<-adopted
 	if _, err := o.Launch(bctx(b, 30*time.Second), LaunchSpec{Command: []string{"cat"}, Host: "big", Cwd: "/"}); err != nil {
 		b.Fatal(err)

@@ -88,7 +88,7 @@ func TestRemoteCloseLosesTheHost(t *testing.T) {
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
 	master := hostStatus(o, "big").MasterPID
-	testHookClosed = func(n *node) {
+	o.hooks.closed = func(n *node) {
 		if n.meta.ID != id {
 			return
 		}
@@ -97,9 +97,9 @@ func TestRemoteCloseLosesTheHost(t *testing.T) {
 			p.Kill() // only the ssh master this orchestrator started
 		}
 	}
-	t.Cleanup(func() { testHookClosed = nil })
+	t.Cleanup(func() { o.hooks.closed = nil })
 	err := o.CloseNode(tctx(t), id)
-	testHookClosed = nil
+	o.hooks.closed = nil
 	var te *tools.Error
 	if !errors.As(err, &te) || !errors.Is(err, ErrHostUnreachable) || te.Details["closing"] != true {
 		t.Fatalf("a close that lost its host: %v", err)

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"os"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -57,19 +59,20 @@ func hostStatus(o *Orchestrator, name string) HostStatus {
 // on them answer unavailable (retryable); the orchestrator reconnects
 // within 10 s and mirrors them again; the remote program kept running.
 func TestRemoteConnectionLost(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
 	lost, release, adopted := make(chan string, 1), make(chan struct{}), make(chan string, 4)
-	testHookHostLost = func(h string) {
-		lost <- h
-		<-release
-	}
-	testHookHostAdopted = func(h string) { adopted <- h }
-	t.Cleanup(func() { testHookHostLost, testHookHostAdopted = nil, nil })
-	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	o, f, _, _ := newRemoteHooks(t, &hooks{
+		hostLost: func(h string) {
+			lost <- h
+			<-release
+		},
+		hostAdopted: func(h string) { adopted <- h },
+	}, "big="+sshtest.Good)
 	<-adopted // the first connection's adoption
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 3")
 	before := panePID(t, f, id)
-	rev0, _ := o.Snapshot(id)
+	rev0, _ := o.Snapshot(context.Background(), id)
 
 	st := hostStatus(o, "big")
 	if st.State != HostConnected || st.MasterPID == 0 {
@@ -91,7 +94,7 @@ func TestRemoteConnectionLost(t *testing.T) {
 	detected := time.Since(killed)
 	tickAtLoss := lastTick(t, f, id)
 	// Every call on the node answers unavailable, retryable, naming the host.
-	_, snapErr := o.Snapshot(id)
+	_, snapErr := o.Snapshot(context.Background(), id)
 	_, subErr := o.Submit(tctx(t), id, "x", nil)
 	_, waitErr := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: "never", TimeoutMS: 1000})
 	for name, err := range map[string]error{"snapshot": snapErr, "submit": subErr, "wait": waitErr} {
@@ -123,7 +126,7 @@ func TestRemoteConnectionLost(t *testing.T) {
 	// The mirror is back: later ticks arrive, revisions moved on.
 	want := "tick " + strconv.Itoa(tickAtLoss+5)
 	waitText(t, o, id, want)
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil || snap.Revision <= rev0.Revision || snap.Status != tools.StatusRunning {
 		t.Fatalf("snapshot after reconnect: rev %d (before %d) status %s, %v", snap.Revision, rev0.Revision, snap.Status, err)
 	}
@@ -132,10 +135,12 @@ func TestRemoteConnectionLost(t *testing.T) {
 // A restarted orchestrator adopts the host's sessions again: same id,
 // same program, a newer mirror life.
 func TestRemoteRestartAdopts(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
+	t.Parallel()
 	o, f, srv, dir := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
-	snap0, _ := o.Snapshot(id)
+	snap0, _ := o.Snapshot(context.Background(), id)
 	pid := panePID(t, f, id)
 	o.Close()
 	o2 := remoteOrchestrator(t, f, srv, dir, "big="+sshtest.Good)
@@ -147,7 +152,7 @@ func TestRemoteRestartAdopts(t *testing.T) {
 		t.Fatalf("program changed across the restart: %s then %s", pid, got)
 	}
 	waitText(t, o2, id, "tick "+strconv.Itoa(lastTick(t, f, id)+3))
-	snap, err := o2.Snapshot(id)
+	snap, err := o2.Snapshot(context.Background(), id)
 	if err != nil || snap.Revision <= snap0.Revision {
 		t.Fatalf("revision %d after restart, %d before: %v", snap.Revision, snap0.Revision, err)
 	}
@@ -167,10 +172,9 @@ func TestRemoteRestartAdopts(t *testing.T) {
 // node stays listed as exited with the reason; the host reconnects to a
 // new server and takes launches again.
 func TestRemoteServerDied(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	adopted := make(chan string, 4)
-	testHookHostAdopted = func(h string) { adopted <- h }
-	t.Cleanup(func() { testHookHostAdopted = nil })
-	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	o, f, _, _ := newRemoteHooks(t, &hooks{hostAdopted: func(h string) { adopted <- h }}, "big="+sshtest.Good)
 	<-adopted
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
@@ -199,20 +203,19 @@ func TestRemoteServerDied(t *testing.T) {
 // unreachable from their metadata (calls answer unavailable), and are
 // adopted as soon as the host answers again.
 func TestRemoteRestartWhileUnreachable(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	o, f, srv, dir := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
 	o.Close()
 	adopted := make(chan string, 4)
-	testHookHostAdopted = func(h string) { adopted <- h }
-	t.Cleanup(func() { testHookHostAdopted = nil })
 	f.Block()
-	o2 := remoteOrchestrator(t, f, srv, dir, "big="+sshtest.Good)
+	o2 := remoteOrchestratorHooks(t, f, srv, dir, &hooks{hostAdopted: func(h string) { adopted <- h }}, "big="+sshtest.Good)
 	l := o2.List(tctx(t))
 	if len(l) != 1 || l[0].Terminal != id || l[0].Status != tools.StatusUnreachable || l[0].Host != "big" || l[0].TmuxSocket != f.RemoteSocket {
 		t.Fatalf("listed while the host is blocked: %+v", l)
 	}
-	_, err := o2.Snapshot(id)
+	_, err := o2.Snapshot(context.Background(), id)
 	var te *tools.Error
 	if !errors.As(err, &te) || te.Kind != tools.KindUnavailable || !te.Retryable {
 		t.Fatalf("snapshot while blocked: %v", err)

@@ -1,11 +1,13 @@
 package orchestrator
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -14,6 +16,8 @@ import (
 // the crash report is as complete as a local one: code or signal, when,
 // the last input, the screen's tail.
 func TestRemoteExitCrash(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
+	t.Parallel()
 	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
 	for _, tc := range []struct {
 		name, script string
@@ -33,7 +37,7 @@ func TestRemoteExitCrash(t *testing.T) {
 			if err != nil || !res.Matched {
 				t.Fatalf("wait for the exit: %+v %v", res, err)
 			}
-			snap, err := o.Snapshot(id)
+			snap, err := o.Snapshot(context.Background(), id)
 			if err != nil {
 				t.Fatal(err)
 			}

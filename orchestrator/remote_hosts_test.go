@@ -1,7 +1,9 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"os"
 	"path/filepath"
@@ -32,33 +34,26 @@ func hostInfo(t *testing.T, o *Orchestrator, name string) tools.HostInfo {
 // waitHostState waits until host_list says state for name.
 func waitHostState(t *testing.T, o *Orchestrator, name, state string, within time.Duration) tools.HostInfo {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		h := hostInfo(t, o, name)
-		if h.State == state {
-			return h
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host %s: state %s, want %s within %v: %+v", name, h.State, state, within, h)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var h tools.HostInfo
+	if !testenv.Until(within, func() bool { h = hostInfo(t, o, name); return h.State == state }) {
+		t.Fatalf("host %s: state %s, want %s within %v: %+v", name, h.State, state, within, h)
 	}
+	return h
 }
 
 // host_list through a cut link: connected → unreachable → reconnecting
 // (an attempt held in the hook) → connected; nodes counted, a round trip
 // while connected, since moving with each state.
 func TestRemoteHostStates(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 10 s on a loaded 2-core machine")
 	hold, held := make(chan struct{}), make(chan struct{}, 1)
 	var holding atomic.Bool
-	testHookHostConnect = func(string) {
+	o, f, _, _ := newRemoteHooks(t, &hooks{hostConnect: func(string) {
 		if holding.Load() {
 			held <- struct{}{}
 			<-hold
 		}
-	}
-	t.Cleanup(func() { testHookHostConnect = nil })
-	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
+	}}, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
 	h := hostInfo(t, o, "big")
@@ -94,13 +89,11 @@ func TestRemoteHostStates(t *testing.T) {
 		t.Fatalf("reconnected host: %+v", h)
 	}
 	// The node is mirrored again once the reconnect's adoption ran.
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if l := o.List(tctx(t)); len(l) == 1 && l[0].Status == tools.StatusRunning {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node after the reconnect: %+v", o.List(tctx(t)))
-		}
+	if !testenv.Until(20*time.Second, func() bool {
+		l := o.List(tctx(t))
+		return len(l) == 1 && l[0].Status == tools.StatusRunning
+	}) {
+		t.Fatalf("the node after the reconnect: %+v", o.List(tctx(t)))
 	}
 	waitText(t, o, id, "tick "+strconv.Itoa(lastTick(t, f, id)+2))
 }
@@ -109,6 +102,8 @@ func TestRemoteHostStates(t *testing.T) {
 // are closed (ended on the host) and the host is gone from hosts.json;
 // a host that cannot be reached has its nodes forgotten, said so.
 func TestRemoteHostRemove(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
+	t.Parallel()
 	f := sshtest.New(t)
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
@@ -129,7 +124,7 @@ func TestRemoteHostRemove(t *testing.T) {
 	if !errors.As(err, &te) || te.Kind != tools.KindRejected || !strings.Contains(te.Msg, id) || !strings.Contains(te.Msg, "--close-nodes") {
 		t.Fatalf("rm with a live node: %v", err)
 	}
-	if _, err := o.Snapshot(id); err != nil {
+	if _, err := o.Snapshot(context.Background(), id); err != nil {
 		t.Fatalf("the node after a refused rm: %v", err)
 	}
 	r, err := o.RemoveHost(tctx(t), "big", true)
@@ -176,21 +171,19 @@ func TestRemoteHostRemove(t *testing.T) {
 // pane-died hook at all (proc's doc), which made a test that waited for
 // the hook fail about one run in four under load.
 func TestRemoteHungHostDelaysNoLocalExit(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 7 s on a loaded 2-core machine")
 	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
 	remoteLaunch(t, o, "big", tickArgv...)
 	o.procs = nil // only the pane-died hook tells (deaths.go)
 	release := make(chan struct{})
 	var hung atomic.Int32
-	testHookListPanes = func(s *tmuxServer) {
+	o.hooks.listPanes = func(s *tmuxServer) {
 		if s.Remote() {
 			hung.Add(1)
 			<-release
 		}
 	}
-	t.Cleanup(func() {
-		testHookListPanes = nil
-		close(release)
-	})
+	t.Cleanup(func() { close(release) })
 	// It ends by a signal, printing nothing: no quiet-time check (heal)
 	// looks at it either.
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: t.TempDir(), Columns: 80, Rows: 24})
@@ -198,26 +191,25 @@ func TestRemoteHungHostDelaysNoLocalExit(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.deaths <- struct{}{} // a round that finds the host's list stuck
-	for hung.Load() == 0 {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 20*time.Second, func() bool { return hung.Load() != 0 }, testenv.Msg("the host's list never hung"))
 	start := time.Now()
 	sig, err := o.Signal(info.Terminal, "TERM")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for syscall.Kill(sig.PID, 0) == nil {
-		if _, zombie := proc.ZombieStatus(sig.PID); zombie {
-			break
+	testenv.Until(20*time.Second, func() bool {
+		if syscall.Kill(sig.PID, 0) != nil {
+			return true
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		_, zombie := proc.ZombieStatus(sig.PID)
+		return zombie
+	})
 	o.deaths <- struct{}{}                                                                                // the round the pane-died hook asks for
 	res, err := o.WaitFor(tctx(t), info.Terminal, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 15000}) // the host list hangs until cleanup
 	if err != nil || !res.Matched {
 		t.Fatalf("the local exit while the host's pane list hangs: %+v %v (after %v)", res, err, time.Since(start))
 	}
-	if snap, _ := o.Snapshot(info.Terminal); snap.ExitCode == nil || *snap.ExitCode != 128+15 {
+	if snap, _ := o.Snapshot(context.Background(), info.Terminal); snap.ExitCode == nil || *snap.ExitCode != 128+15 {
 		t.Fatalf("exit code %v, want 143", snap.ExitCode)
 	}
 }

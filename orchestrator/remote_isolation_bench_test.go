@@ -15,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 func BenchmarkLocalLaunchHost(b *testing.B) {
@@ -87,9 +89,7 @@ func BenchmarkLocalLaunchHost(b *testing.B) {
 		if p, err := os.FindProcess(hostStatus(o, "big").MasterPID); err == nil && hostStatus(o, "big").MasterPID > 0 {
 			p.Kill()
 		}
-		for hostStatus(o, "big").State == HostConnected {
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.Eventually(b, time.Minute, func() bool { return hostStatus(o, "big").State != HostConnected }, testenv.Msg("the blocked host stays connected"))
 		stop := background()
 		defer stop()
 		start := time.Now()

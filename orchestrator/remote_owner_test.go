@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -41,6 +42,8 @@ func sessionsOn(t *testing.T, f *sshtest.Fixture, socket string) string {
 // restart and through ending its server (down --all), even with the same
 // node id on both.
 func TestRemoteTwoOrchestrators(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 22 s on a loaded 2-core machine")
+	t.Parallel()
 	f := sshtest.New(t)
 	srvA, srvB := tmuxtest.New(t), tmuxtest.New(t)
 	dirA, dirB := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")

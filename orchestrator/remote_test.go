@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -22,15 +24,28 @@ func hostSpec(f *sshtest.Fixture, name, alias string) tools.HostSpec {
 // aliases given as name=alias.
 func remoteOrchestrator(t *testing.T, f *sshtest.Fixture, srv *tmuxtest.Server, dir string, hosts ...string) *Orchestrator {
 	t.Helper()
+	return remoteOrchestratorHooks(t, f, srv, dir, nil, hosts...)
+}
+
+// remoteOrchestratorHooks is remoteOrchestrator with test hooks h set from
+// the start (they see the first connection and adoption).
+func remoteOrchestratorHooks(t *testing.T, f *sshtest.Fixture, srv *tmuxtest.Server, dir string, h *hooks, hosts ...string) *Orchestrator {
+	t.Helper()
 	var specs []tools.HostSpec
 	for _, h := range hosts {
 		name, alias, _ := strings.Cut(h, "=")
 		specs = append(specs, hostSpec(f, name, alias))
 	}
-	return openOrchestratorWith(t, srv, dir, func(c *Config) { c.Hosts = specs })
+	return openOrchestratorWith(t, srv, dir, func(c *Config) { c.Hosts = specs; c.hooks = h })
 }
 
 func newRemote(t *testing.T, hosts ...string) (*Orchestrator, *sshtest.Fixture, *tmuxtest.Server, string) {
+	t.Helper()
+	return newRemoteHooks(t, nil, hosts...)
+}
+
+// newRemoteHooks is newRemote with test hooks h set from the start.
+func newRemoteHooks(t *testing.T, h *hooks, hosts ...string) (*Orchestrator, *sshtest.Fixture, *tmuxtest.Server, string) {
 	t.Helper()
 	f := sshtest.New(t)
 	srv := tmuxtest.New(t)
@@ -38,7 +53,7 @@ func newRemote(t *testing.T, hosts ...string) (*Orchestrator, *sshtest.Fixture, 
 	if err := tools.EnsureStateDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	return remoteOrchestrator(t, f, srv, dir, hosts...), f, srv, dir
+	return remoteOrchestratorHooks(t, f, srv, dir, h, hosts...), f, srv, dir
 }
 
 func remoteLaunch(t *testing.T, o *Orchestrator, host string, argv ...string) string {
@@ -56,12 +71,14 @@ func remoteLaunch(t *testing.T, o *Orchestrator, host string, argv ...string) st
 // A node on the host runs inside the namespace, is driven like a local
 // one, and its snapshot is what the remote tmux server has.
 func TestRemoteLaunchDrive(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
+	t.Parallel()
 	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", bashArgv()...)
 	wait := &tools.WaitSpec{Wait: tools.WaitText, Text: f.HostIP + "/30", TimeoutMS: 20000}
 	res, err := o.Submit(tctx(t), id, "ip -4 -o addr show", wait)
 	if err != nil || res.Wait == nil || !res.Wait.Matched {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("submit: %+v %v\n%s", res, err, strings.Join(snap.Lines, "\n"))
 	}
 	quiet := &tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 300, TimeoutMS: 20000}
@@ -71,7 +88,7 @@ func TestRemoteLaunchDrive(t *testing.T) {
 	if _, err := o.WaitFor(tctx(t), id, *quiet); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +117,8 @@ func TestRemoteLaunchDrive(t *testing.T) {
 // An unknown host name is a usage error naming the known ones; nothing is
 // made.
 func TestRemoteUnknownHost(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
+	t.Parallel()
 	o, _, _, dir := newRemote(t, "big="+sshtest.Good)
 	_, err := o.Launch(tctx(t), LaunchSpec{Command: bashArgv(), Host: "small"})
 	var te *tools.Error
@@ -114,6 +133,8 @@ func TestRemoteUnknownHost(t *testing.T) {
 // A node on a host is recorded like a local one (the cast holds its
 // output), and capture_since works on its mirror.
 func TestRemoteRecordAndCapture(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
+	t.Parallel()
 	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: bashArgv(), Host: "big", Columns: 80, Rows: 24, Record: true})
 	if err != nil {
@@ -124,7 +145,7 @@ func TestRemoteRecordAndCapture(t *testing.T) {
 	if err != nil || res.Wait == nil || !res.Wait.Matched {
 		t.Fatalf("submit: %+v %v", res, err)
 	}
-	ch, err := o.CaptureSince(id, res.Revision)
+	ch, err := o.CaptureSince(context.Background(), id, res.Revision)
 	if err != nil || len(ch.Rows) == 0 || !strings.Contains(fmt.Sprint(ch.Rows), "rec-9") {
 		t.Fatalf("capture_since: %+v %v", ch, err)
 	}
@@ -142,6 +163,8 @@ func TestRemoteRecordAndCapture(t *testing.T) {
 // registration is written there, and the node's environment names the
 // remote session file, home, ctl and host.
 func TestRemoteAgentWiring(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
+	t.Parallel()
 	f := sshtest.New(t)
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
@@ -168,7 +191,7 @@ func TestRemoteAgentWiring(t *testing.T) {
 	want := "/sessions/" + id + ".json|" + f.RemoteDir("big") + "|" + ctl + "|big|" + filepath.Dir(ctl)
 	if _, err := o.Submit(tctx(t), id, `echo "$TERMSPRAWL_SESSION_FILE|$TERMSPRAWL_HOME|$TERMSPRAWL_CTL|$TERMSPRAWL_HOST|${PATH%%:*}"`,
 		&tools.WaitSpec{Wait: tools.WaitText, Text: want, TimeoutMS: 20000}); err != nil {
-		snap, _ := o.Snapshot(id)
+		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("environment: %v\n%s", err, strings.Join(snap.Lines, "\n"))
 	}
 	s, err := tools.ReadSession(remoteSessionPath(f.RemoteDir("big"), id))

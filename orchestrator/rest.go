@@ -25,13 +25,10 @@ func (n *node) rest() {
 	}
 	n.scr.Sleep()
 	n.log.Debug("mirror resting: output quiet")
-	if testHookRested != nil {
-		testHookRested(n)
+	if n.hooks().rested != nil {
+		n.hooks().rested(n)
 	}
 }
-
-// testHookRested, if set, runs after a node's mirror went to rest.
-var testHookRested func(n *node)
 
 // cells returns the styled cell grid, building a resting mirror's
 // emulator again from tmux first.

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,9 +21,11 @@ func TestQuietNodeRests(t *testing.T) {
 		t.Fatal(err)
 	}
 	rested := make(chan *node, 16)
-	testHookRested = func(n *node) { rested <- n }
-	t.Cleanup(func() { testHookRested = nil })
-	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.RestAfter = 100 * time.Millisecond; c.IdleAfter = -1 })
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) {
+		c.RestAfter = 100 * time.Millisecond
+		c.IdleAfter = -1
+		c.hooks = &hooks{rested: func(n *node) { rested <- n }}
+	})
 	id := launch(t, o, "sh", "-c", `printf '\033[31mRED\033[0m plain\n'; read x; echo "after-$x"; sleep 60`)
 	waitText(t, o, id, "RED plain")
 	n := o.node(id)
@@ -43,7 +46,7 @@ func TestQuietNodeRests(t *testing.T) {
 	if !n.scr.Asleep() || n.asleep.Load() {
 		t.Fatalf("resting: emulator released %v, node asleep %v", n.scr.Asleep(), n.asleep.Load())
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil || snap.Lines[0] != "RED plain" {
 		t.Fatalf("snapshot of a resting node: %q %v", snap.Lines, err)
 	}
@@ -74,7 +77,7 @@ func TestQuietNodeRests(t *testing.T) {
 		t.Fatalf("render wait after a rest: %+v %v", r, err)
 	}
 	for deadline := time.Now().Add(20 * time.Second); ; {
-		snap, err := o.Snapshot(id)
+		snap, err := o.Snapshot(context.Background(), id)
 		if err == nil && len(snap.Lines) > 2 && snap.Lines[2] == "after-x" {
 			break
 		}

@@ -17,13 +17,13 @@ import (
 // every colour kind, attributes and the cursor by its shape. A PNG over
 // render.MaxPNGBytes is refused (rejected, reason capacity). Renders share
 // a memory budget (renderPNG): past it, unavailable and retryable.
-func (o *Orchestrator) Screenshot(id string, scale int, theme string) ([]byte, tools.ScreenshotFacts, error) {
+func (o *Orchestrator) Screenshot(ctx context.Context, id string, scale int, theme string) ([]byte, tools.ScreenshotFacts, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return nil, tools.ScreenshotFacts{}, err
 	}
-	n.observe(context.Background())
-	img, f, err := renderPNG(n.cells(context.Background()), render.Options{Scale: scale, Theme: theme})
+	n.observe(ctx)
+	img, f, err := renderPNG(n.cells(ctx), render.Options{Scale: scale, Theme: theme})
 	switch {
 	case errors.Is(err, tools.ErrMemoryBudget):
 		return nil, tools.ScreenshotFacts{}, err

@@ -1,10 +1,12 @@
 package orchestrator
 
 import (
+	"context"
 	"errors"
 	"sync"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -15,6 +17,7 @@ import (
 // unavailable and retryable with reason memory, instead of waiting.
 // Afterwards the budget is empty and a screenshot draws again.
 func TestScreenshotMemoryBudget(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
 	o, _ := newTestOrchestrator(t)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: t.TempDir(), Columns: 200, Rows: 50})
 	if err != nil {
@@ -34,7 +37,7 @@ func TestScreenshotMemoryBudget(t *testing.T) {
 	defer func() { renderHook = nil }()
 	first := make(chan error, 1)
 	go func() {
-		_, _, err := o.Screenshot(info.Terminal, 4, "")
+		_, _, err := o.Screenshot(context.Background(), info.Terminal, 4, "")
 		first <- err
 	}()
 	// The first holds its share once the hook runs.
@@ -47,7 +50,7 @@ func TestScreenshotMemoryBudget(t *testing.T) {
 	errs := make(chan error, 3)
 	for range 3 {
 		wg.Go(func() {
-			_, _, err := o.Screenshot(info.Terminal, 4, "")
+			_, _, err := o.Screenshot(context.Background(), info.Terminal, 4, "")
 			errs <- err
 		})
 	}
@@ -66,7 +69,7 @@ func TestScreenshotMemoryBudget(t *testing.T) {
 	if n := renders.InUse(); n != 0 {
 		t.Fatalf("%d bytes still held after every screenshot ended", n)
 	}
-	if _, _, err := o.Screenshot(info.Terminal, 1, ""); err != nil {
+	if _, _, err := o.Screenshot(context.Background(), info.Terminal, 1, ""); err != nil {
 		t.Fatalf("a screenshot after the others: %v", err)
 	}
 }

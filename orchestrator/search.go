@@ -85,14 +85,6 @@ func newMatcher(pattern string, regex, ignoreCase bool) (matcher, error) {
 	}, nil
 }
 
-// testHookSearchCommand, if set, runs for each command line a search
-// sends to tmux (benchmarks count them).
-var testHookSearchCommand func()
-
-// testHookSearchCaptured, if set, runs after a node's capture arrived,
-// before it is searched (tests widen the window with it).
-var testHookSearchCaptured func(id string)
-
 // SearchMemoryBudget bounds the captured histories that searches hold
 // at once, across every search (CONTRACT §31); a node past it is skipped
 // with the budget's reason, the rest searched.
@@ -191,8 +183,8 @@ func (o *Orchestrator) searchNode(ctx context.Context, id string, match matcher,
 		return nodeFinds{skip: &tools.SearchSkip{Node: id, Reason: err.Error()}}
 	}
 	defer g.Release()
-	if testHookSearchCommand != nil {
-		testHookSearchCommand()
+	if h := o.hooks.searchCommand; h != nil {
+		h()
 	}
 	outs, err := n.client.RunMany(ctx,
 		tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{history_size} #{pane_width}"),
@@ -203,8 +195,8 @@ func (o *Orchestrator) searchNode(ctx context.Context, id string, match matcher,
 	if err != nil {
 		return nodeFinds{skip: &tools.SearchSkip{Node: id, Reason: n.tmuxErr("search", err).Error()}}
 	}
-	if testHookSearchCaptured != nil {
-		testHookSearchCaptured(id)
+	if h := o.hooks.searchCaptured; h != nil {
+		h(id)
 	}
 	held := int64(0)
 	for _, l := range outs[1] {

@@ -14,15 +14,11 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// testHookAttach, if set, runs first in attach; an error it returns is
-// attach's.
-var testHookAttach func(n *node) error
-
 // attach starts the node's control client and its pump, and seeds the
 // mirror before returning.
 func (n *node) attach(ctx context.Context) error {
-	if testHookAttach != nil {
-		if err := testHookAttach(n); err != nil {
+	if n.hooks().attach != nil {
+		if err := n.hooks().attach(n); err != nil {
 			return err
 		}
 	}

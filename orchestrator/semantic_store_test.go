@@ -5,6 +5,7 @@ import "testing"
 // A commit stamped with the same screen revision as an input counts as
 // after the input only when it came after it (the input's mark).
 func TestSemanticBaselineAtAnInput(t *testing.T) {
+	t.Parallel()
 	var s semStore
 	if s.baselineAt(5) != 0 {
 		t.Fatal("no commits: baseline 0")

@@ -1,11 +1,13 @@
 package orchestrator_test
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -15,6 +17,8 @@ import (
 // one server takes only its nodes, the others keep running and serving,
 // and a restart adopts every shard.
 func TestShardsLimitTheBlastRadius(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
+	t.Parallel()
 	srv := tmuxtest.New(t) // its cleanup also ends the SOCKET-N shards
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
@@ -74,7 +78,7 @@ func TestShardsLimitTheBlastRadius(t *testing.T) {
 	if got := len(o2.List(orchestrator.TestContext(t))); got != 3 {
 		t.Fatalf("%d nodes adopted after the restart, want 3", got)
 	}
-	if _, err := o2.Snapshot(survivor); err != nil {
+	if _, err := o2.Snapshot(context.Background(), survivor); err != nil {
 		t.Fatal(err)
 	}
 	// New launches fill the free places first.

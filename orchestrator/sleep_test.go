@@ -1,10 +1,16 @@
 package orchestrator
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -12,31 +18,39 @@ import (
 // TestUnobservedNodeSleeps: a node nobody observes stops receiving output
 // and drops its emulator; observing it wakes it with tmux's current screen.
 func TestUnobservedNodeSleeps(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
 		t.Fatal(err)
 	}
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.IdleAfter = 300 * time.Millisecond })
-	id := launch(t, o, "sh", "-c", "i=0; while :; do echo tick-$i; i=$((i+1)); sleep 0.02; done")
+	// Each tick is a 300-byte line; the program also counts its ticks in
+	// a file, which is how the test knows output happened while tmux
+	// (rightly) sent none of it.
+	count := filepath.Join(t.TempDir(), "count")
+	id := launch(t, o, "sh", "-c", "i=0; while :; do printf 'tick-%d %0300d\\n' $i 0; echo $i > "+count+".new; mv "+count+".new "+count+"; i=$((i+1)); sleep 0.02; done")
 	n := o.node(id)
-	deadline := time.Now().Add(20 * time.Second)
 	// asleep is decided first (so no observer is lost), the emulator is
 	// released after the switch-off: wait for both.
-	for !(n.asleep.Load() && n.scr.Asleep()) {
-		if time.Now().After(deadline) {
-			t.Fatalf("an unobserved node never went to sleep (asleep %v, emulator released %v)", n.asleep.Load(), n.scr.Asleep())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	// tmux sends nothing while it sleeps.
+	testenv.Eventually(t, 20*time.Second, func() bool { return n.asleep.Load() && n.scr.Asleep() }, func() string {
+		return fmt.Sprintf("an unobserved node never went to sleep (asleep %v, emulator released %v)", n.asleep.Load(), n.scr.Asleep())
+	})
+	// tmux sends nothing while it sleeps: 40 more ticks (12 KB) are
+	// printed, and at most what was in flight (4 KB) arrives.
 	total := n.stream.Total()
-	time.Sleep(300 * time.Millisecond)
+	ticks := func() int {
+		b, _ := os.ReadFile(count)
+		i, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return i
+	}
+	from := ticks()
+	testenv.Eventually(t, 20*time.Second, func() bool { return ticks() >= from+40 }, testenv.Msg("the program did not print 40 more ticks"))
 	if got := n.stream.Total(); got > total+4096 {
 		t.Fatalf("a sleeping node still received %d bytes of output", got-total)
 	}
 	// Observing wakes it with the current screen.
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +39,7 @@ while True:
 `
 
 func TestSubmitOnEnterSwallowingTUI(t *testing.T) {
+	t.Parallel()
 	need(t, "python3")
 	o, _ := newTestOrchestrator(t)
 	script := writeScript(t, "tui.py", swallowTUI)
@@ -52,7 +54,7 @@ func TestSubmitOnEnterSwallowingTUI(t *testing.T) {
 	if _, err := o.Press(ctx, id, "Enter", &tools.WaitSpec{Wait: tools.WaitText, Text: "[swallowed]", TimeoutMS: 5000}); err != nil {
 		t.Fatal(err)
 	}
-	snap, _ := o.Snapshot(id)
+	snap, _ := o.Snapshot(context.Background(), id)
 	if strings.Contains(strings.Join(snap.Lines, "\n"), "SUBMITTED: naive") {
 		t.Fatal("the test program did not swallow an immediate Enter; the test proves nothing")
 	}
@@ -69,13 +71,17 @@ func TestSubmitOnEnterSwallowingTUI(t *testing.T) {
 	for _, text := range []string{"hello world", "multi\nline paste"} {
 		r, err := o.Submit(ctx, id, text, &tools.WaitSpec{Wait: tools.WaitText, Text: "SUBMITTED: " + strings.Split(text, "\n")[0], TimeoutMS: 10000})
 		if err != nil || r.Wait == nil || !r.Wait.Matched {
-			snap, _ := o.Snapshot(id)
+			snap, _ := o.Snapshot(context.Background(), id)
 			t.Fatalf("submit %q: %+v %v\n%s", text, r.Wait, err, strings.Join(snap.Lines, "\n"))
 		}
 	}
-	// Exactly one Enter per submit: no empty submission followed.
-	time.Sleep(300 * time.Millisecond)
-	snap, _ = o.Snapshot(id)
+	// Exactly one Enter per submit: no empty submission followed. A last
+	// submit is the barrier: an extra Enter of the ones above would have
+	// reached the program before it, so its line comes after any empty one.
+	if r, err := o.Submit(ctx, id, "barrier", &tools.WaitSpec{Wait: tools.WaitText, Text: "SUBMITTED: barrier", TimeoutMS: 10000}); err != nil || r.Wait == nil || !r.Wait.Matched {
+		t.Fatalf("submit barrier: %+v %v", r.Wait, err)
+	}
+	snap, _ = o.Snapshot(context.Background(), id)
 	if n := strings.Count(strings.Join(snap.Lines, "\n"), "SUBMITTED: \n"); n != 0 {
 		t.Fatalf("%d empty submissions: Enter was pressed more than once", n)
 	}

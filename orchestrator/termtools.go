@@ -20,12 +20,12 @@ import (
 // mouse, raw bytes.
 
 // Capabilities says what the terminal and its program support now.
-func (o *Orchestrator) Capabilities(id string) (tools.Capabilities, error) {
+func (o *Orchestrator) Capabilities(ctx context.Context, id string) (tools.Capabilities, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.Capabilities{}, err
 	}
-	n.observe(context.Background())
+	n.observe(ctx)
 	snap := n.snapshot()
 	status, _, _ := n.state()
 	labels, missing := n.logLabels()
@@ -51,7 +51,7 @@ type QuerySpec struct {
 }
 
 // Query finds text or a regex on the visible screen.
-func (o *Orchestrator) Query(id string, q QuerySpec) (tools.QueryResult, error) {
+func (o *Orchestrator) Query(ctx context.Context, id string, q QuerySpec) (tools.QueryResult, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.QueryResult{}, err
@@ -67,7 +67,7 @@ func (o *Orchestrator) Query(id string, q QuerySpec) (tools.QueryResult, error) 
 	} else if q.Text == "" {
 		return tools.QueryResult{}, usage("give text or pattern to find")
 	}
-	n.observe(context.Background())
+	n.observe(ctx)
 	snap := n.snapshot()
 	res := tools.QueryResult{Terminal: id, Revision: snap.Revision, Matches: queryLines(snap.Lines, snap.Revision, q.Text, re)}
 	if q.Nth > 0 {

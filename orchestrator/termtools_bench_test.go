@@ -34,13 +34,13 @@ func BenchmarkQuery200x50(b *testing.B) {
 	// row ends the screen.
 	script := `for i in $(seq 1 49); do printf 'row %03d ' $i; j=0; while [ $j -lt 23 ]; do printf 'word%02d ' $j; j=$((j+1)); done; printf 'needle\n'; done; printf 'END'; sleep 600`
 	id := benchNode(b, o, 200, 50, "END", "sh", "-c", script)
-	if q, _ := o.Query(id, QuerySpec{Text: "needle"}); len(q.Matches) != 49 {
+	if q, _ := o.Query(context.Background(), id, QuerySpec{Text: "needle"}); len(q.Matches) != 49 {
 		b.Fatalf("%d matches, want 49", len(q.Matches))
 	}
 	b.Run("snapshot", func(b *testing.B) {
 		defer reportCPU(b)()
 		for b.Loop() {
-			if _, err := o.Snapshot(id); err != nil {
+			if _, err := o.Snapshot(context.Background(), id); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -48,7 +48,7 @@ func BenchmarkQuery200x50(b *testing.B) {
 	b.Run("query_text", func(b *testing.B) {
 		defer reportCPU(b)()
 		for b.Loop() {
-			if _, err := o.Query(id, QuerySpec{Text: "needle"}); err != nil {
+			if _, err := o.Query(context.Background(), id, QuerySpec{Text: "needle"}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -56,7 +56,7 @@ func BenchmarkQuery200x50(b *testing.B) {
 	b.Run("query_regex", func(b *testing.B) {
 		defer reportCPU(b)()
 		for b.Loop() {
-			if _, err := o.Query(id, QuerySpec{Pattern: `word1\d needle`}); err != nil {
+			if _, err := o.Query(context.Background(), id, QuerySpec{Pattern: `word1\d needle`}); err != nil {
 				b.Fatal(err)
 			}
 		}

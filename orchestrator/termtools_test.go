@@ -1,6 +1,7 @@
 package orchestrator
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -13,6 +14,7 @@ import (
 )
 
 func TestQueryLines(t *testing.T) {
+	t.Parallel()
 	lines := []string{"[ OK ]  [ Cancel ]", "日本 OK", "", "okOKok"}
 	got := queryLines(lines, 7, "OK", nil)
 	want := []tools.QueryMatch{
@@ -45,21 +47,22 @@ func TestQueryLines(t *testing.T) {
 
 // terminal_query on a live node: positions, nth, no match, revision.
 func TestQueryLive(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "printf 'alpha beta\\nbeta gamma beta\\n'; sleep 60")
 	waitText(t, o, id, "gamma")
-	q, err := o.Query(id, QuerySpec{Text: "beta"})
+	q, err := o.Query(context.Background(), id, QuerySpec{Text: "beta"})
 	if err != nil || len(q.Matches) != 3 {
 		t.Fatalf("%+v %v", q, err)
 	}
 	if m := q.Matches[2]; m.Row != 1 || m.Column != 11 || m.Length != 4 {
 		t.Fatalf("third match %+v", m)
 	}
-	q2, _ := o.Query(id, QuerySpec{Text: "beta", Nth: 2})
+	q2, _ := o.Query(context.Background(), id, QuerySpec{Text: "beta", Nth: 2})
 	if len(q2.Matches) != 1 || q2.Matches[0] != q.Matches[1] {
 		t.Fatalf("nth 2: %+v", q2)
 	}
-	q3, _ := o.Query(id, QuerySpec{Pattern: "^nothing$"})
+	q3, _ := o.Query(context.Background(), id, QuerySpec{Pattern: "^nothing$"})
 	if q3.Matches == nil || len(q3.Matches) != 0 || q3.Revision != q.Revision {
 		t.Fatalf("no match: %+v", q3)
 	}
@@ -71,6 +74,7 @@ func TestQueryLive(t *testing.T) {
 // write_raw delivers bytes verbatim: control bytes, escape sequences and
 // bytes that are not UTF-8, with no newline added.
 func TestWriteRaw(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launchMousecat(t, o)
 	data := []byte{0x1b, '[', 'A', 0x03, 0xff, 0x00, ';', '\\', '\''}
@@ -104,6 +108,7 @@ func isKind(err error, k tools.Kind) bool {
 // the screen's last lines; it is in the snapshot, the node's info, the
 // capabilities and the details of the next call that fails.
 func TestCrashReport(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	script := writeScript(t, "crash.sh", "#!/bin/sh\nfor i in $(seq 1 50); do echo line $i; done\necho 'a very long line' $(seq 1 300 | tr -d '\\n')\nread x\nexit 3\n")
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{script}, Cwd: t.TempDir(), Columns: 700, Rows: 60})
@@ -118,7 +123,7 @@ func TestCrashReport(t *testing.T) {
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
 		t.Fatal(err)
 	}
-	snap, err := o.Snapshot(id)
+	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil || snap.Crash == nil {
 		t.Fatalf("snapshot without a crash: %+v %v", snap, err)
 	}
@@ -148,7 +153,7 @@ func TestCrashReport(t *testing.T) {
 	if info, _ := o.Info(tctx(t), id); info.Crash == nil {
 		t.Error("terminal_list has no crash")
 	}
-	if caps, _ := o.Capabilities(id); caps.Crash == nil || caps.Status != tools.StatusExited {
+	if caps, _ := o.Capabilities(context.Background(), id); caps.Crash == nil || caps.Status != tools.StatusExited {
 		t.Errorf("capabilities %+v", caps)
 	}
 	_, err = o.Type(tctx(t), id, "hello", nil)
@@ -165,12 +170,13 @@ func TestCrashReport(t *testing.T) {
 // A signal is reported by name; a clean exit and terminal_close leave no
 // crash report.
 func TestCrashSignalAndCleanExit(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "echo up; kill -SEGV $$")
 	if _, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
 		t.Fatal(err)
 	}
-	snap, _ := o.Snapshot(id)
+	snap, _ := o.Snapshot(context.Background(), id)
 	if snap.Crash == nil || snap.Crash.Signal != "SIGSEGV" || snap.Crash.ExitCode != nil {
 		t.Fatalf("crash %+v", snap.Crash)
 	}
@@ -178,7 +184,7 @@ func TestCrashSignalAndCleanExit(t *testing.T) {
 	if _, err := o.WaitFor(tctx(t), clean, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000}); err != nil {
 		t.Fatal(err)
 	}
-	if snap, _ := o.Snapshot(clean); snap.Crash != nil {
+	if snap, _ := o.Snapshot(context.Background(), clean); snap.Crash != nil {
 		t.Fatalf("a clean exit has a crash report: %+v", snap.Crash)
 	}
 	if _, err := o.Type(tctx(t), clean, "x", nil); !isKind(err, tools.KindNotRun) {
@@ -207,6 +213,7 @@ func regexpMust(t *testing.T, p string) *regexp.Regexp {
 // A recorded node: mouse and raw inputs are events by kind and size, and
 // the crash report goes into events.jsonl and meta.json.
 func TestRecordedCrashAndInputs(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: mousecat(t, "1000", "1006"), Cwd: t.TempDir(), Columns: 80, Rows: 24, Record: true})
 	if err != nil {

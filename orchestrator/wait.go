@@ -70,10 +70,6 @@ func (n *node) waitFor(ctx context.Context, spec tools.WaitSpec) (tools.WaitResu
 	return n.waitCompiled(ctx, c)
 }
 
-// testHookWaitLoop, if set, runs once per turn of a wait's loop (tests
-// count the turns).
-var testHookWaitLoop func(n *node)
-
 func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, error) {
 	n.observers.Add(1)
 	defer func() {
@@ -124,8 +120,8 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 			}
 			return result(false, ""), tools.Errorf(tools.KindNotFound, "terminal %q was closed while the %s wait was in progress", n.meta.ID, c.Wait)
 		}
-		if testHookWaitLoop != nil {
-			testHookWaitLoop(n)
+		if n.hooks().waitLoop != nil {
+			n.hooks().waitLoop(n)
 		}
 		rev, changed := n.scr.WaitState()
 		status, statusCh := n.statusWait()

@@ -8,6 +8,7 @@ import (
 )
 
 func TestCompileWait(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		spec tools.WaitSpec
 		ok   bool
@@ -28,6 +29,7 @@ func TestCompileWait(t *testing.T) {
 }
 
 func TestParseSeed(t *testing.T) {
+	t.Parallel()
 	st, dead, code, pid, err := parseSeed("80 24 10 3 1 1 1 010 1 0 23 4294967295 4294967295 1:7: 1234 my title here", proc.ZombieStatus)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +48,7 @@ func TestParseSeed(t *testing.T) {
 }
 
 func TestParseDead(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		word   string
 		exited bool
@@ -62,6 +65,7 @@ func TestParseDead(t *testing.T) {
 // Regex waits are multi-line: ^ and $ match at line boundaries, so
 // ^(ok|FAIL) finds a line that starts with ok (CONTRACT §10).
 func TestRegexWaitIsMultiLine(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "echo compiling; echo 'ok  pkg 0.1s'; sleep 60")
 	waitText(t, o, id, "compiling")

@@ -36,6 +36,7 @@ func TestDisabledWithoutASession(t *testing.T) {
 // Publish returns at once, only the latest tree is kept, and it is sent
 // next (the others coalesced).
 func TestPublishNeverBlocksAndCoalesces(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	started := make(chan struct{}, 16)
 	var mu sync.Mutex
@@ -79,6 +80,7 @@ func TestPublishNeverBlocksAndCoalesces(t *testing.T) {
 // At most Rate commits a second: a fake clock is not needed, the sender
 // spaces its sends by 1/Rate, so N sends take at least (N-1)/Rate.
 func TestRateBoundsCommits(t *testing.T) {
+	t.Parallel()
 	var times []time.Time
 	var mu sync.Mutex
 	p := New(Options{Rate: 50, Send: func(ctx context.Context, tree json.RawMessage) error {
@@ -102,6 +104,7 @@ func TestRateBoundsCommits(t *testing.T) {
 }
 
 func TestErrorsAreReportedAndDoNotStop(t *testing.T) {
+	t.Parallel()
 	var got []error
 	var mu sync.Mutex
 	fail := true
@@ -128,6 +131,7 @@ func TestErrorsAreReportedAndDoNotStop(t *testing.T) {
 }
 
 func TestLayoutHelpers(t *testing.T) {
+	t.Parallel()
 	block := "\x1b[1m[ OK ]\x1b[0m\nsecond line"
 	if w, h := Measure(block); w != 11 || h != 2 {
 		t.Fatalf("measure %d %d", w, h)
@@ -162,6 +166,7 @@ func (c *counter) View() tea.View { return tea.NewView("count") }
 
 // Wrap publishes a frame's tree after View, once per distinct tree.
 func TestWrapPublishesChangedTrees(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	var values []string
 	p := New(Options{Rate: 1000, Send: func(ctx context.Context, tree json.RawMessage) error {
@@ -195,6 +200,7 @@ func TestWrapPublishesChangedTrees(t *testing.T) {
 // A tree that found no orchestrator is sent again until it is delivered
 // (an orchestrator restart), unless a newer one replaced it.
 func TestUnreachableIsRetried(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	calls := 0
 	p := New(Options{Rate: 1000, Send: func(ctx context.Context, tree json.RawMessage) error {
@@ -221,6 +227,7 @@ func TestUnreachableIsRetried(t *testing.T) {
 // After an orchestrator restart (another instance), the last tree is
 // sent again: the new orchestrator starts with none.
 func TestResentAfterRestart(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	instance, sent := "one", 0
 	resent := make(chan struct{}, 1)

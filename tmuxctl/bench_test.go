@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 )
 
@@ -446,15 +447,12 @@ func benchProcCPU(b *testing.B, pid int) time.Duration {
 // not timed).
 func benchWaitClient(b *testing.B, srv *tmuxtest.Server, session string) {
 	b.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	if !testenv.Until(10*time.Second, func() bool {
 		out, err := srv.Cmd("list-clients", "-t", "="+session, "-F", "#{client_pid}")
-		if err == nil && strings.TrimSpace(out) != "" {
-			return
-		}
-		time.Sleep(5 * time.Millisecond)
+		return err == nil && strings.TrimSpace(out) != ""
+	}) {
+		b.Fatalf("no client attached to %s", session)
 	}
-	b.Fatalf("no client attached to %s", session)
 }
 
 // BenchmarkServerDeathReport SIGKILLs the tmux server under an attached

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 )
@@ -43,6 +44,7 @@ func ctx10(t *testing.T) context.Context {
 }
 
 func TestRunAndErrors(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := startSession(t, srv, "a", tmuxctl.Config{}, "sleep", "60")
 	ctx := ctx10(t)
@@ -74,6 +76,7 @@ func TestRunAndErrors(t *testing.T) {
 }
 
 func TestStartErrors(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	srv.Must("new-session", "-d", "-s", "x", "sleep", "60")
 	_, err := tmuxctl.Start(ctx10(t), tmuxctl.Config{Socket: srv.Socket, Args: []string{"attach-session", "-t", "=nosuch"}})
@@ -89,6 +92,7 @@ func TestStartErrors(t *testing.T) {
 }
 
 func TestQuoteRoundTripThroughTmux(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := startSession(t, srv, "q", tmuxctl.Config{}, "sleep", "60")
 	ctx := ctx10(t)
@@ -116,6 +120,7 @@ func TestQuoteRoundTripThroughTmux(t *testing.T) {
 }
 
 func TestPipelinedFromManyGoroutines(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := startSession(t, srv, "p", tmuxctl.Config{}, "sleep", "60")
 	ctx := ctx10(t)
@@ -144,6 +149,7 @@ func TestPipelinedFromManyGoroutines(t *testing.T) {
 // TestOutputEveryByte sends every byte value and split UTF-8 through a pane
 // with output post-processing off: the stream must match bit for bit.
 func TestOutputEveryByte(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	dir := t.TempDir()
 	var payload []byte
@@ -197,17 +203,13 @@ func TestOutputEveryByte(t *testing.T) {
 // waitFile waits for a file that a pane's script creates.
 func waitFile(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testenv.Until(10*time.Second, func() bool { _, err := os.Stat(path); return err == nil }) {
+		t.Fatalf("%s did not appear", path)
 	}
-	t.Fatalf("%s did not appear", path)
 }
 
 func TestServerKilledIsReported(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := startSession(t, srv, "k", tmuxctl.Config{}, "sleep", "60")
 	out, err := c.Run(ctx10(t), "display-message -p '#{pid}'")
@@ -235,6 +237,7 @@ func TestServerKilledIsReported(t *testing.T) {
 }
 
 func TestSessionKilledEndsClient(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	srv.Must("new-session", "-d", "-s", "keep", "sleep", "60")
 	c := startSession(t, srv, "gone", tmuxctl.Config{}, "sleep", "60")
@@ -253,6 +256,7 @@ func TestSessionKilledEndsClient(t *testing.T) {
 // TestStalledConsumerDoesNotBlockPane floods a pane while nobody takes its
 // output: the program must still finish, and the consumer is told to reseed.
 func TestStalledConsumerDoesNotBlockPane(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := startSession(t, srv, "flood", tmuxctl.Config{PaneBacklog: 64 << 10},
 		"sh", "-c", "sleep 0.3; head -c 20000000 /dev/zero | tr '\\000' x")
@@ -277,6 +281,7 @@ func TestStalledConsumerDoesNotBlockPane(t *testing.T) {
 }
 
 func TestEventsAndFlowControl(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := startSession(t, srv, "ev", tmuxctl.Config{}, "sleep", "60")
 	ctx := ctx10(t)
@@ -318,6 +323,7 @@ func TestEventsAndFlowControl(t *testing.T) {
 }
 
 func TestHookBlockMidStream(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := startSession(t, srv, "h", tmuxctl.Config{}, "sleep", "60")
 	ctx := ctx10(t)
@@ -336,6 +342,7 @@ func TestHookBlockMidStream(t *testing.T) {
 }
 
 func TestOpenCloseLeavesNoClients(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	srv.Must("new-session", "-d", "-s", "oc", "sleep", "120")
 	for i := 0; i < 100; i++ {
@@ -359,6 +366,7 @@ func TestOpenCloseLeavesNoClients(t *testing.T) {
 // protocol ("%end …", "%exit", "%begin …") comes back from capture-pane as
 // content, and the client stays in step.
 func TestProtocolLookalikesInPaneContent(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	ready := filepath.Join(t.TempDir(), "ready")
 	c := startSession(t, srv, "look", tmuxctl.Config{}, "sh", "-c",
@@ -367,20 +375,18 @@ func TestProtocolLookalikesInPaneContent(t *testing.T) {
 	ctx := ctx10(t)
 	// capture-pane until the lines are there (the printf may still be in flight).
 	var out []string
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	if !testenv.Until(10*time.Second, func() bool {
 		var err error
 		out, err = c.Run(ctx, "capture-pane -p -t '%0'")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if len(out) >= 4 && out[0] == "%end 1 2 1" {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("capture = %q", out)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("capture = %q", out)
 	}
 	want := []string{"%end 1 2 1", "%exit", "%begin 1 2 1", "%error 9 9 1"}
 	for i, w := range want {

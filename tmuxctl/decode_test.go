@@ -6,6 +6,7 @@ import (
 )
 
 func TestAppendDecoded(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []byte
@@ -29,6 +30,7 @@ func TestAppendDecoded(t *testing.T) {
 }
 
 func TestEncodeDecodeEveryByte(t *testing.T) {
+	t.Parallel()
 	var all []byte
 	for i := 0; i < 256; i++ {
 		all = append(all, byte(i))

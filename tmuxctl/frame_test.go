@@ -54,6 +54,7 @@ func feed(stream string) *recorder {
 }
 
 func TestFramer(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		stream  string
@@ -124,6 +125,7 @@ func TestFramer(t *testing.T) {
 }
 
 func TestFramerOutputBytes(t *testing.T) {
+	t.Parallel()
 	r := feed("%output %1 a\\015\\012b\n%extended-output %1 3 : \\134c d")
 	if got, want := r.out["%1"], []byte("a\r\nb\\c d"); !bytes.Equal(got, want) {
 		t.Fatalf("pane bytes = %q, want %q", got, want)
@@ -131,6 +133,7 @@ func TestFramerOutputBytes(t *testing.T) {
 }
 
 func TestParseNotification(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		line string
 		want Event
@@ -159,6 +162,7 @@ func TestParseNotification(t *testing.T) {
 }
 
 func TestParseLayout(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in   string
 		want []PaneSize

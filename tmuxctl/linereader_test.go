@@ -63,6 +63,7 @@ func readAllLines(t *testing.T, next func() ([]byte, error)) []string {
 // buffer of lineReadMax: short lines, lines longer than the buffer (in
 // pieces), a last line without '\n', whatever the pipe's pieces.
 func TestLineReaderMatchesBufio(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(27, 2))
 	var data []byte
 	for range 1000 {
@@ -99,6 +100,7 @@ func TestLineReaderMatchesBufio(t *testing.T) {
 // A flood grows the buffer to lineReadMax; lines that trickle in after it
 // take it back to lineReadMin, and a flood grows it again.
 func TestLineReaderGrowsAndShrinks(t *testing.T) {
+	t.Parallel()
 	pr, pw := io.Pipe()
 	defer pr.Close()
 	lr := newLineReader(pr)

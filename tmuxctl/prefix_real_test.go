@@ -10,6 +10,7 @@ import (
 // A client behind a prefix that re-parses its words with a shell (as ssh
 // does) reaches the same server and sees the same pane.
 func TestStartBehindShellPrefix(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	cfg := tmuxctl.Config{Prefix: []string{"sh", "-c", `eval "exec $*"`, "sh"}, ShellQuote: true}
 	c := startSession(t, srv, "a b", cfg, "sleep", "60")

@@ -7,6 +7,7 @@ import (
 )
 
 func TestShellQuote(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{"", "''"},
 		{"attach-session", "attach-session"},
@@ -26,6 +27,7 @@ func TestShellQuote(t *testing.T) {
 
 // A quoted word comes back out of a real shell as the same word.
 func TestShellQuoteRoundTrip(t *testing.T) {
+	t.Parallel()
 	words := []string{"", "plain", "two words", "it's", `back\slash`, "$HOME", "`x`", "a;b|c&d", "#{x}", "~user", "*", "tab\there", "nl\nhere", "é ü"}
 	for _, w := range words {
 		out, err := exec.Command("sh", "-c", "printf %s "+ShellQuote(w)).Output()
@@ -58,6 +60,7 @@ func FuzzShellQuote(f *testing.F) {
 }
 
 func TestConfigArgv(t *testing.T) {
+	t.Parallel()
 	cfg := Config{Tmux: "tmux", Socket: "s", ConfigFile: "/r/tmux.conf", Args: []string{"attach-session", "-t", "=ts a"}}
 	want := []string{"tmux", "-L", "s", "-f", "/r/tmux.conf", "-C", "attach-session", "-t", "=ts a"}
 	if got := cfg.Argv(); !reflect.DeepEqual(got, want) {

@@ -6,6 +6,7 @@ import (
 )
 
 func TestQuote(t *testing.T) {
+	t.Parallel()
 	tests := []struct{ in, want string }{
 		{"", "''"},
 		{"plain", "plain"},
@@ -35,6 +36,7 @@ func TestQuote(t *testing.T) {
 }
 
 func TestCommand(t *testing.T) {
+	t.Parallel()
 	got := Command("send-keys", "-t", "%1", "-l", "echo 'hi'; ls")
 	want := `send-keys -t '%1' -l 'echo '\''hi'\''; ls'`
 	if got != want {
@@ -46,6 +48,7 @@ func TestCommand(t *testing.T) {
 }
 
 func TestCheckCommand(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		line string
 		ok   bool

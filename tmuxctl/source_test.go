@@ -44,6 +44,7 @@ func writeConf(t *testing.T, name, text string) string {
 // goroutines: the second command must always get its own reply, never one
 // of the config's blocks.
 func TestSourceFileThenCommand(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := startSession(t, srv, "sf", tmuxctl.Config{}, "sleep", "60")
 	ctx := ctx10(t)
@@ -162,6 +163,7 @@ func TestSourceFileErrors(t *testing.T) {
 // still gets exactly its own reply, and a RunMany with such a command
 // before the last is refused.
 func TestInsertingCommands(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := startSession(t, srv, "ins", tmuxctl.Config{}, "sleep", "60")
 	ctx := ctx10(t)

@@ -9,6 +9,7 @@ import (
 // Trim lets go of them once nothing is pending, the last Take's data
 // stays intact and the stream goes on working.
 func TestPaneStreamTrim(t *testing.T) {
+	t.Parallel()
 	p := newPaneStream("%1", DefaultPaneBacklog)
 	big := bytes.Repeat([]byte("x"), 1<<20)
 	p.appendEscaped(big)

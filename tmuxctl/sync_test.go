@@ -78,6 +78,7 @@ adm ok
 // blocks, and each source-file request collects its config's blocks and
 // parse errors.
 func TestSyncPairsRecordedSourceFile(t *testing.T) {
+	t.Parallel()
 	c := &Client{panes: map[string]*PaneStream{}}
 	var srcs, lists []*request
 	for i := 1; i <= 3; i++ {
@@ -119,6 +120,7 @@ func TestSyncPairsRecordedSourceFile(t *testing.T) {
 // blocks (tmux dropped the rest of the line), and its marker, on a line of
 // its own, still ends it.
 func TestSyncAfterOwnError(t *testing.T) {
+	t.Parallel()
 	c := &Client{panes: map[string]*PaneStream{}}
 	src := &request{line: "source-file /nonexistent", want: 1, sync: "MARK", done: make(chan struct{})}
 	next := &request{line: "display-message -p x", want: 1, done: make(chan struct{})}
@@ -139,6 +141,7 @@ func TestSyncAfterOwnError(t *testing.T) {
 }
 
 func TestInsertsCommands(t *testing.T) {
+	t.Parallel()
 	for line, want := range map[string]bool{
 		"source-file /x":            true,
 		"  source /x":               true,

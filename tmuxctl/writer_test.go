@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 )
 
@@ -52,6 +53,7 @@ func waitPaneText(p *PaneStream, want string, d time.Duration) (bool, []byte) {
 // reader is stuck until the write ends: the coupling that lets a huge
 // command and a flooding pane wedge each other.
 func TestReaderRunsWhileWriteBlocked(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := attachInternal(t, srv, "wb", "cat")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -101,21 +103,19 @@ func TestReaderRunsWhileWriteBlocked(t *testing.T) {
 	<-queued
 	// Wait until the second request is queued (pending holds it), so the
 	// order of the two is fixed before the first write is released.
-	for {
+	var n int
+	if !testenv.Until(15*time.Second, func() bool {
 		c.mu.Lock()
-		n := len(c.pending)
+		n = len(c.pending)
 		c.mu.Unlock()
-		if n == 2 {
-			break
-		}
 		select {
 		case r := <-second:
 			t.Fatalf("second command finished while the first write was blocked: %q %v", r.out, r.err)
-		case <-ctx.Done():
-			t.Fatalf("second command was not queued while the first write was blocked (pending=%d)", n)
 		default:
 		}
-		time.Sleep(time.Millisecond) // polling a queue length, not timing a race
+		return n == 2
+	}) {
+		t.Fatalf("second command was not queued while the first write was blocked (pending=%d)", n)
 	}
 	releaseOnce(release)
 	r1, r2 := <-first, <-second
@@ -131,6 +131,7 @@ func TestReaderRunsWhileWriteBlocked(t *testing.T) {
 // stuck, another caller's Run still returns when its context ends (it
 // queued its line and waits for the reply, not for the writer lock).
 func TestBlockedWriteHonoursOtherCallersContext(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	c := attachInternal(t, srv, "wc", "sleep", "60")
 	entered := make(chan struct{})
@@ -204,6 +205,7 @@ func controlText(n int) string {
 // another pane of the same window floods output at the client: the text
 // must arrive intact and the flood must keep flowing during the write.
 func TestHugeControlTextWhileFlooding(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	dir := t.TempDir()
 	const size = 64 << 10
@@ -280,14 +282,10 @@ func TestHugeControlTextWhileFlooding(t *testing.T) {
 
 func waitFileInternal(t *testing.T, path string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		time.Sleep(10 * time.Millisecond) // a pane's script creates it
+	// A pane's script creates it.
+	if !testenv.Until(20*time.Second, func() bool { _, err := os.Stat(path); return err == nil }) {
+		t.Fatalf("%s did not appear", path)
 	}
-	t.Fatalf("%s did not appear", path)
 }
 
 func readFileInternal(t *testing.T, path string) []byte {

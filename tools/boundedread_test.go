@@ -50,6 +50,7 @@ func openFIFOWriter(path string) func() {
 }
 
 func TestReadFileBoundedKinds(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	regular := filepath.Join(dir, "ok.json")
 	writeFile(t, regular, `{"a":1}`, 0o600)
@@ -133,6 +134,7 @@ func TestReadFileBoundedProcFile(t *testing.T) {
 }
 
 func TestDiscoveryReadsRefuseFIFOs(t *testing.T) {
+	t.Parallel()
 	st := newTestState(t)
 	mkfifo(t, st.endpoint)
 	var err error
@@ -174,6 +176,7 @@ func TestDiscoveryReadsRefuseFIFOs(t *testing.T) {
 }
 
 func TestDiscoveryReadsRefuseDevZero(t *testing.T) {
+	t.Parallel()
 	st := newTestState(t)
 	if err := os.Symlink("/dev/zero", st.endpoint); err != nil {
 		t.Fatal(err)

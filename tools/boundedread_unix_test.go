@@ -28,6 +28,7 @@ func mkfifo(t *testing.T, path string) {
 // OpenRegular refuses a FIFO at once (no writer needed) and opens a
 // regular file.
 func TestOpenRegular(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	fifo := filepath.Join(dir, "fifo")
 	mkfifo(t, fifo)

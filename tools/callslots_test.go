@@ -12,6 +12,7 @@ import (
 )
 
 func TestRateLimiterRefillAndPrune(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(0, 0)
 	l := NewRateLimiter(func() time.Time { return now }, 10, 3)
 	for i := range 3 {
@@ -75,6 +76,7 @@ func tokenN(i int) string { return fmt.Sprintf("%064x", i+1) }
 // the rest is refused at once (429, kind rejected, retryable) and the
 // operator's call is served.
 func TestOneTokenCannotLockOutTheOperator(t *testing.T) {
+	t.Parallel()
 	const calls = MaxConnections + 88
 	raiseNoFile(t, 4*calls+1024, 2*calls+256)
 	b := &heldBackend{tokens: map[string]Identity{tokenN(0): {Node: OperatorNode, Role: RoleOperator, Incarnation: OperatorNode}}}
@@ -159,6 +161,7 @@ func TestOneTokenCannotLockOutTheOperator(t *testing.T) {
 // and CallRatePerSecond after; the operator is not limited; tokens do not
 // share a bucket.
 func TestCallRatePerToken(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(0, 0)
 	s := NewCallSlots(MaxConnections)
 	s.rate = NewRateLimiter(func() time.Time { return now }, CallRatePerSecond, CallRateBurst)

@@ -6,6 +6,7 @@ import (
 )
 
 func TestCanonicalIntegerArgs(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		op, in, want string
 	}{
@@ -36,6 +37,7 @@ func TestCanonicalIntegerArgs(t *testing.T) {
 // After CanonicalArgs an integral number in any written form decodes into
 // a Go int, as the handlers decode it.
 func TestCanonicalIntegersDecode(t *testing.T) {
+	t.Parallel()
 	op, _ := Lookup("terminal_resize")
 	for _, in := range []string{`24.0`, `2.4e1`, `240E-1`, `0.24e2`, `24`} {
 		args := json.RawMessage(`{"terminal":"a","columns":80,"rows":` + in + `}`)
@@ -54,6 +56,7 @@ func TestCanonicalIntegersDecode(t *testing.T) {
 // The overview guide is the MCP instructions: hosts cut them at 2,048
 // characters (CONTRACT §10).
 func TestOverviewFitsMCPInstructions(t *testing.T) {
+	t.Parallel()
 	text, ok := Guide(TopicOverview)
 	if !ok {
 		t.Fatal("no overview")

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 func call(t *testing.T, session, op, args string, opts CallOptions) Result {
@@ -87,10 +89,25 @@ func TestCallTokenNeverLeavesForInvalidEndpoints(t *testing.T) {
 		res := call(t, st.session, "terminal_list", "{}", CallOptions{})
 		wantUnavailable(t, res, "Invalid local endpoint: ")
 	}
-	time.Sleep(50 * time.Millisecond)
+	// A barrier: our own connection to each listener, accepted after any
+	// the refused calls made (the accept queue is in order), is counted
+	// once its data is read.
+	for _, a := range []string{addr1, addr2} {
+		c, err := net.Dial("tcp4", a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.Write([]byte("barrier"))
+		c.Close()
+	}
 	for _, rec := range []*recorder{rec1, rec2} {
+		testenv.Eventually(t, 10*time.Second, func() bool {
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			return strings.Contains(rec.data.String(), "barrier")
+		}, testenv.Msg("the barrier connection was not read"))
 		rec.mu.Lock()
-		if rec.conns != 0 || strings.Contains(rec.data.String(), testToken) {
+		if rec.conns != 1 || strings.Contains(rec.data.String(), testToken) {
 			t.Errorf("a listener was contacted: %d conns, %q", rec.conns, rec.data.String())
 		}
 		rec.mu.Unlock()
@@ -190,6 +207,7 @@ func TestCallUnavailable(t *testing.T) {
 }
 
 func TestCallValidatesBeforeIO(t *testing.T) {
+	t.Parallel()
 	// No session file at all: a usage error must win, with no I/O.
 	for _, tc := range []struct{ op, args, want string }{
 		{"nope", `{}`, "unknown operation"},

@@ -90,6 +90,7 @@ func wantClosedByServer(t *testing.T, c net.Conn, br *bufio.Reader, what string)
 }
 
 func TestUnauthenticatedRepliesCloseTheConnection(t *testing.T) {
+	t.Parallel()
 	_, u := startToolServer(t, newFakeBackend())
 	host := strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/call")
 	list := `{"operation":"terminal_list","args":{}}`
@@ -217,6 +218,7 @@ type acceptResult struct {
 }
 
 func TestConnLimitListenerPolicy(t *testing.T) {
+	t.Parallel()
 	inner, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -315,6 +317,7 @@ func TestConnLimitListenerPolicy(t *testing.T) {
 }
 
 func TestUnauthenticatedConnectionsTimeOutQuickly(t *testing.T) {
+	t.Parallel()
 	inner, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

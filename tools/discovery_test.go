@@ -14,6 +14,7 @@ import (
 )
 
 func TestValidateEndpointURL(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		url, wantErr string
 	}{
@@ -59,6 +60,7 @@ func TestValidateEndpointURL(t *testing.T) {
 }
 
 func TestReadSession(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	good := `{"node":"n1","token":"` + testToken + `","role":"agent","name":"x"}`
 	tests := []struct {
@@ -106,6 +108,7 @@ func TestReadSession(t *testing.T) {
 }
 
 func TestValidNodeIDAndToken(t *testing.T) {
+	t.Parallel()
 	for id, want := range map[string]bool{"a": true, "A-b_9": true, strings.Repeat("a", 64): true,
 		strings.Repeat("a", 65): false, "": false, "_a": false, "a.b": false, "a b": false, "é": false} {
 		if ValidNodeID(id) != want {
@@ -125,6 +128,7 @@ func TestValidNodeIDAndToken(t *testing.T) {
 }
 
 func TestPaths(t *testing.T) {
+	t.Parallel()
 	sess := SessionPath("/s", "n1")
 	if sess != "/s/sessions/n1.json" || EndpointPathFor(sess) != "/s/endpoint.json" ||
 		EndpointPath("/s") != "/s/endpoint.json" || LockPath("/s") != "/s/server.lock" ||
@@ -151,6 +155,7 @@ func TestStateDir(t *testing.T) {
 }
 
 func TestEnsureStateDir(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	dir := filepath.Join(base, "state")
 	if err := EnsureStateDir(dir); err != nil {
@@ -186,6 +191,7 @@ func TestEnsureStateDir(t *testing.T) {
 }
 
 func TestWriteFileAtomic(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "f.json")
 	writeFile(t, p, "old", 0o644)
@@ -209,6 +215,7 @@ func TestWriteFileAtomic(t *testing.T) {
 }
 
 func TestEndpointFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := EndpointPath(dir)
 	ep := Endpoint{URL: "http://127.0.0.1:5/call", InstanceID: "i1", PID: 7, Version: "v"}
@@ -235,6 +242,7 @@ func TestEndpointFiles(t *testing.T) {
 }
 
 func TestPreferences(t *testing.T) {
+	t.Parallel()
 	p, err := ParsePreferences([]byte(`{"executable":"kitty","args":["--title","x","{command}"]}`))
 	if err != nil {
 		t.Fatal(err)
@@ -251,6 +259,7 @@ func TestPreferences(t *testing.T) {
 }
 
 func TestWaitForEndpoint(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 
@@ -345,6 +354,7 @@ func FuzzParseEndpoint(f *testing.F) {
 }
 
 func TestWatchFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	target := filepath.Join(dir, "s.json")
 	other := filepath.Join(dir, "other.json")
@@ -383,6 +393,7 @@ func TestWatchFiles(t *testing.T) {
 // TestEnsureStateDirForeignOwner needs root (it chowns a directory to
 // another user); CI machines of this kind run as root.
 func TestEnsureStateDirForeignOwner(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		testenv.SkipOrFail(t, "needs root to give a directory to another user")
 	}

@@ -9,6 +9,7 @@ import (
 )
 
 func TestParseHostFlag(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in, err string
 		want    HostSpec
@@ -45,6 +46,7 @@ func TestParseHostFlag(t *testing.T) {
 }
 
 func TestMergeHostsCollisions(t *testing.T) {
+	t.Parallel()
 	file := []HostSpec{{Name: "big", Dest: "me@big"}}
 	// The same definition again is no change.
 	out, changed, err := MergeHosts(file, []HostSpec{{Name: "big", Dest: "me@big"}}, nil)
@@ -73,6 +75,7 @@ func TestMergeHostsCollisions(t *testing.T) {
 }
 
 func TestHostsFileRoundTrip(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if hs, err := ReadHosts(dir); err != nil || hs != nil {
 		t.Fatalf("no file: %v %v", hs, err)
@@ -101,6 +104,7 @@ func TestHostsFileRoundTrip(t *testing.T) {
 }
 
 func TestHostAttachArgv(t *testing.T) {
+	t.Parallel()
 	h := HostSpec{Name: "big", Dest: "me@big", SSHOptions: []string{"-p", "2222"}}
 	want := []string{"ssh", "-t", "-p", "2222", "me@big", "--", "tmux", "-L", DefaultSocket, "attach-session", "-r", "-t", "=ts-a"}
 	if got := HostAttachArgv(h, "ts-a", true); !reflect.DeepEqual(got, want) {

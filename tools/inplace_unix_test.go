@@ -14,6 +14,7 @@ import (
 // RewriteInPlace replaces a file's content within its blocks, refuses
 // content that would need more, and never creates a file.
 func TestRewriteInPlace(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "m.json")
 	os.WriteFile(p, []byte(`{"recording":"/some/where/long"}`+"\n"), 0o600)
 	if err := RewriteInPlace(p, []byte("{}\n")); err != nil {

@@ -143,6 +143,7 @@ func TestErrNotRunning(t *testing.T) {
 }
 
 func TestErrNotRunningOnlyFromCall(t *testing.T) {
+	t.Parallel()
 	for _, r := range []Result{
 		Unavailable("connection to x refused", true),
 		ErrResult(Errorf(KindUnavailable, "x")),

@@ -10,6 +10,7 @@ import (
 // and its help names every argument with its type and whether it is
 // required (CONTRACT §18: call OP --help).
 func TestOperationUsage(t *testing.T) {
+	t.Parallel()
 	for _, op := range Operations() {
 		ex := OperationExample(op)
 		if err := op.Validate([]byte(ex)); err != nil {
@@ -43,6 +44,7 @@ func TestOperationUsage(t *testing.T) {
 }
 
 func TestSuggest(t *testing.T) {
+	t.Parallel()
 	cands := []string{"build", "build-2", "tests", "web"}
 	for word, want := range map[string]string{"buidl": "build", "tset": "tests", "wbe": "web", "xyzzy": "", "build": "build-2"} {
 		got := strings.Join(Suggest(word, cands, false), ",")
@@ -61,6 +63,7 @@ func TestSuggest(t *testing.T) {
 }
 
 func TestParseKeysUnknownListsValid(t *testing.T) {
+	t.Parallel()
 	_, err := ParseKeys("Entr")
 	if err == nil || !strings.Contains(err.Error(), `unknown key "Entr"`) || !strings.Contains(err.Error(), "(did you mean Enter?)") || !strings.Contains(err.Error(), "Escape") || !strings.Contains(err.Error(), "F12") {
 		t.Errorf("ParseKeys(Entr): %v", err)
@@ -68,6 +71,7 @@ func TestParseKeysUnknownListsValid(t *testing.T) {
 }
 
 func TestKeyNamesCoverTable(t *testing.T) {
+	t.Parallel()
 	names := KeyNames()
 	for k := range tmuxKeys {
 		if !slices.Contains(names, k) && !(strings.HasPrefix(k, "KP") && k != "KPEnter") {

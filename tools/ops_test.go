@@ -33,6 +33,7 @@ var contractOps = []string{
 }
 
 func TestOperationTable(t *testing.T) {
+	t.Parallel()
 	if got := OperationNames(); !slices.Equal(got, contractOps) {
 		t.Fatalf("operations differ from the contract:\n got %v\nwant %v", got, contractOps)
 	}
@@ -90,6 +91,7 @@ func TestOperationTable(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
+	t.Parallel()
 	big := strings.Repeat("a", MaxStringBytes)
 	tests := []struct {
 		op, args string
@@ -208,6 +210,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestValidateRequestAndDecode(t *testing.T) {
+	t.Parallel()
 	if _, err := ValidateRequest(Request{Operation: "bogus"}); KindOf(err) != KindUsage {
 		t.Fatal(err)
 	}
@@ -250,6 +253,7 @@ func walkSchemas(path string, s map[string]any, f func(string, map[string]any)) 
 }
 
 func TestInputSchemaStrict(t *testing.T) {
+	t.Parallel()
 	for _, op := range Operations() {
 		s := op.InputSchema()
 		walkSchemas(op.Name, s, func(path string, m map[string]any) {
@@ -296,6 +300,7 @@ func TestInputSchemaStrict(t *testing.T) {
 }
 
 func TestGuides(t *testing.T) {
+	t.Parallel()
 	if !slices.Equal(GuideTopics(), []string{"overview", "terminal", "agents", "dialogs", "traces"}) {
 		t.Fatal(GuideTopics())
 	}

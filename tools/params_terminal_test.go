@@ -10,6 +10,7 @@ import (
 // Every bad input of termwright's tools that the table itself can see is
 // refused as kind usage with a sentence naming the argument.
 func TestValidateTerminalTools(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		op, args string
 		wantErr  string // substring; "" = valid
@@ -75,6 +76,7 @@ func TestValidateTerminalTools(t *testing.T) {
 }
 
 func TestRefRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := Ref{Row: 3, Column: 17, Length: 5, Revision: 1<<32 + 9}
 	got, err := ParseRef(r.String())
 	if err != nil || got != r {

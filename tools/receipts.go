@@ -74,6 +74,10 @@ func (r Receipt) Encode() (json.RawMessage, error) {
 // orchestrator owns a state directory (server.lock), so in-process locks
 // are enough.
 type ReceiptStore struct {
+	// hookWrite, set by the package's tests only, replaces a receipt
+	// write's outcome (tests make the store fail with it).
+	hookWrite func(st storedReceipt) error
+
 	dir string
 	now func() time.Time
 	ttl time.Duration
@@ -349,17 +353,13 @@ func (s *ReceiptStore) putIntent(caller, key, op string, args json.RawMessage) e
 	return s.write(storedReceipt{Pending: true, Run: s.run, Caller: caller, Key: key, Operation: op}, args)
 }
 
-// testHookReceiptWrite, if set, replaces a receipt write's outcome (tests
-// make the store fail with it).
-var testHookReceiptWrite func(st storedReceipt) error
-
 // write stores st (with args canonicalised and the store's time).
 func (s *ReceiptStore) write(st storedReceipt, args json.RawMessage) error {
 	if err := checkReceiptKey(st.Caller, st.Key); err != nil {
 		return err
 	}
-	if testHookReceiptWrite != nil {
-		if err := testHookReceiptWrite(st); err != nil {
+	if s.hookWrite != nil {
+		if err := s.hookWrite(st); err != nil {
 			return Errorf(KindInternal, "store receipt: %w", err)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 // run of the store: as Settle recorded it, else as an interrupted
 // conflict — never in_progress for ever.
 func TestReceiptIntentOfAnotherRun(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	old, err := OpenReceiptStore(dir)
 	if err != nil {

@@ -30,8 +30,7 @@ func TestReceiptIntentUnrecordableRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testHookReceiptWrite = func(storedReceipt) error { return syscall.ENOSPC }
-	t.Cleanup(func() { testHookReceiptWrite = nil })
+	s.hookWrite = func(storedReceipt) error { return syscall.ENOSPC }
 	runs := 0
 	_, err = doCounting(t, s, "n1", "k", &runs)
 	if KindOf(err) != KindNotRun || runs != 0 || !errors.Is(err, syscall.ENOSPC) {
@@ -42,6 +41,7 @@ func TestReceiptIntentUnrecordableRefuses(t *testing.T) {
 // A call whose receipt was never stored (it crashed, or the disk filled
 // after the intent) is not run again by a repeat of its key.
 func TestReceiptPendingIntentIsNotRunAgain(t *testing.T) {
+	t.Parallel()
 	s, err := OpenReceiptStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +69,7 @@ func TestReceiptPendingIntentIsNotRunAgain(t *testing.T) {
 
 // Each node has its own receipt quota; forgetting a node frees it.
 func TestReceiptQuotaPerCaller(t *testing.T) {
+	t.Parallel()
 	s, err := OpenReceiptStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +98,7 @@ func TestReceiptQuotaPerCaller(t *testing.T) {
 // On a full disk (a small tmpfs) a key never runs twice: either nothing
 // was recorded and nothing ran, or the repeat is refused.
 func TestReceiptDiskFullNoDoubleExecution(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		skipOrFail(t, "needs root to mount a tmpfs (CI runs as root)")
 	}
@@ -159,13 +161,12 @@ func TestReceiptUnstorableAfterRunIsNotRunAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	testHookReceiptWrite = func(st storedReceipt) error {
+	s.hookWrite = func(st storedReceipt) error {
 		if !st.Pending {
 			return syscall.ENOSPC
 		}
 		return nil
 	}
-	t.Cleanup(func() { testHookReceiptWrite = nil })
 	runs := 0
 	if receipt, err := doCounting(t, s, "n1", "k", &runs); receipt == nil || err == nil {
 		t.Fatalf("first call: receipt %s, err %v; want the receipt and the store's error", receipt, err)

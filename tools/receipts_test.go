@@ -31,6 +31,7 @@ func (c *fakeClock) add(d time.Duration) {
 }
 
 func TestReceiptStore(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	clock := &fakeClock{t: time.Now()}
 	s, err := openReceiptStore(dir, clock.now)
@@ -113,6 +114,7 @@ func TestReceiptStore(t *testing.T) {
 }
 
 func TestReceiptEncodeTruncates(t *testing.T) {
+	t.Parallel()
 	r := Receipt{Action: "terminal_snapshot", Result: map[string]any{"revision": 9}, IdempotencyKey: "k",
 		State: map[string]any{"lines": []string{strings.Repeat("x", MaxReceiptBytes)}}}
 	raw, err := r.Encode()
@@ -142,6 +144,7 @@ func TestReceiptEncodeTruncates(t *testing.T) {
 }
 
 func TestReceiptConcurrentSameKey(t *testing.T) {
+	t.Parallel()
 	s, err := OpenReceiptStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -221,6 +224,7 @@ func TestReceiptConcurrentSameKey(t *testing.T) {
 }
 
 func TestCanonicalArgs(t *testing.T) {
+	t.Parallel()
 	a, _ := CanonicalArgs(json.RawMessage(`{"b":1,"a":{"y":"<",  "x":[1,2]},"idempotency_key":"k"}`))
 	b, _ := CanonicalArgs(json.RawMessage(`{"a":{"x":[1,2],"y":"<"},"b":1}`))
 	if a != b || a != `{"a":{"x":[1,2],"y":"<"},"b":1}` {
@@ -235,6 +239,7 @@ func TestCanonicalArgs(t *testing.T) {
 // start removes every one, however young (4 were left after 50 kill
 // cycles), and keeps the receipts.
 func TestReceiptStoreOpenRemovesTempFiles(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	s, err := OpenReceiptStore(dir)
 	if err != nil {

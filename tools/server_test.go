@@ -29,6 +29,7 @@ type rawReq struct {
 }
 
 func TestHandlerGuards(t *testing.T) {
+	t.Parallel()
 	b := newFakeBackend()
 	srv, url := startHandler(t, b)
 	auth := map[string]string{"Authorization": "Bearer " + testToken, "Content-Type": "application/json"}
@@ -149,6 +150,7 @@ func TestHandlerGuards(t *testing.T) {
 // TestGoErrorRepliesAreEnvelopes sends what net/http refuses before any
 // handler runs and expects the JSON envelope, not its plain text.
 func TestGoErrorRepliesAreEnvelopes(t *testing.T) {
+	t.Parallel()
 	_, u := startToolServer(t, newFakeBackend())
 	host := strings.TrimSuffix(strings.TrimPrefix(u, "http://"), "/call")
 	bigHeader := "X-Big: " + strings.Repeat("a", 2<<20) + "\r\n"
@@ -212,6 +214,7 @@ func TestGoErrorRepliesAreEnvelopes(t *testing.T) {
 }
 
 func TestJSONFixedReplyLeavesOtherWritesAlone(t *testing.T) {
+	t.Parallel()
 	for _, p := range []string{
 		"HTTP/1.1 200 OK\r\nDate: x\r\nContent-Length: 2\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\nhi",
 		"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: 3\r\n\r\n{}\n",
@@ -230,6 +233,7 @@ func TestJSONFixedReplyLeavesOtherWritesAlone(t *testing.T) {
 }
 
 func TestNewHTTPServerTimeouts(t *testing.T) {
+	t.Parallel()
 	s := NewHTTPServer(http.NotFoundHandler())
 	if s.ReadHeaderTimeout <= 0 || s.ReadTimeout <= 0 || s.IdleTimeout <= 0 || s.WriteTimeout < 50e9 {
 		t.Fatalf("%+v", s)
@@ -239,6 +243,7 @@ func TestNewHTTPServerTimeouts(t *testing.T) {
 // TestDecodeRequestDuplicates: every duplicate key is refused, those
 // inside args relative to args (the handler prefixes the operation).
 func TestDecodeRequestDuplicates(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		body, wantErr string
 		argsDup       *DuplicateKeyError

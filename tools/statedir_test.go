@@ -9,6 +9,7 @@ import (
 
 // CheckStateDir applies EnsureStateDir's rules and creates nothing.
 func TestCheckStateDir(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := CheckStateDir(dir); err == nil {
 		t.Fatal("a missing state dir passed")

@@ -9,6 +9,7 @@ import (
 )
 
 func TestCheckStrictJSON(t *testing.T) {
+	t.Parallel()
 	deep := func(n int) string { return strings.Repeat("[", n) + strings.Repeat("]", n) }
 	tests := []struct {
 		name, in string
@@ -75,6 +76,7 @@ func TestCheckStrictJSON(t *testing.T) {
 }
 
 func TestCheckStrictJSONMessages(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, want string }{
 		{`{"text":"a","text":"b"}`, `terminal_type: duplicate key "text": a JSON object may name each key only once; send "text" once`},
 		{`{"wait":{"pattern":"a","pattern":"b"}}`, `terminal_type: duplicate key "pattern" in wait: a JSON object may name each key only once; send "pattern" once`},

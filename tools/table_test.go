@@ -11,6 +11,7 @@ import (
 // The table's declarations agree with each other: value and state types,
 // and nothing that creates or ends something annotated read-only.
 func TestTableDeclarations(t *testing.T) {
+	t.Parallel()
 	if err := checkTable(Operations()); err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +53,7 @@ func TestRetryNeverRepeatsWatches(t *testing.T) {
 // Args are strict JSON: a key named twice, at any depth, is refused
 // before anything runs (encoding/json would keep the last one).
 func TestArgsRefuseDuplicateKeys(t *testing.T) {
+	t.Parallel()
 	op, _ := Lookup("terminal_submit")
 	for _, args := range []string{
 		`{"terminal":"a","terminal":"b","text":"x"}`,

@@ -7,6 +7,7 @@ import (
 )
 
 func TestVisible(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ in, line, text string }{
 		{"plain name", "plain name", "plain name"},
 		{"x\x1b]52;c;eA==\x07", "x^[]52;c;eA==^G", "x^[]52;c;eA==^G"},

@@ -8,6 +8,7 @@ import (
 )
 
 func TestResultJSON(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		res  Result
@@ -54,6 +55,7 @@ func TestResultJSON(t *testing.T) {
 }
 
 func TestAsErrorKeepsContext(t *testing.T) {
+	t.Parallel()
 	base := Errorf(KindNotFound, "no terminal %q", "x")
 	wrapped := fmt.Errorf("snapshot: %w", base)
 	e := AsError(wrapped)
@@ -79,6 +81,7 @@ func TestAsErrorKeepsContext(t *testing.T) {
 }
 
 func TestHTTPStatus(t *testing.T) {
+	t.Parallel()
 	want := map[Kind]int{
 		KindUsage: 400, KindUnauthorized: 401, KindForbidden: 403, KindNotFound: 404,
 		KindConflict: 409, KindNotRun: 409, KindRejected: 422, KindInProgress: 202,

@@ -33,6 +33,7 @@ const aDiff = "diff --git a/README b/README\n--- a/README\n+++ b/README\n@@ -1,2
 // stat and the styled diff fetched off the input path, "cut" when cut,
 // scrolling, a fetch again at the turn's end and on u.
 func TestModelDiffTab(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	f.setReply(diffReply(aDiff, "cut at 1 MiB: 3 files not shown"))
 	tm, _ := start(t, f, wtFleet(tools.AgentWorking), 120, 30)
@@ -84,6 +85,7 @@ func TestModelDiffTab(t *testing.T) {
 // A refusal of a launch with a worktree is shown in the form, which
 // stays open; "+" asks for an automatic name.
 func TestModelLaunchWorktreeRefused(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	f.setReply(func(c call) tools.Result {
 		return tools.Result{Kind: tools.KindRejected, Error: "/tmp is not in a git repository: give a directory inside one"}

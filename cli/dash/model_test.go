@@ -12,6 +12,7 @@ import (
 	"github.com/charmbracelet/x/ansi"
 	"github.com/charmbracelet/x/exp/teatest/v2"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -137,18 +138,13 @@ func inspect(t *testing.T, tm *teatest.TestModel, fn func(m *Model)) {
 // order, so a few rounds suffice once the input has arrived).
 func waitModel(t *testing.T, tm *teatest.TestModel, what string, ok func(m *Model) bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var frame string
+	if !testenv.Until(10*time.Second, func() bool {
 		var got bool
-		var frame string
 		inspect(t, tm, func(m *Model) { got, frame = ok(m), ansi.Strip(m.Render()) })
-		if got {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("never %s; the frame:\n%s", what, frame)
-		}
-		time.Sleep(5 * time.Millisecond)
+		return got
+	}) {
+		t.Fatalf("never %s; the frame:\n%s", what, frame)
 	}
 }
 
@@ -178,6 +174,7 @@ func key(s string) tea.KeyPressMsg {
 // The list: needs a human first, then working, idle, shells, exited;
 // the header counts; j/k move and the stream is told which node to show.
 func TestModelSortAndKeys(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	tm, _ := start(t, f, fleet(), 120, 30)
 	waitModel(t, tm, "sorted", func(m *Model) bool {
@@ -223,6 +220,7 @@ func TestModelSortAndKeys(t *testing.T) {
 
 // `/` filters by name, kind or state; esc clears.
 func TestModelFilter(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	tm, _ := start(t, f, fleet(), 120, 30)
 	tm.Send(key("/"))
@@ -242,6 +240,7 @@ func TestModelFilter(t *testing.T) {
 
 // Under 80×24 only the list is drawn, and the frame says so.
 func TestModelSmallTerminal(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	tm, _ := start(t, f, fleet(), 120, 30)
 	f.events <- tools.StreamEvent{Screen: screen("n1", "PREVIEW-TEXT")}
@@ -258,6 +257,7 @@ func TestModelSmallTerminal(t *testing.T) {
 // Focus mode: text keys are typed, others pressed as chords, pastes
 // pasted, in order, until C-]; then keys are the dashboard's again.
 func TestModelFocus(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	tm, _ := start(t, f, fleet(), 120, 30)
 	tm.Send(key("G"))
@@ -295,6 +295,7 @@ func TestModelFocus(t *testing.T) {
 
 // A node closed while focused ends focus and says so.
 func TestModelFocusEndsWhenClosed(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	tm, _ := start(t, f, fleet(), 120, 30)
 	tm.Send(key("j")) // w1
@@ -311,6 +312,7 @@ func TestModelFocusEndsWhenClosed(t *testing.T) {
 
 // The stream breaking shows "reconnecting"; a new frame clears it.
 func TestModelReconnecting(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	tm, _ := start(t, f, fleet(), 120, 30)
 	f.events <- tools.StreamEvent{Down: true, NotRunning: true}
@@ -332,6 +334,7 @@ func withDialogs(ds ...tools.StreamDialog) tools.StreamState {
 // a, A and d answer the selected node's oldest dialog (d asks a reason);
 // a question offers its choices; a race says "already answered".
 func TestModelAnswers(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	now := time.Now()
 	older := tools.StreamDialog{Dialog: tools.Dialog{ID: "dialog-1", Node: "n1", Kind: "permission", Title: "Bash: ls", Created: now.Add(-time.Minute)}}
@@ -390,6 +393,7 @@ func TestModelAnswers(t *testing.T) {
 // x asks, y closes; n launches with kind, name and directory; r toggles
 // the recording.
 func TestModelCloseLaunchRecord(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	tm, _ := start(t, f, fleet(), 120, 30)
 	tm.Send(key("x"))
@@ -433,6 +437,7 @@ func TestModelCloseLaunchRecord(t *testing.T) {
 
 // The mouse selects rows and tabs.
 func TestModelMouse(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	tm, _ := start(t, f, fleet(), 120, 30)
 	tm.Send(tea.MouseClickMsg{X: 3, Y: 3, Button: tea.MouseLeft}) // the third row
@@ -447,6 +452,7 @@ func TestModelMouse(t *testing.T) {
 
 // A pending dialog's answers are buttons on the tab line; a click answers.
 func TestModelAnswerButtons(t *testing.T) {
+	t.Parallel()
 	f := newFake(t)
 	d := tools.StreamDialog{Dialog: tools.Dialog{ID: "dialog-7", Node: "n1", Kind: "permission", Title: "Bash: ls", Created: time.Now()}}
 	tm, _ := start(t, f, withDialogs(d), 120, 30)
@@ -468,6 +474,7 @@ func TestModelAnswerButtons(t *testing.T) {
 // The preview keeps a run's colours and attributes; NO_COLOR drops the
 // colours and keeps the attributes.
 func TestRunsStyled(t *testing.T) {
+	t.Parallel()
 	runs := []tools.StreamRun{{T: "red", F: "#ff0000", A: tools.RunBold}, {T: " cur", C: 1}}
 	m := New(context.Background(), Options{})
 	out := m.runsLine(runs, 80)
@@ -487,6 +494,7 @@ func TestRunsStyled(t *testing.T) {
 // A screen event with a scroll moves the shown rows up before its lines
 // apply (the orchestrator sends a scrolling screen as its new rows only).
 func TestModelScreenScroll(t *testing.T) {
+	t.Parallel()
 	m := New(context.Background(), Options{})
 	m.sel = "n"
 	row := func(y int, text string) tools.StreamLine {

@@ -8,6 +8,7 @@ import (
 
 // The code facts come out of real source as ARCHITECTURE.md names them.
 func TestCodeFactsFromFixture(t *testing.T) {
+	t.Parallel()
 	f, err := loadFacts("./testdata/archfixture")
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +70,7 @@ var (
 )
 
 func TestDocCheckerPassesAGoodDoc(t *testing.T) {
+	t.Parallel()
 	if p := checkDoc(goodDoc, fakeFacts, fakeRules); len(p) != 0 {
 		t.Fatalf("problems in a doc true to the code:\n%s", strings.Join(p, "\n"))
 	}
@@ -77,6 +79,7 @@ func TestDocCheckerPassesAGoodDoc(t *testing.T) {
 // Every kind of drift fails, and the message says which row to add,
 // change or remove.
 func TestDocCheckerCatchesDrift(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name, old, new, want string
 	}{

@@ -32,6 +32,7 @@ const archDoc = "../../docs/ARCHITECTURE.md"
 var checkedPatterns = []string{module + "/orchestrator/...", module + "/tmuxctl", module + "/tools"}
 
 func TestArchitectureDoc(t *testing.T) {
+	t.Parallel()
 	md, err := os.ReadFile(archDoc)
 	if err != nil {
 		t.Fatal(err)

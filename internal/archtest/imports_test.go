@@ -148,6 +148,7 @@ func rulesFor(rel string) ([]string, bool) {
 }
 
 func TestImportRules(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("go", "list", "-json", module+"/...")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -209,6 +210,7 @@ func TestImportRules(t *testing.T) {
 
 // Only cliEngineFiles of cli import the engine or the tool server.
 func TestCLIUsesTheEngineOnlyInUp(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../../cli/*.go")
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no cli files found: %v", err)

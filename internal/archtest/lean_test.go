@@ -11,6 +11,7 @@ import (
 // links neither mcp-go nor the JSON Schema compilers it pulls in. The MCP
 // server lives in the termsprawl binary (internal/mcpserve).
 func TestCtlDoesNotLinkMCPGo(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", module+"/cmd/termsprawlctl").Output()
 	if err != nil {
 		t.Fatal(err)
@@ -38,6 +39,7 @@ func TestCtlDoesNotLinkMCPGo(t *testing.T) {
 // no operation table; the full CLI is the termsprawl binary's
 // (`termsprawl __termsprawlctl`).
 func TestCtlLinksOnlyTheStandardLibrary(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", module+"/cmd/termsprawlctl").Output()
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 var linuxOnly = regexp.MustCompile(`(syscall|unix)\.(Epoll\w*|EPOLL\w*|SYS_PIDFD\w*|Pidfd\w*|PIDFD\w*|Pdeathsig|PR_SET_PDEATHSIG|Prctl)|Pdeathsig:|sysPidfdOpen`)
 
 func TestLinuxOnlyCodeIsTagged(t *testing.T) {
+	t.Parallel()
 	root := "../.."
 	var checked int
 	err := filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {

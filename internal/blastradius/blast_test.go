@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 // TestBlastRadius measures what it costs to spread termsprawl's nodes
@@ -180,26 +182,23 @@ func measureLayout(t *testing.T, total, k int, infra bool, prog string, full boo
 func waitHistory(t *testing.T, ctx context.Context, s *server) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	for ctx.Err() == nil {
+	if !testenv.Until(2*time.Minute, func() bool {
 		out, err := s.cli(ctx, "list-panes", "-a", "-F", "#{session_name} #{history_size}")
 		if err != nil {
 			t.Fatal(err)
 		}
-		done := true
 		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
 			f := strings.Fields(l)
 			if len(f) == 2 && f[0] != adminSession {
 				if n, _ := strconv.Atoi(f[1]); n < 9000 {
-					done = false
+					return false
 				}
 			}
 		}
-		if done {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
+		return true
+	}) {
+		t.Errorf("%s: histories not full after two minutes", s.socket)
 	}
-	t.Errorf("%s: histories not full after two minutes", s.socket)
 }
 
 // TestLaunchCost measures, TERMSPRAWL_BLAST_RUNS times (default 20), the

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 // TestCrashProbe drives tmux the way termsprawl does and counts how often
@@ -294,26 +296,22 @@ func (p *probe) closeDetachKill(ctx context.Context, n *node) error {
 // waitGone polls the admin client until line's output has no line equal
 // to want, for at most d.
 func (p *probe) waitGone(ctx context.Context, line, want string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for {
-		out, err := p.admin.run(ctx, line)
-		if err != nil {
-			return err
+	var err error
+	if testenv.Until(d, func() bool {
+		var out []string
+		if out, err = p.admin.run(ctx, line); err != nil {
+			return true
 		}
-		found := false
 		for _, l := range out {
 			if strings.TrimSpace(l) == want {
-				found = true
+				return false
 			}
 		}
-		if !found {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%q still lists %s after %v", line, want, d)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return true
+	}) {
+		return err
 	}
+	return fmt.Errorf("%q still lists %s after %v", line, want, d)
 }
 
 func (p *probe) debugf(format string, args ...any) {

@@ -16,6 +16,7 @@ var update = flag.Bool("update", false, "rewrite readonly.go from the operation 
 
 // The lite binary's copy of the read-only operations is the table's.
 func TestReadOnlyTable(t *testing.T) {
+	t.Parallel()
 	var names []string
 	for _, op := range tools.Operations() {
 		if op.Annotations.ReadOnly {

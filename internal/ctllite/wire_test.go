@@ -9,6 +9,7 @@ import (
 // Only http://127.0.0.1:PORT/call in canonical form is taken (the token
 // never goes elsewhere; the full CLI words the refusal of anything else).
 func TestLoopbackHostPort(t *testing.T) {
+	t.Parallel()
 	if hp, ok := loopbackHostPort("http://127.0.0.1:8080/call"); !ok || hp != "127.0.0.1:8080" {
 		t.Errorf("canonical URL: %q %v", hp, ok)
 	}
@@ -24,6 +25,7 @@ func TestLoopbackHostPort(t *testing.T) {
 // Replies are read by Content-Length, chunked, or to the end; a short
 // body is an error, never a result.
 func TestReadReply(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct{ raw, body string }{
 		"length":  {"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\n\r\n{}\nextra", "{}\n"},
 		"chunked": {"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n1;x\r\n\n\r\n0\r\n\r\n", "{}\n"},

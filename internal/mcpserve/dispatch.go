@@ -126,8 +126,8 @@ func (b *bridge) respond(ctx context.Context, m message, raw json.RawMessage) {
 	resp := b.dispatch(ctx, raw)
 	if b.finish(m.ID) {
 		b.log.Debug("reply dropped: the request was cancelled", "method", m.Method)
-		if testHookDropped != nil {
-			testHookDropped(m.ID)
+		if b.cfg.dropped != nil {
+			b.cfg.dropped(m.ID)
 		}
 		return
 	}
@@ -135,10 +135,6 @@ func (b *bridge) respond(ctx context.Context, m message, raw json.RawMessage) {
 		b.write(resp)
 	}
 }
-
-// testHookDropped, when set by a test, hears of every reply dropped for
-// a cancelled request.
-var testHookDropped func(id json.RawMessage)
 
 // dispatch runs one message through mcp-go and returns its reply (nil for
 // notifications).

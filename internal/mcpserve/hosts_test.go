@@ -30,10 +30,7 @@ func TestMCPCancelledWaitGetsNoReply(t *testing.T) {
 		return tools.ErrResult(tools.Errorf(tools.KindTimeout, "cancelled"))
 	})
 	dropped := make(chan string, 1)
-	testHookDropped = func(id json.RawMessage) { dropped <- string(id) }
-	t.Cleanup(func() { testHookDropped = nil })
-
-	h := startBridge(t, StdioConfig{Session: fs.Agent})
+	h := startBridge(t, StdioConfig{Session: fs.Agent, dropped: func(id json.RawMessage) { dropped <- string(id) }})
 	h.initialize("2025-06-18")
 	h.sendJSON(map[string]any{"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": map[string]any{
 		"name": "terminal_wait_for", "arguments": map[string]any{"terminal": "n1", "wait": "text", "text": "never", "timeout_ms": 40000}}})
@@ -58,6 +55,7 @@ func TestMCPCancelledWaitGetsNoReply(t *testing.T) {
 // 1.0 and 1e0 are integers (JSON Schema): validated, and handed on in
 // plain form so that the orchestrator's decoder takes them.
 func TestMCPIntegerForms(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startBridge(t, StdioConfig{Session: fs.Agent})
 	h.initialize("2025-06-18")
@@ -88,6 +86,7 @@ func TestMCPIntegerForms(t *testing.T) {
 // gemini-cli's wait_for_previous is dropped; any other unknown argument
 // stays a usage error that names it.
 func TestMCPClientInjectedArgs(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startBridge(t, StdioConfig{Session: fs.Agent})
 	h.initialize("2025-06-18")
@@ -121,6 +120,7 @@ func TestMCPClientInjectedArgs(t *testing.T) {
 
 // Hosts cut instructions at 2,048 characters.
 func TestMCPInstructionsFit(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startBridge(t, StdioConfig{Session: fs.Agent})
 	res := h.initialize("2025-06-18")
@@ -136,6 +136,7 @@ func TestMCPInstructionsFit(t *testing.T) {
 // At the default level stderr stays silent through a handshake, calls and
 // a restart (hosts show every line as an error); --verbose tells.
 func TestMCPStderrQuietByDefault(t *testing.T) {
+	t.Parallel()
 	for _, verbose := range []bool{false, true} {
 		fs := newFakeState(t)
 		h := startBridge(t, StdioConfig{Session: fs.Agent, Verbose: verbose})
@@ -220,6 +221,7 @@ func TestMCPProgressDuringWait(t *testing.T) {
 // --wait applies to tool calls: a call made while termsprawl is down
 // waits for it and is answered by the new instance.
 func TestMCPWaitRidesOutage(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startBridge(t, StdioConfig{Session: fs.Agent, Wait: 20 * time.Second})
 	h.initialize("2025-06-18")
@@ -244,6 +246,7 @@ func TestMCPWaitRidesOutage(t *testing.T) {
 // Protocol 2025-03-26 takes JSON-RPC batches; other versions refuse them
 // with one clear error; initialize may not be batched.
 func TestMCPBatches(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startBridge(t, StdioConfig{Session: fs.Agent})
 	h.initialize("2025-03-26")
@@ -281,6 +284,7 @@ func TestMCPBatches(t *testing.T) {
 // The stateless handshake (server/discover) checks that termsprawl is
 // reachable, as initialize does.
 func TestMCPDiscoverChecksReachable(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	fs.RemoveEndpoint(t)
 	h := startBridge(t, StdioConfig{Session: fs.Agent})
@@ -311,6 +315,7 @@ func TestMCPDiscoverChecksReachable(t *testing.T) {
 // outputSchema on every tool from 2025-06-18 on (none before), and a
 // successful value as structuredContent.
 func TestMCPOutputSchemas(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"2024-11-05", "2025-06-18", "2025-11-25"} {
 		fs := newFakeState(t)
 		h := startBridge(t, StdioConfig{Session: fs.Agent})

@@ -44,6 +44,9 @@ const (
 type StdioConfig struct {
 	// Session is the absolute path of the session file.
 	Session string
+	// dropped, set by the package's tests only, hears of every reply
+	// dropped for a cancelled request.
+	dropped func(id json.RawMessage)
 	// Wait and Retry are termsprawlctl's --wait and --retry: they apply
 	// to the initialize check and to every tool call, as for `call`.
 	Wait  time.Duration

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -141,6 +142,7 @@ func rpcErrorCode(t *testing.T, reply map[string]any) int {
 }
 
 func TestMCPInitialize(t *testing.T) {
+	t.Parallel()
 	for _, v := range []string{"2024-11-05", "2025-03-26", "2025-06-18"} {
 		t.Run(v, func(t *testing.T) {
 			fs := newFakeState(t)
@@ -168,6 +170,7 @@ func TestMCPInitialize(t *testing.T) {
 }
 
 func TestMCPInitializeFailsWhenDown(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	fs.RemoveEndpoint(t)
 	h := startMCP(t, fs.Agent)
@@ -186,6 +189,7 @@ func TestMCPInitializeFailsWhenDown(t *testing.T) {
 }
 
 func TestMCPToolsListMatchesTable(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startMCP(t, fs.Agent)
 	h.initialize("2025-03-26")
@@ -243,6 +247,7 @@ func TestMCPToolsListMatchesTable(t *testing.T) {
 }
 
 func TestMCPProtocolErrors(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startMCP(t, fs.Agent)
 	h.initialize("2024-11-05")
@@ -306,6 +311,7 @@ func textEnvelope(t *testing.T, res map[string]any, index int) map[string]any {
 }
 
 func TestMCPToolCall(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startMCP(t, fs.Agent)
 	h.initialize("2025-06-18")
@@ -364,6 +370,7 @@ func TestMCPToolCall(t *testing.T) {
 }
 
 func TestMCPDialogAnswerOnlyDeny(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startMCP(t, fs.Agent)
 	h.initialize("2024-11-05")
@@ -392,17 +399,14 @@ func TestMCPDialogAnswerOnlyDeny(t *testing.T) {
 }
 
 func TestMCPLogsRestart(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startMCP(t, fs.Agent)
 	h.initialize("2024-11-05")
 	fs.Endpoint.InstanceID = "fake-restarted"
 	fs.WriteEndpoint(t)
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(h.stderr.String(), "fake-restarted") {
-		if time.Now().After(deadline) {
-			t.Fatalf("restart not logged; stderr:\n%s", h.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Until(10*time.Second, func() bool { return strings.Contains(h.stderr.String(), "fake-restarted") }) {
+		t.Fatalf("restart not logged; stderr:\n%s", h.stderr.String())
 	}
 	if !strings.Contains(h.stderr.String(), "restarted") {
 		t.Errorf("stderr:\n%s", h.stderr.String())
@@ -410,6 +414,7 @@ func TestMCPLogsRestart(t *testing.T) {
 }
 
 func TestReadLineLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 16
 	in := strings.Repeat("a", limit) + "\n" + // at the limit
 		strings.Repeat("b", limit) + "\r\n" + // at the limit, CRLF
@@ -444,6 +449,7 @@ func TestReadLineLimit(t *testing.T) {
 }
 
 func TestIDFromPrefix(t *testing.T) {
+	t.Parallel()
 	for in, want := range map[string]string{
 		`{"jsonrpc":"2.0","id":7,"method":"x","params":{"a":"bbbb`: "7",
 		`{"params":{"id":1},"id":"abc","x`:                         `"abc"`,
@@ -457,25 +463,27 @@ func TestIDFromPrefix(t *testing.T) {
 }
 
 func TestMCPLogsSessionFileChanges(t *testing.T) {
+	t.Parallel()
 	fs := newFakeState(t)
 	h := startMCP(t, fs.Agent)
 	h.initialize("2024-11-05")
-	deadline := time.Now().Add(10 * time.Second)
 	content, err := os.ReadFile(fs.Agent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Remove the session file (the node was closed): the bridge says so.
-	// The watch is armed in the background: repeat until it reports.
-	for !strings.Contains(h.stderr.String(), "session file unusable") {
-		if time.Now().After(deadline) {
-			t.Fatalf("removal of the session file not logged; stderr:\n%s", h.stderr.String())
-		}
+	// The watch is armed in the background: put the file back and remove
+	// it again, each time giving the bridge a moment to report, until it
+	// does.
+	logged := func() bool { return strings.Contains(h.stderr.String(), "session file unusable") }
+	if !testenv.Until(10*time.Second, func() bool {
 		if err := tools.WriteFileAtomic(fs.Agent, content); err != nil {
 			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
+		testenv.Until(100*time.Millisecond, logged)
 		os.Remove(fs.Agent)
-		time.Sleep(200 * time.Millisecond)
+		return testenv.Until(200*time.Millisecond, logged)
+	}) {
+		t.Fatalf("removal of the session file not logged; stderr:\n%s", h.stderr.String())
 	}
 }

@@ -10,6 +10,7 @@ import (
 // Every output schema compiles, accepts the zero value of its type, and
 // refuses a value with a key the type does not have.
 func TestOutputSchemas(t *testing.T) {
+	t.Parallel()
 	for _, op := range tools.Operations() {
 		var v any = op.Result
 		if op.Mutation {

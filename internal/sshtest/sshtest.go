@@ -79,9 +79,7 @@ func randHex(n int) string {
 // TERMSPRAWL_REQUIRE_ALL) where that is not possible.
 func New(t testing.TB) *Fixture {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("ssh namespace test skipped in -short mode")
-	}
+	testenv.SkipShort(t, "ssh namespace test")
 	sshd := "/usr/sbin/sshd"
 	if _, err := os.Stat(sshd); err != nil {
 		testenv.SkipOrFail(t, "sshd is not installed (apt-get install openssh-server openssh-client)")

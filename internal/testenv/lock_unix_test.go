@@ -11,6 +11,7 @@ import (
 )
 
 func TestLockDirExcludes(t *testing.T) {
+	t.Parallel()
 	d := t.TempDir()
 	unlock, err := lockDir(d)
 	if err != nil {

@@ -12,6 +12,7 @@ func ev(src, event string, sec int) tools.Evidence {
 }
 
 func TestDerive(t *testing.T) {
+	t.Parallel()
 	P, H, D, S := tools.SourceProcess, tools.SourceHook, tools.SourceDialog, tools.SourceScreen
 	cases := []struct {
 		name  string
@@ -64,6 +65,7 @@ func TestDerive(t *testing.T) {
 }
 
 func TestKnownHook(t *testing.T) {
+	t.Parallel()
 	for ev, want := range map[string]bool{"Stop": true, "StopFailure": true, "SessionEnd": true, "report:error": true,
 		"report:exited": false, "NoSuchEvent": false, "": false} {
 		if got := KnownHook(ev); got != want {
@@ -73,6 +75,7 @@ func TestKnownHook(t *testing.T) {
 }
 
 func TestTurnEnded(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		lines []string

@@ -118,6 +118,7 @@ func appendFile(t *testing.T, path, text string) {
 // revision is a cursor after every line it returned, also when the screen
 // did not move (Mark).
 func TestFollow(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	app, db := filepath.Join(dir, "app.log"), filepath.Join(dir, "db.log")
 	os.WriteFile(app, []byte("old line before the start\n"), 0o600)
@@ -152,6 +153,7 @@ func TestFollow(t *testing.T) {
 // A deleted and recreated log, a rotated one (renamed away, a new file
 // created) and a truncated one go on being followed.
 func TestRotation(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "app.log")
 	os.WriteFile(p, nil, 0o600)
 	lf, scr := follow(t, tools.LogSpec{Path: p, Label: "app"})
@@ -187,6 +189,7 @@ func TestRotation(t *testing.T) {
 // 10 MB at once: the last tools.MaxLogLines lines are kept, the rest
 // counted as omitted for a cursor before them and not after.
 func TestFlood(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), "flood.log")
 	os.WriteFile(p, nil, 0o600)
 	lf, scr := follow(t, tools.LogSpec{Path: p, Label: "flood"})
@@ -216,6 +219,7 @@ func TestFlood(t *testing.T) {
 // A file that does not exist yet is missing until it appears, and then
 // read from its start.
 func TestMissingFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	later := filepath.Join(dir, "later.log")
 	lf, scr := follow(t, tools.LogSpec{Path: later, Label: "later"})
@@ -231,6 +235,7 @@ func TestMissingFile(t *testing.T) {
 
 // Bad logs are refused with kind usage and a message that says what to fix.
 func TestResolve(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sock := filepath.Join(dir, "app.sock")
 	l, err := net.Listen("unix", sock)

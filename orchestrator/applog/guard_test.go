@@ -56,6 +56,7 @@ func missingUntil(t *testing.T, lf *Follower, label string, want bool) {
 // that blocks: Follow answers, the follower goes on following (the path
 // becoming a file again is read) and stops when told.
 func TestFollowFIFO(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "app.log")
 	os.WriteFile(p, nil, 0o600)
@@ -119,6 +120,7 @@ func TestFollowFIFO(t *testing.T) {
 
 // Resolve refuses a FIFO without blocking.
 func TestResolveFIFO(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "fifo.log")
 	mkfifo(t, p)
@@ -133,6 +135,7 @@ func TestResolveFIFO(t *testing.T) {
 // when the path later becomes a link to a session file or a hard link to
 // one.
 func TestStateDirNeverFollowed(t *testing.T) {
+	t.Parallel()
 	state := t.TempDir()
 	sessions := filepath.Join(state, "sessions")
 	os.MkdirAll(sessions, 0o700)

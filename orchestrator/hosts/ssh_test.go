@@ -10,6 +10,7 @@ import (
 // What ssh printed → what the user is told (real ssh's words, as seen in
 // TestRemoteBadHosts, plus cases the namespace cannot produce).
 func TestSSHErrorTable(t *testing.T) {
+	t.Parallel()
 	spec := tools.HostSpec{Name: "big", Dest: "me@big"}
 	for _, tc := range []struct {
 		stderr, reason string
@@ -37,6 +38,7 @@ func TestSSHErrorTable(t *testing.T) {
 }
 
 func TestClipLine(t *testing.T) {
+	t.Parallel()
 	long := strings.Repeat("warning line ", 60) + "Host key verification failed."
 	got := clipLine(long)
 	if len(got) > 410 || !strings.HasPrefix(got, "… ") || !strings.HasSuffix(got, "Host key verification failed.") || strings.Contains(got, "\n") {
@@ -62,6 +64,7 @@ func FuzzProbeOutput(f *testing.F) {
 }
 
 func TestParseProbe(t *testing.T) {
+	t.Parallel()
 	p, err := parseProbe("big", "me@big", "home=/root\nshell=/bin/bash\npath=/usr/bin:/bin\nctl=/opt/termsprawlctl\ntmux=/usr/bin/tmux\ntmuxv=tmux 3.3a\nserver=up\nrdir=/root/.local/state/termsprawl/remote/x\n")
 	if err != nil || p.Home != "/root" || p.Shell != "/bin/bash" || p.Tmux != "/usr/bin/tmux" || p.TmuxVersion != "tmux 3.3a" ||
 		p.Ctl != "/opt/termsprawlctl" || !p.ServerUp || p.Rdir != "/root/.local/state/termsprawl/remote/x" || p.Path != "/usr/bin:/bin" {

@@ -24,6 +24,7 @@ func fakeSSH(t *testing.T) []string {
 // A server's Signal, ProcStat and PidGone act on its own machine: here
 // for a local server, through the prefix for a host's.
 func TestProgramsOnTheServersMachine(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		srv  *Tmux

@@ -6,6 +6,7 @@ import (
 )
 
 func TestTmuxVersion(t *testing.T) {
+	t.Parallel()
 	for v, want := range map[string][3]int{ // major, minor, ok
 		"tmux 3.3a":      {3, 3, 1},
 		"tmux 3.2":       {3, 2, 1},
@@ -32,6 +33,7 @@ func TestTmuxVersion(t *testing.T) {
 }
 
 func TestStatusShown(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		st   Status
 		want string

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/browsertest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -16,9 +17,8 @@ import (
 // the `termsprawl answer … --selection` commands, shell-quoted; text from
 // outside (a dialog's title) is text, never markup.
 func TestPageShowsCrashAndDialogs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Chromium; skipped with -short")
-	}
+	t.Parallel()
+	testenv.SkipShort(t, "starts Chromium")
 	b := browsertest.Start(t)
 	e := newFakeEngine()
 	e.add("a", "one", "two R")

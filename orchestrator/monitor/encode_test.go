@@ -23,6 +23,7 @@ func decodeRow(t *testing.T, raw json.RawMessage) lineMsg {
 // TestEncodeRow: runs merge cells of one style; colours are the
 // screenshot palette's; attributes, wide characters and the cursor.
 func TestEncodeRow(t *testing.T) {
+	t.Parallel()
 	e := newEncoder()
 	cell := func(s string, mod func(*render.Cell)) render.Cell {
 		c := render.Cell{Content: s, Width: 1}
@@ -117,6 +118,7 @@ func FuzzMonitorPath(f *testing.F) {
 // TestRowsMemo: rows reused from the last frame (same row, scrolled rows,
 // around a moving cursor) encode exactly as freshly encoded rows.
 func TestRowsMemo(t *testing.T) {
+	t.Parallel()
 	e := newEncoder()
 	grid := func(first int, cur render.Cursor) render.Grid {
 		g := render.NewGrid(6, 5)
@@ -160,6 +162,7 @@ func TestRowsMemo(t *testing.T) {
 // is one of the last frame's (in place or scrolled) reuses its runs, and
 // the result is still what a fresh encoding gives.
 func TestRowsMemoStamps(t *testing.T) {
+	t.Parallel()
 	e := newEncoder()
 	grid := func(texts ...string) render.Grid {
 		g := render.NewGrid(4, len(texts))
@@ -197,6 +200,7 @@ func TestRowsMemoStamps(t *testing.T) {
 }
 
 func TestScrollOf(t *testing.T) {
+	t.Parallel()
 	rows := func(s ...string) [][]byte {
 		out := make([][]byte, len(s))
 		for i, r := range s {
@@ -226,6 +230,7 @@ func TestScrollOf(t *testing.T) {
 
 // appendJSON is json.Marshal's encoding of a screen message.
 func TestScreenMsgJSON(t *testing.T) {
+	t.Parallel()
 	for _, m := range []screenMsg{
 		{Node: "n", Rev: 7, Cols: 80, Rows: 24, Full: true, Cursor: cursorMsg{X: 3, Y: 4, Visible: true, Shape: 2},
 			Lines: []json.RawMessage{json.RawMessage(`{"y":0,"r":[{"t":"a"}]}`), json.RawMessage(`{"y":1,"r":[]}`)}},

@@ -13,6 +13,7 @@ import (
 // reaches an open stream only through Kick. ServeStream serves the same
 // hub to a request its caller authenticated (the tool server's /events).
 func TestKickAndServeStream(t *testing.T) {
+	t.Parallel()
 	e := newFakeEngine()
 	e.add("a", "hello")
 	saved, err := Load(t.TempDir())

@@ -52,6 +52,7 @@ func (r *receiver) apply(t *testing.T, data []byte) screenMsg {
 // brings a receiver to exactly the full frame a new page gets, and a
 // scrolling screen costs its new rows, not the whole screen.
 func TestWatcherScrollFrames(t *testing.T) {
+	t.Parallel()
 	s := screen.New(30, 6)
 	defer s.Close()
 	w := newWatcher(&hub{}, "n")

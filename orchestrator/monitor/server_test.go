@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/render"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -201,6 +202,7 @@ func get(t *testing.T, url string, mod func(*http.Request)) (*http.Response, str
 }
 
 func TestMonitorRefusals(t *testing.T) {
+	t.Parallel()
 	e := newFakeEngine()
 	e.add("a", "hello")
 	m, hostPort := serveMonitor(t, e)
@@ -328,6 +330,7 @@ func rowText(t *testing.T, raw json.RawMessage) (int, string) {
 // per revision; nodes appear and go in state events; the shown node is
 // observed exactly while a page shows it.
 func TestMonitorStream(t *testing.T) {
+	t.Parallel()
 	e := newFakeEngine()
 	a := e.add("a", "one", "two R", "three")
 	m, _ := serveMonitor(t, e)
@@ -393,12 +396,8 @@ func TestMonitorStream(t *testing.T) {
 
 	// The page leaves: the node is no longer shown.
 	s.resp.Body.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for a.shownCount() != 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the node stays shown after the page left")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !testenv.Until(10*time.Second, func() bool { return !(a.shownCount() != 0) }) {
+		t.Fatal("the node stays shown after the page left")
 	}
 	m.hub.mu.Lock()
 	polling, watchers := m.hub.polling != nil, len(m.hub.watchers)
@@ -411,6 +410,7 @@ func TestMonitorStream(t *testing.T) {
 // TestCapabilityPersists: the capability survives a restart (same state
 // dir), is mode 0600, and an unusable file is replaced.
 func TestCapabilityPersists(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, err := Load(dir)
 	if err != nil {

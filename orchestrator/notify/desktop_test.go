@@ -35,6 +35,7 @@ GLib.MainLoop().run()
 // A session bus the test starts, with a small fake notification
 // service: the desktop target reaches it and reports its answer.
 func TestDesktopOnATestBus(t *testing.T) {
+	t.Parallel()
 	daemon := testenv.LookPath(t, "dbus-daemon", "apt-get install dbus")
 	testenv.LookPath(t, "gdbus", "apt-get install libglib2.0-bin")
 	py := "/usr/bin/python3"

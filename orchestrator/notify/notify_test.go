@@ -17,6 +17,7 @@ import (
 )
 
 func TestLoad(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cfg, err := Load(dir, nil, "")
 	if err != nil || cfg.Mode != tools.NotifyNormal || len(cfg.Targets) != 1 || cfg.Targets[0].Kind != KindTmux {
@@ -61,6 +62,7 @@ func TestLoad(t *testing.T) {
 }
 
 func TestWanted(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		mode, event string
 		want        bool
@@ -117,6 +119,7 @@ func (r *receiver) count() int {
 }
 
 func TestWebhookOnePerNodeAndEvent(t *testing.T) {
+	t.Parallel()
 	r, srv := newReceiver(t, 200)
 	n := New(tools.NotifyNormal, []Target{Webhook{URL: srv.URL}}, nil, Options{})
 	defer n.Close()
@@ -153,6 +156,7 @@ func TestWebhookOnePerNodeAndEvent(t *testing.T) {
 }
 
 func TestWindowPasses(t *testing.T) {
+	t.Parallel()
 	now := time.Unix(1000, 0)
 	var mu sync.Mutex
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
@@ -171,6 +175,7 @@ func TestWindowPasses(t *testing.T) {
 }
 
 func TestQuietModeSendsNoCrash(t *testing.T) {
+	t.Parallel()
 	r, srv := newReceiver(t, 200)
 	n := New(tools.NotifyQuiet, []Target{Webhook{URL: srv.URL}}, nil, Options{})
 	if n.Notify(Event{Node: "n", Event: EventCrash}) || n.Notify(Event{Node: "n", Event: EventError}) {
@@ -185,6 +190,7 @@ func TestQuietModeSendsNoCrash(t *testing.T) {
 }
 
 func TestRetriedWithBackoff(t *testing.T) {
+	t.Parallel()
 	r, srv := newReceiver(t, 500)
 	n := New(tools.NotifyNormal, []Target{Webhook{URL: srv.URL}}, nil, Options{Backoff: time.Millisecond, Attempts: 3})
 	defer n.Close()
@@ -204,6 +210,7 @@ func TestRetriedWithBackoff(t *testing.T) {
 
 // A receiver that hangs holds the sender, not Notify: a full queue drops.
 func TestHangingReceiverNeverBlocks(t *testing.T) {
+	t.Parallel()
 	r, srv := newReceiver(t, 200)
 	r.hang = make(chan struct{})
 	defer close(r.hang)
@@ -228,6 +235,7 @@ func TestHangingReceiverNeverBlocks(t *testing.T) {
 }
 
 func TestTestAnswers(t *testing.T) {
+	t.Parallel()
 	_, ok := newReceiver(t, 200)
 	_, bad := newReceiver(t, 503)
 	n := New(tools.NotifyQuiet, []Target{Webhook{URL: ok.URL}, Webhook{URL: bad.URL}}, nil, Options{})
@@ -239,6 +247,7 @@ func TestTestAnswers(t *testing.T) {
 }
 
 func TestOSC(t *testing.T) {
+	t.Parallel()
 	got := string(OSC("n1; needs you", "Bash:\x1b[31m ls\n"))
 	want := "\x1b]9;n1; needs you: Bash:^[[31m ls\a\x1b]777;notify;n1, needs you;Bash:^[[31m ls\a"
 	if got != want {

@@ -25,6 +25,7 @@ func newWatcher(t *testing.T) *Watcher {
 }
 
 func TestWatcher(t *testing.T) {
+	t.Parallel()
 	w := newWatcher(t)
 	cmd := exec.Command("sleep", "0.2")
 	if err := cmd.Start(); err != nil {
@@ -63,6 +64,7 @@ func TestWatcher(t *testing.T) {
 
 // A program killed by a signal is a zombie whose status says so.
 func TestZombieSignaled(t *testing.T) {
+	t.Parallel()
 	w := newWatcher(t)
 	cmd := exec.Command("sleep", "600")
 	if err := cmd.Start(); err != nil {
@@ -91,6 +93,7 @@ func TestZombieSignaled(t *testing.T) {
 
 // After Close, a pending callback never runs and Watch refuses.
 func TestWatcherClose(t *testing.T) {
+	t.Parallel()
 	w := newWatcher(t)
 	cmd := exec.Command("sleep", "600")
 	if err := cmd.Start(); err != nil {
@@ -119,6 +122,7 @@ func TestWatcherClose(t *testing.T) {
 }
 
 func TestParseStat(t *testing.T) {
+	t.Parallel()
 	fields := func(state, code string) string {
 		f := make([]string, 50)
 		for i := range f {

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -16,6 +17,7 @@ import (
 // closes the coldest others (named in evicted), the total stays within
 // the budget, and Close frees a trace's share.
 func TestRegistryMemoryBudget(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var paths []string
 	for _, name := range []string{"a", "b", "c"} {
@@ -66,9 +68,7 @@ func TestRegistryMemoryBudget(t *testing.T) {
 // 4 MB traces opened and replayed one after another leave at most the
 // budget's worth (checked with a small budget standing for the default).
 func TestRegistryBudgetBoundsHeap(t *testing.T) {
-	if testing.Short() {
-		t.Skip("writes and replays 48 MB of casts")
-	}
+	testenv.SkipShort(t, "writes and replays 48 MB of casts")
 	dir := t.TempDir()
 	const budget = 24 << 20
 	reg := NewRegistryBudget(budget)

@@ -429,15 +429,7 @@ func decodeJSONText(dst, s []byte) []byte {
 			i++
 			continue
 		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\uFFFD"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
+		dst, i, start = stepRune(dst, s, start, i)
 	}
 	return append(dst, s[start:]...)
 }

@@ -65,15 +65,7 @@ func appendJSONText(dst, s []byte) []byte {
 			start = i
 			continue
 		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, "\uFFFD"...)
-			i++
-			start = i
-			continue
-		}
-		i += size
+		dst, i, start = stepRune(dst, s, start, i)
 	}
 	return append(dst, s[start:]...)
 }
@@ -135,4 +127,18 @@ func holdCut(p []byte) int {
 		return cut
 	}
 	return cut - size
+}
+
+// stepRune steps over the non-ASCII UTF-8 sequence at s[i] of a run of s
+// being copied to dst from start: a valid one stays in the run, an invalid
+// byte ends the run and is written as U+FFFD. It returns dst, the next
+// index and the run's start. The one UTF-8 sanitizer of the cast writer
+// (appendJSONText) and reader (decodeJSONText).
+func stepRune(dst, s []byte, start, i int) ([]byte, int, int) {
+	r, size := utf8.DecodeRune(s[i:])
+	if r == utf8.RuneError && size == 1 {
+		dst = append(dst, s[start:i]...)
+		return append(dst, "\uFFFD"...), i + 1, i + 1
+	}
+	return dst, i + size, start
 }

@@ -18,6 +18,7 @@ import (
 // events.jsonl) is a FIFO answers an error at once: the open never waits
 // for a writer.
 func TestOpenFIFOInTraceDir(t *testing.T) {
+	t.Parallel()
 	for _, name := range []string{CastFile, MetaFile, EventsFile} {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()

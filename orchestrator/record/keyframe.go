@@ -43,18 +43,25 @@ func (r *Recorder) WantsKeyframe() bool {
 
 // Keyframe notes that s (and mouseSGR, the SGR mouse encoding) is the
 // screen after all the output given to Output so far. A screen on the
-// alternate screen, with the cursor on or past the last column, or not of
-// the recording's size is not kept; the next try is recKeyframeEvery bytes
-// later either way.
+// alternate screen or not of the recording's size is not kept, and the
+// next try is recKeyframeEvery bytes later; one with the cursor on or past
+// the last column is not kept either, and the next output tries again.
 func (r *Recorder) Keyframe(s tools.Screen, mouseSGR bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.stopped || r.closed {
 		return
 	}
+	if s.Columns >= 1 && s.Rows >= 1 && (s.Cursor.X >= s.Columns-1 || s.Cursor.Y >= s.Rows) {
+		// A cursor on the last column is a moment of the output (the
+		// middle of a long line, a pending wrap), not a state of the
+		// screen: the next output tries again, however the program's
+		// output happens to be cut into chunks.
+		return
+	}
 	r.sinceKF = 0
 	r.kfAgain.Store(false)
-	if s.Modes.AltScreen || s.Columns < 1 || s.Rows < 1 || s.Cursor.X >= s.Columns-1 || s.Cursor.Y >= s.Rows || len(s.Lines) > s.Rows {
+	if s.Modes.AltScreen || s.Columns < 1 || s.Rows < 1 || len(s.Lines) > s.Rows {
 		return
 	}
 	s.Revision = 0

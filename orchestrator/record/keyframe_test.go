@@ -144,6 +144,7 @@ func checkRecordedKeyframes(t *testing.T, seed uint64) {
 // so the replay started there; a trace of the same cast without
 // events.jsonl replays from the start.
 func TestRecordedKeyframeIsWhereTheReplayStarts(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "rec")
 	r, err := start(dir, Meta{Node: "t", Columns: 20, Rows: 4}, stepClock(time.Millisecond))
 	if err != nil {
@@ -194,6 +195,7 @@ func TestRecordedKeyframeIsWhereTheReplayStarts(t *testing.T) {
 // (that byte is not held back); one inside a sequence, or after a held
 // character, is not, and the next output's try is.
 func TestKeyframeWhereTheOutputEnds(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "rec")
 	r, err := start(dir, Meta{Node: "t", Columns: 20, Rows: 4}, stepClock(time.Microsecond))
 	if err != nil {
@@ -226,5 +228,36 @@ func TestKeyframeWhereTheOutputEnds(t *testing.T) {
 	}
 	if n := keyframeLines(t, dir); n != 2 {
 		t.Fatalf("%d keyframe lines, want 2", n)
+	}
+}
+
+// A keyframe refused because the cursor was on the last column (a moment
+// inside a long line) is tried again at the next output, not a whole
+// keyframe spacing later: whether a recording gets keyframes does not
+// depend on where the program's output happened to be cut into chunks.
+func TestKeyframeAtTheLastColumnIsRetried(t *testing.T) {
+	t.Parallel()
+	dir := filepath.Join(t.TempDir(), "rec")
+	r, err := start(dir, Meta{Node: "t", Columns: 20, Rows: 4}, stepClock(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Output([]byte(strings.Repeat("x", recKeyframeEvery) + "\r\n"))
+	if !r.WantsKeyframe() {
+		t.Fatalf("no keyframe wanted after %d bytes", recKeyframeEvery)
+	}
+	r.Keyframe(tools.Screen{Columns: 20, Rows: 4, Cursor: tools.Cursor{X: 19, Y: 3}, Lines: []string{"xxxxxxxxxxxxxxxxxxxx"}}, false)
+	if !r.WantsKeyframe() {
+		t.Fatal("a keyframe refused for its cursor on the last column is not tried again at the next output")
+	}
+	r.Keyframe(tools.Screen{Columns: 20, Rows: 4, Cursor: tools.Cursor{X: 0, Y: 3}, Lines: []string{"xxxxxxxxxxxxxxxxxxxx"}}, false)
+	if r.WantsKeyframe() {
+		t.Fatal("a keyframe is still wanted after one was taken")
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := keyframeLines(t, dir); n != 1 {
+		t.Fatalf("%d keyframe lines, want 1", n)
 	}
 }

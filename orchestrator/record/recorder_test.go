@@ -211,6 +211,7 @@ func asciinemaCat(t *testing.T, path string) (string, error) {
 
 // TestAsciinemaCatAcceptsCast runs the real asciinema on a recording.
 func TestAsciinemaCatAcceptsCast(t *testing.T) {
+	t.Parallel()
 	r, dir, clk := startRec(t, Meta{Columns: 40, Rows: 10})
 	r.Output([]byte("first line\r\n\x1b[31mred\x1b[0m é 漢字 🙂 \"q\" \\\r\n"))
 	clk.add(100 * time.Millisecond)
@@ -240,6 +241,7 @@ func TestAsciinemaCatAcceptsCast(t *testing.T) {
 }
 
 func TestOutputSplitUTF8(t *testing.T) {
+	t.Parallel()
 	text := "aé漢🙂z"
 	for cut1 := 0; cut1 <= len(text); cut1++ {
 		for cut2 := cut1; cut2 <= len(text); cut2++ {
@@ -289,6 +291,7 @@ func TestOutputSplitUTF8(t *testing.T) {
 // A grapheme cluster cut across two outputs is joined in one event (the
 // emulator only joins a cluster written at once).
 func TestOutputKeepsClustersTogether(t *testing.T) {
+	t.Parallel()
 	r, dir, _ := startRec(t, Meta{})
 	r.Output([]byte("cafe"))
 	r.Output([]byte("\u0301 ok\r\n👩"))
@@ -317,26 +320,27 @@ func TestOutputKeepsClustersTogether(t *testing.T) {
 
 // A held-back character is written on its own once output stays quiet.
 func TestHeldCharacterIsFlushedWhenQuiet(t *testing.T) {
+	t.Parallel()
 	r, err := Start(filepath.Join(t.TempDir(), "rec"), Meta{Node: "n", Columns: 10, Rows: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	r.Output([]byte("$ "))
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		raw, _ := os.ReadFile(filepath.Join(r.Dir(), CastFile))
+	var raw []byte
+	if !testenv.Until(5*time.Second, func() bool {
+		raw, _ = os.ReadFile(filepath.Join(r.Dir(), CastFile))
 		if bytes.Contains(raw, []byte(`"$ "`)) || bytes.Contains(raw, []byte(`" "]`)) {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the prompt's last character was not written: %q", raw)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the prompt's last character was not written: %q", raw)
 	}
 }
 
 func TestPasteTextAppearsNowhere(t *testing.T) {
+	t.Parallel()
 	const secret = "hunter2-correct-horse-battery"
 	r, dir, clk := startRec(t, Meta{})
 	r.Output([]byte("password: "))
@@ -386,6 +390,7 @@ func TestPasteTextAppearsNowhere(t *testing.T) {
 }
 
 func TestStartErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if _, err := Start(filepath.Join(dir, "a"), Meta{Columns: 0, Rows: 24}); tools.KindOf(err) != tools.KindUsage {
 		t.Errorf("size 0: %v", err)
@@ -401,6 +406,7 @@ func TestStartErrors(t *testing.T) {
 }
 
 func TestDirName(t *testing.T) {
+	t.Parallel()
 	at := time.Date(2026, 12, 1, 11, 15, 0, 0, time.FixedZone("CET", 3600))
 	for _, tc := range []struct{ node, want string }{
 		{"build", "build-20261201T101500Z"},
@@ -420,19 +426,19 @@ func TestExitWritesMetaBeforeClose(t *testing.T) {
 	r, dir, clk := startRec(t, Meta{})
 	clk.add(2 * time.Second)
 	r.Exit(139, "SIGSEGV", &Crash{ExitCode: intp(139), Signal: "SIGSEGV", AfterMS: 2000, ScreenTail: []string{"Segmentation fault"}})
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		m, err := readMeta(dir)
+	var m Meta
+	var err error
+	if !testenv.Until(5*time.Second, func() bool {
+		m, err = readMeta(dir)
 		if err == nil && m.ExitCode != nil {
 			if *m.ExitCode != 139 || m.Signal != "SIGSEGV" || m.Crash == nil || m.Crash.ScreenTail[0] != "Segmentation fault" || !m.End.Equal(epoch.Add(2*time.Second)) {
 				t.Fatalf("meta after Exit: %+v", m)
 			}
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("meta.json was not rewritten after Exit: %+v %v", m, err)
-		}
-		time.Sleep(10 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("meta.json was not rewritten after Exit: %+v %v", m, err)
 	}
 	r.Close()
 	tr, err := Open(dir)
@@ -447,6 +453,7 @@ func TestExitWritesMetaBeforeClose(t *testing.T) {
 }
 
 func TestRecorderConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	r, dir, _ := startRec(t, Meta{})
 	var wg sync.WaitGroup
 	for g := range 4 {
@@ -480,6 +487,7 @@ func TestRecorderConcurrentCalls(t *testing.T) {
 
 // A reseed paints the screen it is given, for a replay as for a player.
 func TestReseedPaintsTheScreen(t *testing.T) {
+	t.Parallel()
 	r, dir, clk := startRec(t, Meta{Columns: 12, Rows: 4})
 	r.Output([]byte("garbage\r\n\x1b[5;7r\x1b[?6h\x1b[?1049h junk"))
 	clk.add(time.Second)
@@ -599,6 +607,7 @@ func appendFile(t *testing.T, p, s string) {
 }
 
 func TestResumeErrors(t *testing.T) {
+	t.Parallel()
 	if _, err := Resume(t.TempDir(), time.Now(), tools.Screen{Columns: 2, Rows: 2}); tools.KindOf(err) != tools.KindUsage {
 		t.Errorf("not a recording: %v", err)
 	}
@@ -606,6 +615,7 @@ func TestResumeErrors(t *testing.T) {
 
 // TestRecorderStopsWhenDiskFull records onto a 64 KiB tmpfs.
 func TestRecorderStopsWhenDiskFull(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		skipOrFail(t, "needs root to mount a small tmpfs (mount -t tmpfs -o size=64k)")
 	}
@@ -650,12 +660,13 @@ func TestRecorderStopsWhenDiskFull(t *testing.T) {
 		r.Resize(10, 10)
 		r.Exit(1, "", nil)
 	}
-	time.Sleep(3 * flushEvery)
-	if after := sizes(); after != before {
-		t.Errorf("the stopped recorder still wrote: %s then %s", before, after)
-	}
+	// Close ends the writer goroutine: whatever it would write is on disk
+	// when Close returns.
 	if err := r.Close(); !errors.Is(err, ErrStopped) {
 		t.Errorf("Close() = %v", err)
+	}
+	if after := sizes(); after != before {
+		t.Errorf("the stopped recorder still wrote: %s then %s", before, after)
 	}
 	if err := r.Close(); !errors.Is(err, ErrStopped) {
 		t.Errorf("second Close() = %v", err)
@@ -675,6 +686,7 @@ func TestRecorderStopsWhenDiskFull(t *testing.T) {
 // The frame of a reseed replays to the screen it describes, whatever
 // came before.
 func TestFrameBytes(t *testing.T) {
+	t.Parallel()
 	for _, s := range []tools.Screen{
 		{Columns: 8, Rows: 3, Cursor: tools.Cursor{X: 7, Y: 2, Visible: true}, Lines: []string{"a", "", "12345678"}},
 		{Columns: 8, Rows: 3, Cursor: tools.Cursor{Visible: false}, Modes: tools.Modes{AltScreen: true, Mouse: true}, Title: "t", Lines: []string{"", "alt", ""}},
@@ -695,6 +707,7 @@ func TestFrameBytes(t *testing.T) {
 // writer's next tick and without Close: a paste answered ok:true and then
 // a kill -9 within ~100 ms left the paste out of events.jsonl.
 func TestInputEventWrittenBeforeInputReturns(t *testing.T) {
+	t.Parallel()
 	r, dir, _ := startRec(t, Meta{})
 	defer r.Close()
 	for i, kind := range []string{InputPaste, InputSubmit, InputPress} {

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 func openCast(t testing.TB, raw []byte, kfEvery int) *Trace {
@@ -53,6 +55,7 @@ func checkReplay(t *testing.T, raw []byte, kfEvery int) (squeezes, keyframes int
 }
 
 func TestReplayMatchesPlainReplay(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name                string
 		cols, rows          int
@@ -71,9 +74,16 @@ func TestReplayMatchesPlainReplay(t *testing.T) {
 		{"everything, wide", 80, 24, 1500, 50, false, 4096, false, true},
 		{"tiny screen", 5, 3, 800, 50, true, 256, false, false},
 	}
+	// Six random streams per case; -short keeps the first (the others are
+	// the same shapes with other data, and take most of the package's time).
+	seeds := uint64(6)
+	if testing.Short() {
+		seeds = 1
+	}
 	for _, tc := range cases {
-		for seed := uint64(1); seed <= 6; seed++ {
+		for seed := uint64(1); seed <= seeds; seed++ {
 			t.Run(fmt.Sprintf("%s/seed=%d", tc.name, seed), func(t *testing.T) {
+				t.Parallel()
 				evs := genEvents(seed, tc.cols, tc.rows, tc.tokens, tc.richPct, tc.resizes)
 				raw := buildCast(tc.cols, tc.rows, evs)
 				sq, kf := checkReplay(t, raw, tc.kfEvery)
@@ -91,6 +101,7 @@ func TestReplayMatchesPlainReplay(t *testing.T) {
 
 // Output split inside a grapheme cluster replays the same from keyframes.
 func TestReplaySplitClusters(t *testing.T) {
+	t.Parallel()
 	for _, evs := range [][]castEv{
 		{{code: 'o', data: "e"}, {code: 'o', data: "\u0301"}, {code: 'o', data: "x\r\n"}, {code: 'o', data: "\x1b[1;2HZ"}},
 		{{code: 'o', data: "ab"}, {code: 'o', data: "\u0301cd"}, {code: 'o', data: "\x1b[1;3HZ"}, {code: 'o', data: "\x1b[1;1H\x1b[2PQ"}},
@@ -103,6 +114,8 @@ func TestReplaySplitClusters(t *testing.T) {
 
 // Squeezing writes a small part of scrolling output to the emulator.
 func TestSqueezeSkipsScrolledOffOutput(t *testing.T) {
+	testenv.SkipShort(t, "replays 60,000 lines of generated output, 20 s of CPU on a loaded machine")
+	t.Parallel()
 	evs := genEvents(9, 80, 24, 60000, 0, false)
 	raw := buildCast(80, 24, evs)
 	tr := openCast(t, raw, 1<<30)
@@ -128,6 +141,7 @@ func TestSqueezeSkipsScrolledOffOutput(t *testing.T) {
 // REP repeats the last character; when a squeeze dropped it, the replay
 // is done again without squeezing, and matches a plain replay.
 func TestRepeatAfterASqueezeIsReplayedPlainly(t *testing.T) {
+	t.Parallel()
 	var b []byte
 	for i := range 40 {
 		b = fmt.Appendf(b, "line %d x\r\n", i)
@@ -163,6 +177,7 @@ func TestRepeatAfterASqueezeIsReplayedPlainly(t *testing.T) {
 // table it used before read it as DECSET 1049 and gave frames that
 // differ from a plain replay.
 func TestControlInsideASequence(t *testing.T) {
+	t.Parallel()
 	lines := strings.Repeat("line\r\n", 30)
 	evs := []castEv{
 		{code: 'o', data: lines},

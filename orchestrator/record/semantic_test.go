@@ -9,6 +9,7 @@ import (
 // Semantic commits are events.jsonl lines; a trace finds the tree
 // committed last at or before a moment.
 func TestSemanticCommitsInATrace(t *testing.T) {
+	t.Parallel()
 	r, dir, clk := startRec(t, Meta{})
 	r.Output([]byte("hello"))
 	step := func(d time.Duration) { clk.mu.Lock(); clk.t = clk.t.Add(d); clk.mu.Unlock() }

@@ -38,6 +38,7 @@ func knownTrace(t *testing.T) string {
 func ms(v int64) *int64 { return &v }
 
 func TestFrameAtAndDiffOfAKnownSequence(t *testing.T) {
+	t.Parallel()
 	tr, err := Open(knownTrace(t))
 	if err != nil {
 		t.Fatal(err)
@@ -98,6 +99,7 @@ func TestFrameAtAndDiffOfAKnownSequence(t *testing.T) {
 }
 
 func TestFrameAtAndDiffErrors(t *testing.T) {
+	t.Parallel()
 	tr, err := Open(knownTrace(t))
 	if err != nil {
 		t.Fatal(err)
@@ -185,6 +187,7 @@ func writeZip(t *testing.T, files []zipFile) string {
 }
 
 func TestOpenErrors(t *testing.T) {
+	t.Parallel()
 	rec := knownTrace(t)
 	cast, _ := os.ReadFile(filepath.Join(rec, CastFile))
 	meta, _ := os.ReadFile(filepath.Join(rec, MetaFile))
@@ -233,6 +236,7 @@ func TestOpenErrors(t *testing.T) {
 }
 
 func TestOpenZipOverTheLimit(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	zw := zip.NewWriter(&buf)
 	w, _ := zw.Create("rec/" + CastFile)
@@ -250,6 +254,7 @@ func TestOpenZipOverTheLimit(t *testing.T) {
 }
 
 func TestOpenZipOfARecording(t *testing.T) {
+	t.Parallel()
 	rec := knownTrace(t)
 	var files, flat []zipFile
 	files = append(files, zipFile{name: "build-20261201T101500Z/"})
@@ -275,6 +280,7 @@ func TestOpenZipOfARecording(t *testing.T) {
 }
 
 func TestTruncatedCast(t *testing.T) {
+	t.Parallel()
 	head := `{"version":2,"width":10,"height":3}` + "\n" + `[0.1, "o", "one\r\n"]` + "\n" + `[0.2, "m", "m1"]` + "\n"
 	cases := []struct {
 		name, tail string
@@ -313,6 +319,7 @@ func TestTruncatedCast(t *testing.T) {
 }
 
 func TestRegistryClosesTheColdest(t *testing.T) {
+	t.Parallel()
 	var paths []string
 	for i := range MaxOpenTraces + 2 {
 		paths = append(paths, writeFile(t, fmt.Sprintf("t%d.cast", i), fmt.Sprintf(`{"version":2,"width":5,"height":2}`+"\n"+`[0.5, "o", "%d"]`+"\n", i)))
@@ -369,6 +376,7 @@ func TestRegistryClosesTheColdest(t *testing.T) {
 
 // Many callers on one trace at once (run with -race).
 func TestTraceConcurrentFrames(t *testing.T) {
+	t.Parallel()
 	evs := genEvents(3, 30, 6, 600, 20, true)
 	raw := buildCast(30, 6, evs)
 	tr := openCast(t, raw, 1024)
@@ -400,6 +408,7 @@ func TestTraceConcurrentFrames(t *testing.T) {
 }
 
 func TestWithFrameShowsTheEmulator(t *testing.T) {
+	t.Parallel()
 	evs := genEvents(5, 30, 6, 800, 20, false)
 	raw := buildCast(30, 6, evs)
 	tr := openCast(t, raw, 1024)

@@ -443,6 +443,7 @@ func FuzzParserMatchesReference(f *testing.F) {
 
 // The flood of BenchmarkRecorderOutput goes through both alike.
 func TestParserMatchesReferenceOnFlood(t *testing.T) {
+	t.Parallel()
 	got, want := newVTParser(), newRefParser()
 	i := 0
 	for _, c := range floodChunks(1 << 20) {

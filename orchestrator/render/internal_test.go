@@ -8,6 +8,7 @@ import (
 )
 
 func TestAdler32Combine(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	for i := 0; i < 200; i++ {
 		a := make([]byte, rng.IntN(100000))
@@ -29,6 +30,7 @@ func TestAdler32Combine(t *testing.T) {
 // 24-bit one draws; with fewer levels, each channel is off by at most half
 // a level.
 func TestPalettedMatchesTrueColour(t *testing.T) {
+	t.Parallel()
 	grid := func(colourful bool) Grid {
 		g := NewGrid(30, 4)
 		for i, r := range "Hello, world! ┌─┐ ╔═╗ ░▒▓ ⣿ gjpq ÀÉ italic bold dim" {
@@ -81,6 +83,7 @@ func TestPalettedMatchesTrueColour(t *testing.T) {
 // The palette plan counts each style run once and refuses screens with
 // too many colour pairs.
 func TestLevels(t *testing.T) {
+	t.Parallel()
 	m := metricsFor(1)
 	g := NewGrid(40, 2)
 	for x := 0; x < 40; x++ {
@@ -99,6 +102,7 @@ func TestLevels(t *testing.T) {
 }
 
 func TestGlyphCacheBounded(t *testing.T) {
+	t.Parallel()
 	m := metricsFor(1)
 	for r := rune(0x4e00); r < 0x4e00+maxCachedGlyphs+10; r++ {
 		lookupGlyph(string(r), 0, 2, &m)

@@ -220,6 +220,7 @@ const (
 )
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, tc := range goldenCases() {
 		t.Run(tc.name, func(t *testing.T) {
 			data, _, err := render.PNG(tc.g, tc.opts)
@@ -283,6 +284,7 @@ func absDiff(a, b uint32) int {
 // --- properties ---
 
 func TestForegroundInItsCell(t *testing.T) {
+	t.Parallel()
 	red := px{0xff, 0x10, 0x20}
 	for _, scale := range []int{1, 3} {
 		g := render.NewGrid(5, 3)
@@ -302,6 +304,7 @@ func TestForegroundInItsCell(t *testing.T) {
 }
 
 func TestColourKinds(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		c    render.Color
@@ -332,6 +335,7 @@ func TestColourKinds(t *testing.T) {
 }
 
 func TestInverseSwaps(t *testing.T) {
+	t.Parallel()
 	fg, bg := px{0x10, 0xf0, 0x10}, px{0x20, 0x20, 0xc0}
 	for _, scale := range []int{1, 2} {
 		g := render.NewGrid(2, 1)
@@ -357,6 +361,7 @@ func TestInverseSwaps(t *testing.T) {
 }
 
 func TestUnderlineRow(t *testing.T) {
+	t.Parallel()
 	for _, scale := range []int{1, 2, 4} {
 		g := render.NewGrid(3, 1)
 		g.Set(1, 0, render.Cell{Content: " ", Width: 1, Underline: render.UnderlineSingle})
@@ -378,6 +383,7 @@ func TestUnderlineRow(t *testing.T) {
 }
 
 func TestStrikethroughAndInvisible(t *testing.T) {
+	t.Parallel()
 	g := render.NewGrid(3, 1)
 	g.Set(0, 0, render.Cell{Content: " ", Width: 1, Attrs: render.AttrStrikethrough})
 	g.Set(1, 0, render.Cell{Content: "M", Width: 1, Attrs: render.AttrInvisible | render.AttrStrikethrough, Underline: render.UnderlineSingle})
@@ -393,6 +399,7 @@ func TestStrikethroughAndInvisible(t *testing.T) {
 }
 
 func TestFaintAndBold(t *testing.T) {
+	t.Parallel()
 	g := render.NewGrid(4, 1)
 	g.Set(0, 0, render.Cell{Content: "█", Width: 1, Attrs: render.AttrFaint})
 	g.Set(1, 0, render.Cell{Content: "█", Width: 1, Fg: render.ANSI(1), Attrs: render.AttrBold})
@@ -432,6 +439,7 @@ func ink(d decoded, x int) int {
 // A horizontal line is set on both sides of every cell border it crosses,
 // a vertical one across every row border, and corners join.
 func TestBoxLinesJoin(t *testing.T) {
+	t.Parallel()
 	for _, scale := range []int{1, 2, 3, 4} {
 		g := render.NewGrid(8, 4)
 		text(&g, 0, 0, "┌─┬─┐╔═╗", render.Cell{})
@@ -503,6 +511,7 @@ func TestBoxLinesJoin(t *testing.T) {
 }
 
 func TestBlocksFillCells(t *testing.T) {
+	t.Parallel()
 	g := render.NewGrid(3, 2)
 	text(&g, 0, 0, "███", render.Cell{})
 	text(&g, 0, 1, "▀▄▌", render.Cell{})
@@ -524,6 +533,7 @@ func TestBlocksFillCells(t *testing.T) {
 }
 
 func TestFallbackCharacters(t *testing.T) {
+	t.Parallel()
 	g := render.NewGrid(16, 2)
 	x := text(&g, 0, 0, "a日─⠿", render.Cell{})
 	x = text(&g, x, 0, "😀", render.Cell{})
@@ -556,6 +566,7 @@ func TestFallbackCharacters(t *testing.T) {
 }
 
 func TestScaleMultipliesSize(t *testing.T) {
+	t.Parallel()
 	g := goldenCursor(render.CursorBlock)
 	var base decoded
 	for s := 1; s <= render.MaxScale; s++ {
@@ -582,6 +593,7 @@ func TestScaleMultipliesSize(t *testing.T) {
 }
 
 func TestCursorShapes(t *testing.T) {
+	t.Parallel()
 	red := px{0xcd, 0x31, 0x31}
 	g := goldenCursor(render.CursorBlock)
 	d, _ := shot(t, g, render.Options{})
@@ -625,6 +637,7 @@ func TestCursorShapes(t *testing.T) {
 }
 
 func TestWideCharactersSpanTwoCells(t *testing.T) {
+	t.Parallel()
 	g := render.NewGrid(4, 1)
 	text(&g, 1, 0, "日", render.Cell{Bg: render.ANSI(4)})
 	d, facts := shot(t, g, render.Options{})
@@ -646,6 +659,7 @@ func TestWideCharactersSpanTwoCells(t *testing.T) {
 }
 
 func TestLightTheme(t *testing.T) {
+	t.Parallel()
 	g := render.NewGrid(3, 1)
 	g.Set(0, 0, render.Cell{Content: "█", Width: 1})
 	g.Set(1, 0, render.Cell{Content: "█", Width: 1, Fg: render.ANSI(1), Attrs: render.AttrBold})
@@ -659,6 +673,7 @@ func TestLightTheme(t *testing.T) {
 }
 
 func TestInvalidRequests(t *testing.T) {
+	t.Parallel()
 	g := render.NewGrid(2, 2)
 	for _, o := range []render.Options{{Scale: -1}, {Scale: 5}, {Theme: "blue"}} {
 		if _, _, err := render.PNG(g, o); !errors.Is(err, render.ErrInvalid) {
@@ -677,6 +692,7 @@ func TestInvalidRequests(t *testing.T) {
 }
 
 func TestTooLarge(t *testing.T) {
+	t.Parallel()
 	// Too many pixels: refused before drawing.
 	_, _, err := render.PNG(render.Grid{Columns: 1000, Rows: 1000}, render.Options{Scale: 4})
 	if !errors.Is(err, render.ErrTooLarge) || !strings.Contains(err.Error(), "lower the scale") {
@@ -701,6 +717,7 @@ func TestTooLarge(t *testing.T) {
 // Many colours (24-bit runs) are drawn in 24-bit colour; few in a
 // palette. Both decode to the colours asked for.
 func TestPalettedAndTrueColour(t *testing.T) {
+	t.Parallel()
 	for _, n := range []int{3, 400} {
 		g := render.NewGrid(40, 10)
 		for i := 0; i < 400; i++ {
@@ -721,6 +738,7 @@ func TestPalettedAndTrueColour(t *testing.T) {
 }
 
 func TestConcurrentRender(t *testing.T) {
+	t.Parallel()
 	grids := []render.Grid{goldenText(), goldenBox(), goldenWide(), noise200x50(), colourful200x50()}
 	scales := []int{1, 2, 3, 1, 1}
 	want := make([][]byte, len(grids))

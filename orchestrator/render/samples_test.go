@@ -234,6 +234,7 @@ func gridOf(t testing.TB, cols, rows int, out string) render.Grid {
 // TestSamples renders the samples through the real mirror (always, so
 // they cannot break unseen) and writes them with -samples DIR.
 func TestSamples(t *testing.T) {
+	t.Parallel()
 	for _, sm := range samples() {
 		g := gridOf(t, sm.cols, sm.rows, sm.out)
 		for _, o := range []struct {

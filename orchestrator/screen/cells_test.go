@@ -21,6 +21,7 @@ func cellsOf(t *testing.T, out string) render.Grid {
 }
 
 func TestCellsStyles(t *testing.T) {
+	t.Parallel()
 	plain := func(s string) render.Cell { return render.Cell{Content: s, Width: 1} }
 	with := func(s string, f func(*render.Cell)) render.Cell {
 		c := plain(s)
@@ -75,6 +76,7 @@ func TestCellsStyles(t *testing.T) {
 }
 
 func TestCellsWide(t *testing.T) {
+	t.Parallel()
 	g := cellsOf(t, "\x1b[31m日\x1b[0mx")
 	red := render.ANSI(1)
 	want := []render.Cell{
@@ -94,6 +96,7 @@ func TestCellsWide(t *testing.T) {
 }
 
 func TestCellsCursor(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name string
 		out  string
@@ -123,6 +126,7 @@ func TestCellsCursor(t *testing.T) {
 // Cells is a copy: changing it, or the screen afterwards, changes neither
 // the other.
 func TestCellsIsACopy(t *testing.T) {
+	t.Parallel()
 	s := New(4, 1)
 	defer s.Close()
 	_ = s.Write([]byte("\x1b[31mab"))
@@ -141,6 +145,7 @@ func TestCellsIsACopy(t *testing.T) {
 // Without an emulator (asleep, poisoned, closed) Cells is the published
 // text as unstyled cells, wide characters over two cells.
 func TestCellsWithoutEmulator(t *testing.T) {
+	t.Parallel()
 	wantText := func(t *testing.T, g render.Grid) {
 		t.Helper()
 		want := []render.Cell{
@@ -199,6 +204,7 @@ func TestCellsWithoutEmulator(t *testing.T) {
 // The published rows and the cells agree: the text of every row is the
 // cells' contents.
 func TestCellsMatchRows(t *testing.T) {
+	t.Parallel()
 	s := New(12, 4)
 	defer s.Close()
 	_ = s.Write([]byte("\x1b[1mhello\x1b[0m 日本\r\n\x1b[7m┌──┐\x1b[0m\r\n\x1b[38;5;9mred\x1b[0m"))
@@ -225,6 +231,7 @@ func TestCellsMatchRows(t *testing.T) {
 }
 
 func TestCellsConcurrentWithWrites(t *testing.T) {
+	t.Parallel()
 	s := New(40, 10)
 	defer s.Close()
 	var wg sync.WaitGroup
@@ -278,6 +285,7 @@ func BenchmarkCells200x50(b *testing.B) {
 // A CellsView kept up to date through every kind of change equals a fresh
 // Cells copy after each step, and copies again only the rows that changed.
 func TestUpdateCellsMatchesCells(t *testing.T) {
+	t.Parallel()
 	s := New(12, 4)
 	defer s.Close()
 	var v CellsView

@@ -24,6 +24,7 @@ func (s *sizeReader) Read(p []byte) (int, error) {
 // The drain of the emulator's answers reads everything to the end with a
 // small buffer (io.Copy into io.Discard reads with 8 KiB).
 func TestDrainReadsAllWithSmallBuffer(t *testing.T) {
+	t.Parallel()
 	data := bytes.Repeat([]byte("\x1b[?62;22c"), 1000)
 	r := &sizeReader{r: bytes.NewReader(data)}
 	drain(r)
@@ -38,6 +39,7 @@ func TestDrainReadsAllWithSmallBuffer(t *testing.T) {
 // A program's queries are answered into the drain: writing many of them
 // never blocks the screen (a blocked drain hangs this test).
 func TestQueriesDoNotBlockWrites(t *testing.T) {
+	t.Parallel()
 	s := New(80, 24)
 	defer s.Close()
 	for range 200 {

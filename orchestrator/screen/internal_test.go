@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/vt"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 func TestScrollbackDisabled(t *testing.T) {
+	t.Parallel()
 	emu := vt.NewEmulator(10, 3)
 	if !disableScrollback(emu) {
 		t.Fatal("x/vt layout changed: scrollback could not be removed (alternate screen scrollback will grow)")
@@ -31,6 +34,7 @@ func TestScrollbackDisabled(t *testing.T) {
 }
 
 func TestPanicPoisonsUntilSeed(t *testing.T) {
+	t.Parallel()
 	s := New(10, 3)
 	defer s.Close()
 	_ = s.Write([]byte("before"))
@@ -76,10 +80,7 @@ func TestNoGoroutineLeak(t *testing.T) {
 		_ = s.Close()
 		_ = s.Close()
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Until(5*time.Second, func() bool { return runtime.NumGoroutine() <= before })
 	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("goroutines: %d before, %d after", before, n)
 	}
@@ -107,6 +108,7 @@ var vocabulary = []string{
 // TestTouchedScanMatchesFullScan checks that comparing touched rows only
 // publishes the same rows as a full compare would, over random sequences.
 func TestTouchedScanMatchesFullScan(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(1, 2))
 	s := New(20, 8)
 	defer s.Close()
@@ -131,6 +133,7 @@ func TestTouchedScanMatchesFullScan(t *testing.T) {
 }
 
 func TestParserShrunkAndPhantom(t *testing.T) {
+	t.Parallel()
 	s := New(10, 3)
 	defer s.Close()
 	if !shrinkParser(s.t.emu) {

@@ -11,6 +11,7 @@ import (
 )
 
 func TestAltScreenAllocatedOnlyWhileShown(t *testing.T) {
+	t.Parallel()
 	s := New(120, 40)
 	defer s.Close()
 	if s.t.alt == nil {
@@ -72,6 +73,7 @@ func mustWrite(t *testing.T, s *Screen, p string) {
 // one region for both screens, so neither matches it there, and the
 // quiet-time check reseeds the mirror when a row differs.
 func TestLeanMatchesPlainEmulator(t *testing.T) {
+	t.Parallel()
 	var words []string
 	for _, w := range vocabulary {
 		if !strings.HasSuffix(w, "r") || !strings.HasPrefix(w, "\x1b[") {
@@ -117,6 +119,7 @@ func TestLeanMatchesPlainEmulator(t *testing.T) {
 }
 
 func TestHistoryGrowsKeepingEntries(t *testing.T) {
+	t.Parallel()
 	for _, max := range []int{1, 5, 16, 100, 4096} {
 		h := newHistory(max)
 		for rev := uint64(1); rev <= 3*uint64(max)+7; rev++ {

@@ -8,6 +8,7 @@ import (
 
 // A seed carries the exact mouse modes: tracking level and every encoding.
 func TestSeedMouseModes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		st   screen.SeedState
 		want screen.Modes

@@ -3,6 +3,7 @@ package screen
 import "testing"
 
 func TestInputPoint(t *testing.T) {
+	t.Parallel()
 	s := New(20, 4)
 	defer s.Close()
 	if err := s.Write([]byte("out\r\n日本$ ")); err != nil {
@@ -27,6 +28,7 @@ func TestInputPoint(t *testing.T) {
 // Text read in ranges, cut anywhere, is the text read at once, invalid
 // bytes and all.
 func TestAppendTextRangeJoins(t *testing.T) {
+	t.Parallel()
 	s := New(20, 4)
 	defer s.Close()
 	s.LogText([]byte("ab\xff\xfecd日本\xffe"))

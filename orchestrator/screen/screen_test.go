@@ -238,6 +238,7 @@ var golden = []struct {
 }
 
 func TestGolden(t *testing.T) {
+	t.Parallel()
 	for _, tc := range golden {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newScreen(t, tc.w, tc.h)
@@ -273,6 +274,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestOversizedScrollRegionStillUsable(t *testing.T) {
+	t.Parallel()
 	s := newScreen(t, 80, 24)
 	err := writeAll(t, s, "\x1b[1;50r", "\x1b[S", "\x1b[1;50r\x1b[50;1H\n\n\n\x1b[T\x1b[L\x1b[M")
 	if err != nil && !errors.Is(err, screen.ErrNeedReseed) {
@@ -289,6 +291,7 @@ func TestOversizedScrollRegionStillUsable(t *testing.T) {
 }
 
 func TestRandomGarbage(t *testing.T) {
+	t.Parallel()
 	s := newScreen(t, 40, 10)
 	all := make([]byte, 0, 256*8)
 	for i := range 256 * 8 {
@@ -311,6 +314,7 @@ func TestRandomGarbage(t *testing.T) {
 }
 
 func TestChanged(t *testing.T) {
+	t.Parallel()
 	s := newScreen(t, 10, 3)
 	rev, ch := s.WaitState()
 	if rev != 0 {
@@ -378,6 +382,7 @@ func TestChanged(t *testing.T) {
 }
 
 func TestChangesSince(t *testing.T) {
+	t.Parallel()
 	s := screen.NewWithOptions(10, 4, screen.Options{History: 8})
 	defer s.Close()
 	_ = s.Write([]byte("a\r\nb\r\nc"))      // rev 1: rows 0-2
@@ -437,6 +442,7 @@ func TestChangesSince(t *testing.T) {
 }
 
 func TestTextSince(t *testing.T) {
+	t.Parallel()
 	s := newScreen(t, 20, 3)
 	_ = s.Write([]byte("before\r\n"))
 	base := s.Revision()
@@ -473,6 +479,7 @@ func TestTextSince(t *testing.T) {
 }
 
 func TestTextSinceBound(t *testing.T) {
+	t.Parallel()
 	s := screen.NewWithOptions(20, 3, screen.Options{TextLog: 1000, History: 1 << 12})
 	defer s.Close()
 	line := strings.Repeat("x", 99) + "\n"
@@ -495,6 +502,7 @@ func TestTextSinceBound(t *testing.T) {
 }
 
 func TestSeed(t *testing.T) {
+	t.Parallel()
 	lines := []string{
 		"\x1b[1m\x1b[31mbold red\x1b[0m plain   ",
 		"",
@@ -551,6 +559,7 @@ func TestSeed(t *testing.T) {
 }
 
 func TestSeedAltScreen(t *testing.T) {
+	t.Parallel()
 	st := screen.SeedState{
 		Columns: 10, Rows: 3,
 		CursorX: 2, CursorY: 1, CursorVisible: true,
@@ -578,6 +587,7 @@ func TestSeedAltScreen(t *testing.T) {
 }
 
 func TestSeedChangedRowsAndCutSequence(t *testing.T) {
+	t.Parallel()
 	s := newScreen(t, 10, 3)
 	_ = s.Write([]byte("same\r\nold\x1b]0;unterminated"))
 	rev := s.Revision()
@@ -602,6 +612,7 @@ func TestSeedChangedRowsAndCutSequence(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
+	t.Parallel()
 	s := newScreen(t, 40, 10)
 	stop := make(chan struct{})
 	done := make(chan struct{})
@@ -635,6 +646,7 @@ func TestConcurrentUse(t *testing.T) {
 }
 
 func TestJSONShapes(t *testing.T) {
+	t.Parallel()
 	s := newScreen(t, 4, 2)
 	_ = s.Write([]byte("\x1b]2;t\x07ab"))
 	b, err := json.Marshal(s.Snapshot())
@@ -663,6 +675,7 @@ func TestJSONShapes(t *testing.T) {
 // A screen created at a base revision counts on from it and refuses
 // anything older as history-truncated (a restarted node's old cursors).
 func TestBaseRevision(t *testing.T) {
+	t.Parallel()
 	const base = 3 << 32
 	s := screen.NewWithOptions(10, 3, screen.Options{BaseRevision: base})
 	defer s.Close()

@@ -6,6 +6,7 @@ import (
 )
 
 func TestSleepKeepsStateAndSeedWakes(t *testing.T) {
+	t.Parallel()
 	s := New(20, 3)
 	defer s.Close()
 	if err := s.Write([]byte("hello\r\nworld")); err != nil {

@@ -9,6 +9,7 @@ import (
 // clip keeps exactly the last max bytes of the text log, at their
 // absolute offsets, and gives back the capacity a burst left.
 func TestTextLogClip(t *testing.T) {
+	t.Parallel()
 	l := textLog{max: 100 << 10}
 	var all bytes.Buffer
 	for i := 0; all.Len() < 120<<10; i++ {

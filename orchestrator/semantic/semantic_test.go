@@ -29,6 +29,7 @@ func mustDecode(t *testing.T, s string) *Node {
 }
 
 func TestDecodeRefuses(t *testing.T) {
+	t.Parallel()
 	many := func(n int) string {
 		var kids []string
 		for i := range n {
@@ -84,6 +85,7 @@ func TestDecodeRefuses(t *testing.T) {
 }
 
 func TestLocators(t *testing.T) {
+	t.Parallel()
 	root := mustDecode(t, dialog)
 	ids := func(ms []Flat) string {
 		var out []string
@@ -134,6 +136,7 @@ func TestLocators(t *testing.T) {
 }
 
 func TestLinesAndDiff(t *testing.T) {
+	t.Parallel()
 	root := mustDecode(t, dialog)
 	lines := Lines(root, 42)
 	want := []string{
@@ -163,6 +166,7 @@ func TestLinesAndDiff(t *testing.T) {
 }
 
 func TestRefsStatesCenter(t *testing.T) {
+	t.Parallel()
 	id, rev, ok, err := ParseRef("semantic:n8@42")
 	if !ok || err != nil || id != "n8" || rev != 42 {
 		t.Fatal(id, rev, ok, err)

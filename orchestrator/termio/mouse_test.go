@@ -11,6 +11,7 @@ import (
 )
 
 func TestParseMouseFlags(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		word     string
 		tracking int
@@ -41,6 +42,7 @@ func FuzzParseMouseFlags(f *testing.F) {
 }
 
 func TestModesMouseMode(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		m    Modes
 		want tools.MouseMode
@@ -59,6 +61,7 @@ func TestModesMouseMode(t *testing.T) {
 
 // The bytes of each encoding, as xterm sends them (1-based cells).
 func TestEncodeMouse(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		enc  string
 		ev   Event
@@ -88,6 +91,7 @@ func TestEncodeMouse(t *testing.T) {
 
 // The reports of each action in each tracking mode.
 func TestMouseEvents(t *testing.T) {
+	t.Parallel()
 	at := tools.Cell{Row: 2, Column: 5}
 	normal := tools.MouseMode{Tracking: "normal", Encoding: "default"}
 	sgr := tools.MouseMode{Tracking: "button", Encoding: "sgr"}
@@ -185,6 +189,7 @@ func FuzzEncodeMouse(f *testing.F) {
 // wraps to a wrong cell where Encode refuses. If x/ansi ever agrees on
 // the whole range, this test fails: switch to it then.
 func TestX10DiffersFromAnsi(t *testing.T) {
+	t.Parallel()
 	for col := 0; col < 223; col++ {
 		ours, ok := Encode("default", Event{Col: col})
 		if !ok {

@@ -9,6 +9,7 @@ import (
 )
 
 func TestMaskEcho(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		text   string // the output; "|" marks the input position (removed)
@@ -54,6 +55,7 @@ func TestMaskEcho(t *testing.T) {
 }
 
 func TestMaskRows(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name   string
 		rows   []string
@@ -75,6 +77,7 @@ func TestMaskRows(t *testing.T) {
 }
 
 func TestQuiet(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		noise, prefix, line string
 		want                bool
@@ -98,6 +101,7 @@ func TestQuiet(t *testing.T) {
 // line editor's noise or a program's output around them: the incremental
 // scan masks as a search of the whole text does, piece by piece.
 func TestTextScanEchoAgreesWithWholeText(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 8))
 	words := []string{"$ ", "go42", "go", "AFTER-", "\r\n", " ", "e", "ech", "echo go42", "x", "\r", "> ", "READY", "\x1b[K"}
 	inputs := []string{"go42", "echo go42", "go42\r", "a\rgo42", "READY"}

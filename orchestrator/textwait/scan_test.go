@@ -98,6 +98,7 @@ type scanStep struct {
 }
 
 func TestTextScanAcrossChunks(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name  string
 		spec  tools.WaitSpec
@@ -186,6 +187,7 @@ func TestTextScanAcrossChunks(t *testing.T) {
 // search of the whole text since the baseline, for text waits and for
 // line-local and multi-line regexes.
 func TestTextScanMatchesWholeText(t *testing.T) {
+	t.Parallel()
 	words := []string{"ok", " ", "  ", "pkg", "FAIL", "READY", "RE", "ADY", "\r\n", "\n", "\r", "x", "日本", "\x1b[1m",
 		"\x1b]0;title\x07", "\t", "0.1s", "DONE", "start", "stop", "\xff"}
 	specs := []tools.WaitSpec{
@@ -236,6 +238,7 @@ func TestTextScanMatchesWholeText(t *testing.T) {
 // Echoes cut at random places are masked as a search of the whole text
 // masks them: the wait never matches the echo, and matches the output.
 func TestTextScanEchoAcrossChunks(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(5, 6))
 	n := newSrc(t)
 	for trial := range 2000 {
@@ -272,6 +275,7 @@ func TestTextScanEchoAcrossChunks(t *testing.T) {
 }
 
 func TestLineLocal(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		pattern string
 		local   bool
@@ -288,6 +292,7 @@ func TestLineLocal(t *testing.T) {
 }
 
 func TestRequiredLiteral(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ pattern, lit string }{
 		{`^(ok|FAIL) +never-3$`, "never-3"}, {`error: \d+`, "error: "}, {`(ab)+c`, "ab"}, {`x(abc)?`, "x"},
 		{`a|b`, ""}, {`(?i)ready`, ""}, {`[0-9]+`, ""}, {`READY`, "READY"}, {`(?:go){2,}!`, "go"},
@@ -302,6 +307,7 @@ func TestRequiredLiteral(t *testing.T) {
 // The scan reads only new text: after a long output, a turn appends what
 // came since the last one and keeps no more than a line's worth.
 func TestTextScanKeepsLittle(t *testing.T) {
+	t.Parallel()
 	n := newSrc(t)
 	scan := New(pattern(t, tools.WaitSpec{Wait: tools.WaitRegex, Pattern: `^never$`}), n.Revision())
 	line := strings.Repeat("x", 75) + "\r\n"
@@ -367,6 +373,7 @@ func selfCPU() time.Duration {
 }
 
 func TestWholeMaxIsTheTextLog(t *testing.T) {
+	t.Parallel()
 	if wholeMax != screen.DefaultTextLog {
 		t.Fatalf("wholeMax %d, the screen's text log %d", wholeMax, screen.DefaultTextLog)
 	}

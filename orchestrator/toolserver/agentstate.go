@@ -252,7 +252,7 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 // judgeScreen looks at a quiet screen of a working agent; true when it
 // showed the turn's end (and the evidence was applied).
 func (s *Server) judgeScreen(node, incarnation string) bool {
-	snap, err := s.o.Snapshot(node)
+	snap, err := s.o.Snapshot(s.ctx, node)
 	if err != nil {
 		return false
 	}

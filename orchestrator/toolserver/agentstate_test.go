@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -77,12 +78,8 @@ func (r *hookRecv) find(node, event string) map[string]any {
 // waitFor polls f (a cheap read of the tool server) until it holds.
 func waitFor(t *testing.T, within time.Duration, what string, f func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !f() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testenv.Until(within, func() bool { return f() }) {
+		t.Fatalf("not within %v: %s", within, what)
 	}
 }
 
@@ -101,6 +98,8 @@ func agentInfo(t *testing.T, sess, node string) tools.AgentInfo {
 // change nothing, an exited program stays exited, and the webhook gets
 // one POST per node and event with every field.
 func TestAgentStateEvidence(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 9 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	recv, hook := newHookRecv(t, 200)
 	s := apiStartWith(t, tmux, dir, orchestrator.Config{Notify: []string{"webhook=" + hook.URL}, NotifyMode: "all"})
@@ -205,8 +204,22 @@ func TestAgentStateEvidence(t *testing.T) {
 		ev := recv.events()
 		return ev[node+"/needs_human"] >= 1 && ev[node+"/error"] >= 1 && ev[node+"/exited"]+ev[node+"/crash"] >= 1
 	})
-	time.Sleep(200 * time.Millisecond) // a duplicate would come now
+	// A barrier: another agent's exit is notified after anything queued
+	// before it (one sender, in order), so a duplicate of the events
+	// above would have been posted by the time it is.
+	r, _ = apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": []string{"sh", "-c", "exit 3"}, "name": "barrier"})
+	var barrier tools.NodeInfo
+	if err := json.Unmarshal(r.Result, &barrier); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 20*time.Second, "the barrier's exit POST", func() bool {
+		ev := recv.events()
+		return ev[barrier.Terminal+"/exited"]+ev[barrier.Terminal+"/crash"]+ev[barrier.Terminal+"/error"] >= 1
+	})
 	for k, n := range recv.events() {
+		if !strings.HasPrefix(k, node+"/") {
+			continue
+		}
 		if n != 1 {
 			t.Errorf("%d POSTs for %s, want 1", n, k)
 		}
@@ -225,6 +238,7 @@ func TestAgentStateEvidence(t *testing.T) {
 // A notify.json termsprawl cannot read stops up with the file and line;
 // so does a webhook URL that is not http(s).
 func TestNotifyConfigRefused(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		file  string
 		flags []string
@@ -256,6 +270,8 @@ func TestNotifyConfigRefused(t *testing.T) {
 // sender is first in, first out, so the needs_human POST arriving alone
 // proves no crash POST was queued before it.
 func TestNotifyQuietModeNoCrash(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	recv, hook := newHookRecv(t, 200)
 	s := apiStartWith(t, tmux, dir, orchestrator.Config{Notify: []string{"webhook=" + hook.URL}, NotifyMode: "quiet"})
@@ -285,6 +301,7 @@ func TestNotifyQuietModeNoCrash(t *testing.T) {
 // The state and its evidence survive a restart of termsprawl, and the
 // restarted one watches the agent's program again: killed, it is exited.
 func TestAgentStateAcrossRestart(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	r, _ := apiMutate(t, s.op(), "agent_launch", apiM{"agent": "custom", "command": []string{"cat"}})

@@ -11,6 +11,7 @@ import (
 // TestAPIAgentSendAndWatchGuards: agent_send cannot be used to type into a
 // terminal the caller may not drive, and a watch is its owner's.
 func TestAPIAgentSendAndWatchGuards(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

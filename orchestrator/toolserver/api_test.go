@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/schematest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -41,6 +42,8 @@ type apiServe struct {
 	cancel context.CancelFunc
 	done   chan error
 	once   sync.Once
+	// hooks are the running server's test seams.
+	hooks *hooks
 }
 
 // apiStart runs Serve on dir and the tmux server, and waits until it is
@@ -59,10 +62,17 @@ func apiStartWith(t testing.TB, tmux *tmuxtest.Server, dir string, cfg orchestra
 		readyWithin = 60 * time.Second // its hosts connect before Serve is ready
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
+	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1), hooks: &hooks{}}
+	s.hooks.engine = func(o *orchestrator.Orchestrator) {
+		orchestrator.SetBeforeRegisterHook(o, func(id string) {
+			if f := s.hooks.beforeRegister; f != nil {
+				f(id)
+			}
+		})
+	}
 	ready := make(chan ServeInfo, 1)
 	go func() {
-		s.done <- Serve(ctx, cfg, func(i ServeInfo) { ready <- i })
+		s.done <- serve(ctx, cfg, func(i ServeInfo) { ready <- i }, s.hooks)
 	}()
 	select {
 	case s.info = <-ready:
@@ -204,17 +214,11 @@ func apiScreen(t testing.TB, sess, term string) string {
 // typed text, which terminal_wait_for deliberately does not match).
 func apiWaitScreen(t testing.TB, sess, term, text string) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		scr := apiScreen(t, sess, term)
-		if strings.Contains(scr, text) {
-			return scr
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("screen of %s never showed %q:\n%s", term, text, scr)
-		}
-		time.Sleep(20 * time.Millisecond)
+	var scr string
+	if !testenv.Until(15*time.Second, func() bool { scr = apiScreen(t, sess, term); return strings.Contains(scr, text) }) {
+		t.Fatalf("screen of %s never showed %q:\n%s", term, text, scr)
 	}
+	return scr
 }
 
 // apiQuiet waits until the node printed nothing for 300 ms.
@@ -463,6 +467,8 @@ func TestServeFilesLockAndRestart(t *testing.T) {
 }
 
 func TestAPITokensAndOwnership(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 11 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -577,6 +583,8 @@ func TestAPITokensAndOwnership(t *testing.T) {
 }
 
 func TestAPIReceipts(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -662,9 +670,8 @@ func TestAPIReceipts(t *testing.T) {
 // TestAPIReceiptTruncated fills a 1000x1000 screen so the receipt's state
 // would pass 256 KiB: only state is replaced.
 func TestAPIReceiptTruncated(t *testing.T) {
-	if testing.Short() {
-		t.Skip("big screen")
-	}
+	t.Parallel()
+	testenv.SkipShort(t, "big screen")
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -695,6 +702,8 @@ func TestAPIReceiptTruncated(t *testing.T) {
 }
 
 func TestAPIBadInputOverHTTP(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 3 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	ep := s.info.Endpoint
@@ -772,14 +781,9 @@ func TestAPIBadInputOverHTTP(t *testing.T) {
 
 // apiGoroutinesSettle waits until at most limit goroutines run.
 func apiGoroutinesSettle(limit int, within time.Duration) int {
-	deadline := time.Now().Add(within)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= limit || time.Now().After(deadline) {
-			return n
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	n := runtime.NumGoroutine()
+	testenv.Until(within, func() bool { n = runtime.NumGoroutine(); return n <= limit })
+	return n
 }
 
 func apiGoroutineDump() string {
@@ -851,12 +855,8 @@ func TestAPIConcurrentCallsNoLeak(t *testing.T) {
 	if got := apiGoroutinesSettle(base+slack, 5*time.Second); got > base+slack {
 		t.Fatalf("goroutines: %d before Serve, %d after it stopped\n%s", base, got, apiGoroutineDump())
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(tmuxtest.ControlClients(tmux.Socket)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("tmux -C clients left after Serve stopped: %v", tmuxtest.ControlClients(tmux.Socket))
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Until(5*time.Second, func() bool { return !(len(tmuxtest.ControlClients(tmux.Socket)) > 0) }) {
+		t.Fatalf("tmux -C clients left after Serve stopped: %v", tmuxtest.ControlClients(tmux.Socket))
 	}
 	// The node itself keeps running.
 	if out := tmux.Must("list-sessions", "-F", "#{session_name}"); !strings.Contains(out, "ts-"+n) {
@@ -865,6 +865,7 @@ func TestAPIConcurrentCallsNoLeak(t *testing.T) {
 }
 
 func TestAPIDialogs(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -885,20 +886,22 @@ func TestAPIDialogs(t *testing.T) {
 		Dialog, Node, Kind, Title string
 	}
 	waitListed := func(title string) dlg {
-		deadline := time.Now().Add(15 * time.Second)
-		for {
-			var l struct{ Dialogs []dlg }
+		var l struct{ Dialogs []dlg }
+		var found dlg
+		if !testenv.Until(15*time.Second, func() bool {
+			l.Dialogs = nil
 			apiOK(t, op, "dialog_list", nil, &l)
 			for _, d := range l.Dialogs {
 				if d.Title == title {
-					return d
+					found = d
+					return true
 				}
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("dialog %q never listed: %+v", title, l)
-			}
-			time.Sleep(20 * time.Millisecond)
+			return false
+		}) {
+			t.Fatalf("dialog %q never listed: %+v", title, l)
 		}
+		return found
 	}
 	notReturned := func(ch chan tools.Result) {
 		t.Helper()
@@ -1044,6 +1047,8 @@ func TestAPIWatch(t *testing.T) {
 }
 
 func TestAPIAgents(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 7 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

@@ -57,6 +57,8 @@ func fillDisk(t *testing.T, dir string) func() {
 // human's allow of "Bash: ls" ran "rm -rf /important"). Ids never repeat
 // across restarts, also when dialogs.json cannot be read at start.
 func TestDialogIDsNeverRepeat(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	tsDir := filepath.Join(dir, persistDir)
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -119,6 +121,7 @@ func TestDialogIDsNeverRepeat(t *testing.T) {
 // two long commands sharing their first 200 characters are two requests.
 // dialog_list carries the full input for the human to read.
 func TestDialogAlwaysByExactInput(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

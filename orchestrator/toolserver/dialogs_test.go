@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -17,6 +18,8 @@ import (
 // on the SAME dialog (never a second one), and gets the human's answer
 // with the reason.
 func TestDialogRepeatedBoundedWaits(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -68,6 +71,8 @@ func TestDialogRepeatedBoundedWaits(t *testing.T) {
 // disk: a new orchestrator on the same state dir has them all, and what
 // belonged to a node that closed meanwhile is gone.
 func TestToolTablesSurviveRestart(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -170,6 +175,8 @@ func TestToolTablesSurviveRestart(t *testing.T) {
 // A human attached to any node sees one line when an agent starts
 // waiting on a permission dialog: the node and how to answer.
 func TestDialogTellsAttachedHumans(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -183,34 +190,30 @@ func TestDialogTellsAttachedHumans(t *testing.T) {
 	outer := tmuxtest.New(t)
 	outer.Must("new-session", "-d", "-s", "human", "-x", "160", "-y", "20",
 		"env", "-u", "TMUX", "tmux", "-L", tmux.Socket, "-f", os.DevNull, "attach-session", "-t", "=ts-"+watched)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		var l tools.NodeList
+	var l tools.NodeList
+	if !testenv.Until(20*time.Second, func() bool {
+		l = tools.NodeList{}
 		apiOK(t, op, "terminal_list", nil, &l)
 		attached := false
 		for _, n := range l.Terminals {
 			attached = attached || (n.Terminal == watched && n.Clients == 1)
 		}
 		if attached {
-			break
+			return true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the human client never attached: %+v", l)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return false
+	}) {
+		t.Fatalf("the human client never attached: %+v", l)
 	}
 	res := apiFail(t, s.session(asker), "dialog_request", apiM{"kind": "permission", "title": "Bash: make #deploy", "timeout_ms": 60000, "wait_ms": 20}, tools.KindTimeout)
 	// It names the binding that answers from there (CONTRACT §18).
-	want := asker + " asks: Bash: make #deploy (" + tools.DefaultAnswerKey + " answers here, or termsprawl answer " + res.Details["dialog"].(string) + " allow|deny)"
-	for {
-		pane, _ := outer.Cmd("capture-pane", "-p", "-t", "=human:")
-		if strings.Contains(pane, want) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the human's screen lacks %q:\n%s", want, pane)
-		}
-		time.Sleep(20 * time.Millisecond)
+	want := asker + " asks: Bash: make #deploy (C-b " + tools.PickerKey + " answers here, or termsprawl answer " + res.Details["dialog"].(string) + " allow|deny)"
+	var pane string
+	if !testenv.Until(20*time.Second, func() bool {
+		pane, _ = outer.Cmd("capture-pane", "-p", "-t", "=human:")
+		return strings.Contains(pane, want)
+	}) {
+		t.Fatalf("the human's screen lacks %q:\n%s", want, pane)
 	}
 	// The agent's own notification a few seconds later ("Claude needs your
 	// permission") does not replace that line with one that lacks the

@@ -56,6 +56,7 @@ func stateHas(st *tools.StreamState, id string) bool {
 // agent's token, no token and an Origin are refused; after a restart the
 // client reconnects by itself (a new endpoint.json) and gets a new frame.
 func TestEventStream(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	a := apiLaunch(t, s.op(), "bash", "--norc", "--noprofile")

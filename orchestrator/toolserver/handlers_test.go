@@ -10,6 +10,7 @@ import (
 // Every row of the operation table has exactly one handler of the right
 // kind returning the row's value type, and every handler has a row.
 func TestHandlersMatchTable(t *testing.T) {
+	t.Parallel()
 	hs := (&Server{}).buildHandlers()
 	rows := map[string]bool{}
 	for _, op := range tools.Operations() {
@@ -36,6 +37,7 @@ func TestHandlersMatchTable(t *testing.T) {
 // Every mutation whose table row names a terminal gets args that embed
 // terminalArg, so the drive rule applies to it.
 func TestTerminalMutationsCheckTheDriveRule(t *testing.T) {
+	t.Parallel()
 	hs := (&Server{}).buildHandlers()
 	for _, op := range tools.Operations() {
 		if !op.Mutation || op.Param("terminal") == nil {
@@ -51,6 +53,7 @@ func TestTerminalMutationsCheckTheDriveRule(t *testing.T) {
 // that name it (namesNode), so resolve applies the realm rule to it: an
 // agent kept to its host reads and drives nothing outside (realm.go).
 func TestNodeArgsCheckTheRealm(t *testing.T) {
+	t.Parallel()
 	hs := (&Server{}).buildHandlers()
 	for _, op := range tools.Operations() {
 		if op.Param("terminal") == nil && op.Param("node") == nil {

@@ -50,8 +50,8 @@ func (s *Server) Authenticate(token string) (tools.Identity, bool) {
 	s.mu.Unlock()
 	if ok && found.Role != tools.RoleOperator {
 		m, live := s.o.Meta(found.Node)
-		if !live && testHookNotLive != nil {
-			testHookNotLive(found.Node)
+		if !live && s.hooks.notLive != nil {
+			s.hooks.notLive(found.Node)
 		}
 		if !live && s.o.AwaitLaunch(context.Background(), found.Node, launchAuthWait) {
 			// Born but not yet registered: its program called before its
@@ -72,10 +72,6 @@ func (s *Server) Authenticate(token string) (tools.Identity, bool) {
 // launchAuthWait bounds how long a call with the token of a node still
 // being launched waits for the launch to register it.
 const launchAuthWait = 10 * time.Second
-
-// testHookNotLive, if set, runs when Authenticate finds a node's token
-// whose node is not in the registry.
-var testHookNotLive func(node string)
 
 // canDrive reports whether caller may drive (send input to, resize,
 // signal, close) the node whose metadata is m: the operator always; an

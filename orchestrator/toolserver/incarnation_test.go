@@ -29,6 +29,7 @@ func apiLaunchNamed(t testing.TB, sess, name, key string, argv ...string) string
 // inherits no "always" answer; closing a middle node leaves the real
 // owner chain intact.
 func TestIncarnationsOwnStateAndControl(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

@@ -45,9 +45,7 @@ type sdkStep struct {
 // foreign Origin refused, the 17th session refused, DELETE, idle expiry
 // (the server's clock is moved, no waiting).
 func TestMCPHTTPWithTypeScriptSDK(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs node, npm and a 12 s wait")
-	}
+	testenv.SkipShort(t, "needs node, npm and a 12 s wait")
 	node := testenv.LookPath(t, "node", "apt-get install nodejs")
 	modules := testenv.NPM(t, mcpSDK)
 	dir := t.TempDir()
@@ -99,12 +97,8 @@ func TestMCPHTTPWithTypeScriptSDK(t *testing.T) {
 		case st.Step == "expire" && st.Waiting:
 			// The closed clients' event streams end on the server when it
 			// sees their connections close.
-			deadline := time.Now().Add(20 * time.Second)
-			for !door.sessions.allIdle(st.Sessions) {
-				if time.Now().After(deadline) {
-					t.Fatal("the closed clients' streams did not end")
-				}
-				time.Sleep(10 * time.Millisecond)
+			if !testenv.Until(20*time.Second, func() bool { return door.sessions.allIdle(st.Sessions) }) {
+				t.Fatal("the closed clients' streams did not end")
 			}
 			clk.advance(MCPIdleTimeout)
 			if n := door.sessions.sweep(); n != len(st.Sessions) {

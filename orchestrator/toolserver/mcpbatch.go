@@ -31,10 +31,6 @@ const BatchMemoryBudget = 64 << 20
 // batchMemory is the budget of every batch of the process.
 var batchMemory = tools.NewMemoryBudget("batch replies", BatchMemoryBudget)
 
-// testHookBatchElement, when set, runs as a batch element starts; the
-// func it returns runs as the element ends.
-var testHookBatchElement func() func()
-
 // serveBatch answers a JSON-RPC batch. Protocol 2025-03-26 requires
 // servers to take batches; later versions removed them and send the
 // Mcp-Protocol-Version header, so a batch that names another version is
@@ -94,8 +90,8 @@ func (d *mcpDoor) serveBatch(w http.ResponseWriter, r *http.Request, id tools.Id
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if testHookBatchElement != nil {
-				defer testHookBatchElement()()
+			if f := d.api.hooks.batchElement; f != nil {
+				defer f()()
 			}
 			sub := r.Clone(r.Context())
 			sub.Body = io.NopCloser(bytes.NewReader(it))

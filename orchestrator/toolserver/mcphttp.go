@@ -334,12 +334,8 @@ func clipText(s string, n int) string {
 }
 
 // mcpClock is the door's clock (tests replace it to expire sessions
-// without waiting ten minutes); testHookMCPDoor, when set, gets every door
-// built.
-var (
-	mcpClock        = time.Now
-	testHookMCPDoor func(*mcpDoor)
-)
+// without waiting ten minutes).
+var mcpClock = time.Now
 
 // withMCP routes /mcp to the MCP door (when an engine is installed) and
 // everything else to next (POST /call's handler and its guards). The
@@ -352,8 +348,8 @@ func (s *Server) withMCP(next http.Handler, hostPort func() string, opts MCPOpti
 	if d == nil {
 		return next
 	}
-	if testHookMCPDoor != nil {
-		testHookMCPDoor(d)
+	if s.hooks.mcpDoor != nil {
+		s.hooks.mcpDoor(d)
 	}
 	go d.sweepEvery(s.ctx, time.Minute)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -20,7 +20,7 @@ import (
 
 // useTestMCP installs the real MCP engine (as cmd/termsprawl does) and a
 // clock the test moves, and hands back each door built.
-func useTestMCP(t testing.TB) (*fakeClock, chan *mcpDoor) {
+func useTestMCP(t testing.TB) (*fakeClock, *hooks, chan *mcpDoor) {
 	t.Helper()
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	doors := make(chan *mcpDoor, 4)
@@ -30,9 +30,9 @@ func useTestMCP(t testing.TB) (*fakeClock, chan *mcpDoor) {
 			IdleTTL:  c.IdleTTL, Logger: c.Logger})
 	})
 	mcpClock = clk.now
-	testHookMCPDoor = func(d *mcpDoor) { doors <- d }
-	t.Cleanup(func() { UseMCP(nil); mcpClock = time.Now; testHookMCPDoor = nil })
-	return clk, doors
+	h := &hooks{mcpDoor: func(d *mcpDoor) { doors <- d }}
+	t.Cleanup(func() { UseMCP(nil); mcpClock = time.Now })
+	return clk, h, doors
 }
 
 // fakeClock is a clock that moves only when told.
@@ -79,15 +79,15 @@ var mcpLog *logBuffer
 func mcpServe(t *testing.T, origins ...string) (*apiServe, *mcpDoor, *fakeClock, string) {
 	t.Helper()
 	mcpLog = &logBuffer{}
-	clk, doors := useTestMCP(t)
+	clk, h, doors := useTestMCP(t)
 	tmux, dir := apiNewState(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1)}
+	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1), hooks: h}
 	ready := make(chan ServeInfo, 1)
 	go func() {
-		s.done <- Serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test",
+		s.done <- serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test",
 			LaunchWatch: 100 * time.Millisecond, MCPAllowOrigins: origins,
-			Logger: slog.New(slog.NewTextHandler(mcpLog, nil))}, func(i ServeInfo) { ready <- i })
+			Logger: slog.New(slog.NewTextHandler(mcpLog, nil))}, func(i ServeInfo) { ready <- i }, h)
 	}()
 	select {
 	case s.info = <-ready:
@@ -360,7 +360,7 @@ func TestMCPHTTPBatchCountsEachElement(t *testing.T) {
 	sid := mcpInit(t, url, tok, "2025-03-26")
 	var mu sync.Mutex
 	cur, most := 0, 0
-	testHookBatchElement = func() func() {
+	s.hooks.batchElement = func() func() {
 		mu.Lock()
 		cur++
 		most = max(most, cur)
@@ -371,7 +371,6 @@ func TestMCPHTTPBatchCountsEachElement(t *testing.T) {
 			mu.Unlock()
 		}
 	}
-	t.Cleanup(func() { testHookBatchElement = nil })
 	const n = mcpRateBurst + 100
 	var b strings.Builder
 	b.WriteString("[")

@@ -82,12 +82,8 @@ func (w *rpcErrorWriter) finish() {
 func (d *mcpDoor) serveEngine(w http.ResponseWriter, r *http.Request) {
 	rw := &rpcErrorWriter{ResponseWriter: w}
 	defer rw.finish()
-	if testHookMCPEngine != nil {
-		testHookMCPEngine(r)
+	if f := d.api.hooks.mcpEngine; f != nil {
+		f(r)
 	}
 	d.engine.ServeHTTP(rw, r)
 }
-
-// testHookMCPEngine, when set, runs before each request reaches the
-// engine (tests end a session there, as a concurrent DELETE would).
-var testHookMCPEngine func(*http.Request)

@@ -16,12 +16,11 @@ func TestMCPBadSessionIsJSONRPC(t *testing.T) {
 	s, door, _, url := mcpServe(t)
 	tok := apiToken(t, s.op())
 	sid := mcpInit(t, url, tok, "2025-06-18")
-	testHookMCPEngine = func(r *http.Request) {
+	s.hooks.mcpEngine = func(r *http.Request) {
 		if r.Header.Get("Mcp-Session-Id") == sid {
 			door.sessions.forRequest(r).Terminate(sid)
 		}
 	}
-	t.Cleanup(func() { testHookMCPEngine = nil })
 	{
 		body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"session_info","arguments":{}}}`
 		r := mcpDo(t, http.MethodPost, url, tok, sid, body, nil)

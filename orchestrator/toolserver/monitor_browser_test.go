@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/browsertest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -48,9 +49,8 @@ func pageRowsMatch(rows []string, snap tools.Snapshot) error {
 // the terminal's, typing on the page reaches nothing, no request leaves
 // 127.0.0.1, and the page reconnects after the orchestrator restarts.
 func TestMonitorInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Chromium; skipped with -short")
-	}
+	t.Parallel()
+	testenv.SkipShort(t, "starts Chromium")
 	b := browsertest.Start(t)
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
@@ -139,16 +139,12 @@ func TestMonitorInBrowser(t *testing.T) {
 	// The page follows to the same state as the terminal.
 	pageFollows := func(what string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			err := pageRowsMatch(browsertest.Strings(b.Do("rows", nil)["rows"]), apiSnapshot(t, op, alpha))
-			if err == nil {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v", what, err)
-			}
-			time.Sleep(50 * time.Millisecond)
+		var err error
+		if !testenv.Until(10*time.Second, func() bool {
+			err = pageRowsMatch(browsertest.Strings(b.Do("rows", nil)["rows"]), apiSnapshot(t, op, alpha))
+			return err == nil
+		}) {
+			t.Fatalf("%s: %v", what, err)
 		}
 	}
 	pageFollows("after a line")

@@ -14,6 +14,7 @@ import (
 // capability, a foreign Origin or Host and other paths, /call untouched;
 // agents are not told the URL.
 func TestMonitorMountedOnServe(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	url := monitorURL(t, s.op())

@@ -7,12 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // Every terminal argument takes an id, a unique name or a unique id
 // prefix; ambiguity lists the candidates (CONTRACT §10).
 func TestNodesAreNamedByIdNameOrPrefix(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
@@ -41,6 +44,7 @@ func TestNodesAreNamedByIdNameOrPrefix(t *testing.T) {
 
 // A node's launches start in its program's current directory.
 func TestLaunchesStartWhereTheCallerIs(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

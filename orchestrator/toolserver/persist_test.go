@@ -247,6 +247,7 @@ func inProcessServer(t *testing.T, tmux *tmuxtest.Server, dir string) func() (*o
 
 // A dialog is seen (listed, answerable) only once its id is on disk.
 func TestPersistDialogOpensOnDisk(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	o, api := inProcessServer(t, tmux, dir)()
 	defer o.Close()
@@ -305,6 +306,7 @@ func TestPersistDialogOpensOnDisk(t *testing.T) {
 // Agents' reports do not wait for the disk, and Server.Close writes what
 // they marked: a new server restores the last report.
 func TestPersistReportsFlushedAtClose(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	start := inProcessServer(t, tmux, dir)
 	o, api := start()
@@ -358,6 +360,7 @@ func TestPersistReportsFlushedAtClose(t *testing.T) {
 // agents.json, encoded a state at a time, decodes to the table as a
 // whole encoding of it does, through changes, removals and tasks.
 func TestAgentsSnapshotMatchesTable(t *testing.T) {
+	t.Parallel()
 	tab := newAgentTable(nil)
 	check := func(when string) {
 		t.Helper()

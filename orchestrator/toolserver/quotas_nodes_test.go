@@ -3,6 +3,7 @@ package toolserver
 import (
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -18,6 +19,8 @@ func apiStartMax(t *testing.T, tmux *tmuxtest.Server, dir string, maxNodes int) 
 // descendants' are at most a quarter of them, and agents stop short of
 // the last ones, which the operator keeps.
 func TestAgentNodeQuota(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 19 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStartMax(t, tmux, dir, 8) // 2 per agent; 1 kept for the operator
 	op := s.op()

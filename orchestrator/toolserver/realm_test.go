@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -44,6 +45,8 @@ func realmLaunch(t *testing.T, sess string, args apiM) tools.NodeInfo {
 // shows it its host's nodes only. An agent on this machine and the
 // operator are not kept.
 func TestRemoteAgentKeptToItsHost(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 15 s on a loaded 2-core machine")
+	t.Parallel()
 	s := realmServe(t, false)
 	op := s.op()
 	local := realmLaunch(t, op, apiM{"command": []string{"sleep", "600"}, "cwd": t.TempDir()})
@@ -109,6 +112,8 @@ func TestRemoteAgentKeptToItsHost(t *testing.T) {
 // With the operator's grant (launch_elsewhere) the agent on rem still
 // launches on rem by default, and may launch on this machine and read it.
 func TestRemoteAgentGranted(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
+	t.Parallel()
 	s := realmServe(t, true)
 	op := s.op()
 	local := realmLaunch(t, op, apiM{"command": []string{"sleep", "600"}, "cwd": t.TempDir()})
@@ -126,6 +131,7 @@ func TestRemoteAgentGranted(t *testing.T) {
 // A launch whose log is inside the state dir — directly, or through a
 // symbolic link — is refused with a clear error before anything runs.
 func TestLaunchLogsInStateDirRefused(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	out := t.TempDir()
@@ -152,6 +158,8 @@ func TestLaunchLogsInStateDirRefused(t *testing.T) {
 // shows the host (no ctl) to the operator and, kept to its host, to the
 // agent; host_remove is the operator's alone.
 func TestRemoteHostWithoutCtl(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
+	t.Parallel()
 	s := realmServe(t, false)
 	op := s.op()
 	r, _ := apiMutate(t, op, "agent_launch", apiM{"agent": "custom", "command": bashArgv(), "host": "rem"})

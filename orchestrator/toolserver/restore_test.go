@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -17,6 +18,8 @@ import (
 // finds nothing lost to restore again. A restored node has a new token,
 // and what belonged to the old one (its agent state) is not carried.
 func TestRestoreOverTheAPI(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 12 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	shell := apiLaunch(t, s.op(), "sh", "-c", "echo restore-me; exec cat")
@@ -101,6 +104,7 @@ func TestRestoreOverTheAPI(t *testing.T) {
 // opencode, which reports none, starts fresh and says so; an agent whose
 // program is gone is refused and stays lost.
 func TestRestoreResumesEachAgentKind(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 17 s on a loaded 2-core machine")
 	out := fakeAgents(t)
 	bin := filepath.SplitList(os.Getenv("PATH"))[0]
 	t.Setenv("HOME", t.TempDir())

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
@@ -249,15 +250,13 @@ func scaleWake(b *testing.B, op, ctl string, env []string, rounds int) (inproc, 
 	waitArgs := func(token string) apiM {
 		return apiM{"terminal": node, "wait": "text", "text": token, "timeout_ms": 10000}
 	}
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		var snap tools.Snapshot
+	var snap tools.Snapshot
+	if !testenv.Until(20*time.Second, func() bool {
+		snap = tools.Snapshot{}
 		apiOK(b, op, "terminal_snapshot", apiM{"terminal": node}, &snap)
-		if strings.Contains(strings.Join(snap.Lines, "\n"), "stamp-ready") {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatalf("stamp node not ready:\n%s", strings.Join(snap.Lines, "\n"))
-		}
+		return strings.Contains(strings.Join(snap.Lines, "\n"), "stamp-ready")
+	}) {
+		b.Fatalf("stamp node not ready:\n%s", strings.Join(snap.Lines, "\n"))
 	}
 	w, err := os.OpenFile(fifo, os.O_RDWR, 0)
 	if err != nil {

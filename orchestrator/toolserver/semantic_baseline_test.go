@@ -4,8 +4,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	"github.com/termsprawl/termsprawl/orchestrator"
 )
 
 // A node's token is known from its birth, before its program starts, but
@@ -23,18 +21,17 @@ func TestSemanticFirstPublishBeforeTheNodeIsRegistered(t *testing.T) {
 	op := s.op()
 	arrived := make(chan struct{})
 	var once sync.Once
-	testHookNotLive = func(string) { once.Do(func() { close(arrived) }) }
+	s.hooks.notLive = func(string) { once.Do(func() { close(arrived) }) }
 	held := false
-	orchestrator.SetBeforeRegisterHook(func(string) {
+	s.hooks.beforeRegister = func(string) {
 		select {
 		case <-arrived:
 			held = true
 		case <-time.After(20 * time.Second):
 		}
-	})
-	t.Cleanup(func() { testHookNotLive = nil; orchestrator.SetBeforeRegisterHook(nil) })
+	}
 	id := apiLaunch(t, op, bin)
-	orchestrator.SetBeforeRegisterHook(nil)
+	s.hooks.beforeRegister = nil
 	if !held {
 		t.Fatal("the probe's first publish never reached the tool server before the node was registered")
 	}

@@ -6,14 +6,14 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/browsertest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 // The monitor shows the semantic tree beside the screen, and hovering a
 // node's line outlines its bounds on the screen (headless Chromium).
 func TestMonitorSemanticInBrowser(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts Chromium; skipped with -short")
-	}
+	t.Parallel()
+	testenv.SkipShort(t, "starts Chromium")
 	bin := semdemoBin(t)
 	b := browsertest.Start(t)
 	tmux, dir := apiNewState(t)

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/semantic"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -46,6 +47,7 @@ func semdemoBin(t *testing.T) string {
 }
 
 func TestSemanticRolesMatchTheTable(t *testing.T) {
+	t.Parallel()
 	if !slices.Equal(semantic.Roles, tools.SemanticRoles) || !slices.Equal(semantic.States, tools.SemanticStates) {
 		t.Fatalf("roles or states differ: %v / %v", semantic.Roles, tools.SemanticRoles)
 	}
@@ -87,6 +89,8 @@ func semNames(q tools.QueryResult) string {
 // probe from inside a real tmux node; agents query, click, hover, fill,
 // check and wait by locator through the tool server.
 func TestAPISemanticTree(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
+	t.Parallel()
 	bin := semdemoBin(t)
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
@@ -328,6 +332,7 @@ func semanticBadPublishes(t *testing.T, s *apiServe, id, bare string) {
 // Across an orchestrator restart: the probe finds the new orchestrator
 // with the same session and publishes its tree again.
 func TestAPISemanticAcrossRestart(t *testing.T) {
+	t.Parallel()
 	bin := semdemoBin(t)
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)

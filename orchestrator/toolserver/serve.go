@@ -116,6 +116,11 @@ func ensureOperatorSession(stateDir, socket string) (tools.Session, error) {
 // ctx ends. Then it stops serving, removes endpoint.json if it is still
 // its own and releases the lock. tmux sessions keep running.
 func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) error {
+	return serve(ctx, cfg, ready, nil)
+}
+
+// serve is Serve with the package tests' hooks (nil outside tests).
+func serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo), h *hooks) error {
 	if err := tools.EnsureStateDir(cfg.StateDir); err != nil {
 		return err
 	}
@@ -153,6 +158,12 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		api.log.Warn("config.toml was not reloaded: the settings in force stay until it is fixed", "err", err)
 	}); err != nil {
 		api.log.Warn("config.toml is not watched: changes count at the next `termsprawl up`", "err", err)
+	}
+	if h != nil {
+		api.hooks = h
+		if h.engine != nil {
+			h.engine(o)
+		}
 	}
 	mon, err := monitor.Load(cfg.StateDir)
 	if err != nil {

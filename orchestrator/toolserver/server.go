@@ -21,6 +21,8 @@ import (
 
 // Server implements tools.Backend over one orchestrator.
 type Server struct {
+	// hooks are the test seams (hooks.go); never nil, empty outside tests.
+	hooks    *hooks
 	o        *orchestrator.Orchestrator
 	log      *slog.Logger
 	stateDir string
@@ -77,7 +79,7 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st := newStore(cfg.StateDir, o.Logger())
-	s := &Server{o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath, settings: cfg.Settings,
+	s := &Server{hooks: &hooks{}, o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath, settings: cfg.Settings,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),

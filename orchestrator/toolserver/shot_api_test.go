@@ -29,6 +29,7 @@ func decodeShot(t *testing.T, snap tools.Snapshot) (w, h int) {
 }
 
 func TestSnapshotScreenshotAndScrollbackThroughAPI(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

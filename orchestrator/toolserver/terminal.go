@@ -44,7 +44,7 @@ func terminalHandlers() map[string]handler {
 // stateOf is the fresh snapshot every receipt carries, or ClosedState
 // when the terminal is gone.
 func (c *call) stateOf(id string) any {
-	snap, err := c.s.o.Snapshot(id)
+	snap, err := c.s.o.Snapshot(c.ctx, id)
 	if err != nil {
 		return tools.ClosedState{Terminal: id, Status: "closed"}
 	}
@@ -148,7 +148,7 @@ type snapshotArgs struct {
 
 func terminalSnapshot(c *call, a snapshotArgs) (tools.Snapshot, error) {
 	o := c.s.o
-	snap, err := o.Snapshot(a.Terminal)
+	snap, err := o.Snapshot(c.ctx, a.Terminal)
 	if err != nil {
 		return snap, err
 	}
@@ -165,7 +165,7 @@ func terminalSnapshot(c *call, a snapshotArgs) (tools.Snapshot, error) {
 		snap.Scrollback = &lines
 	}
 	if a.Screenshot {
-		img, facts, err := o.Screenshot(a.Terminal, a.Scale, a.Theme)
+		img, facts, err := o.Screenshot(c.ctx, a.Terminal, a.Scale, a.Theme)
 		if err != nil {
 			return tools.Snapshot{}, err
 		}
@@ -190,7 +190,7 @@ type captureArgs struct {
 }
 
 func terminalCaptureSince(c *call, a captureArgs) (tools.Changes, error) {
-	return c.s.o.CaptureSince(a.Terminal, a.Cursor)
+	return c.s.o.CaptureSince(c.ctx, a.Terminal, a.Cursor)
 }
 
 type waitArgs struct {

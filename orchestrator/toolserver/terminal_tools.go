@@ -21,7 +21,7 @@ func terminalToolHandlers() map[string]handler {
 }
 
 func terminalCapabilities(c *call, a terminalArg) (tools.Capabilities, error) {
-	return c.s.o.Capabilities(a.Terminal)
+	return c.s.o.Capabilities(c.ctx, a.Terminal)
 }
 
 type queryArgs struct {
@@ -30,7 +30,7 @@ type queryArgs struct {
 }
 
 func terminalQuery(c *call, a queryArgs) (tools.QueryResult, error) {
-	return c.s.o.Query(a.Terminal, a.QuerySpec)
+	return c.s.o.Query(c.ctx, a.Terminal, a.QuerySpec)
 }
 
 // mouseArgs are the arguments of the four mouse operations.

@@ -24,6 +24,7 @@ func mousecatArgv(t *testing.T, modes ...string) []string {
 // schema (apiOK checks), mouse and raw input arrive, refusals have their
 // kinds and reasons, logs come with capture_since, crashes with snapshots.
 func TestAPITerminalTools(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

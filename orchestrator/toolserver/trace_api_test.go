@@ -15,6 +15,7 @@ import (
 // marker both, a marker that does not exist, time_ms past the end, a
 // ninth open trace, a trace id that is not open.
 func TestRecordAndTracesThroughAPI(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

@@ -11,6 +11,7 @@ import (
 // trace_close closes an open trace (its id then answers not_found) and is
 // idempotent: closing it again answers closed: false.
 func TestTraceCloseThroughAPI(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

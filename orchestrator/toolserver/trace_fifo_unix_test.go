@@ -17,6 +17,7 @@ import (
 // a usage error promptly (the call never waits for a writer), and the
 // server goes on answering.
 func TestTraceOpenFIFOThroughAPI(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	rec := t.TempDir()

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -13,6 +14,7 @@ import (
 // once read off the stream's path, its status: the dashboard's list and
 // preview header come from it (CONTRACT §19, §21).
 func TestWorktreeInTheEventStream(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
 	repo, _ := wtRepo(t)
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)

@@ -2,6 +2,7 @@ package toolserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/trust"
 	"github.com/termsprawl/termsprawl/tools"
@@ -116,6 +118,7 @@ func wtEntryOf(t *testing.T, op, path string) (tools.WorktreeEntry, bool) {
 // sent as one task; finish refused on a dirty tree, then merged; kill
 // keeps unpushed work; prune removes only the clean and merged.
 func TestWorktreeAgentsTurnsReviewFinish(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
 	repo, same := wtRepo(t)
 	defer same()
 	tmux, dir := apiNewState(t)
@@ -370,6 +373,7 @@ func TestWorktreeListDoesNotWaitForGit(t *testing.T) {
 // Push to a bare remote through worktree_finish; submodules initialized
 // only when the launch asks; the configuration stays byte-identical.
 func TestWorktreePushAndSubmodules(t *testing.T) {
+	testenv.SkipShort(t, "end to end on tmux, 3 s on a loaded 2-core machine")
 	bare := filepath.Join(t.TempDir(), "remote.git")
 	repo, same := wtRepo(t, func(repo string) {
 		wtGit(t, repo, "init", "-q", "--bare", bare)
@@ -450,10 +454,10 @@ func TestWorktreeReusedByAPersistedLaunch(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, 20*time.Second, "the program in the reused worktree", func() bool {
-		snap, err := o.Snapshot(second.Terminal)
+		snap, err := o.Snapshot(context.Background(), second.Terminal)
 		return err == nil && strings.Contains(strings.Join(snap.Lines, "\n"), "PROGRAM-STARTED")
 	})
-	snap, _ := o.Snapshot(second.Terminal)
+	snap, _ := o.Snapshot(context.Background(), second.Terminal)
 	if strings.Contains(strings.Join(snap.Lines, "\n"), "SETUP") {
 		t.Fatalf("the setup ran again:\n%s", strings.Join(snap.Lines, "\n"))
 	}

@@ -10,11 +10,14 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 // A git call that runs out of time is killed with its whole process
 // group: nothing it started is left running.
 func TestTimeoutKillsTheProcessGroup(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	pidFile := filepath.Join(dir, "child.pid")
 	fake := filepath.Join(dir, "git")
@@ -32,12 +35,8 @@ func TestTimeoutKillsTheProcessGroup(t *testing.T) {
 		t.Fatal(err)
 	}
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	deadline := time.Now().Add(5 * time.Second)
-	for alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the timed-out git's child %d is still running", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Until(5*time.Second, func() bool { return !(alive(pid)) }) {
+		t.Fatalf("the timed-out git's child %d is still running", pid)
 	}
 }
 
@@ -80,11 +79,7 @@ func TestDiffOutOfTimeSaysCut(t *testing.T) {
 	}
 	b, _ := os.ReadFile(pidFile)
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	deadline := time.Now().Add(5 * time.Second)
-	for pid > 0 && alive(pid) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the hung git's child %d still runs", pid)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if !testenv.Until(5*time.Second, func() bool { return !(pid > 0 && alive(pid)) }) {
+		t.Fatalf("the hung git's child %d still runs", pid)
 	}
 }

@@ -114,6 +114,7 @@ func TestIncludeCopiesOnlyIgnoredNamedFiles(t *testing.T) {
 }
 
 func TestSetupRunsFirstAndAFailureStillStartsTheProgram(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write(t, filepath.Join(dir, SetupFile), `{"setup": [["sh", "-c", "echo setting up; touch made"], ["sh", "-c", "exit 3"]]}`)
 	setup, err := Setup(Info{Path: dir})
