@@ -128,6 +128,7 @@ type newCmd struct {
 	JSON   bool   `name:"json" help:"Print the new node as JSON instead of its id."`
 	Attach bool   `name:"attach" short:"a" help:"Then attach this terminal to it (as termsprawl attach)."`
 	worktreeFlags
+	envFlags
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: your shell)."`
 }
 
@@ -146,12 +147,15 @@ type agentCmd struct {
 	Cwd  string `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
 	JSON bool   `name:"json" help:"Print the new node as JSON instead of its id."`
 	worktreeFlags
+	envFlags
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: the agent's usual command)."`
 }
 
 func (agentCmd) Examples() string {
 	return `termsprawl agent claude
 termsprawl agent codex --name reviewer --cwd ~/src/app
+termsprawl agent codex --env-from-shell OPENAI_API_KEY   # its key, from this shell (never printed)
+termsprawl agent gemini --env GEMINI_API_KEY="$(pass gemini)"
 termsprawl agent custom --name helper -- bash    # any program, wired to termsprawl`
 }
 
@@ -267,6 +271,8 @@ type human struct {
 	launched string // the id of the node launch made (for new --attach)
 	// worktree is the launch's worktree argument (worktree.go).
 	worktree map[string]any
+	// env is the launch's env argument (--env, --env-from-shell; env.go).
+	env map[string]string
 }
 
 // humanOptions are the kong options of termsprawl.
@@ -364,6 +370,15 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, h.prefix(), err, "")
 		}
 		h.worktree = w // the launch's worktree argument (worktree.go)
+		f := g.New.envFlags
+		if cmd == "agent" {
+			f = g.Agent.envFlags
+		}
+		env, err := f.env(os.LookupEnv)
+		if err != nil {
+			return usageError(stderr, h.prefix(), err, "")
+		}
+		h.env = env
 	}
 	switch cmd {
 	case "up":
@@ -591,6 +606,9 @@ func (h *human) launchWith(op, kind, name string, command []string, asJSON bool,
 	}
 	if h.worktree != nil {
 		args["worktree"] = h.worktree
+	}
+	if len(h.env) > 0 {
+		args["env"] = h.env
 	}
 	v, code := h.call(op, args)
 	if code != ExitOK {

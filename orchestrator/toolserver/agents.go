@@ -205,6 +205,8 @@ type agentLaunchArgs struct {
 	Host    string   `json:"host"`
 	// Worktree: a git worktree to start in (worktree.go).
 	Worktree *tools.WorktreeLaunch `json:"worktree"`
+	// Env is added to termsprawl's own environment (CONTRACT §26).
+	Env map[string]string `json:"env"`
 }
 
 func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
@@ -273,7 +275,7 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 	if name == "" {
 		name = a.Agent
 	}
-	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host), Worktree: a.Worktree}
+	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, Env: a.Env, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host), Worktree: a.Worktree}
 	info, err := c.launchFor(spec)
 	if err != nil {
 		return tools.NodeInfo{}, nil, err
