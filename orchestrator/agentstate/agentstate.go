@@ -7,6 +7,9 @@
 package agentstate
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -139,6 +142,13 @@ func target(cur string, ev tools.Evidence) string {
 			}
 		}
 	case tools.SourceScreen:
+		if st, ok := strings.CutPrefix(ev.Event, RulePrefix); ok {
+			switch st {
+			case tools.AgentIdle, tools.AgentWorking, tools.AgentWaiting:
+				return st
+			}
+			return ""
+		}
 		if ev.Event == ScreenReady {
 			if cur == tools.AgentStarting {
 				return tools.AgentIdle
@@ -225,4 +235,66 @@ func cut(s string, n int) string {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// Screen rules (CONTRACT §29): a user's [[agent_rule]] sets an agent's
+// state from its screen once the output is quiet. The evidence's event is
+// RulePrefix and the state ("rule:waiting"); its detail names the rule.
+const RulePrefix = "rule:"
+
+// RuleQuiet is how long an agent's output must be still before its
+// screen rules are matched.
+const RuleQuiet = 500 * time.Millisecond
+
+// RuleLines is how many of the screen's last non-blank lines a rule sees.
+const RuleLines = 5
+
+// Rule is one screen rule: the agent kind it is for, the state it sets,
+// its pattern, and its name for why ("agent_rule[2] (config.toml line 14)").
+type Rule struct {
+	Kind, State, Name string
+	Pattern           *regexp.Regexp
+}
+
+// RuleText is what screen rules are matched against: the screen's last
+// RuleLines non-blank lines, each without trailing blanks, joined by
+// "\n" — so `$` is the end of the last line with text (a prompt waiting
+// at the cursor).
+func RuleText(lines []string) string {
+	end := len(lines)
+	for end > 0 && strings.TrimSpace(lines[end-1]) == "" {
+		end--
+	}
+	var keep []string
+	for i := end - 1; i >= 0 && len(keep) < RuleLines; i-- {
+		if strings.TrimSpace(lines[i]) == "" {
+			continue
+		}
+		keep = append(keep, strings.TrimRight(lines[i], " \t"))
+	}
+	slices.Reverse(keep)
+	return strings.Join(keep, "\n")
+}
+
+// MatchRule finds the rule for kind that matches the screen: rules are
+// tried newest (last) first. It returns the rule's index (-1 for none)
+// and the text it matched.
+func MatchRule(rules []Rule, kind string, lines []string) (int, string) {
+	text := RuleText(lines)
+	for i := len(rules) - 1; i >= 0; i-- {
+		r := rules[i]
+		if r.Kind != kind || r.Pattern == nil {
+			continue
+		}
+		if loc := r.Pattern.FindStringIndex(text); loc != nil {
+			return i, text[loc[0]:loc[1]]
+		}
+	}
+	return -1, ""
+}
+
+// RuleEvidence is the evidence of a matched rule.
+func RuleEvidence(r Rule, matched string) tools.Evidence {
+	return tools.Evidence{Source: tools.SourceScreen, Event: RulePrefix + r.State,
+		Detail: cut(fmt.Sprintf("%s: pattern %q matched %q", r.Name, r.Pattern.String(), matched), 300)}
 }

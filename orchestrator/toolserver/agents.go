@@ -283,6 +283,7 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 	if m, ok := s.o.Meta(info.Terminal); ok {
 		s.evidence(info.Terminal, m.Incarnation(), tools.Evidence{Source: tools.SourceProcess, Event: agentstate.ProcLaunched}, "launched", "")
 		s.watchExit(info.Terminal, m.Incarnation())
+		s.watchRules(info.Terminal, m.Incarnation(), a.Agent)
 	}
 	return info, c.stateOf(info.Terminal), nil
 }

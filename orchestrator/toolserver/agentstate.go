@@ -292,6 +292,7 @@ func (s *Server) startAgentWatchers() {
 		}
 		inc := m.Incarnation()
 		s.watchExit(m.ID, inc)
+		s.watchRules(m.ID, inc, m.Agent)
 		if st, ok := s.agents.stateOfLife(m.ID, inc); ok && st.State == tools.AgentWorking {
 			s.watchTurn(m.ID, inc)
 		}

@@ -104,6 +104,7 @@ func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.Restore
 		if m.Agent != "" {
 			s.evidence(info.Terminal, m.Incarnation(), tools.Evidence{Source: tools.SourceProcess, Event: agentstate.ProcLaunched}, "restored", "")
 			s.watchExit(info.Terminal, m.Incarnation())
+			s.watchRules(info.Terminal, m.Incarnation(), m.Agent)
 		}
 		meta = m
 	}

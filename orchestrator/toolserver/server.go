@@ -10,6 +10,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"log/slog"
 	"sync"
 
@@ -55,6 +56,9 @@ type Server struct {
 	wtOnce sync.Once // makes wt (worktree.go)
 	wt     *wtTable
 	wtDisk *persister // wt's file, made with the server so that Close ends it (persist.go)
+
+	cfgOnce sync.Once     // makes cfg (agentrules.go)
+	cfg     *config.Store // config.toml, reloaded on change
 }
 
 // CallSlots are the per-token limits of /call, shared with /mcp

@@ -1,0 +1,145 @@
+package toolserver
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator/agentstate"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Screen rules (CONTRACT §29): any program can be an agent. The rules
+// watcher of an agent whose kind has [[agent_rule]]s in config.toml (a
+// custom agent always) waits for its output to be quiet for 500 ms, then
+// matches the rules against the screen's last lines, newest rule first;
+// the rule that matched is the evidence, named in why. It waits for the
+// screen to change before it judges again, and ends with the node's
+// life or the server.
+
+// settings is config.toml as in force: the shared store once made (the
+// defaults when the file cannot be read, which is logged).
+func (s *Server) settings() *config.Config {
+	s.cfgOnce.Do(func() {
+		st, err := config.Open(s.stateDir)
+		if err != nil {
+			s.log.Warn("config.toml cannot be used: no agent screen rules", "err", err)
+			st = config.NewStatic(&config.Config{})
+		} else if err := st.Watch(s.ctx, func(err error) { s.log.Warn("config.toml reload refused: the old settings stay", "err", err) }); err != nil {
+			s.log.Warn("config.toml is not watched: changes need a restart", "err", err)
+		}
+		s.cfg = st
+	})
+	return s.cfg.Current()
+}
+
+// agentRules are the screen rules of config.toml, named for why.
+func (s *Server) agentRules() []agentstate.Rule {
+	c := s.settings()
+	out := make([]agentstate.Rule, 0, len(c.AgentRules))
+	for i, r := range c.AgentRules {
+		name := fmt.Sprintf("agent_rule[%d]", i)
+		if l := c.Line(fmt.Sprintf("agent_rule[%d].pattern", i)); l > 0 {
+			name += fmt.Sprintf(" (%s line %d)", config.FileName, l)
+		}
+		out = append(out, agentstate.Rule{Kind: r.Kind, State: r.State, Name: name, Pattern: r.Regexp()})
+	}
+	return out
+}
+
+// hasRules reports whether kind has screen rules (custom always has
+// its watcher: rules may be added while it runs).
+func (s *Server) hasRules(kind string) bool {
+	if kind == "custom" {
+		return true
+	}
+	for _, r := range s.agentRules() {
+		if r.Kind == kind {
+			return true
+		}
+	}
+	return false
+}
+
+// watchRules starts the rules watcher of an agent node's life (once).
+func (s *Server) watchRules(node, incarnation, kind string) {
+	if !s.hasRules(kind) {
+		return
+	}
+	key := watchKey("rules", incarnation)
+	if !s.agents.claimWatch(key) {
+		return
+	}
+	go s.rulesWatcher(node, incarnation, kind, key)
+}
+
+// rulesWatcher is the loop: quiet, judge, wait for a change.
+func (s *Server) rulesWatcher(node, incarnation, kind, key string) {
+	defer s.agents.releaseWatch(key)
+	for s.ctx.Err() == nil {
+		if m, ok := s.o.Meta(node); !ok || m.Incarnation() != incarnation {
+			return
+		}
+		p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(agentstate.RuleQuiet / time.Millisecond)}, turnWaitSlice)
+		if err != nil {
+			return
+		}
+		r, err := p.Run(s.ctx)
+		if err != nil {
+			var te *tools.Error
+			if errors.As(err, &te) && te.Kind == tools.KindTimeout && s.ctx.Err() == nil {
+				continue
+			}
+			return
+		}
+		if r.Status == tools.StatusExited {
+			return // the exit watcher tells
+		}
+		if !r.Matched {
+			continue
+		}
+		s.judgeRules(node, incarnation, kind)
+		// The next judgement is of a changed screen.
+		rp, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice)
+		if err != nil {
+			return
+		}
+		for s.ctx.Err() == nil {
+			rr, err := rp.Run(s.ctx)
+			if err == nil && (rr.Matched || rr.Status == tools.StatusExited) {
+				break
+			}
+			var te *tools.Error
+			if err != nil && !(errors.As(err, &te) && te.Kind == tools.KindTimeout) {
+				return
+			}
+			if rp, err = s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice); err != nil {
+				return
+			}
+		}
+	}
+}
+
+// judgeRules matches the rules against the quiet screen; a match whose
+// state differs from the agent's is applied as evidence.
+func (s *Server) judgeRules(node, incarnation, kind string) {
+	snap, err := s.o.Snapshot(node)
+	if err != nil {
+		return
+	}
+	rules := s.agentRules()
+	i, matched := agentstate.MatchRule(rules, kind, snap.Lines)
+	if i < 0 {
+		return
+	}
+	st, ok := s.agents.stateOfLife(node, incarnation)
+	if ok && st.State == rules[i].State {
+		return
+	}
+	ev := agentstate.RuleEvidence(rules[i], matched)
+	s.evidence(node, incarnation, ev, "screen rule "+rules[i].Name+": "+rules[i].State, "")
+	if rules[i].State == tools.AgentWaiting {
+		s.notifyWaiting(node, "its screen asks: "+oneLine(matched, 120), "")
+	}
+}
