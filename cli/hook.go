@@ -28,7 +28,7 @@ import (
 // ctlHook is `termsprawlctl hook KIND EVENT [PAYLOAD]`.
 type ctlHook struct {
 	Agent   string `arg:"" name:"KIND" enum:"claude,codex,gemini" help:"The agent whose hook this is: claude, codex or gemini."`
-	Event   string `arg:"" name:"EVENT" help:"The hook event (claude: SessionStart, UserPromptSubmit, PermissionRequest, Notification, Stop; gemini: SessionStart, BeforeAgent, AfterAgent, Notification; codex: notify)."`
+	Event   string `arg:"" name:"EVENT" help:"The hook event (claude: SessionStart, UserPromptSubmit, PermissionRequest, Notification, Stop, StopFailure; gemini: SessionStart, BeforeAgent, AfterAgent, Notification; codex: SessionStart, UserPromptSubmit, PermissionRequest, Stop, and notify)."`
 	Payload string `arg:"" optional:"" name:"PAYLOAD" help:"codex notify passes its JSON as this argument; the others read stdin."`
 	// DialogTimeout is how long a permission dialog stays open.
 	DialogTimeout time.Duration `name:"dialog-timeout" placeholder:"DURATION" env:"TERMSPRAWL_HOOK_DIALOG_TIMEOUT" help:"How long a permission dialog waits for a human before it ends as a deny (default and max 10m)."`
@@ -52,6 +52,7 @@ const maxTitleInput = 200
 var (
 	claudeStates = ctllite.ClaudeStates
 	geminiStates = ctllite.GeminiStates
+	codexStates  = ctllite.CodexStates
 )
 
 // hookInput is the part of an agent's hook JSON the hook reads.
@@ -76,7 +77,13 @@ func runHook(ctx context.Context, g ctlHook, session string, stdin io.Reader, st
 	h := &hookRun{ctx: ctx, g: g, session: session, stdout: stdout, stderr: stderr}
 	switch g.Agent {
 	case "claude":
-		return h.claude(stdin)
+		return h.claude(stdin, claudeStates, "Claude Code")
+	case "codex":
+		if g.Event != "notify" {
+			// Codex's hooks take Claude Code's JSON and answers.
+			return h.claude(stdin, codexStates, "Codex")
+		}
+		return h.codex()
 	case "gemini":
 		return h.gemini(stdin)
 	default:
@@ -96,7 +103,7 @@ func readHookJSON(r io.Reader) (hookInput, error) {
 // claude handles Claude Code's hooks. Exit codes are Claude Code's: 0
 // with JSON on stdout, 2 blocks (for PermissionRequest: deny, stderr is
 // the reason), anything else is a non-blocking error shown to the user.
-func (h *hookRun) claude(stdin io.Reader) int {
+func (h *hookRun) claude(stdin io.Reader, states map[string]string, program string) int {
 	in, err := readHookJSON(stdin)
 	permission := h.g.Event == "PermissionRequest" || in.Event == "PermissionRequest"
 	if err != nil {
@@ -115,9 +122,9 @@ func (h *hookRun) claude(stdin io.Reader) int {
 		h.say("the input is for event %q but the hook was registered for %q: nothing reported", in.Event, h.g.Event)
 		return 1
 	}
-	state, known := claudeStates[h.g.Event]
+	state, known := states[h.g.Event]
 	if !known {
-		h.say("unknown Claude Code event %q: termsprawl handles %s; nothing reported or allowed", h.g.Event, knownEvents(claudeStates))
+		h.say("unknown %s event %q: termsprawl handles %s; nothing reported or allowed", program, h.g.Event, knownEvents(states))
 		return 1
 	}
 	if permission {
@@ -350,7 +357,7 @@ func (h *hookRun) codex() int {
 // denied (never allowed), anything else is a non-blocking error.
 func hookSessionMissing(g ctlHook, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "%s hook %s %s: %s: no termsprawl session, so no human can answer here\n", ctlName, g.Agent, g.Event, MissingSessionMessage)
-	if g.Agent == "claude" && g.Event == "PermissionRequest" {
+	if (g.Agent == "claude" || g.Agent == "codex") && g.Event == "PermissionRequest" {
 		return 2
 	}
 	return 1

@@ -41,6 +41,13 @@ var GeminiStates = map[string]string{
 	"AfterAgent": stateIdle, "Notification": stateWaiting,
 }
 
+// CodexStates are Codex's hook events (its hooks take Claude Code's
+// JSON and answers) and their states; notify is handled apart.
+var CodexStates = map[string]string{
+	"SessionStart": stateIdle, "UserPromptSubmit": stateWorking,
+	"Stop": stateIdle, "PermissionRequest": "",
+}
+
 // CodexIdle is the state codex's notify reports.
 const CodexIdle = stateIdle
 
@@ -131,7 +138,7 @@ const MaxConversation = 128
 // conversation id when its hook JSON carried one (kept for a restore,
 // CONTRACT §25).
 func ReportArgs(agent, event, state, message, conversation string) json.RawMessage {
-	if agent == "codex" {
+	if agent == "codex" && event == "notify" {
 		event = "agent-turn-complete"
 	}
 	a := map[string]any{"state": state, "event": event, "message": OneLineText(message, 200)}

@@ -194,9 +194,10 @@ var apiErrorMarks = []string{"API Error", "api error", "APIError"}
 // ScreenTurnEnded) and detail what was seen.
 func TurnEnded(lines []string) (ended bool, event, detail string) {
 	prompt := false
-	apiErr := ""
-	interrupted := false
-	for _, l := range lines {
+	// The latest of an API error and an interrupt on the screen says how
+	// the turn ended (an older one belongs to an earlier turn).
+	apiErr, interrupted, lastErr, lastInt := "", false, -1, -1
+	for i, l := range lines {
 		low := strings.ToLower(l)
 		for _, m := range busyMarkers {
 			if strings.Contains(low, m) {
@@ -209,25 +210,35 @@ func TurnEnded(lines []string) (ended bool, event, detail string) {
 				prompt = true
 			}
 		}
-		for _, m := range apiErrorMarks {
-			if apiErr == "" && strings.Contains(l, m) {
-				apiErr = strings.TrimSpace(l)
-			}
-		}
-		if strings.Contains(low, "interrupted") {
-			interrupted = true
+		switch {
+		case strings.Contains(low, "interrupted"):
+			interrupted, lastInt = true, i
+		case isAPIError(l, t):
+			apiErr, lastErr = strings.TrimSpace(l), i
 		}
 	}
 	if !prompt {
 		return false, "", ""
 	}
 	switch {
-	case apiErr != "":
+	case apiErr != "" && lastErr > lastInt:
 		return true, ScreenAPIError, "quiet, the prompt back, and the screen shows: " + cut(apiErr, 200)
 	case interrupted:
 		return true, ScreenTurnEnded, "quiet, the prompt back after an interrupt, no end hook"
 	}
 	return true, ScreenTurnEnded, "quiet, the prompt back, no end hook"
+}
+
+// isAPIError reports whether a screen line says a turn failed: the
+// TUIs' API error texts, or Codex's error cell ("■ " and its message;
+// an interrupt is told the same way and is caught before).
+func isAPIError(l, trimmed string) bool {
+	for _, m := range apiErrorMarks {
+		if strings.Contains(l, m) {
+			return true
+		}
+	}
+	return strings.HasPrefix(trimmed, "■ ")
 }
 
 func cut(s string, n int) string {
