@@ -270,3 +270,40 @@ func waitExists(t *testing.T, path string) {
 		}
 	}
 }
+
+// readLaunchConversation is the conversation id kept with node's launch.
+func readLaunchConversation(t *testing.T, state, node string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(state, "nodes", node+".launch.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec struct {
+		Conversation string `json:"conversation"`
+	}
+	if err := json.Unmarshal(b, &rec); err != nil || rec.Conversation == "" {
+		t.Fatalf("no conversation kept: %v %s", err, b)
+	}
+	return rec.Conversation
+}
+
+// assertArgv checks that node's command is prefix, then has resume
+// right after it (the only thing a restore adds).
+func (e *e2e) assertArgv(node string, prefix, resume []string) {
+	e.t.Helper()
+	var list tools.NodeList
+	if r := e.callValue(e.oper, "terminal_list", map[string]any{}, &list); !r.OK {
+		e.t.Fatal(r.Error)
+	}
+	for _, n := range list.Terminals {
+		if n.Terminal != node {
+			continue
+		}
+		want := append(slices.Clone(prefix), resume...)
+		if !slices.Equal(n.Command[:min(len(n.Command), len(prefix))], prefix) || !slices.Contains(n.Command, resume[len(resume)-1]) {
+			e.t.Fatalf("restored argv %q, want %q with %q", n.Command, prefix, want)
+		}
+		return
+	}
+	e.t.Fatalf("%s not listed", node)
+}

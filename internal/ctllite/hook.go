@@ -39,6 +39,21 @@ var ClaudeStates = map[string]string{
 var GeminiStates = map[string]string{
 	"SessionStart": stateIdle, "BeforeAgent": stateWorking,
 	"AfterAgent": stateIdle, "Notification": stateWaiting,
+	// The permission gate (a dialog): handled by the full CLI.
+	"BeforeTool": "",
+}
+
+// IsPermissionHook reports whether an agent's hook event asks a human
+// (a dialog): it is never answered by the lite path, and a hook that
+// cannot run denies it.
+func IsPermissionHook(agent, event string) bool {
+	switch agent {
+	case "claude", "codex":
+		return event == "PermissionRequest"
+	case "gemini":
+		return event == "BeforeTool"
+	}
+	return false
 }
 
 // CodexStates are Codex's hook events (its hooks take Claude Code's

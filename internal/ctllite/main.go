@@ -108,7 +108,7 @@ func normalizeArgs(args string) json.RawMessage {
 // handed off.
 func runHook(inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, *Handoff) {
 	if os.Getenv("TERMSPRAWL_HOOK_DIALOG_TIMEOUT") != "" || inv.Retry > 0 || inv.Wait > 0 ||
-		((inv.Agent == "claude" || inv.Agent == "codex") && inv.Event == "PermissionRequest") {
+		IsPermissionHook(inv.Agent, inv.Event) {
 		return 0, &Handoff{}
 	}
 	session := sessionPath(inv.Session)
@@ -208,7 +208,7 @@ func runFull(args []string, h *Handoff, stderr io.Writer) int {
 	bin, err := FindTermsprawl()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: everything but call, doctor and the state hooks is answered by termsprawl: %v\n", ctlName, err)
-		if inv, ok := Parse(args); ok && inv.Mode == "hook" && (inv.Agent == "claude" || inv.Agent == "codex") && inv.Event == "PermissionRequest" {
+		if inv, ok := Parse(args); ok && inv.Mode == "hook" && IsPermissionHook(inv.Agent, inv.Event) {
 			return 2 // a permission is denied, never allowed
 		}
 		return 1

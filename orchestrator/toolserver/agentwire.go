@@ -76,8 +76,12 @@ func (s *Server) claudeSettings() map[string]any {
 	return map[string]any{"hooks": hooks}
 }
 
-// geminiHookEvents maps Gemini CLI's events to the hook's.
-var geminiHookEvents = []string{"SessionStart", "BeforeAgent", "AfterAgent", "Notification"}
+// geminiHookEvents maps Gemini CLI's events to the hook's; BeforeTool is
+// the permission gate, for the tools Gemini CLI confirms (geminiAskTools).
+var geminiHookEvents = []string{"SessionStart", "BeforeAgent", "AfterAgent", "Notification", "BeforeTool"}
+
+// geminiAskTools matches the tools Gemini CLI asks about by default.
+const geminiAskTools = "^(run_shell_command|write_file|replace)$"
 
 // geminiDefaults is the system-defaults layer: the machine's own (kept
 // whole) with termsprawl's hooks and MCP server added.
@@ -102,7 +106,12 @@ func (s *Server) geminiDefaults() (map[string]any, error) {
 		list, _ := hooks[ev].([]any)
 		h := map[string]any{"type": "command", "name": "termsprawl-" + ev,
 			"command": shellWords(s.ctlPath, "hook", "gemini", ev), "timeout": stateHookTimeout * 1000}
-		hooks[ev] = append(list, map[string]any{"hooks": []any{h}})
+		def := map[string]any{"hooks": []any{h}}
+		if ev == "BeforeTool" {
+			h["timeout"] = PermissionHookTimeout * 1000
+			def["matcher"] = geminiAskTools
+		}
+		hooks[ev] = append(list, def)
 	}
 	base["hooks"] = hooks
 	servers, _ := base["mcpServers"].(map[string]any)

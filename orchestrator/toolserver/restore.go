@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/agentstate"
@@ -133,11 +132,12 @@ func resumeCommand(agent string, cmd []string, conversation string) ([]string, s
 			return nil, fmt.Sprintf("started fresh: %s reports no conversation id to termsprawl, so its conversation cannot be resumed", agent)
 		}
 	}
-	switch agent {
-	case "claude", "gemini":
-		return append(slices.Clone(cmd), "--resume", conversation), ""
-	case "codex":
-		return append([]string{cmd[0], "resume", conversation}, cmd[1:]...), ""
+	id, ok := checkedConversation(conversation)
+	if !ok {
+		return nil, fmt.Sprintf("started fresh: the conversation id %s reported is not one termsprawl puts on a command line", tools.VisibleLine(conversation))
+	}
+	if k, known := agentKinds[agent]; known && k.Resume != nil {
+		return k.Resume(cmd, id), ""
 	}
 	return nil, fmt.Sprintf("started fresh: termsprawl knows no resume for %s", agent)
 }
