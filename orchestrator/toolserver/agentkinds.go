@@ -35,7 +35,9 @@ var agentKinds = map[string]agentKind{
 	"claude": {
 		Tested: "@anthropic-ai/claude-code@2.1.328 (and 2.1.197)",
 		Resume: func(cmd []string, id string) []string { return append(slices.Clone(cmd), "--resume", id) },
-		Fork:   func(cmd []string, id string) []string { return append(slices.Clone(cmd), "--resume", id, "--fork-session") },
+		Fork: func(cmd []string, id string) []string {
+			return append(slices.Clone(cmd), "--resume", id, "--fork-session")
+		},
 		Telemetry: func(endpoint, header string) ([]string, map[string]string) {
 			// DESIGN.md "Facts for the fourth floor": measured on 2.1.197.
 			return nil, map[string]string{"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_METRICS_EXPORTER": "otlp", "OTEL_LOGS_EXPORTER": "otlp",
