@@ -39,11 +39,22 @@ func geminiScript(hold <-chan struct{}) fakemodel.GeminiScript {
 
 // typeAndEnter types text into node, waits for the screen to settle and
 // presses Enter (Gemini CLI takes a text and its Enter sent at once as
-// a paste: the prompt is not submitted).
-func (e *e2e) typeAndEnter(node, text string) {
+// a paste: the prompt is not submitted). An Enter that the TUI swallowed
+// while it was still busy starting is pressed again until requests()
+// grows (an Enter on an empty prompt does nothing).
+func (e *e2e) typeAndEnter(node, text string, requests func() int) {
 	e.t.Helper()
+	before := requests()
 	e.must(e.ctl, "--session", e.oper, "call", "terminal_type", `{"terminal":"`+node+`","text":`+jsonString(text)+`,"wait":{"wait":"quiet","quiet_ms":300}}`)
-	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Enter"}`)
+	for try := 0; try < 4; try++ {
+		e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Enter"}`)
+		for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if requests() > before {
+				return
+			}
+		}
+	}
+	e.t.Fatalf("%q was not submitted to %s", text, node)
 }
 
 func jsonString(s string) string {
@@ -99,6 +110,7 @@ func TestGeminiWired(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { close(hold); _ = fake.Close() })
+	reqs := func() int { return len(fake.Requests()) }
 	for i, kv := range e.env {
 		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
 			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
@@ -109,7 +121,7 @@ func TestGeminiWired(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(settings, []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"mcpServers":{"theirs":{"command":"true"}}}`+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(settings, []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":1},"mcpServers":{"theirs":{"command":"true"}}}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	user := readUserConfig(t, settings)
@@ -122,7 +134,7 @@ func TestGeminiWired(t *testing.T) {
 	e.waitState(node, 90*time.Second, tools.AgentIdle)
 
 	// A turn: BeforeAgent → working, AfterAgent → idle.
-	e.typeAndEnter(node, "please say hi")
+	e.typeAndEnter(node, "please say hi", reqs)
 	a := e.waitWhy(node, 60*time.Second, "idle from AfterAgent", func(a tools.AgentInfo) bool {
 		return a.State == tools.AgentIdle && hasEvidence(a, tools.SourceHook, "AfterAgent")
 	})
@@ -135,7 +147,7 @@ func TestGeminiWired(t *testing.T) {
 
 	// Deny, then allow, through termsprawl's dialogs.
 	m1, m2 := filepath.Join(work, "m1"), filepath.Join(work, "m2")
-	e.typeAndEnter(node, "please create "+m1)
+	e.typeAndEnter(node, "please create "+m1, reqs)
 	d := e.waitDialog(node, 60*time.Second)
 	if d.Kind != "permission" || d.Tool != "run_shell_command" || !strings.Contains(d.Title, "touch "+m1) {
 		t.Fatalf("dialog %+v", d)
@@ -152,7 +164,7 @@ func TestGeminiWired(t *testing.T) {
 	}) {
 		t.Fatalf("the model was not told the human's reason")
 	}
-	e.typeAndEnter(node, "please create "+m2)
+	e.typeAndEnter(node, "please create "+m2, reqs)
 	d = e.waitDialog(node, 60*time.Second)
 	e.must(e.ts, "answer", d.ID, "allow")
 	waitExists(t, m2)
@@ -160,7 +172,7 @@ func TestGeminiWired(t *testing.T) {
 
 	// An interrupted turn (Esc), from the screen.
 	sent := len(fake.Requests())
-	e.typeAndEnter(node, "please be slow")
+	e.typeAndEnter(node, "please be slow", reqs)
 	e.waitState(node, 30*time.Second, tools.AgentWorking)
 	waitFakeRequest(t, func() int { return len(fake.Requests()) }, sent+1)
 	pressed := time.Now()
@@ -171,7 +183,7 @@ func TestGeminiWired(t *testing.T) {
 	t.Logf("Esc seen after %v: %s %s %s", time.Since(pressed).Round(time.Millisecond), a.Why[0].Source, a.Why[0].Event, a.Why[0].Detail)
 
 	// A failed turn (HTTP 500).
-	e.typeAndEnter(node, "please fail")
+	e.typeAndEnter(node, "please fail", reqs)
 	a = e.waitWhy(node, 90*time.Second, "error after the HTTP 500", func(a tools.AgentInfo) bool {
 		return a.State == tools.AgentError
 	})
@@ -192,7 +204,7 @@ func TestGeminiWired(t *testing.T) {
 	e.assertArgv(node, []string{"gemini", "--approval-mode", "yolo"}, []string{"--resume", rec})
 	e.waitState(node, 90*time.Second, tools.AgentIdle)
 	before := len(fake.Requests())
-	e.typeAndEnter(node, "what did I say")
+	e.typeAndEnter(node, "what did I say", reqs)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		rs := fake.Requests()
 		if len(rs) > before && strings.Contains(rs[len(rs)-1].UserText(), "please say hi") {
