@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"sync"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -18,7 +19,13 @@ const geminiPackage = "@google/gemini-cli@0.61.0"
 
 // geminiScript is the generateContent stand-in's script: as codexScript,
 // with run_shell_command for "create PATH".
+//
+// Gemini CLI retries a 5xx with backoff (for minutes: measured, even with
+// general.maxAttempts 1), so the stand-in answers the retries of a
+// failing prompt with a 400, which it does not retry.
 func geminiScript(hold <-chan struct{}) fakemodel.GeminiScript {
+	var mu sync.Mutex
+	failed := 0
 	return func(r *fakemodel.GeminiRequest) fakemodel.Reply {
 		if out, ok := r.LastFunctionResponse(); ok {
 			return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "tool said: " + out}}}
@@ -28,6 +35,11 @@ func geminiScript(hold <-chan struct{}) fakemodel.GeminiScript {
 		case strings.Contains(last, "slow"):
 			return fakemodel.Reply{Hold: hold}
 		case strings.Contains(last, "fail"):
+			mu.Lock()
+			defer mu.Unlock()
+			if failed++; failed > 1 {
+				return fakemodel.Reply{Status: 400}
+			}
 			return fakemodel.Reply{Status: 500}
 		}
 		if m := createPrompt.FindStringSubmatch(last); m != nil && r.HasTool("run_shell_command") {
@@ -121,7 +133,7 @@ func TestGeminiWired(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(settings, []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"general":{"maxAttempts":1},"mcpServers":{"theirs":{"command":"true"}}}`+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(settings, []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"mcpServers":{"theirs":{"command":"true"}}}`+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	user := readUserConfig(t, settings)
