@@ -2,10 +2,10 @@ package cli
 
 import (
 	"os"
-	"sync"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
