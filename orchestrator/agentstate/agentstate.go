@@ -155,6 +155,12 @@ func target(cur string, ev tools.Evidence) string {
 			}
 			return ""
 		}
+		if ev.Event == ScreenTurnFailed {
+			if cur == tools.AgentIdle || cur == tools.AgentWorking {
+				return tools.AgentError
+			}
+			return ""
+		}
 		if cur != tools.AgentWorking {
 			return ""
 		}
@@ -308,4 +314,32 @@ func MatchRule(rules []Rule, kind string, lines []string) (int, string) {
 func RuleEvidence(r Rule, matched string) tools.Evidence {
 	return tools.Evidence{Source: tools.SourceScreen, Event: RulePrefix + r.State,
 		Detail: cut(fmt.Sprintf("%s: pattern %q matched %q", r.Name, r.Pattern.String(), matched), 300)}
+}
+
+// ScreenTurnFailed: a turn that its end hook called ended was a failure
+// on the screen (Gemini CLI fires AfterAgent after an API error too): it
+// moves idle to error.
+const ScreenTurnFailed = "turn_failed"
+
+// FailedAfterLastPrompt finds an API error shown after the last prompt
+// the user submitted (a line "> TEXT"): the error line, or "".
+func FailedAfterLastPrompt(lines []string) string {
+	last := -1
+	for i, l := range lines {
+		t := strings.TrimSpace(strings.TrimLeft(l, " │|"))
+		if rest, ok := strings.CutPrefix(t, "> "); ok && strings.TrimSpace(rest) != "" {
+			last = i
+		}
+	}
+	if last < 0 {
+		return ""
+	}
+	for _, l := range lines[last+1:] {
+		for _, m := range apiErrorMarks {
+			if strings.Contains(l, m) {
+				return strings.TrimSpace(l)
+			}
+		}
+	}
+	return ""
 }

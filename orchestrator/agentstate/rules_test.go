@@ -60,3 +60,27 @@ func TestRuleEvidenceSetsState(t *testing.T) {
 		t.Errorf("a rule event with a state rules cannot set moved the state")
 	}
 }
+
+func TestFailedAfterLastPrompt(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		lines []string
+		want  string
+	}{
+		{"gemini 400", []string{" > please fail", "", `✕ [API Error: {"error":{"code":400}}]`, "", " *   Type your message"}, `✕ [API Error: {"error":{"code":400}}]`},
+		{"an old error, a good turn after", []string{" > please fail", "✕ [API Error: 500]", " > say hi", "✦ hello", " *   Type your message"}, ""},
+		{"no prompt", []string{"✕ [API Error: 500]"}, ""},
+	} {
+		if got := FailedAfterLastPrompt(tc.lines); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+	ev := tools.Evidence{Source: tools.SourceScreen, Event: ScreenTurnFailed, At: "2026-12-07T06:00:00Z"}
+	if got, ok := Step(Result{State: tools.AgentIdle}, ev); !ok || got.State != tools.AgentError {
+		t.Fatalf("idle + a failed turn: %+v", got)
+	}
+	if _, ok := Step(Result{State: tools.AgentWaiting}, ev); ok {
+		t.Fatalf("a waiting agent moved on an old failure")
+	}
+}

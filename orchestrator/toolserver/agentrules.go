@@ -143,3 +143,32 @@ func (s *Server) judgeRules(node, incarnation, kind string) {
 		s.notifyWaiting(node, "its screen asks: "+oneLine(matched, 120), "")
 	}
 }
+
+// checkFailedTurn looks, once the screen is quiet, whether a turn its
+// end hook reported as ended had failed (Gemini CLI fires AfterAgent
+// after an API error too): the error on the screen after the last
+// prompt makes it error.
+func (s *Server) checkFailedTurn(node, incarnation string) {
+	go func() {
+		p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(turnQuiet / time.Millisecond)}, turnWaitSlice)
+		if err != nil {
+			return
+		}
+		if r, err := p.Run(s.ctx); err != nil || !r.Matched {
+			return
+		}
+		snap, err := s.o.Snapshot(node)
+		if err != nil {
+			return
+		}
+		line := agentstate.FailedAfterLastPrompt(snap.Lines)
+		if line == "" {
+			return
+		}
+		if st, ok := s.agents.stateOfLife(node, incarnation); !ok || st.State != tools.AgentIdle {
+			return
+		}
+		detail := "its end hook came, and the screen shows after the prompt: " + oneLine(line, 200)
+		s.evidence(node, incarnation, tools.Evidence{Source: tools.SourceScreen, Event: agentstate.ScreenTurnFailed, Detail: detail}, "the turn failed: "+oneLine(line, 200), "")
+	}()
+}

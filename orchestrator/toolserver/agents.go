@@ -382,6 +382,9 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 		s.log.Warn("agent hook event termsprawl does not know: ignored", "node", node, "event", ev.Event)
 		st, _ = s.agents.stateOfLife(node, inc)
 	}
+	if a.Event == "AfterAgent" && st.State == tools.AgentIdle {
+		s.checkFailedTurn(node, inc) // Gemini CLI ends a failed turn the same way
+	}
 	if st.State == tools.AgentWaiting && (a.State == tools.AgentWaiting || a.Event == "Notification") {
 		s.notifyWaiting(node, a.Message, "")
 	}
