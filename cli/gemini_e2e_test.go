@@ -58,7 +58,7 @@ func (e *e2e) typeAndEnter(node, text string, requests func() int) {
 	e.t.Helper()
 	before := requests()
 	e.must(e.ctl, "--session", e.oper, "call", "terminal_type", `{"terminal":"`+node+`","text":`+jsonString(text)+`,"wait":{"wait":"quiet","quiet_ms":300}}`)
-	for try := 0; try < 4; try++ {
+	for try := 0; try < 8; try++ {
 		e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Enter"}`)
 		for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
 			if requests() > before {
@@ -66,7 +66,8 @@ func (e *e2e) typeAndEnter(node, text string, requests func() int) {
 			}
 		}
 	}
-	e.t.Fatalf("%q was not submitted to %s", text, node)
+	_, snap, _ := e.run(e.ts, "snapshot", node)
+	e.t.Fatalf("%q was not submitted to %s; screen:\n%s", text, node, snap)
 }
 
 func jsonString(s string) string {
