@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -239,8 +240,28 @@ func prettyJSON(w io.Writer, v any) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.Write(append(data, '\n'))
+	_, err = w.Write(append(escapeHidden(data), '\n'))
 	return err
+}
+
+// escapeHidden escapes, as \uXXXX, the characters encoding/json leaves
+// raw that a terminal may act on or that reorder text: C1 controls and
+// the format characters tools.VisibleLine shows (CONTRACT §26: --json
+// keeps the exact strings, JSON-escaped). They occur only inside JSON
+// strings, so the JSON means the same.
+func escapeHidden(data []byte) []byte {
+	if !tools.NeedsVisible(strings.NewReplacer("\n", "", "\t", "").Replace(string(data))) {
+		return data
+	}
+	var b bytes.Buffer
+	for _, r := range string(data) {
+		if r >= 0x80 && tools.NeedsVisible(string(r)) {
+			fmt.Fprintf(&b, "\\u%04x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.Bytes()
 }
 
 // validateCall checks an operation and its JSON args against the table

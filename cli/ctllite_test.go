@@ -65,6 +65,7 @@ func TestLiteCtlMatchesFull(t *testing.T) {
 		{args: []string{"call", "terminal_resize", `{"terminal":"a","columns":80.0,"rows":24}`}},
 		{args: []string{"--wait", "2s", "call", "session_info"}},
 		{args: []string{"hook", "claude", "Stop"}, stdin: `{"hook_event_name":"Stop"}`},
+		{args: []string{"hook", "claude", "Stop"}, stdin: forgedStop},
 		{args: []string{"hook", "claude", "UserPromptSubmit"}, stdin: `{"hook_event_name":"UserPromptSubmit","prompt":"fix   the\nbuild"}`},
 		{args: []string{"hook", "claude", "StopFailure"}, stdin: `{"error":"rate_limit","error_details":{"a":1}}`},
 		{args: []string{"hook", "gemini", "BeforeAgent"}, stdin: `{"prompt":"go"}`},
@@ -207,5 +208,56 @@ func TestLiteCtlHandsOffToTermsprawl(t *testing.T) {
 	code, _, _ = run(alone, permissionInput, append(slices.Clone(noPath), SessionEnv+"="+sess), "hook", "claude", "PermissionRequest")
 	if code != 2 {
 		t.Errorf("permission hook without termsprawl: exit %d, want 2 (deny)", code)
+	}
+}
+
+// forgedStop is a Stop hook's input whose session_id is a flag.
+const forgedStop = `{"hook_event_name":"Stop","session_id":"--dangerously-skip-permissions"}`
+
+// A conversation id that is not §26's pattern is refused at the hook —
+// lite and full alike: said on stderr, left out of agent_report (so
+// nothing keeps it for a restore), the state still reported (issue 34
+// item 1). A valid one is passed on.
+func TestHookRefusesForgedConversation(t *testing.T) {
+	fs := newFakeState(t)
+	t.Setenv(SessionEnv, fs.Agent)
+	os.Unsetenv("TERMSPRAWL_HOOK_DIALOG_TIMEOUT")
+	runs := map[string]func(stdin string, args ...string) (int, string, string){
+		"lite": func(stdin string, args ...string) (int, string, string) {
+			c, o, e, h := runLite(args, stdin)
+			if h != nil {
+				t.Fatalf("lite handed %q off", args)
+			}
+			return c, o, e
+		},
+		"full": func(stdin string, args ...string) (int, string, string) { return runFullCtl(t, stdin, args...) },
+	}
+	for name, run := range runs {
+		for _, c := range []struct{ agent, event, stdin, want string }{
+			{"claude", "Stop", forgedStop, ""},
+			{"claude", "SessionStart", `{"hook_event_name":"SessionStart","session_id":"abc\u001b[2K"}`, ""},
+			{"gemini", "AfterAgent", `{"hook_event_name":"AfterAgent","session_id":"-r"}`, ""},
+			{"claude", "Stop", `{"hook_event_name":"Stop","session_id":"0f3c2a1e-77aa-4c1e"}`, "0f3c2a1e-77aa-4c1e"},
+		} {
+			before := len(fs.Backend.Calls())
+			code, _, errb := run(c.stdin, "hook", c.agent, c.event)
+			calls := fs.Backend.Calls()[before:]
+			if code != 0 || len(calls) != 1 || calls[0].Op != "agent_report" {
+				t.Fatalf("%s %s: exit %d, calls %+v, stderr %q", name, c.stdin, code, calls, errb)
+			}
+			var a struct {
+				State        string
+				Conversation *string
+			}
+			_ = json.Unmarshal(calls[0].Args, &a)
+			switch {
+			case a.State == "":
+				t.Errorf("%s %s: no state reported: %s", name, c.stdin, calls[0].Args)
+			case c.want == "" && (a.Conversation != nil || !strings.Contains(errb, "refused the conversation id") || strings.Contains(errb, "\x1b")):
+				t.Errorf("%s %s: passed on %s, stderr %q", name, c.stdin, calls[0].Args, errb)
+			case c.want != "" && (a.Conversation == nil || *a.Conversation != c.want || errb != ""):
+				t.Errorf("%s %s: passed on %s, stderr %q", name, c.stdin, calls[0].Args, errb)
+			}
+		}
 	}
 }

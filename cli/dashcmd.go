@@ -56,7 +56,7 @@ func dashArgs(args []string) []string {
 
 // dash runs the dashboard as the operator.
 func (h *human) dash(c dashCmd) int {
-	session := h.sessionFile()
+	session := tools.OperatorSessionPath(h.stateDir) // also inside a node (CONTRACT §10)
 	if c.Session != "" {
 		s, err := tools.ReadSession(c.Session)
 		if err != nil {

@@ -43,7 +43,7 @@ func (h *human) doctor(asJSON bool) int {
 			if !c.OK {
 				status = "FAIL"
 			}
-			fmt.Fprintf(h.stdout, "%s %s: %s\n", status, c.Name, c.Detail)
+			fmt.Fprintf(h.stdout, "%s %s: %s\n", status, c.Name, tools.VisibleText(c.Detail))
 		}
 	}
 	switch {

@@ -27,6 +27,11 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
+	// Run inside a termsprawl node, the in-process CLI would act with
+	// that node's session (innode.go): the tests set what they need.
+	for _, k := range []string{SessionEnv, "TERMSPRAWL_NODE", "TMUX", "TMUX_PANE"} {
+		os.Unsetenv(k)
+	}
 	os.Exit(func() int {
 		if !testing.Short() {
 			if _, err := exec.LookPath("tmux"); err == nil {

@@ -139,6 +139,9 @@ func knownEvents(m map[string]string) string { return ctllite.KnownEvents(m) }
 // hook JSON carried one (kept for a restore, CONTRACT §25); 0 on
 // success, 1 (non-blocking for every agent) otherwise.
 func (h *hookRun) report(state, message, conversation string) int {
+	if bad := ctllite.BadConversation(conversation); bad != "" {
+		h.say("%s", bad)
+	}
 	args := ctllite.ReportArgs(h.g.Agent, h.g.Event, state, message, conversation)
 	res := tools.Call(h.ctx, h.session, tools.Request{Operation: "agent_report", Args: args}, tools.CallOptions{})
 	if !res.OK {
@@ -309,7 +312,9 @@ func permissionTitle(tool string, input json.RawMessage) string {
 	if summary == "" {
 		return oneLineText(tool, maxTitleInput)
 	}
-	return oneLineText(tool+": "+summary, len(tool)+2+maxTitleInput)
+	// Cut in the middle: the end of a long command (`…; rm -rf ~/work`)
+	// is what a human must see (CONTRACT §26).
+	return oneLineText(tool, maxTitleInput) + ": " + cutMiddle(strings.Join(strings.Fields(summary), " "), maxTitleInput)
 }
 
 // oneLineText squeezes whitespace and cuts s to max runes.

@@ -257,7 +257,8 @@ func TestPermissionTitle(t *testing.T) {
 		{"WebFetch", `{"url":"http://127.0.0.1/","prompt":"read"}`, "WebFetch: http://127.0.0.1/"},
 		{"mcp__x__y", `{"a":1}`, `mcp__x__y: {"a":1}`},
 		{"Task", `null`, "Task"},
-		{"Bash", `{"command":"` + long + `"}`, "Bash: " + strings.Repeat("x", maxTitleInput-1) + "…"},
+		{"Bash", `{"command":"` + long + `"}`, "Bash: " + strings.Repeat("x", (maxTitleInput-1)/3) + "…" + strings.Repeat("x", maxTitleInput-1-(maxTitleInput-1)/3)},
+		{"Bash", `{"command":"ls ` + long + ` ; rm -rf ~/work"}`, "Bash: ls " + strings.Repeat("x", (maxTitleInput-1)/3-3) + "…" + strings.Repeat("x", maxTitleInput-1-(maxTitleInput-1)/3-16) + " ; rm -rf ~/work"},
 	}
 	for _, c := range cases {
 		if got := permissionTitle(c.tool, json.RawMessage(c.input)); got != c.want {

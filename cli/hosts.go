@@ -82,7 +82,7 @@ func hasHosts(rows []tools.NodeInfo) bool {
 func (h *human) lsWithHosts(tw *tabwriter.Writer, rows []tools.NodeInfo) int {
 	fmt.Fprintln(tw, "ID\tNAME\tHOST\tKIND\tSTATE\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(r.Host), dash(kindText(r)), dash(stateText(r)), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", vis(r.Terminal), dash(r.Name), dash(r.Host), dash(kindText(r)), dash(stateText(r)), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
 	}
 	_ = tw.Flush()
 	return ExitOK
@@ -156,7 +156,7 @@ func (h *human) killRemoteServers(remote map[string]string) int {
 			fmt.Fprintf(h.stdout, "ended every node on host %s (its tmux server on socket %s)\n", spec.Name, socket)
 		case strings.Contains(text, "no server running") || strings.Contains(text, "error connecting to"):
 		default:
-			fmt.Fprintf(h.stderr, "%s: host %s: %s: %v: %s (its nodes keep running there)\n", h.prefix(), spec.Name, shellJoin(argv), err, text)
+			fmt.Fprintf(h.stderr, "%s: host %s: %s: %v: %s (its nodes keep running there)\n", h.prefix(), vis(spec.Name), vis(shellJoin(argv)), err, tools.VisibleText(text))
 			code = ExitNo
 		}
 	}

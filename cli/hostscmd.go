@@ -55,12 +55,12 @@ func (h *human) hosts(c hostsCmd) int {
 		if r.RoundTripMS != nil {
 			rtt = fmt.Sprintf("%.1f ms", *r.RoundTripMS)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", r.Name, r.Dest, r.State, r.Nodes, rtt, sinceText(now, r.Since))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", vis(r.Name), vis(r.Dest), vis(r.State), r.Nodes, rtt, sinceText(now, r.Since))
 	}
 	_ = tw.Flush()
 	for _, r := range l.Hosts {
 		if r.State != tools.HostStateConnected && r.Error != "" {
-			fmt.Fprintf(h.stdout, "%s: %s\n", r.Name, r.Error)
+			fmt.Fprintf(h.stdout, "%s: %s\n", vis(r.Name), tools.VisibleText(r.Error))
 		}
 	}
 	return ExitOK
@@ -97,12 +97,12 @@ func (h *human) hostsRemove(c hostsCmd) int {
 			fmt.Fprintf(h.stdout, "removed host %s\n", c.Name)
 			return
 		}
-		fmt.Fprintln(h.stdout, r.Result.Note)
+		fmt.Fprintln(h.stdout, tools.VisibleText(r.Result.Note))
 		if len(r.Result.Closed) > 0 {
-			fmt.Fprintf(h.stdout, "closed: %s\n", strings.Join(r.Result.Closed, ", "))
+			fmt.Fprintf(h.stdout, "closed: %s\n", vis(strings.Join(r.Result.Closed, ", ")))
 		}
 		if len(r.Result.Forgotten) > 0 {
-			fmt.Fprintf(h.stdout, "forgotten (not ended): %s\n", strings.Join(r.Result.Forgotten, ", "))
+			fmt.Fprintf(h.stdout, "forgotten (not ended): %s\n", vis(strings.Join(r.Result.Forgotten, ", ")))
 		}
 	})
 }

@@ -34,7 +34,7 @@ func (h *human) notifyTest(asJSON bool) int {
 		if !t.OK {
 			mark, failed = "FAILED", true
 		}
-		fmt.Fprintf(h.stdout, "%-6s %s: %s\n", mark, t.Target, t.Answer)
+		fmt.Fprintf(h.stdout, "%-6s %s: %s\n", mark, tools.VisibleLine(t.Target), tools.VisibleLine(t.Answer))
 	}
 	fmt.Fprintf(h.stdout, "mode %s (quiet: needs a human only; normal: also errors and crashes; all: also finished turns and exits)\n", res.Mode)
 	if failed {

@@ -36,7 +36,8 @@ func (h *human) pickerCommand() string {
 	if err != nil {
 		return ""
 	}
-	return shellJoin([]string{exe, "--state-dir", h.stateDir, "pick"})
+	// tmux runs it outside every node, for the human: as the operator.
+	return shellJoin([]string{exe, "--state-dir", h.stateDir, "--operator", "pick"})
 }
 
 // errPickQuit ends the picker: the human typed q, or the input ended.
@@ -111,7 +112,8 @@ func (p *picker) choose(ds []tools.Dialog) (*tools.Dialog, error) {
 		if len(d.Options) > 0 {
 			what += " (" + strings.Join(d.Options, " | ") + ")"
 		}
-		fmt.Fprintf(p.w, "  %d) %s  %s  %s: %s\n", i+1, d.ID, dash(d.Node), what, oneLineText(d.Title, 70))
+		title, _ := clipMiddle(strings.Join(strings.Fields(d.Title), " "), 70)
+		fmt.Fprintf(p.w, "  %d) %s  %s  %s: %s\n", i+1, vis(d.ID), dash(d.Node), vis(what), title)
 	}
 	prompt := "answer which? [1-" + strconv.Itoa(len(ds)) + ", Enter: 1, q: close] "
 	if len(ds) == 1 {
@@ -138,7 +140,7 @@ func (p *picker) choose(ds []tools.Dialog) (*tools.Dialog, error) {
 // answer asks how to answer d and answers it; false: not answered (back,
 // or termsprawl said no).
 func (p *picker) answer(d tools.Dialog) (bool, error) {
-	fmt.Fprintf(p.w, "\n%s from %s (%s):\n  %s\n", d.ID, dash(d.Node), d.Kind, strings.ReplaceAll(strings.TrimSpace(d.Title), "\n", "\n  "))
+	fmt.Fprintf(p.w, "\n%s from %s (%s):\n  %s\n", vis(d.ID), dash(d.Node), vis(d.Kind), strings.ReplaceAll(tools.VisibleText(strings.TrimSpace(d.Title)), "\n", "\n  "))
 	if d.Tool != "" || d.Input != "" {
 		// The whole request, not the display title: what allow lets run
 		// (and what "always" remembers) is this tool with this input.
@@ -147,7 +149,7 @@ func (p *picker) answer(d tools.Dialog) (bool, error) {
 	args := map[string]any{"dialog": d.ID}
 	if len(d.Options) > 0 {
 		for i, o := range d.Options {
-			fmt.Fprintf(p.w, "  %d) %s\n", i+1, o)
+			fmt.Fprintf(p.w, "  %d) %s\n", i+1, vis(o))
 		}
 		line, err := p.ask("choose [1-" + strconv.Itoa(len(d.Options)) + "], d deny, b back: ")
 		if err != nil {
@@ -208,16 +210,17 @@ func (p *picker) send(d tools.Dialog, args map[string]any) (bool, error) {
 	if sel, ok := args["selection"].(string); ok {
 		how += ": " + sel
 	}
-	fmt.Fprintf(p.w, "answered %s (%s): %s\n", d.ID, dash(d.Node), how)
+	fmt.Fprintf(p.w, "answered %s (%s): %s\n", vis(d.ID), dash(d.Node), vis(how))
 	return true, nil
 }
 
 // fullInput is a dialog's input as a human reads it: indented JSON, or
-// the text as it is when it is not JSON.
+// the text as it is when it is not JSON; controls made visible either way
+// (tools.VisibleText).
 func fullInput(in string) string {
 	var b bytes.Buffer
 	if json.Indent(&b, []byte(in), "", "  ") == nil {
-		return b.String()
+		return tools.VisibleText(b.String())
 	}
-	return in
+	return tools.VisibleText(in)
 }

@@ -171,7 +171,7 @@ func (h *human) recordings(c recordingsCmd) int {
 		if !r.Ended {
 			d += " (open)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", dash(r.Node), r.Start.Local().Format("2006-01-02 15:04:05"), d, r.Bytes, r.Path)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", dash(r.Node), r.Start.Local().Format("2006-01-02 15:04:05"), d, r.Bytes, vis(r.Path))
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(h.stdout, "play one with: termsprawl replay PATH|NODE|latest")

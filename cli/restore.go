@@ -112,7 +112,7 @@ func (h *human) restore(c restoreCmd) int {
 				fmt.Fprintf(h.stdout, "restored node %s\n", node)
 				return
 			}
-			fmt.Fprintln(h.stdout, restoredLine(r.Result))
+			fmt.Fprintln(h.stdout, tools.VisibleText(restoredLine(r.Result)))
 		})
 		worst = max(worst, code)
 	}
@@ -138,13 +138,13 @@ func restoredLine(r tools.RestoreResult) string {
 // not, and the nodes still lost.
 func printLost(w io.Writer, restored []tools.RestoreResult, errs []error, lost []string) {
 	for _, r := range restored {
-		fmt.Fprintln(w, restoredLine(r))
+		fmt.Fprintln(w, tools.VisibleText(restoredLine(r)))
 	}
 	for _, err := range errs {
 		fmt.Fprintf(w, "not restored: %v\n", err)
 	}
 	if len(lost) > 0 {
-		fmt.Fprintf(w, "lost (their tmux server was gone): %s — termsprawl restore --all starts them again\n", strings.Join(lost, ", "))
+		fmt.Fprintf(w, "lost (their tmux server was gone): %s — termsprawl restore --all starts them again\n", tools.VisibleLine(strings.Join(lost, ", ")))
 	}
 }
 

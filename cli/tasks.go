@@ -81,7 +81,7 @@ func (h *human) task(c taskCmd) int {
 			if c.JSON {
 				_ = prettyJSON(h.stdout, t)
 			} else {
-				fmt.Fprintln(h.stdout, t.Reply)
+				fmt.Fprintln(h.stdout, tools.VisibleText(t.Reply))
 			}
 			if t.State == tools.TaskFailed {
 				fmt.Fprintf(h.stderr, "%s: %s replied that %s failed\n", h.prefix(), n.Terminal, id)

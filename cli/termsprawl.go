@@ -30,6 +30,8 @@ type humanGrammar struct {
 	StateDir    string           `name:"state-dir" env:"TERMSPRAWL_HOME" placeholder:"DIR" predictor:"dir" help:"State directory (default: $XDG_STATE_HOME/termsprawl or ~/.local/state/termsprawl)."`
 	TmuxSocket  string           `name:"tmux-socket" env:"TERMSPRAWL_TMUX_SOCKET" default:"termsprawl" placeholder:"NAME" help:"Private tmux server socket name (tmux -L NAME)."`
 	VersionFlag kong.VersionFlag `name:"version" help:"Print the version and exit."`
+	// Operator: inside a node, act as the operator anyway (innode.go).
+	Operator bool `name:"operator" help:"Inside a node, act with the operator's session instead of the node's own (for a human typing in a node's shell; C-b a's picker passes it)."`
 
 	Up         upCmd         `cmd:"" help:"Run the orchestrator (foreground; --detach runs it in the background)."`
 	Down       downCmd       `cmd:"" help:"Stop the orchestrator; nodes keep running (--all ends them and the tmux server too)."`
@@ -63,6 +65,7 @@ type humanGrammar struct {
 	worktreeCmds `embed:""` // worktree.go
 	// restore, forget (restore.go).
 	rebootCmds `embed:""`
+	fleetCmds  `embed:""` // grep, fork (fleet.go)
 }
 
 // Examples of the root help: the first five minutes.
@@ -84,7 +87,7 @@ func (humanGrammar) Help() string {
 type upCmd struct {
 	Detach    bool          `name:"detach" short:"d" help:"Run in the background (logs to <state>/termsprawl.log) and return once it serves."`
 	ShardSize int           `name:"shard-size" hidden:"" help:"Nodes per private tmux server (default 8; for tests)."`
-	MaxNodes  int           `name:"max-nodes" default:"512" help:"Most nodes this orchestrator runs at once."`
+	MaxNodes  int           `name:"max-nodes" default:"1024" help:"Most nodes this orchestrator runs at once."`
 	IdleAfter time.Duration `name:"idle-after" default:"30s" help:"Unobserved nodes sleep after this long (their mirror is rebuilt from tmux when observed); a negative value disables sleeping."`
 	LogLevel  string        `name:"log-level" enum:"auto,debug,info,warn,error" default:"auto" help:"Log level of the log on stderr: debug, info, warn or error; auto is warn when stderr is a terminal, else info."`
 	Hosts     []string      `name:"host" sep:"none" placeholder:"NAME=DEST" help:"Also drive the tmux server of another machine over ssh (repeatable; DEST is [user@]host or an ssh config alias). Saved in <state>/hosts.json, so later runs reconnect to it."`
@@ -273,6 +276,10 @@ type human struct {
 	worktree map[string]any
 	// env is the launch's env argument (--env, --env-from-shell; env.go).
 	env map[string]string
+	// insideNode: this termsprawl runs inside a node and acts with its
+	// session (inNode), not the operator's (innode.go).
+	insideNode bool
+	inNode     nodeContext
 }
 
 // humanOptions are the kong options of termsprawl.
@@ -360,6 +367,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	h.ctx = ctx
+	if !g.Operator {
+		h.inNode, h.insideNode = insideNode(h.stateDir, h.socket)
+	}
 
 	if cmd == "new" || cmd == "agent" {
 		w, err := g.New.args()
@@ -379,6 +389,18 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			return usageError(stderr, h.prefix(), err, "")
 		}
 		h.env = env
+		trustSetup, cwd := g.New.TrustSetup, g.New.Cwd
+		if cmd == "agent" {
+			trustSetup, cwd = g.Agent.TrustSetup, g.Agent.Cwd
+		}
+		if trustSetup {
+			// The human's approval, here and now, before the launch; an
+			// agent's launch has no way to ask for it (no operation
+			// writes trust.json).
+			if code := h.approve(cmp.Or(cwd, "."), stderr); code != ExitOK {
+				return code
+			}
+		}
 	}
 	switch cmd {
 	case "up":
@@ -438,14 +460,23 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		if code, ok := h.runRebootCmd(cmd, &g); ok {
 			return code
 		}
+		if code, ok := h.runFleetCmd(cmd, &g); ok {
+			return code
+		}
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")
 	}
 }
 
-// sessionFile is the operator's session file. termsprawl always acts as
-// the operator of its state directory, also inside a node (whose
-// TERMSPRAWL_SESSION_FILE is the node's own, for termsprawlctl).
-func (h *human) sessionFile() string { return tools.OperatorSessionPath(h.stateDir) }
+// sessionFile is the session termsprawl acts with: the operator's of its
+// state directory, except inside a node, where it is the node's own
+// unless --operator says otherwise (innode.go; "" when the node's is not
+// known).
+func (h *human) sessionFile() string {
+	if h.insideNode {
+		return h.inNode.Session
+	}
+	return tools.OperatorSessionPath(h.stateDir)
+}
 
 // prefix is "termsprawl CMD" for messages.
 func (h *human) prefix() string {
@@ -472,6 +503,10 @@ func (h *human) prepare(op string, args map[string]any) (json.RawMessage, int) {
 // sentence in the CLI's own terms and returns the exit code (1, or 3 when
 // termsprawl is not running).
 func (h *human) call(op string, args map[string]any) (json.RawMessage, int) {
+	if h.insideNode && h.inNode.Session == "" {
+		fmt.Fprintf(h.stderr, "%s: refused: this node's own session is not known (no $%s): %s\n", h.prefix(), SessionEnv, h.inNodeHint())
+		return nil, ExitNo
+	}
 	raw, code := h.prepare(op, args)
 	if code != ExitOK {
 		return nil, code
@@ -495,7 +530,10 @@ func (h *human) fail(res tools.Result) int {
 		// human gets the reason and what to check.
 		msg = "no answer from termsprawl: " + transportReason(res) + " (`termsprawl doctor` checks the setup)"
 	}
-	fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), humanize(msg))
+	fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), tools.VisibleText(humanize(msg)))
+	if h.insideNode && (res.Kind == tools.KindForbidden || res.Kind == tools.KindNotRun || res.Kind == tools.KindUnauthorized) {
+		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), h.inNodeHint())
+	}
 	if ambiguous(res) {
 		return ExitUsage
 	}
@@ -653,7 +691,7 @@ func (h *human) launchWith(op, kind, name string, command []string, asJSON bool,
 		if len(tail) > 0 {
 			fmt.Fprintf(h.stderr, "; its last lines:\n")
 			for _, l := range tail {
-				fmt.Fprintf(h.stderr, "  | %s\n", l)
+				fmt.Fprintf(h.stderr, "  | %s\n", vis(l))
 			}
 		} else {
 			fmt.Fprintf(h.stderr, " and printed nothing\n")
@@ -756,25 +794,56 @@ func (h *human) ls(asJSON bool) int {
 	}
 	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATE\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", r.Terminal, dash(r.Name), dash(kindText(r)), dash(stateText(r)), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", vis(r.Terminal), dash(r.Name), dash(kindText(r)), dash(stateText(r)), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
 	}
 	_ = tw.Flush()
 	return ExitOK
 }
 
+// dash is a table cell: "-" for nothing, else s with its controls made
+// visible (tools.VisibleLine: a cell is outside text — CONTRACT §26).
 func dash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return s
+	return tools.VisibleLine(s)
 }
 
+// vis is tools.VisibleLine: outside text on one line of a human surface.
+func vis(s string) string { return tools.VisibleLine(s) }
+
+// clipText is s made visible (tools.VisibleLine), cut to n runes at the
+// end with "…". For text whose end matters (a dialog's command), see
+// clipMiddle.
 func clipText(s string, n int) string {
+	s = tools.VisibleLine(s)
 	r := []rune(s)
 	if len(r) <= n {
 		return s
 	}
 	return string(r[:n-1]) + "…"
+}
+
+// clipMiddle is s made visible (tools.VisibleLine) and, when longer than
+// n runes, cut in the middle with "…" so its end stays shown: the
+// dangerous tail of a command (`ls …; rm -rf ~/work`) is never the part
+// hidden (CONTRACT §26). cut reports whether anything was left out.
+func clipMiddle(s string, n int) (out string, cut bool) {
+	v := tools.VisibleLine(s)
+	out = cutMiddle(v, n)
+	return out, out != v
+}
+
+// cutMiddle cuts s to n runes in the middle with "…", keeping a third
+// of the room for its start and the rest for its end.
+func cutMiddle(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	head := (n - 1) / 3
+	tail := n - 1 - head
+	return string(r[:head]) + "…" + string(r[len(r)-tail:])
 }
 
 // shellJoin quotes argv for display.
@@ -802,7 +871,7 @@ func (h *human) snapshot(node string, asJSON bool) int {
 		_ = prettyJSON(h.stdout, pretty)
 	} else {
 		for _, l := range trimBlankTail(snap.Lines) {
-			fmt.Fprintln(h.stdout, l)
+			fmt.Fprintln(h.stdout, vis(l))
 		}
 	}
 	if snap.SavedAt != "" {
@@ -903,14 +972,20 @@ func (h *human) dialogs(asJSON bool) int {
 	}
 	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tNODE\tKIND\tTITLE\tOPTIONS\tDENIED IF UNANSWERED")
+	cut := false
 	for _, r := range rows {
 		ends := "-"
 		if !r.Expires.IsZero() {
 			ends = "in " + time.Until(r.Expires).Round(time.Second).String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, dash(r.Node), dash(r.Kind), clipText(strings.ReplaceAll(r.Title, "\n", " "), 60), dash(strings.Join(r.Options, " | ")), ends)
+		title, c := clipMiddle(strings.ReplaceAll(r.Title, "\n", " "), 60)
+		cut = cut || c
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", vis(r.ID), dash(r.Node), dash(r.Kind), title, dash(strings.Join(r.Options, " | ")), ends)
 	}
 	_ = tw.Flush()
+	if cut {
+		fmt.Fprintln(h.stdout, "a title cut in the middle (…) keeps its start and its end; `termsprawl dialogs --json` shows every dialog's title and tool input in full")
+	}
 	fmt.Fprintln(h.stdout, "answer with: termsprawl answer ID deny|allow|always [--reason TEXT], a question with: termsprawl answer ID --choice VALUE")
 	return ExitOK
 }

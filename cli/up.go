@@ -282,7 +282,7 @@ func (h *human) upDetached() int {
 	if err != nil {
 		select {
 		case <-exited:
-			fmt.Fprintf(h.stderr, "%s: up --detach: termsprawl exited during startup (%v); its log (%s):\n%s", humanName, waitErr, logPath, logTail(logPath, logStart))
+			fmt.Fprintf(h.stderr, "%s: up --detach: termsprawl exited during startup (%v); its log (%s):\n%s", humanName, waitErr, logPath, tools.VisibleText(logTail(logPath, logStart)))
 		default:
 			fmt.Fprintf(h.stderr, "%s: up --detach: termsprawl (pid %d) did not serve within %s; see %s\n", humanName, pid, detachStartTimeout, logPath)
 		}

@@ -43,7 +43,7 @@ func (h *human) why(g whyCmd) int {
 	if a.NeedsHuman {
 		human = ": needs a human"
 	}
-	fmt.Fprintf(h.stdout, "%s (%s) is %s%s%s\n", a.Node, dash(a.Agent), a.State, since, human)
+	fmt.Fprintf(h.stdout, "%s (%s) is %s%s%s\n", vis(a.Node), dash(a.Agent), vis(a.State), since, human)
 	if a.Message != "" {
 		fmt.Fprintf(h.stdout, "  %s\n", clipText(a.Message, 200))
 	}
@@ -58,7 +58,7 @@ func (h *human) why(g whyCmd) int {
 		if t, err := time.Parse(time.RFC3339Nano, e.At); err == nil {
 			at = t.Local().Format("15:04:05.000")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at, e.Source, e.Event, dash(clipText(e.Detail, 100)))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", at, vis(e.Source), vis(e.Event), dash(clipText(e.Detail, 100)))
 	}
 	_ = tw.Flush()
 	return ExitOK

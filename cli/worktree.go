@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"strconv"
@@ -19,13 +20,14 @@ type worktreeFlags struct {
 	WorktreeAuto bool   `name:"worktree-auto" hidden:"" help:"--worktree without a NAME."`
 	Base         string `name:"base" placeholder:"REF" help:"With --worktree: the branch, tag or commit to start from (default: the main worktree's HEAD)."`
 	Submodules   bool   `name:"submodules" help:"With --worktree: initialize the repository's submodules in the new worktree."`
+	TrustSetup   bool   `name:"trust-setup" help:"With --worktree: approve the repository's .termsprawl/ files at their current content first, as termsprawl trust DIR does, so its setup runs (the human's alone: refused inside a node)."`
 }
 
 // args is the worktree argument of the launch, or nil.
 func (f worktreeFlags) args() (map[string]any, error) {
 	if f.Worktree == "" && !f.WorktreeAuto {
-		if f.Base != "" || f.Submodules {
-			return nil, errors.New("--base and --submodules go with --worktree")
+		if f.Base != "" || f.Submodules || f.TrustSetup {
+			return nil, errors.New("--base, --submodules and --trust-setup go with --worktree")
 		}
 		return nil, nil
 	}
@@ -61,10 +63,12 @@ func worktreeArgs(args []string) []string {
 }
 
 type worktreeCmds struct {
-	Diff      diffCmd      `cmd:"" help:"Print a worktree node's diff against its base (committed, uncommitted, new files); --turn N as recorded at that turn's end."`
-	Review    reviewCmd    `cmd:"" help:"Collect a review comment on FILE:LINE of a worktree node; --send sends them all to its agent as one task."`
-	Finish    finishCmd    `cmd:"" help:"Finish a worktree node: --merge into its base, --push to its upstream or origin, or --keep; never loses work."`
-	Worktrees worktreesCmd `cmd:"" help:"List termsprawl's git worktrees (dirty, ahead, behind, merged); prune removes the clean and merged ones."`
+	Diff      diffCmd          `cmd:"" help:"Print a worktree node's diff against its base (committed, uncommitted, new files); --turn N as recorded at that turn's end."`
+	Review    reviewCmd        `cmd:"" help:"Collect a review comment on FILE:LINE of a worktree node; --send sends them all to its agent as one task."`
+	Finish    finishCmd        `cmd:"" help:"Finish a worktree node: --merge into its base, --push to its upstream or origin, or --keep; never loses work."`
+	Worktrees worktreesCmd     `cmd:"" help:"List termsprawl's git worktrees (dirty, ahead, behind, merged); prune removes the clean and merged ones."`
+	Trust     trustCmd         `cmd:"" help:"Approve a repository's .termsprawl/ files (worktree.json's setup, policy.toml) at their current content; print what was approved, with hashes."`
+	Worktree  worktreeGroupCmd `cmd:"" help:"Worktree settings: trust DIR approves a repository's .termsprawl/ files, as termsprawl trust does."`
 }
 
 type diffCmd struct {
@@ -131,6 +135,8 @@ func (h *human) runWorktreeCmd(cmd string, g *humanGrammar) (int, bool) {
 		return h.finish(g.Finish), true
 	case "worktrees":
 		return h.worktrees(g.Worktrees), true
+	case "trust":
+		return h.approve(cmp.Or(g.Trust.Dir, g.Worktree.Trust.Dir), h.stdout), true
 	}
 	return 0, false
 }
@@ -154,20 +160,20 @@ func (h *human) diff(c diffCmd) int {
 		return ExitOK
 	}
 	if c.Stat {
-		fmt.Fprintf(h.stdout, "%s (%s): %d files changed, %d insertions(+), %d deletions(-)\n", d.Branch, d.Path, d.Files, d.Insertions, d.Deletions)
+		fmt.Fprintf(h.stdout, "%s (%s): %d files changed, %d insertions(+), %d deletions(-)\n", vis(d.Branch), vis(d.Path), d.Files, d.Insertions, d.Deletions)
 		if len(d.Turns) > 0 {
 			tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
 			fmt.Fprintln(tw, "TURN\tAT\tHEAD\tFILES\t+\t-")
 			for _, t := range d.Turns {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\n", t.Turn, t.At, t.Head[:min(len(t.Head), 12)], t.Files, t.Insertions, t.Deletions)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%d\n", t.Turn, vis(t.At), vis(t.Head[:min(len(t.Head), 12)]), t.Files, t.Insertions, t.Deletions)
 			}
 			_ = tw.Flush()
 		}
 	} else {
-		fmt.Fprint(h.stdout, d.Diff)
+		fmt.Fprint(h.stdout, tools.VisibleText(d.Diff))
 	}
 	if d.Cut != "" {
-		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), d.Cut)
+		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), tools.VisibleText(d.Cut))
 	}
 	return ExitOK
 }
@@ -178,7 +184,7 @@ func (h *human) review(c reviewCmd) int {
 			return usageError(h.stderr, h.prefix(), errors.New("--send takes only NODE: it sends the comments collected so far"), "")
 		}
 		return mutate(h, "worktree_review_send", map[string]any{"node": c.Node}, c.JSON, func(r tools.WorktreeReviewSent) {
-			fmt.Fprintf(h.stdout, "sent %d comments to %s as task %s\n", r.Comments, r.Node, r.Task)
+			fmt.Fprintf(h.stdout, "sent %d comments to %s as task %s\n", r.Comments, vis(r.Node), vis(r.Task))
 		})
 	}
 	file, lineText, ok := strings.Cut(reverse(c.At), ":")
@@ -217,9 +223,9 @@ func (h *human) finish(c finishCmd) int {
 	}
 	return mutate(h, "worktree_finish", args, c.JSON, func(r tools.WorktreeFinished) {
 		if len(r.Discarded) > 0 {
-			fmt.Fprintf(h.stdout, "discarded: %s\n", strings.Join(r.Discarded, ", "))
+			fmt.Fprintf(h.stdout, "discarded: %s\n", vis(strings.Join(r.Discarded, ", ")))
 		}
-		fmt.Fprintln(h.stdout, r.Message)
+		fmt.Fprintln(h.stdout, tools.VisibleText(r.Message))
 	})
 }
 
@@ -227,10 +233,10 @@ func (h *human) worktrees(c worktreesCmd) int {
 	if c.Action == "prune" {
 		return mutate(h, "worktree_prune", map[string]any{}, c.JSON, func(r tools.WorktreePruned) {
 			for _, x := range r.Removed {
-				fmt.Fprintf(h.stdout, "removed %s (%s)\n", x.Path, x.Message)
+				fmt.Fprintf(h.stdout, "removed %s (%s)\n", vis(x.Path), vis(x.Message))
 			}
 			for _, x := range r.Kept {
-				fmt.Fprintf(h.stdout, "kept %s: %s\n", x.Path, x.Reason)
+				fmt.Fprintf(h.stdout, "kept %s: %s\n", vis(x.Path), tools.VisibleText(x.Reason))
 			}
 			if len(r.Removed)+len(r.Kept) == 0 {
 				fmt.Fprintln(h.stdout, "no worktrees")
@@ -266,7 +272,7 @@ func (h *human) worktrees(c worktreesCmd) int {
 		if !w.Exists {
 			dirty = "gone"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", w.Branch, dash(w.Node), dirty, w.Ahead, w.Behind, merged, w.Path)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\t%s\n", vis(w.Branch), dash(w.Node), vis(dirty), w.Ahead, w.Behind, vis(merged), vis(w.Path))
 	}
 	_ = tw.Flush()
 	return ExitOK

@@ -37,7 +37,13 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	if o.lostOne(id) != nil && o.node(id) == nil {
 		return o.Forget(id) // a lost node has nothing to end (lost.go)
 	}
+	if n := o.node(id); n != nil && n.closePending.Load() {
+		return closePendingErr(n) // still waiting for its host (remote_close.go)
+	}
 	n, err := o.lookupFor(id, true)
+	if m := o.node(id); err != nil && m != nil && !m.isClosing() && m.meta.Host != "" && o.hostDown(m) {
+		n, err = m, nil // its host is unreachable: the close waits for it (remote_close.go)
+	}
 	if err != nil {
 		return err
 	}
@@ -56,12 +62,24 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	if err := o.writeMark(o.closeMarkPath(id), inputMark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
 		o.log.Warn("record a close's intent", "node", id, "err", err)
 	}
+	if o.hostDown(n) {
+		// Nothing can end it now: listed as closing until the host
+		// answers (remote_close.go), never forgotten.
+		defer o.ops.Done()
+		n.detach()
+		n.closePending.Store(true)
+		return closePendingErr(n)
+	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeDeadline)
 	done := make(chan error, 1)
 	go func() {
 		defer o.ops.Done()
 		defer cancel()
 		err := o.closeNode(cctx, n)
+		if err != nil && o.hostDown(n) {
+			n.closePending.Store(true) // the host went away during the close
+			err = closePendingErr(n)
+		}
 		if err == nil && n.meta.Host == "" {
 			o.reclaimShards(cctx) // an empty shard's server goes too
 		}

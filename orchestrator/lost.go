@@ -113,7 +113,8 @@ func readJSON(path string, v any) error {
 
 // SetConversation keeps an agent's own conversation id (from its hooks)
 // with its launch, so a restore resumes it. Only a change is written.
-func (o *Orchestrator) SetConversation(id, conversation string) error {
+func (o *Orchestrator) SetConversation(id string, conv tools.ConversationID) error {
+	conversation := conv.String()
 	n := o.node(id)
 	if n == nil || conversation == "" {
 		return nil
@@ -262,6 +263,21 @@ func (o *Orchestrator) LostLaunch(id string) (NodeMeta, LaunchRecord, error) {
 		return NodeMeta{}, LaunchRecord{}, o.notLost(id)
 	}
 	return l.meta, l.launch, nil
+}
+
+// NodeLaunch returns a live node's metadata and kept launch, with the
+// agent's conversation id once its hooks reported one (a fork continues
+// it, as a restore resumes a lost node's: toolserver/restore.go).
+func (o *Orchestrator) NodeLaunch(id string) (NodeMeta, LaunchRecord, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return NodeMeta{}, LaunchRecord{}, err
+	}
+	rec, err := o.readLaunch(id)
+	if err != nil {
+		return NodeMeta{}, LaunchRecord{}, fmt.Errorf("read the kept launch of %s: %w", id, err)
+	}
+	return n.meta, rec, nil
 }
 
 // notLost is the error of a restore or forget of a node that is not lost.

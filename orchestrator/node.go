@@ -94,6 +94,10 @@ type node struct {
 	// on it instead of spinning on a closed screen.
 	closing     chan struct{}
 	closingOnce sync.Once
+	// closePending: a close began while the node's host was unreachable
+	// and waits for the host (close.go, remote_close.go): listed as
+	// closing until the host confirms the end.
+	closePending atomic.Bool
 
 	// dropUntil is the pane stream position up to which output is already
 	// in the mirror (set by a seed); applied is the position of the last

@@ -4,9 +4,9 @@ import (
 	"context"
 	"strconv"
 	"strings"
-	"unicode"
 
 	"github.com/termsprawl/termsprawl/tmuxctl"
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // NotifyDelayMS is how long a message to humans stays on their status
@@ -19,8 +19,9 @@ const maxNotifyRunes = 200
 // NotifyHumans shows msg for a while on the status line of every human
 // client attached to any of termsprawl's tmux servers (control clients,
 // ours, are left out) and returns how many were told. The message is one
-// line: control characters become spaces, and it is cut to 200
-// characters. Only display-message is sent (never a prompt, which would
+// line: whitespace becomes single spaces, other controls are made
+// visible (tools.VisibleLine), and it is cut to 200 characters in the
+// middle (its end says what matters). Only display-message is sent (never a prompt, which would
 // block a control client's queue in tmux 3.3a), with the text's `#`
 // doubled so tmux shows it instead of expanding formats.
 func (o *Orchestrator) NotifyHumans(ctx context.Context, msg string) (int, error) {
@@ -48,16 +49,15 @@ func (o *Orchestrator) NotifyHumans(ctx context.Context, msg string) (int, error
 }
 
 // notifyText makes msg one safe status line (see NotifyHumans).
+// Line breaks and tabs become spaces; every other control is made
+// visible (tools.VisibleLine, CONTRACT §26).
 func notifyText(msg string) string {
-	msg = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, msg)
-	msg = strings.Join(strings.Fields(msg), " ")
+	msg = tools.VisibleLine(strings.Join(strings.Fields(msg), " "))
 	if r := []rune(msg); len(r) > maxNotifyRunes {
-		msg = string(r[:maxNotifyRunes-1]) + "…"
+		// Cut in the middle: a message ends with what matters (a
+		// command's tail, how to answer).
+		head := (maxNotifyRunes - 1) / 3
+		msg = string(r[:head]) + "…" + string(r[len(r)-(maxNotifyRunes-1-head):])
 	}
 	return strings.ReplaceAll(msg, "#", "##")
 }

@@ -8,10 +8,12 @@ import (
 func TestNotifyText(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{"build asks: Bash: make #1", "build asks: Bash: make ##1"},
-		{"two\nlines\tand\x1b[31m escape", "two lines and [31m escape"},
+		{"two\nlines\tand\x1b[31m escape", "two lines and^[[31m escape"},
+		{"osc\x1b]52;c;eA==\a \u009b2K \u202eevil", "osc^[]52;c;eA==^G ^[[2K \\u{202E}evil"},
 		{"#{pane_id} #(rm -rf /)", "##{pane_id} ##(rm -rf /)"},
 		{"   ", ""},
-		{strings.Repeat("é", 300), strings.Repeat("é", maxNotifyRunes-1) + "…"},
+		{strings.Repeat("é", 300), strings.Repeat("é", (maxNotifyRunes-1)/3) + "…" + strings.Repeat("é", maxNotifyRunes-1-(maxNotifyRunes-1)/3)},
+		{"n1 asks: Bash: ls " + strings.Repeat("x", 300) + "; rm -rf ~/work (C-b a answers here)", "n1 asks: Bash: ls " + strings.Repeat("x", (maxNotifyRunes-1)/3-18) + "…" + strings.Repeat("x", maxNotifyRunes-1-(maxNotifyRunes-1)/3-len("; rm -rf ~/work (C-b a answers here)")) + "; rm -rf ~/work (C-b a answers here)"},
 	}
 	for _, c := range cases {
 		if got := notifyText(c.in); got != c.want {

@@ -62,10 +62,15 @@ func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
 	nodes := o.sortedNodes()
 	out := make([]tools.NodeInfo, 0, len(nodes))
 	for _, n := range nodes {
-		if n.isClosing() {
+		pending := n.closePending.Load()
+		if n.isClosing() && !pending {
 			continue // being closed: gone for every new operation
 		}
-		out = append(out, n.info(len(clients[n.srv][n.session()])))
+		info := n.info(len(clients[n.srv][n.session()]))
+		if pending {
+			info.Status = tools.StatusClosing // until its host confirms (remote_close.go)
+		}
+		out = append(out, info)
 	}
 	for _, l := range o.lostSorted() {
 		out = append(out, l.info()) // lost.go

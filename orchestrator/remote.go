@@ -296,6 +296,7 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 			}
 		}
 	}
+	o.finishPendingCloses(h.Spec().Name, srv)
 	if testHookHostAdopted != nil {
 		testHookHostAdopted(h.Spec().Name)
 	}

@@ -3,7 +3,10 @@ package orchestrator
 import (
 	"context"
 	"errors"
-	"sync"
+	"fmt"
+	"runtime/debug"
+	"sync/atomic"
+	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/render"
 	"github.com/termsprawl/termsprawl/tools"
@@ -13,7 +16,7 @@ import (
 // the Go fonts embedded in the binary, box drawing joined across cells,
 // every colour kind, attributes and the cursor by its shape. A PNG over
 // render.MaxPNGBytes is refused (rejected, reason capacity). Renders share
-// the pixel budget (renderPNG).
+// a memory budget (renderPNG): past it, unavailable and retryable.
 func (o *Orchestrator) Screenshot(id string, scale int, theme string) ([]byte, tools.ScreenshotFacts, error) {
 	n, err := o.lookup(id)
 	if err != nil {
@@ -22,6 +25,8 @@ func (o *Orchestrator) Screenshot(id string, scale int, theme string) ([]byte, t
 	n.observe(context.Background())
 	img, f, err := renderPNG(n.cells(context.Background()), render.Options{Scale: scale, Theme: theme})
 	switch {
+	case errors.Is(err, tools.ErrMemoryBudget):
+		return nil, tools.ScreenshotFacts{}, err
 	case errors.Is(err, render.ErrTooLarge):
 		return nil, tools.ScreenshotFacts{}, tools.Errorf(tools.KindRejected, "screenshot of %q: %w", id, err).
 			WithDetails("reason", "capacity")
@@ -31,21 +36,39 @@ func (o *Orchestrator) Screenshot(id string, scale int, theme string) ([]byte, t
 	return img, tools.ScreenshotFacts{Width: f.Width, Height: f.Height, SelfContained: f.SelfContained, FallbackCharacters: f.FallbackCharacters}, nil
 }
 
-// renderPixelBudget bounds the pixels being drawn at once across every
-// screenshot (live terminals and trace frames): render.MaxPixels, so the
-// largest screenshot (a 4-byte-a-pixel surface of up to 128 MB) draws
-// alone while dozens of ordinary ones (a 120x40 screen at scale 1 is
-// 0.65 M pixels) draw side by side. A render waits for its share.
-const renderPixelBudget = render.MaxPixels
+// ScreenshotMemoryBudget bounds the memory the screenshots being drawn
+// hold together (live terminals and trace frames; CONTRACT §31): the
+// largest one (33.5 M pixels: a 100 MB RGB surface) draws alone while
+// dozens of ordinary ones (a 120x40 screen at scale 1 is 0.65 M pixels,
+// about 2 MB) draw side by side. Past it a screenshot is refused at once,
+// unavailable and retryable, instead of waiting (nothing else slows).
+const ScreenshotMemoryBudget = 128 << 20
 
-// renders is the shared pixel budget.
-var renders = newWeighted(renderPixelBudget)
+// renders is the screenshots' memory budget (a variable: tests shrink it).
+var renders = tools.NewMemoryBudget("screenshots being drawn", ScreenshotMemoryBudget)
 
-// renderHook, when set (tests), is called with the pixels held by every
+// renderHook, when set (tests), is called with the bytes held by every
 // render in flight, as each starts.
 var renderHook func(inFlight int64)
 
-// renderPNG is render.PNG within the pixel budget.
+// renderBytes is what drawing a screenshot of px pixels from a grid of
+// cells cells holds at its peak: the RGB surface a many-coloured screen
+// needs (3 bytes a pixel; the paletted try, a third of that, is given
+// back before it is allocated), the PNG's compressed bands (at most a
+// quarter of the pixels in practice; over render.MaxPNGBytes the PNG is
+// refused), and the grid.
+func renderBytes(px int64, cells int) int64 {
+	return px*3 + px/4 + int64(cells)*64 + 64<<10
+}
+
+// bigRender is the surface above which a finished screenshot hands the
+// freed memory back to the system at once (debug.FreeOSMemory), at most
+// once a second: the 100 MB of the largest would stay in the process.
+const bigRender = 16 << 20
+
+var lastFree atomic.Int64 // unix nanoseconds of the last FreeOSMemory
+
+// renderPNG is render.PNG within the screenshots' memory budget.
 func renderPNG(g render.Grid, opts render.Options) ([]byte, render.Facts, error) {
 	scale := max(opts.Scale, 1)
 	px := int64(max(g.Columns, 1)) * int64(render.CellWidth*scale) * int64(max(g.Rows, 1)) * int64(render.CellHeight*scale)
@@ -53,49 +76,21 @@ func renderPNG(g render.Grid, opts render.Options) ([]byte, render.Facts, error)
 		// Refused before drawing: it costs nothing.
 		return render.PNG(g, opts)
 	}
-	held := renders.acquire(px)
-	defer renders.release(held)
+	need := renderBytes(px, g.Columns*g.Rows)
+	grant, err := renders.Take(need, fmt.Sprintf("a screenshot of %dx%d cells at scale %d", g.Columns, g.Rows, scale))
+	if err != nil {
+		return nil, render.Facts{}, err
+	}
+	defer func() {
+		grant.Release()
+		if now := time.Now().UnixNano(); need >= bigRender && renders.Grants() == 0 {
+			if last := lastFree.Load(); now-last >= int64(time.Second) && lastFree.CompareAndSwap(last, now) {
+				go debug.FreeOSMemory()
+			}
+		}
+	}()
 	if h := renderHook; h != nil {
-		h(renders.inUse())
+		h(renders.InUse())
 	}
 	return render.PNG(g, opts)
-}
-
-// weighted is a counting semaphore of a budget: acquire waits until n
-// fits (n is clamped to the budget, so anything fits alone).
-type weighted struct {
-	mu   sync.Mutex
-	cond *sync.Cond
-	max  int64
-	used int64
-}
-
-func newWeighted(max int64) *weighted {
-	w := &weighted{max: max}
-	w.cond = sync.NewCond(&w.mu)
-	return w
-}
-
-func (w *weighted) acquire(n int64) int64 {
-	n = min(max(n, 1), w.max)
-	w.mu.Lock()
-	for w.used+n > w.max {
-		w.cond.Wait()
-	}
-	w.used += n
-	w.mu.Unlock()
-	return n
-}
-
-func (w *weighted) release(n int64) {
-	w.mu.Lock()
-	w.used -= n
-	w.mu.Unlock()
-	w.cond.Broadcast()
-}
-
-func (w *weighted) inUse() int64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.used
 }

@@ -1,69 +1,84 @@
 package orchestrator
 
 import (
+	"errors"
 	"sync"
 	"testing"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// Concurrent large screenshots share the pixel budget: four of a 200x50
-// screen at scale 4 (21.8 M pixels, 87 MB of surface each) draw one at a
-// time, never more than renderPixelBudget pixels in flight.
-func TestScreenshotPixelBudget(t *testing.T) {
+// Concurrent large screenshots share the memory budget (CONTRACT §31):
+// four of a 200x50 screen at scale 4 (21.8 M pixels, about 70 MB each to
+// draw) do not fit together: while the first draws (held by the hook
+// until the others have answered), the other three are refused at once,
+// unavailable and retryable with reason memory, instead of waiting.
+// Afterwards the budget is empty and a screenshot draws again.
+func TestScreenshotMemoryBudget(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: t.TempDir(), Columns: 200, Rows: 50})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var peak int64
+	started, others := make(chan struct{}), make(chan struct{})
+	var once sync.Once
 	renderHook = func(inFlight int64) {
-		mu.Lock()
-		peak = max(peak, inFlight)
-		mu.Unlock()
+		if inFlight > ScreenshotMemoryBudget {
+			t.Errorf("%d bytes drawn at once, over the budget %d", inFlight, ScreenshotMemoryBudget)
+		}
+		once.Do(func() {
+			close(started)
+			<-others
+		})
 	}
 	defer func() { renderHook = nil }()
+	first := make(chan error, 1)
+	go func() {
+		_, _, err := o.Screenshot(info.Terminal, 4, "")
+		first <- err
+	}()
+	// The first holds its share once the hook runs.
+	select {
+	case <-started:
+	case err := <-first:
+		t.Fatalf("the first screenshot ended before drawing: %v", err)
+	}
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
+	errs := make(chan error, 3)
+	for range 3 {
 		wg.Go(func() {
-			if _, _, err := o.Screenshot(info.Terminal, 4, ""); err != nil && tools.KindOf(err) != tools.KindRejected {
-				errs <- err
-			}
+			_, _, err := o.Screenshot(info.Terminal, 4, "")
+			errs <- err
 		})
 	}
 	wg.Wait()
+	close(others)
 	close(errs)
 	for err := range errs {
+		var te *tools.Error
+		if !errors.As(err, &te) || te.Kind != tools.KindUnavailable || !te.Retryable || te.Details["reason"] != "memory" {
+			t.Fatalf("a screenshot past the budget: %#v (%v), want unavailable, retryable, reason memory", te, err)
+		}
+	}
+	if err := <-first; err != nil && tools.KindOf(err) != tools.KindRejected {
 		t.Fatal(err)
 	}
-	const one = 200 * 8 * 4 * 50 * 17 * 4
-	if peak == 0 || peak > renderPixelBudget || peak > one {
-		t.Fatalf("%d pixels drawn at once, want one screenshot's %d (budget %d)", peak, one, renderPixelBudget)
+	if n := renders.InUse(); n != 0 {
+		t.Fatalf("%d bytes still held after every screenshot ended", n)
+	}
+	if _, _, err := o.Screenshot(info.Terminal, 1, ""); err != nil {
+		t.Fatalf("a screenshot after the others: %v", err)
 	}
 }
 
-// The budget's semaphore: what fits goes at once, more waits, anything
-// fits alone.
-func TestWeighted(t *testing.T) {
-	w := newWeighted(10)
-	a := w.acquire(6)
-	done := make(chan int64)
-	go func() { done <- w.acquire(6) }()
-	select {
-	case <-done:
-		t.Fatal("12 of 10 were held at once")
-	default:
+// Ordinary screenshots draw side by side: a 120x40 screen at scale 1
+// takes about 2 MB of the 128 MB budget.
+func TestScreenshotRenderBytes(t *testing.T) {
+	small := renderBytes(120*8*40*17, 120*40)
+	if small > 4<<20 || ScreenshotMemoryBudget/small < 32 {
+		t.Fatalf("a 120x40 screenshot counts %d bytes: fewer than 32 fit the budget", small)
 	}
-	w.release(a)
-	b := <-done
-	if huge := w.acquire(0); huge != 1 || w.inUse() != 7 {
-		t.Fatalf("acquire(0) held %d, in use %d", huge, w.inUse())
-	}
-	w.release(1)
-	w.release(b)
-	if got := w.acquire(1000); got != 10 {
-		t.Fatalf("an oversized acquire held %d, want the whole budget", got)
+	if big := renderBytes(1<<25, 200*77); big > ScreenshotMemoryBudget {
+		t.Fatalf("the largest screenshot counts %d bytes, over the budget %d: it could never draw", big, ScreenshotMemoryBudget)
 	}
 }

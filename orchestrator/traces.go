@@ -124,6 +124,8 @@ func (o *Orchestrator) TraceFrameAt(id string, spec FrameSpec) (tools.TraceFrame
 		return tools.TraceFrame{}, err
 	}
 	switch {
+	case errors.Is(rerr, tools.ErrMemoryBudget):
+		return tools.TraceFrame{}, rerr
 	case errors.Is(rerr, render.ErrTooLarge):
 		return tools.TraceFrame{}, tools.Errorf(tools.KindRejected, "screenshot of %s: %w", id, rerr).WithDetails("reason", "capacity")
 	case rerr != nil:

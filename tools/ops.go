@@ -81,6 +81,9 @@ type Param struct {
 	NonEmpty bool
 	// NodeID: a string must be a node id (ValidNodeID).
 	NodeID bool
+	// Conversation: a string must be a conversation id
+	// (ParseConversationID, CONTRACT §26).
+	Conversation bool
 	// Fields are the members of a TypeStruct or TypeStructArray element;
 	// MaxItems caps an array (0: no cap).
 	Fields   []Param
@@ -342,7 +345,7 @@ func buildOperations() []*Operation {
 				{Name: "event", Type: TypeString, NonEmpty: true, MaxLen: MaxNameBytes, Description: "The agent's hook event (e.g. Claude Code's UserPromptSubmit, Stop, StopFailure): termsprawl derives the state; an event it does not know is logged and changes nothing."},
 				strParam("message", "Short status message."),
 				{Name: "accepts_tasks", Type: TypeBoolean, Description: "true: any agent may agent_send you tasks (they are typed into your prompt); false: only the operator and the nodes that may drive you (the default)."},
-				{Name: "conversation", Type: TypeString, NonEmpty: true, MaxLen: MaxNameBytes, Description: "Your own conversation id (Claude Code's session_id, as termsprawlctl hook passes it): kept so a restore after a reboot resumes it."},
+				{Name: "conversation", Type: TypeString, NonEmpty: true, MaxLen: MaxNameBytes, Conversation: true, Description: "Your own conversation id (Claude Code's session_id, as termsprawlctl hook passes it; letters, digits, '.', '_', ':' and '-', starting with a letter or digit): kept so a restore after a reboot resumes it."},
 			},
 			check: checkAgentReport},
 		{Name: "agent_send", Result: TaskSent{}, State: Snapshot{}, Topic: TopicAgents, Mutation: true, Annotations: annInput,
@@ -393,6 +396,7 @@ func buildOperations() []*Operation {
 	ops = append(ops, semanticOperations()...)
 	ops = append(ops, hostOperations()...)
 	ops = append(ops, restoreOperations()...)
+	ops = append(ops, fleetOperations()...)
 	addLocators(ops)
 	for _, op := range ops {
 		if op.Mutation {
@@ -708,6 +712,11 @@ func (op *Operation) checkString(p *Param, path, s string) error {
 	if p.NodeID && !ValidNodeID(s) {
 		return op.usageErr(path, "argument %q must be a node id (letters, digits, _ and -, at most 64, starting with a letter or digit), got %q; see terminal_list", path, clip(s, 70))
 	}
+	if p.Conversation {
+		if _, err := ParseConversationID(s); err != nil {
+			return op.usageErr(path, "argument %q: %v; pass the agent's own id or leave it out", path, err)
+		}
+	}
 	if len(p.Enum) > 0 {
 		for _, e := range p.Enum {
 			if s == e {
@@ -928,6 +937,9 @@ func stringSchema(p Param) map[string]any {
 	case p.NodeID:
 		s["pattern"] = nodeIDPattern
 		s["maxLength"] = 64
+	case p.Conversation:
+		s["pattern"] = ConversationPattern
+		s["maxLength"] = 128
 	default:
 		s["maxLength"] = limit
 		if p.NonEmpty {

@@ -21,6 +21,10 @@ const (
 	// (a reboot, a killed tmux): listed with its last screen until it is
 	// restored or forgotten (CONTRACT §25).
 	StatusLost = "lost"
+	// StatusClosing: a close was issued while the node's host could not
+	// be reached; its program may still run there, and the close
+	// finishes when the host answers again (CONTRACT §31).
+	StatusClosing = "closing"
 )
 
 // NodeInfo is one row of terminal_list.

@@ -35,7 +35,7 @@ func (m *Model) worktreeOf(id string) *tools.WorktreeState {
 
 // shortBranch is a worktree's branch without termsprawl's prefix.
 func shortBranch(w *tools.WorktreeState) string {
-	return strings.TrimPrefix(w.Branch, "termsprawl/")
+	return tools.VisibleLine(strings.TrimPrefix(w.Branch, "termsprawl/"))
 }
 
 // loadDiff fetches the selected node's diff when the diff tab shows.
@@ -72,6 +72,9 @@ func (m *Model) loadDiff() tea.Cmd {
 		m.diff.lines = nil
 		if text != "" {
 			m.diff.lines = strings.Split(text, "\n")
+			for i, l := range m.diff.lines {
+				m.diff.lines[i] = tools.VisibleLine(l) // file contents are outside text (CONTRACT §26)
+			}
 		}
 		m.diff.scroll = min(m.diff.scroll, max(len(m.diff.lines)-1, 0))
 	})
@@ -99,9 +102,9 @@ func (m *Model) scrollDiff(d int) {
 // worktreeLine is the preview header of a worktree node: branch, base,
 // dirty, ahead and behind.
 func (m *Model) worktreeLine(w *tools.WorktreeState) string {
-	parts := []string{m.style("#5fafff", true).Render("⎇ " + w.Branch)}
+	parts := []string{m.style("#5fafff", true).Render("⎇ " + tools.VisibleLine(w.Branch))}
 	if w.Base != "" {
-		parts = append(parts, "from "+w.Base)
+		parts = append(parts, "from "+tools.VisibleLine(w.Base))
 	}
 	if w.Checked == "" {
 		parts = append(parts, m.style("#808080", false).Render("status not read yet"))
@@ -140,7 +143,7 @@ func (m *Model) diffLines(n tools.StreamNode, h int) []string {
 	}
 	out := []string{stat}
 	if d.Cut != "" {
-		out = append(out, m.style("#ffaf00", true).Render(" cut: "+d.Cut))
+		out = append(out, m.style("#ffaf00", true).Render(" cut: "+tools.VisibleLine(d.Cut)))
 	}
 	if len(ds.lines) == 0 {
 		return append(out, "", " no changes against the base")

@@ -73,6 +73,8 @@ const (
 	modeConfirmClose
 	modeLaunch
 	modeHelp
+	modeSearchPrompt // search.go
+	modeSearch
 )
 
 // screenState is the shown node's screen, as the stream sends it.
@@ -116,6 +118,7 @@ type Model struct {
 	launching bool
 	launchErr string
 	diff      diffState           // the diff tab (diff.go)
+	search    searchState         // s: the search and its results (search.go)
 	pending   *tools.StreamDialog // the dialog being answered (reason, choice)
 	focused   string              // the node focus mode types into
 	closing   string              // the node x asks about
@@ -459,9 +462,11 @@ func kind(n tools.StreamNode) string {
 	return tools.KindShell
 }
 
+// name is the node's name or id as shown (tools.VisibleLine: a name is
+// outside text, CONTRACT §26).
 func name(n tools.StreamNode) string {
 	if n.Name != "" {
-		return n.Name
+		return tools.VisibleLine(n.Name)
 	}
 	return n.Terminal
 }
@@ -576,7 +581,7 @@ func failText(what string, res tools.Result) string {
 	if res.Kind == tools.KindUnavailable {
 		msg = "termsprawl is not answering (reconnecting)"
 	}
-	return what + ": " + msg
+	return what + ": " + tools.VisibleLine(msg)
 }
 
 // answer answers dialog d.
@@ -673,6 +678,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case modeLaunch:
 		return m.launchKey(k)
+	case modeSearchPrompt, modeSearch:
+		return m.searchKey(k)
 	}
 
 	switch key {
@@ -705,6 +712,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 			}
 			m.scrollDiff(page)
 		}
+	case "s":
+		return m.startSearch()
 	case "/":
 		m.mode = modeFilter
 		m.input.Prompt, m.input.Placeholder = "filter: ", "name, kind or state"

@@ -19,6 +19,7 @@ var Keys = []string{
 	"d        deny it (asks a reason)",
 	"n        launch (kind, name, directory, worktree)  x  close (asks)",
 	"r        recording on/off                     /  filter by name, kind, state",
+	"s        search every node's history; enter selects a match's node",
 	"tab      preview tabs: screen, dialogs, recording, logs, diff",
 	"u        the logs or diff tab again        pgup/pgdn  scroll the diff",
 	"q        quit (nodes keep running)            ?  this help",
@@ -259,6 +260,9 @@ func (m *Model) Render() string {
 	lines := make([]string, m.height)
 	lines[0] = pad(m.header(), m.width)
 	list := m.listLines(g)
+	if g.small && m.mode == modeSearch {
+		list = m.searchLines(g.footer - g.listTop)
+	}
 	var right []string
 	if !g.small {
 		right = m.previewLines(g)
@@ -334,7 +338,7 @@ func (m *Model) listLines(g geometry) []string {
 			nm = "⎇" + nm // works in a git worktree; its branch ends the row
 		}
 		if n.Host != "" {
-			nm += "@" + n.Host
+			nm += "@" + tools.VisibleLine(n.Host)
 		}
 		st := state(n)
 		if m.needsHuman(n) {
@@ -386,6 +390,9 @@ func (m *Model) previewLines(g geometry) []string {
 	if m.mode == modeLaunch {
 		return append(out, m.launchForm()...)
 	}
+	if m.mode == modeSearch {
+		return append(out, m.searchLines(g.ph)...)
+	}
 	n, ok := m.node(m.sel)
 	if !ok {
 		return append(out, "", " select a node")
@@ -404,7 +411,7 @@ func (m *Model) previewLines(g geometry) []string {
 		if n.Recording == nil {
 			out = append(out, "", fmt.Sprintf(" %s is not recorded: r starts a recording", name(n)))
 		} else {
-			out = append(out, "", fmt.Sprintf(" recording since %s", n.Recording.Since), " "+n.Recording.Path, "", " r stops it; termsprawl replay "+n.Terminal+" plays it")
+			out = append(out, "", fmt.Sprintf(" recording since %s", n.Recording.Since), " "+tools.VisibleLine(n.Recording.Path), "", " r stops it; termsprawl replay "+n.Terminal+" plays it")
 		}
 	case tabLogs:
 		if m.tabFor != n.Terminal {
@@ -422,16 +429,25 @@ func (m *Model) dialogLines(n tools.StreamNode) []string {
 		if d.Node != n.Terminal {
 			continue
 		}
-		out = append(out, m.style("#ffaf00", true).Render(fmt.Sprintf(" %s  %s", d.ID, d.Kind))+"  "+d.Title)
+		out = append(out, m.style("#ffaf00", true).Render(fmt.Sprintf(" %s  %s", tools.VisibleLine(d.ID), tools.VisibleLine(d.Kind)))+"  "+tools.VisibleLine(d.Title))
 		if d.Tool != "" {
-			out = append(out, "   tool: "+d.Tool)
+			out = append(out, "   tool: "+tools.VisibleLine(d.Tool))
 		}
 		if d.Input != "" {
-			out = append(out, "   input: "+d.Input)
+			// Wrapped, never cut at the pane's edge: its end is what
+			// matters (CONTRACT §26).
+			w := max(m.geometry().pw-4, 20)
+			for i, l := range strings.Split(ansi.Hardwrap("input: "+tools.VisibleLine(d.Input), w, true), "\n") {
+				if i == 0 {
+					out = append(out, "   "+l)
+				} else {
+					out = append(out, "     "+l)
+				}
+			}
 		}
 		if len(d.Options) > 0 {
 			for i, o := range d.Options {
-				out = append(out, fmt.Sprintf("   %d) %s", i+1, o))
+				out = append(out, fmt.Sprintf("   %d) %s", i+1, tools.VisibleLine(o)))
 			}
 		}
 		out = append(out, "")
@@ -473,7 +489,7 @@ func (m *Model) runsLine(runs []tools.StreamRun, w int) string {
 		if left <= 0 {
 			break
 		}
-		t := r.T
+		t := tools.VisibleLine(r.T)
 		tw := ansi.StringWidth(t)
 		if tw > left {
 			t = ansi.Truncate(t, left, "")
@@ -499,13 +515,13 @@ func (m *Model) runsLine(runs []tools.StreamRun, w int) string {
 
 func (m *Model) footer(g geometry) string {
 	switch m.mode {
-	case modeFilter, modeReason:
+	case modeFilter, modeReason, modeSearchPrompt:
 		return m.input.view(m)
 	case modeChoice:
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s: %s  ", m.pending.ID, m.pending.Title)
+		fmt.Fprintf(&b, "%s: %s  ", tools.VisibleLine(m.pending.ID), tools.VisibleLine(m.pending.Title))
 		for i, o := range m.pending.Options {
-			fmt.Fprintf(&b, "%d) %s  ", i+1, o)
+			fmt.Fprintf(&b, "%d) %s  ", i+1, tools.VisibleLine(o))
 		}
 		return b.String() + "d deny · esc cancel"
 	case modeConfirmClose:
@@ -538,8 +554,12 @@ func (m *Model) hints() string {
 		return "enter deny with this reason · esc cancel"
 	case modeHelp:
 		return "any key closes the help"
+	case modeSearchPrompt:
+		return "enter search (either case) · esc cancel"
+	case modeSearch:
+		return "j/k move · enter select the node · s search again · esc back"
 	}
-	return "j/k move · enter attach · i focus · a/d/A answer · n new · x close · r record · / filter · tab tabs · ? help · q quit"
+	return "j/k move · enter attach · i focus · a/d/A answer · n new · x close · r record · / filter · s search · tab tabs · ? help · q quit"
 }
 
 // onClick selects a row or a tab.
@@ -604,7 +624,7 @@ func (m *Model) loadTab() tea.Cmd {
 	return m.call("", "terminal_capture_since", map[string]any{"terminal": id, "cursor": 1}, func(m *Model, res tools.Result) {
 		m.tabFor = id
 		if !res.OK {
-			m.tabText = []string{"", " " + res.Error}
+			m.tabText = []string{"", " " + tools.VisibleLine(res.Error)}
 			return
 		}
 		var c tools.Changes
@@ -614,7 +634,7 @@ func (m *Model) loadTab() tea.Cmd {
 		}
 		m.tabText = []string{""}
 		for _, l := range c.Logs {
-			m.tabText = append(m.tabText, fmt.Sprintf(" %s %s", l.Label, l.Line))
+			m.tabText = append(m.tabText, fmt.Sprintf(" %s %s", tools.VisibleLine(l.Label), tools.VisibleLine(l.Line)))
 		}
 	})
 }

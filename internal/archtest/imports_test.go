@@ -25,6 +25,8 @@ var allowed = map[string][]string{
 		module + "/orchestrator/proc", module + "/orchestrator/termio", module + "/orchestrator/applog",
 		// text and regex waits (a room of its own)
 		module + "/orchestrator/textwait",
+		// config.toml's settings (a leaf room)
+		module + "/orchestrator/config",
 		// semantic trees: validation, locators, lines, diffs (CONTRACT §22)
 		module + "/orchestrator/semantic"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
@@ -216,8 +218,10 @@ func TestCLIUsesTheEngineOnlyInUp(t *testing.T) {
 		for _, imp := range af.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			// The recordings' reader is no engine: replay works with
-			// the orchestrator down.
-			if strings.HasPrefix(path, module+"/orchestrator") && path != module+"/orchestrator/record" {
+			// the orchestrator down; nor are config.toml's reader and the
+			// trust store (`termsprawl config`, `termsprawl trust`).
+			if strings.HasPrefix(path, module+"/orchestrator") && path != module+"/orchestrator/record" &&
+				path != module+"/orchestrator/config" && path != module+"/orchestrator/trust" {
 				t.Errorf("%s imports %s: only %v may (everything else goes through the client)", f, path, cliEngineFiles)
 			}
 		}

@@ -143,21 +143,60 @@ func (in HookInput) Conversation() string {
 	return in.ThreadID
 }
 
+// BadConversation is the line a hook prints on stderr when its input's
+// conversation id does not match ConversationPattern ("" when it is
+// absent or valid): the id is refused — not passed on, so a restore never
+// puts it on a command line — and the state is still reported.
+func BadConversation(conversation string) string {
+	if conversation == "" || ValidConversation(conversation) {
+		return ""
+	}
+	q := conversation
+	if len(q) > 80 {
+		q = q[:80]
+	}
+	return fmt.Sprintf("refused the conversation id %q: it must match %s; the state is reported without it, and a restore will start fresh", q, ConversationPattern)
+}
+
 // MaxConversation caps the conversation id passed on (tools.MaxNameBytes;
 // TestLiteMatchesTools).
 const MaxConversation = 128
 
+// ConversationPattern is what a conversation id must match to be passed
+// on and kept (CONTRACT §26; tools.ConversationID): a restore puts it on
+// the agent's command line, so it never starts with '-'.
+const ConversationPattern = `^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`
+
+// ValidConversation reports whether s matches ConversationPattern
+// (written out: termsprawlctl links no regexp).
+func ValidConversation(s string) bool {
+	if len(s) == 0 || len(s) > MaxConversation {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == ':' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // ReportArgs are agent_report's arguments for a hook's state event (the
 // event lets termsprawl derive the state and keep the evidence, CONTRACT
 // §20; the state is what the hook means by it), with the agent's
-// conversation id when its hook JSON carried one (kept for a restore,
-// CONTRACT §25).
+// conversation id when its hook JSON carried one that is valid (kept
+// for a restore, CONTRACT §25; an invalid one is left out, see
+// BadConversation).
 func ReportArgs(agent, event, state, message, conversation string) json.RawMessage {
 	if agent == "codex" && event == "notify" {
 		event = "agent-turn-complete"
 	}
 	a := map[string]any{"state": state, "event": event, "message": OneLineText(message, 200)}
-	if conversation != "" && len(conversation) <= MaxConversation {
+	if ValidConversation(conversation) {
 		a["conversation"] = conversation
 	}
 	args, _ := json.Marshal(a)

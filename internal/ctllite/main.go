@@ -158,6 +158,9 @@ func runHook(inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, *H
 	if !ok {
 		return 0, h
 	}
+	if bad := BadConversation(in.Conversation()); bad != "" {
+		fmt.Fprintf(stderr, "%s hook %s %s: %s\n", ctlName, inv.Agent, inv.Event, bad)
+	}
 	res, err := call(tg, "agent_report", ReportArgs(inv.Agent, inv.Event, state, msg, in.Conversation()), false)
 	if err != nil {
 		return 0, h

@@ -240,7 +240,7 @@ func TestTestAnswers(t *testing.T) {
 
 func TestOSC(t *testing.T) {
 	got := string(OSC("n1; needs you", "Bash:\x1b[31m ls\n"))
-	want := "\x1b]9;n1; needs you: Bash: [31m ls \a\x1b]777;notify;n1, needs you;Bash: [31m ls \a"
+	want := "\x1b]9;n1; needs you: Bash:^[[31m ls\a\x1b]777;notify;n1, needs you;Bash:^[[31m ls\a"
 	if got != want {
 		t.Fatalf("%q\nwant %q", got, want)
 	}

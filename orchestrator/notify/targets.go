@@ -11,7 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"unicode"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // Webhook POSTs the event's JSON to a URL. An ntfy-style URL
@@ -136,20 +137,17 @@ func hasBus(env []string) bool {
 	return err == nil
 }
 
-// plain removes control characters.
+// plain is s on one line: whitespace runs become one space, every
+// other control is made visible (tools.VisibleLine, CONTRACT §26).
 func plain(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, s)
+	return tools.VisibleLine(strings.Join(strings.Fields(s), " "))
 }
 
 // OSC returns the desktop-notification sequences for a terminal: OSC 9
 // (iTerm2, WezTerm, Windows Terminal, Ghostty) and OSC 777 (foot,
 // WezTerm, Ghostty, rxvt), each ended by BEL. Control characters are
-// removed and 777's title loses its ';' (the field separator).
+// made visible (plain) and 777's title loses its ';' (the field
+// separator).
 func OSC(title, body string) []byte {
 	t, b := plain(title), plain(body)
 	var out bytes.Buffer

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -98,4 +99,92 @@ func TestRegistryBudgetBoundsHeap(t *testing.T) {
 		t.Fatalf("12 traces of 4 MB left %d MB live, over 1.5 times the %d MB budget", live>>20, budget>>20)
 	}
 	t.Logf("%d traces open, %d MB estimated, %d MB live", len(reg.IDs()), reg.MemoryBytes()>>20, live>>20)
+}
+
+// Past the budget an open is refused, not queued (CONTRACT §31): a trace
+// larger than the whole budget is refused without closing any other, and
+// one that does not fit beside an open under way (which cannot be
+// closed) is refused with the figures; both unavailable, retryable,
+// reason memory. Nothing stays held.
+func TestRegistryRefusesPastBudget(t *testing.T) {
+	dir := t.TempDir()
+	p := writeBenchCast(t, dir, "scroll", 1<<20, 10*time.Second)
+	one, err := Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	per := one.MemoryBytes()
+	one.Close()
+
+	check := func(err error, what string) {
+		t.Helper()
+		var te *tools.Error
+		if !errors.As(err, &te) || te.Kind != tools.KindUnavailable || !te.Retryable || te.Details["reason"] != "memory" || te.Details["budget"] != "open traces" {
+			t.Fatalf("%s: %v, want unavailable, retryable, reason memory", what, err)
+		}
+	}
+	small := NewRegistryBudget(per / 2)
+	_, _, ev, err := small.Open(p)
+	check(err, "a trace larger than the budget")
+	if len(ev) != 0 || small.mem.InUse() != 0 {
+		t.Fatalf("evicted %v, %d bytes held", ev, small.mem.InUse())
+	}
+
+	reg := NewRegistryBudget(per * 3 / 2)
+	defer reg.CloseAll()
+	under, err := reg.mem.Take(per, "an open under way")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, _, err = reg.Open(p)
+	check(err, "beside an open under way")
+	under.Release()
+	if reg.mem.InUse() != 0 {
+		t.Fatalf("%d bytes held after a refused open", reg.mem.InUse())
+	}
+	if _, _, _, err := reg.Open(p); err != nil {
+		t.Fatalf("once the other open ended: %v", err)
+	}
+}
+
+// The estimate counts the memory an open trace really holds: for scrolling
+// output, full-screen redraws and one-character events, the live heap
+// after opening and replaying a trace is within 0.5–1.25 of
+// MemoryBytes (the rest of the process's growth is the collector's
+// headroom, BenchmarkTraceMemory).
+func TestTraceMemoryEstimate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("writes and replays 24 MB of casts")
+	}
+	for _, kind := range []string{"scroll", "tui", "tiny"} {
+		dir := t.TempDir()
+		var p string
+		if kind == "tiny" {
+			p = writeTinyCast(t, dir, 8<<20)
+		} else {
+			p = writeBenchCast(t, dir, kind, 8<<20, time.Minute)
+		}
+		var m0, m1 runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&m0)
+		tr, err := Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Warm()
+		at := tr.DurationMS() / 2
+		if _, _, err := tr.FrameAt(&at, ""); err != nil {
+			t.Fatal(err)
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		live := float64(int64(m1.HeapAlloc) - int64(m0.HeapAlloc))
+		est := float64(tr.MemoryBytes())
+		t.Logf("%s: %.1f MB live, %.1f MB estimated", kind, live/(1<<20), est/(1<<20))
+		if live < est*0.5 || live > est*1.25 {
+			t.Errorf("%s: %.1f MB live against %.1f MB estimated", kind, live/(1<<20), est/(1<<20))
+		}
+		runtime.KeepAlive(tr)
+		tr.Close()
+	}
 }

@@ -19,18 +19,23 @@ const (
 )
 
 // castEvent is one event of a parsed cast. Its data is not decoded: off
-// and end delimit the JSON string's content in the cast's bytes.
+// and end delimit the JSON string's content in the cast's bytes (at most
+// MaxTraceBytes, so 32 bits). It is 24 bytes: a cast of one-character
+// events has one for every 20 bytes of file, and the index is the
+// largest thing an open trace holds (BenchmarkTraceMemory).
 type castEvent struct {
-	us     int64 // microseconds from the start, never decreasing
-	code   byte  // 'o', 'i', 'r', 'm'; 0 for another code
-	plain  bool  // the content needs no unescaping
-	off    int   // content start (after the opening quote)
-	end    int   // content end (before the closing quote)
-	cols   int32 // 'r': the new size
-	rows   int32
-	sizeOK bool  // 'r': the size parsed
-	dlen   int32 // the data's decoded length (about: invalid UTF-8 is not counted as expanded)
+	us     int64  // microseconds from the start, never decreasing
+	off    uint32 // content start (after the opening quote)
+	end    uint32 // content end (before the closing quote)
+	cols   int16  // 'r': the new size (at most maxCols x maxRows)
+	rows   int16
+	code   byte // 'o', 'i', 'r', 'm'; 0 for another code
+	plain  bool // the content needs no unescaping
+	sizeOK bool // 'r': the size parsed
 }
+
+// span is the length of the event's data as written in the cast.
+func (e *castEvent) span() int { return int(e.end - e.off) }
 
 // castInfo is the header of a cast (the fields termsprawl reads).
 type castInfo struct {
@@ -47,6 +52,7 @@ type parsedCast struct {
 	raw       []byte
 	info      castInfo
 	events    []castEvent
+	output    int64    // the decoded length of the output events' data (about: invalid UTF-8 is not counted as expanded)
 	truncated bool     // the cast ends in a line that does not parse
 	warnings  []string // what was skipped or repaired
 }
@@ -58,7 +64,12 @@ var errNotCast = errors.New("not an asciicast v2 file")
 // ends the readable part: the events before it are used and truncated is
 // set. Times that go backwards are raised to the previous one.
 func parseCast(raw []byte) (*parsedCast, error) {
-	c := &parsedCast{raw: raw}
+	if len(raw) > 1<<32-1 {
+		return nil, fmt.Errorf("the cast is %d bytes, over the 4 GiB an index can address", len(raw))
+	}
+	// Sized once to the lines: appending would copy the index as it
+	// grows, several times its final size in garbage.
+	c := &parsedCast{raw: raw, events: make([]castEvent, 0, bytes.Count(raw, []byte{'\n'})+1)}
 	nl := bytes.IndexByte(raw, '\n')
 	if nl < 0 {
 		nl = len(raw)
@@ -96,7 +107,7 @@ func parseCast(raw []byte) (*parsedCast, error) {
 		if len(bytes.TrimSpace(trimmed)) == 0 {
 			continue
 		}
-		ev, err := parseEventLine(trimmed)
+		ev, dlen, err := parseEventLine(trimmed)
 		if err != nil {
 			c.truncated = true
 			if complete {
@@ -106,15 +117,19 @@ func parseCast(raw []byte) (*parsedCast, error) {
 			}
 			break
 		}
-		ev.off += start
-		ev.end += start
+		ev.off += uint32(start)
+		ev.end += uint32(start)
+		if ev.code == 'o' {
+			c.output += int64(dlen)
+		}
 		if ev.us < prev {
 			ev.us = prev
 			backwards++
 		}
 		prev = ev.us
 		if ev.code == 'r' {
-			ev.cols, ev.rows, ev.sizeOK = parseSize(raw[ev.off:ev.end])
+			cols, rows, ok := parseSize(raw[ev.off:ev.end])
+			ev.cols, ev.rows, ev.sizeOK = int16(cols), int16(rows), ok
 			if !ev.sizeOK {
 				c.warnings = append(c.warnings, fmt.Sprintf("line %d: resize %q is not WxH: ignored", lineNo, clipBytes(raw[ev.off:ev.end], 40)))
 			}
@@ -160,20 +175,20 @@ func (c *parsedCast) data(e *castEvent, buf []byte) []byte {
 
 // parseEventLine parses `[time, "code", "data"]`. The offsets in the
 // result are relative to line.
-func parseEventLine(line []byte) (castEvent, error) {
+func parseEventLine(line []byte) (castEvent, int, error) {
 	var ev castEvent
 	i := skipWS(line, 0)
 	if i >= len(line) || line[i] != '[' {
-		return ev, errors.New("not a JSON array")
+		return ev, 0, errors.New("not a JSON array")
 	}
 	i = skipWS(line, i+1)
 	j := scanNumber(line, i)
 	if j < 0 {
-		return ev, errors.New("the time is not a JSON number")
+		return ev, 0, errors.New("the time is not a JSON number")
 	}
 	f, err := strconv.ParseFloat(string(line[i:j]), 64)
 	if err != nil && !errors.Is(err, strconv.ErrRange) {
-		return ev, errors.New("the time is not a number")
+		return ev, 0, errors.New("the time is not a number")
 	}
 	switch {
 	case math.IsNaN(f) || f < 0:
@@ -184,12 +199,12 @@ func parseEventLine(line []byte) (castEvent, error) {
 	ev.us = int64(math.Round(f * 1e6))
 	i = skipWS(line, j)
 	if i >= len(line) || line[i] != ',' {
-		return ev, errors.New("missing ',' after the time")
+		return ev, 0, errors.New("missing ',' after the time")
 	}
 	i = skipWS(line, i+1)
 	cs, ce, plain, _, ok := scanString(line, i)
 	if !ok {
-		return ev, errors.New("the event code is not a JSON string")
+		return ev, 0, errors.New("the event code is not a JSON string")
 	}
 	code := line[cs:ce]
 	if !plain {
@@ -203,22 +218,22 @@ func parseEventLine(line []byte) (castEvent, error) {
 	}
 	i = skipWS(line, ce+1)
 	if i >= len(line) || line[i] != ',' {
-		return ev, errors.New("missing ',' after the event code")
+		return ev, 0, errors.New("missing ',' after the event code")
 	}
 	i = skipWS(line, i+1)
 	ds, de, plain, dlen, ok := scanString(line, i)
 	if !ok {
-		return ev, errors.New("the event data is not a JSON string")
+		return ev, 0, errors.New("the event data is not a JSON string")
 	}
-	ev.off, ev.end, ev.plain, ev.dlen = ds, de, plain, int32(min(dlen, 1<<31-1))
+	ev.off, ev.end, ev.plain = uint32(ds), uint32(de), plain
 	i = skipWS(line, de+1)
 	if i >= len(line) || line[i] != ']' {
-		return ev, errors.New("the event is not [time, code, data]")
+		return ev, 0, errors.New("the event is not [time, code, data]")
 	}
 	if skipWS(line, i+1) != len(line) {
-		return ev, errors.New("text after the event")
+		return ev, 0, errors.New("text after the event")
 	}
-	return ev, nil
+	return ev, dlen, nil
 }
 
 func skipWS(s []byte, i int) int {

@@ -79,8 +79,8 @@ func FuzzParseCast(f *testing.F) {
 					t.Fatalf("%q: time %d µs, encoding/json %d", line, e.us, want.us)
 				}
 			}
-			if e.dlen < 0 || int(e.dlen) > e.end-e.off {
-				t.Fatalf("%q: decoded length %d for %d bytes", line, e.dlen, e.end-e.off)
+			if _, dlen, err := parseEventLine(line); err != nil || dlen < 0 || dlen > e.span() {
+				t.Fatalf("%q: decoded length %d for %d bytes (%v)", line, dlen, e.span(), err)
 			}
 			n++
 		}

@@ -18,11 +18,16 @@ import (
 const MaxOpenTraces = 8
 
 // TraceMemoryBudget bounds the memory the open traces of a Registry hold
-// together, as Trace.MemoryBytes estimates it (their files, the index of
-// their events, their keyframes). Opening past it, or a trace's keyframes
-// growing past it, closes the coldest others. One trace alone fits: its
-// files are at most MaxTraceBytes.
-const TraceMemoryBudget = 256 << 20
+// together, and the traces being opened, as Trace.MemoryBytes counts it
+// (their files, the index of their events, their replay screens and
+// keyframes; CONTRACT §31). Opening past it closes the coldest open
+// traces that make room; when those cannot (opens under way hold the
+// rest, or the trace alone is larger) the open is refused, unavailable
+// and retryable, with the reason. A trace's keyframes growing past it
+// close the coldest others. The Go heap's own headroom comes on top
+// (up to as much again at the peak of a collection cycle), so 192 MB of
+// traces stays under the 500 MB of §31's four 40 MB casts at once.
+const TraceMemoryBudget = 192 << 20
 
 // MaxConcurrentOpens is how many traces are read and parsed at once; more
 // trace_open calls wait their turn (each open briefly holds about twice
@@ -38,8 +43,8 @@ type Registry struct {
 	next    int
 	tick    uint64
 	traces  map[string]*regEntry
-	budget  int64
-	opening chan struct{} // a slot per open being read
+	mem     *tools.MemoryBudget // the open traces' grants and the opens' under way
+	opening chan struct{}       // a slot per open being read
 }
 
 type regEntry struct {
@@ -48,6 +53,7 @@ type regEntry struct {
 	used  uint64
 	key   string // absolute path
 	stamp string // size and modification times of the files when opened
+	grant *tools.MemoryGrant
 }
 
 // NewRegistry returns an empty Registry with the TraceMemoryBudget.
@@ -58,7 +64,7 @@ func NewRegistry() *Registry {
 // NewRegistryBudget returns an empty Registry whose open traces hold at
 // most budget bytes together (tests make it small).
 func NewRegistryBudget(budget int64) *Registry {
-	return &Registry{traces: map[string]*regEntry{}, budget: budget, opening: make(chan struct{}, MaxConcurrentOpens)}
+	return &Registry{traces: map[string]*regEntry{}, mem: tools.NewMemoryBudget("open traces", budget), opening: make(chan struct{}, MaxConcurrentOpens)}
 }
 
 // Open opens the trace at path and returns its id. If the same path is
@@ -83,28 +89,83 @@ func (r *Registry) Open(path string) (id string, t *Trace, evicted []string, err
 	}
 	r.mu.Unlock()
 
+	// The memory is taken before it is held: the files' bytes before
+	// reading them, the index and screens before parsing, the rest once
+	// parsed (tools.MemoryBudget). Cold traces are closed to make room;
+	// past that the open is refused.
+	what := "trace_open of " + path
+	grant, victims, err := r.take(nil, filesSize(key)+64<<10, what)
+	closed := closeVictims(victims)
+	if err != nil {
+		return "", nil, closed, err
+	}
 	r.opening <- struct{}{}
-	t, err = Open(path)
+	files, err := readFiles(path)
+	if err == nil {
+		grant, victims, err = r.take(grant, estimateFiles(files)-grant.Bytes(), what)
+		closed = append(closed, closeVictims(victims)...)
+		if err == nil {
+			t, err = openFiles(path, files)
+		}
+	}
 	<-r.opening
 	if err != nil {
-		return "", nil, nil, err
+		grant.Release()
+		return "", nil, closed, err
 	}
+	grant.Set(t.MemoryBytes())
 	r.mu.Lock()
-	var victims []*regEntry
 	if len(r.traces) >= MaxOpenTraces {
-		victims = append(victims, r.coldestLocked(""))
+		victims = append(victims[:0], r.coldestLocked(""))
+	} else {
+		victims = victims[:0]
 	}
 	r.next++
 	r.tick++
 	id = "trace-" + strconv.Itoa(r.next)
-	r.traces[id] = &regEntry{id: id, t: t, used: r.tick, key: key, stamp: stamp}
+	r.traces[id] = &regEntry{id: id, t: t, used: r.tick, key: key, stamp: stamp, grant: grant}
 	victims = append(victims, r.trimLocked(id)...)
 	r.mu.Unlock()
-	return id, t, closeVictims(victims), nil
+	return id, t, append(closed, closeVictims(victims)...), nil
+}
+
+// take reserves n more bytes for an open (a new grant when g is nil),
+// removing the coldest open traces while that makes it fit; it returns
+// the traces removed (the caller closes them) and, when nothing more can
+// be removed, the budget's refusal. A trace larger than the whole budget
+// is refused without closing any.
+func (r *Registry) take(g *tools.MemoryGrant, n int64, what string) (*tools.MemoryGrant, []*regEntry, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var victims []*regEntry
+	for {
+		var err error
+		switch {
+		case g == nil:
+			g, err = r.mem.Take(n, what)
+			if err != nil && n > r.mem.Limit() {
+				return nil, nil, err
+			}
+		default:
+			err = g.Grow(n)
+			if err != nil && g.Bytes()+n > r.mem.Limit() {
+				return g, victims, err
+			}
+		}
+		if err == nil {
+			return g, victims, nil
+		}
+		v := r.coldestLocked("")
+		if v == nil {
+			return g, victims, err
+		}
+		v.grant.Release()
+		victims = append(victims, v)
+	}
 }
 
 // coldestLocked removes and returns the least recently used entry other
-// than keep. Called with mu held and at least one other entry.
+// than keep, its memory given back. Called with mu held and at least one other entry.
 func (r *Registry) coldestLocked(keep string) *regEntry {
 	var victim *regEntry
 	for _, e := range r.traces {
@@ -114,6 +175,7 @@ func (r *Registry) coldestLocked(keep string) *regEntry {
 	}
 	if victim != nil {
 		delete(r.traces, victim.id)
+		victim.grant.Release()
 	}
 	return victim
 }
@@ -122,20 +184,18 @@ func (r *Registry) coldestLocked(keep string) *regEntry {
 // traces hold more than the budget. Called with mu held.
 func (r *Registry) trimLocked(keep string) []*regEntry {
 	var out []*regEntry
-	for {
-		var total int64
-		for _, e := range r.traces {
-			total += e.t.MemoryBytes()
-		}
-		if total <= r.budget || len(r.traces) <= 1 {
-			return out
-		}
+	for _, e := range r.traces {
+		e.grant.Set(e.t.MemoryBytes())
+	}
+	for r.mem.InUse() > r.mem.Limit() && len(r.traces) > 1 {
 		v := r.coldestLocked(keep)
 		if v == nil {
 			return out
 		}
+		v.grant.Release()
 		out = append(out, v)
 	}
+	return out
 }
 
 // closeVictims closes evicted traces (outside the registry's lock) and
@@ -217,7 +277,7 @@ func (r *Registry) MemoryBytes() int64 {
 
 func (r *Registry) notFound(id string) error {
 	ids := r.idsLocked()
-	msg := fmt.Sprintf("no open trace %q (it may have been closed, or closed as the coldest of %d or to keep the open traces within %d MB)", id, MaxOpenTraces, r.budget>>20)
+	msg := fmt.Sprintf("no open trace %q (it may have been closed, or closed as the coldest of %d or to keep the open traces within %d MB)", id, MaxOpenTraces, r.mem.Limit()>>20)
 	if len(ids) == 0 {
 		msg += "; no trace is open: trace_open one"
 	} else {
@@ -236,6 +296,7 @@ func (r *Registry) Close(id string) error {
 		return err
 	}
 	delete(r.traces, id)
+	e.grant.Release()
 	r.mu.Unlock()
 	closeVictims([]*regEntry{e})
 	return nil
@@ -246,6 +307,9 @@ func (r *Registry) CloseAll() {
 	r.mu.Lock()
 	entries := r.traces
 	r.traces = map[string]*regEntry{}
+	for _, e := range entries {
+		e.grant.Release()
+	}
 	r.mu.Unlock()
 	for _, e := range entries {
 		e.t.Close()

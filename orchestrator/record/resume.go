@@ -165,7 +165,7 @@ func repairTail(path string, cast bool) (int64, error) {
 // parseEventTime parses a cast event line and returns its time in
 // microseconds.
 func parseEventTime(line []byte) (int64, bool) {
-	ev, err := parseEventLine(line)
+	ev, _, err := parseEventLine(line)
 	if err != nil {
 		return 0, false
 	}

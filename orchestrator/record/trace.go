@@ -76,6 +76,15 @@ const maxKeyframeBytes = 32 << 20
 // Open reads a recording: a recording directory, a .zip of one, or a bare
 // asciicast v2 file. Nothing is extracted to disk.
 func Open(p string) (*Trace, error) {
+	files, err := readFiles(p)
+	if err != nil {
+		return nil, err
+	}
+	return openFiles(p, files)
+}
+
+// readFiles reads the files of the recording at p (Open's forms).
+func readFiles(p string) (map[string][]byte, error) {
 	st, err := os.Stat(p)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -83,21 +92,55 @@ func Open(p string) (*Trace, error) {
 		}
 		return nil, tools.Errorf(tools.KindUsage, "trace %s: %w", p, err).WithDetails("path", p)
 	}
-	var files map[string][]byte
 	switch {
 	case st.IsDir():
-		files, err = readTraceDir(p)
+		return readTraceDir(p)
 	case st.Mode().IsRegular() && isZipFile(p):
-		files, err = readTraceZip(p, st.Size())
+		return readTraceZip(p, st.Size())
 	case st.Mode().IsRegular():
-		files, err = readBareCast(p, st.Size())
-	default:
-		err = tools.Errorf(tools.KindUsage, "trace %s: not a trace: not a directory, a .zip or a .cast file", p)
+		return readBareCast(p, st.Size())
 	}
+	return nil, tools.Errorf(tools.KindUsage, "trace %s: not a trace: not a directory, a .zip or a .cast file", p)
+}
+
+// filesSize is the bytes the files of the recording at p take on disk
+// (a zip's compressed size): what reading them holds at least.
+func filesSize(p string) int64 {
+	st, err := os.Stat(p)
 	if err != nil {
-		return nil, err
+		return 0
 	}
-	return openFiles(p, files)
+	if !st.IsDir() {
+		return st.Size()
+	}
+	var n int64
+	for name := range traceFiles {
+		if fst, err := os.Stat(filepath.Join(p, name)); err == nil && fst.Mode().IsRegular() {
+			n += fst.Size()
+		}
+	}
+	return n
+}
+
+// estimateFiles is what openFiles will hold for files, before parsing
+// them: the files, the index of the cast's lines and the replay's
+// screens of the header's size.
+func estimateFiles(files map[string][]byte) int64 {
+	var size int64
+	for _, b := range files {
+		size += int64(len(b))
+	}
+	raw := files[CastFile]
+	cols, rows := 80, 24
+	nl := bytes.IndexByte(raw, '\n')
+	if nl < 0 {
+		nl = len(raw)
+	}
+	var info castInfo
+	if json.Unmarshal(bytes.TrimPrefix(raw[:nl], []byte("\xef\xbb\xbf")), &info) == nil && info.Width > 0 && info.Height > 0 {
+		cols, rows = min(info.Width, maxCols), min(info.Height, maxRows)
+	}
+	return memoryEstimate(size, bytes.Count(raw, []byte{'\n'})+1, cols, rows)
 }
 
 func openFiles(p string, files map[string][]byte) (*Trace, error) {
@@ -141,19 +184,49 @@ func openFiles(p string, files map[string][]byte) (*Trace, error) {
 	t.kfs = recordedKeyframes(c, events)
 	t.kfEvery, t.kfRetry = keyframeEvery, keyframeRetry
 	t.nextKF = t.kfEvery
-	t.mem.Store(memoryEstimate(t.size, len(c.events)))
+	t.mem.Store(memoryEstimate(t.size, cap(c.events), c.info.Width, c.info.Height) + t.overviewBytes())
 	for _, k := range t.kfs {
 		t.mem.Add(int64(k.size()))
 	}
 	return t, nil
 }
 
-// memoryEstimate is what an open trace holds before any keyframe: its
-// files, the parsed index of its events, and the overhead measured on
-// top of them (about 0.3 times the files: the overview, the events'
-// unescaped copies made while parsing). BenchmarkTraceMemory measures it.
-func memoryEstimate(fileBytes int64, events int) int64 {
-	return fileBytes + fileBytes*3/10 + int64(events)*int64(unsafe.Sizeof(castEvent{})) + 64<<10
+// overviewBytes is what the overview and the semantic trees hold beyond
+// the files.
+func (t *Trace) overviewBytes() int64 {
+	o := &t.overview
+	n := int64(len(o.Resizes))*32 + int64(len(o.Gaps))*16 + int64(len(o.Inputs))*48
+	for _, m := range o.Markers {
+		n += 32 + int64(len(m.Label))
+	}
+	for _, w := range o.Warnings {
+		n += 16 + int64(len(w))
+	}
+	for _, e := range t.sem {
+		n += 256 + int64(len(e.Tree))
+	}
+	return n
+}
+
+// memoryEstimate is what an open trace holds before any keyframe,
+// counted from the structures it builds (BenchmarkTraceMemory measures
+// it against the process): its files (kept: events point into the cast),
+// the index of its events (castEvent each), and the screens a replay
+// builds (the builder's, the one checking keyframes, the scratch one for
+// replays from a keyframe) with their cell grids.
+func memoryEstimate(fileBytes int64, events, cols, rows int) int64 {
+	return fileBytes + int64(events)*int64(unsafe.Sizeof(castEvent{})) + replayScreens*screenBytes(cols, rows) + 64<<10
+}
+
+// replayScreens is how many screens an open trace's replays hold.
+const replayScreens = 3
+
+// screenBytes is what one orchestrator/screen Screen of cols×rows holds:
+// the emulator's main and alternate grids (about 112 bytes a cell, and
+// the rendered rows), its text log (at most screen.DefaultTextLog) and
+// history.
+func screenBytes(cols, rows int) int64 {
+	return int64(max(cols, 1)*max(rows, 1))*(2*112+16) + screen.DefaultTextLog + 256<<10
 }
 
 // MemoryBytes estimates the memory the trace holds: its files, its index
@@ -184,7 +257,7 @@ func parseEvents(b []byte, warnings []string) ([]Event, []string) {
 
 func buildOverview(c *parsedCast, events []Event, m Meta, warnings []string) Overview {
 	o := Overview{Markers: []Marker{}, Inputs: []InputSummary{}, Resizes: []Resize{}, Gaps: []Gap{},
-		Events: len(c.events), Truncated: c.truncated}
+		Events: len(c.events), Truncated: c.truncated, OutputBytes: c.output}
 	var last int64
 	if n := len(c.events); n > 0 {
 		last = c.events[n-1].us / 1000
@@ -192,8 +265,6 @@ func buildOverview(c *parsedCast, events []Event, m Meta, warnings []string) Ove
 	for i := range c.events {
 		e := &c.events[i]
 		switch e.code {
-		case 'o':
-			o.OutputBytes += int64(e.dlen)
 		case 'm':
 			o.Markers = append(o.Markers, Marker{TMS: e.us / 1000, Label: string(c.data(e, nil))})
 		case 'r':
@@ -487,7 +558,7 @@ func (t *Trace) Warm() {
 		}
 		target, n := t.b.ev, 0
 		for target < len(t.c.events) && n < 1<<20 {
-			n += t.c.events[target].end - t.c.events[target].off + 24
+			n += t.c.events[target].span() + 24
 			target++
 		}
 		t.extend(target)
@@ -505,7 +576,7 @@ func (t *Trace) extend(target int) {
 			continue
 		}
 		ce := &t.c.events[e]
-		t.sinceKF += ce.end - ce.off + 24
+		t.sinceKF += ce.span() + 24
 		if t.sinceKF >= t.nextKF && t.b.ev < len(t.c.events) {
 			t.b.sync(mkpos(t.b.ev, 0))
 			if k := t.b.takeKeyframe(); k != nil && t.addKeyframe(k) {

@@ -42,8 +42,13 @@ func newSurface(w, h int, levels int, bg rgb) *surface {
 	return s
 }
 
-// pixPool keeps the pixel buffers of finished surfaces.
+// pixPool keeps the pixel buffers of finished surfaces up to
+// maxPooledPix bytes: a larger one (a big screen at scale 3 or 4, up to
+// 100 MB) would stay in the process between two collections, and a
+// paletted buffer handed to an RGB surface is too small anyway.
 var pixPool sync.Pool
+
+const maxPooledPix = 4 << 20
 
 // getPix returns a zeroed buffer of n bytes.
 func getPix(n int) []byte {
@@ -60,7 +65,9 @@ func getPix(n int) []byte {
 func (s *surface) release() {
 	p := s.pix
 	s.pix = nil
-	pixPool.Put(&p)
+	if cap(p) <= maxPooledPix {
+		pixPool.Put(&p)
+	}
 }
 
 // colour returns the palette index of c, adding it; it sets overflow when

@@ -354,7 +354,13 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 	node, inc := c.caller.Node, c.caller.Incarnation
 	if a.Conversation != "" {
 		// For a restore after a reboot (restore.go); never fails the report.
-		if err := s.o.SetConversation(node, a.Conversation); err != nil {
+		// The table's check (Param.Conversation) refused a bad id already;
+		// parsed again here so only a checked id is kept.
+		conv, err := tools.ParseConversationID(a.Conversation)
+		if err != nil {
+			return tools.AgentReport{}, tools.Errorf(tools.KindUsage, "%v", err)
+		}
+		if err := s.o.SetConversation(node, conv); err != nil {
 			s.log.Warn("keep an agent's conversation id", "node", node, "err", err)
 		}
 	}

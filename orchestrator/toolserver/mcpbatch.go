@@ -21,6 +21,16 @@ const batchVersion = "2025-03-26"
 // (a variable so tests can watch the bound).
 var mcpBatchConcurrency = 4
 
+// BatchMemoryBudget bounds the replies that batches hold together until
+// they are sent (CONTRACT §31): a batch of 40 screenshots would otherwise
+// hold 40 PNGs in base64, twice (the replies and the array written). An
+// element whose reply does not fit is answered with the budget's error
+// (unavailable, retryable) instead; the others keep theirs.
+const BatchMemoryBudget = 64 << 20
+
+// batchMemory is the budget of every batch of the process.
+var batchMemory = tools.NewMemoryBudget("batch replies", BatchMemoryBudget)
+
 // testHookBatchElement, when set, runs as a batch element starts; the
 // func it returns runs as the element ends.
 var testHookBatchElement func() func()
@@ -53,6 +63,13 @@ func (d *mcpDoor) serveBatch(w http.ResponseWriter, r *http.Request, id tools.Id
 		defer d.sessions.end(sid)
 	}
 	replies := make([][]json.RawMessage, len(items))
+	var grantsMu sync.Mutex // guards grants
+	var grants []*tools.MemoryGrant
+	defer func() {
+		for _, g := range grants {
+			g.Release()
+		}
+	}()
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, max(1, mcpBatchConcurrency))
 	for i, it := range items {
@@ -85,7 +102,25 @@ func (d *mcpDoor) serveBatch(w http.ResponseWriter, r *http.Request, id tools.Id
 			sub.ContentLength = int64(len(it))
 			rec := &batchRecorder{header: http.Header{}}
 			d.engine.ServeHTTP(rec, sub)
-			replies[i] = rec.responses()
+			rs := rec.responses()
+			var n int64
+			for _, m := range rs {
+				n += int64(len(m))
+			}
+			// Held twice: the reply, and its copy in the array written.
+			g, err := batchMemory.Take(2*n, fmt.Sprintf("the reply to element %d of a batch", i+1))
+			if err != nil {
+				if hasID(it) {
+					rs = []json.RawMessage{batchError(it, codeLimited, err.Error())}
+				} else {
+					rs = nil
+				}
+			} else {
+				grantsMu.Lock()
+				grants = append(grants, g)
+				grantsMu.Unlock()
+			}
+			replies[i] = rs
 		}()
 	}
 	wg.Wait()

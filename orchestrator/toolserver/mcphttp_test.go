@@ -414,3 +414,53 @@ func TestMCPHTTPBatchCountsEachElement(t *testing.T) {
 		t.Fatalf("%d batch elements ran at once, over %d", most, mcpBatchConcurrency)
 	}
 }
+
+// A batch's replies share the batches' memory budget (CONTRACT §31): past
+// it an element is answered with the budget's error instead of its
+// reply, the others keep theirs, and nothing stays held afterwards.
+func TestMCPHTTPBatchMemoryBudget(t *testing.T) {
+	s, _, _, url := mcpServe(t)
+	tok := apiToken(t, s.op())
+	sid := mcpInit(t, url, tok, "2025-03-26")
+	old := batchMemory
+	batchMemory = tools.NewMemoryBudget("batch replies", 4<<10)
+	t.Cleanup(func() { batchMemory = old })
+	const n = 12
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"session_info","arguments":{}}}`, i+10)
+	}
+	b.WriteString("]")
+	r := mcpDo(t, http.MethodPost, url, tok, sid, b.String(), nil)
+	var replies []struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(r.body, &replies); err != nil || r.status != 200 || len(replies) != n {
+		t.Fatalf("batch: HTTP %d %v, %d replies", r.status, err, len(replies))
+	}
+	ran, refused := 0, 0
+	for _, m := range replies {
+		switch {
+		case m.Result != nil:
+			ran++
+		case m.Error != nil && strings.Contains(m.Error.Message, "batch replies") && strings.Contains(m.Error.Message, "retry"):
+			refused++
+		default:
+			t.Fatalf("reply %d: %+v", m.ID, m)
+		}
+	}
+	if ran == 0 || refused == 0 {
+		t.Fatalf("%d ran, %d refused: want some of each under a 4 KiB budget", ran, refused)
+	}
+	if batchMemory.InUse() != 0 {
+		t.Fatalf("%d bytes held after the batch", batchMemory.InUse())
+	}
+}

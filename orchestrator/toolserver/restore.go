@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/agentstate"
@@ -117,13 +118,18 @@ func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.Restore
 // resumeCommand is the command that resumes an agent's conversation, or
 // nil (the kept command) with why it starts fresh. Only the agent's own
 // program is resumed: a wrapper's arguments are the user's business.
-func resumeCommand(agent string, cmd []string, conversation string) ([]string, string) {
+//
+// The kept id is checked again (a launch record written before the check
+// existed, or by hand, may hold anything): a restore adds nothing to the
+// launch's argv but the resume form with a checked id (CONTRACT §26).
+func resumeCommand(agent string, cmd []string, kept string) ([]string, string) {
 	if agent == "" {
 		return nil, ""
 	}
 	if len(cmd) == 0 || !isAgentProgram(agent, cmd[0]) {
 		return nil, fmt.Sprintf("started fresh: %q is not %s's own program, so termsprawl does not know how it resumes", firstWord(cmd), agent)
 	}
+	conversation := kept
 	if conversation == "" {
 		switch agent {
 		case "claude", "gemini", "codex":
@@ -132,14 +138,48 @@ func resumeCommand(agent string, cmd []string, conversation string) ([]string, s
 			return nil, fmt.Sprintf("started fresh: %s reports no conversation id to termsprawl, so its conversation cannot be resumed", agent)
 		}
 	}
-	id, ok := checkedConversation(conversation)
-	if !ok {
-		return nil, fmt.Sprintf("started fresh: the conversation id %s reported is not one termsprawl puts on a command line", tools.VisibleLine(conversation))
+	id, err := checkedConversation(conversation)
+	if err != nil {
+		return nil, fmt.Sprintf("started fresh: the kept %v", err)
 	}
 	if k, known := agentKinds[agent]; known && k.Resume != nil {
 		return k.Resume(cmd, id), ""
 	}
 	return nil, fmt.Sprintf("started fresh: termsprawl knows no resume for %s", agent)
+}
+
+// forkCommand is the command that continues an agent's conversation as a
+// branch of it in a new node (agent_fork, CONTRACT §30), beside
+// resumeCommand's resume form: each kind's fork form, or why there is
+// none. Only the agent's own program is forked.
+func forkCommand(agent string, cmd []string, conversation string) ([]string, string) {
+	refuse := func(format string, a ...any) ([]string, string) {
+		return nil, fmt.Sprintf(format, a...)
+	}
+	if agent == "" {
+		return refuse("it is a shell, not an agent: only an agent's conversation can be forked (launch one with termsprawl agent)")
+	}
+	if len(cmd) == 0 || !isAgentProgram(agent, cmd[0]) {
+		return refuse("%q is not %s's own program, so termsprawl does not know how it forks", firstWord(cmd), agent)
+	}
+	switch agent {
+	case "claude", "codex", "opencode":
+	case "gemini":
+		return refuse("Gemini CLI has no way to start a branch of a conversation from its command line (only --resume, which continues the same one): use /chat save and /chat resume inside it")
+	default:
+		return refuse("termsprawl knows no fork form for agent kind %s", agent)
+	}
+	if conversation == "" {
+		return refuse("%s has not reported its conversation id to termsprawl yet (its hooks report it once it runs a turn): try again after its first turn", agent)
+	}
+	switch agent {
+	case "claude":
+		return append(slices.Clone(cmd), "--resume", conversation, "--fork-session"), ""
+	case "codex":
+		return append([]string{cmd[0], "fork", conversation}, cmd[1:]...), ""
+	default: // opencode
+		return append(slices.Clone(cmd), "--session", conversation, "--fork"), ""
+	}
 }
 
 func firstWord(cmd []string) string {

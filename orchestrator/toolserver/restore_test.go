@@ -186,6 +186,7 @@ func TestRestoreWorktreeNode(t *testing.T) {
 	repo, same := wtRepo(t)
 	defer same()
 	tmux, dir := apiNewState(t)
+	wtApprove(t, dir, repo)
 	s := apiStart(t, tmux, dir)
 	r, _ := apiMutate(t, s.op(), "terminal_launch", apiM{"command": []string{"sh", "-c", "pwd >> where.log; echo PROGRAM-UP; exec cat"}, "cwd": repo, "name": "wtnode", "worktree": apiM{"branch": "boot"}})
 	var node tools.NodeInfo

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"net"
 	"net/http"
 	"os"
@@ -124,6 +125,13 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return err
 	}
 	defer lock.release()
+	if cfg.Settings == nil {
+		settings, err := config.Open(cfg.StateDir, ConfigChecks()...)
+		if err != nil {
+			return &ConfigError{Err: err}
+		}
+		cfg.Settings = settings
+	}
 	if cfg.Socket == "" {
 		cfg.Socket = tools.DefaultSocket
 	}
@@ -141,6 +149,11 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return err
 	}
 	defer api.Close()
+	if err := cfg.Settings.Watch(api.Context(), func(err error) {
+		api.log.Warn("config.toml was not reloaded: the settings in force stay until it is fixed", "err", err)
+	}); err != nil {
+		api.log.Warn("config.toml is not watched: changes count at the next `termsprawl up`", "err", err)
+	}
 	mon, err := monitor.Load(cfg.StateDir)
 	if err != nil {
 		return err
@@ -211,3 +224,20 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 	api.log.Info("stopped; tmux sessions keep running")
 	return nil
 }
+
+// ConfigChecks are the rooms' checks of config.toml's values beyond
+// their types (a policy rule's syntax, a key name), run at `up` and at
+// every reload.
+func ConfigChecks() []config.Check {
+	return nil
+}
+
+// ConfigError is a config.toml that `up` refused: it names the lines and
+// the fixes, and says how to go on.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("config.toml refused:\n%v\nfix the lines above and run `termsprawl up` again (`termsprawl config` shows the settings)", e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/notify"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -27,6 +28,9 @@ type Server struct {
 	version  string
 	ctlPath  string
 	instance string
+	// settings are config.toml's (nil in tests that give none): read at
+	// each use, so a reload counts.
+	settings *config.Store
 	receipts *tools.ReceiptStore
 	handlers map[string]handler
 
@@ -47,6 +51,10 @@ type Server struct {
 	// slots are the per-token limits /call and /mcp share (requests in
 	// flight, /call's rate): tools.CallSlots.
 	slots *tools.CallSlots
+	// lanes hold the heavy calls (screenshots, traces, searches): an
+	// agent's wait in its own lane, the operator's in a reserved one
+	// (tools.Lanes, CONTRACT §31).
+	lanes *tools.Lanes
 
 	maxNodes  int       // --max-nodes
 	nodeQuota nodeQuota // agents' launches under way (quotas.go)
@@ -73,11 +81,11 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st := newStore(cfg.StateDir, o.Logger())
-	s := &Server{o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
+	s := &Server{o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath, settings: cfg.Settings,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),
-		slots: tools.NewCallSlots(tools.MaxConnections), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
+		slots: tools.NewCallSlots(tools.MaxConnections), lanes: tools.NewLanes(), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
 	s.wtDisk = newPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
 	s.dialogs.onOpen, s.dialogs.onEnd = s.dialogOpened, s.dialogEnded
 	if s.notifier, err = s.newNotifier(cfg.Notify, cfg.NotifyMode); err != nil {
@@ -177,6 +185,13 @@ func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Op
 	if !ok {
 		return tools.ErrResult(tools.Errorf(tools.KindInternal, "operation %s has no handler", op.Name))
 	}
+	if tools.IsHeavy(op.Name, args) && !noLanes {
+		release, err := s.lanes.Enter(ctx, caller)
+		if err != nil {
+			return tools.ErrResult(tools.Errorf(tools.KindUnavailable, "%s waited for a heavy-call slot and was cancelled: %w", op.Name, err))
+		}
+		defer release()
+	}
 	c := &call{ctx: ctx, caller: caller, op: op, s: s}
 	if !op.Mutation {
 		v, err := h.read(c, args)
@@ -206,6 +221,10 @@ func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Op
 	}
 	return tools.Result{OK: true, Value: receipt}
 }
+
+// noLanes turns the heavy lanes off (the baseline of
+// BenchmarkOperatorUnderLoad).
+var noLanes bool
 
 func mergeCtx(a, b context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(a)

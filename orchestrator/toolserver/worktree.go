@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/trust"
 	"github.com/termsprawl/termsprawl/orchestrator/worktree"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -52,6 +54,9 @@ type wtEntry struct {
 	Created     time.Time               `json:"created"`
 	Turns       []tools.WorktreeTurn    `json:"turns,omitempty"`
 	Comments    []tools.WorktreeComment `json:"comments,omitempty"`
+	// Listed are the uncommitted paths the last finish refusal named:
+	// what a later --discard may throw away, and only that (CONTRACT §26).
+	Listed []string `json:"discard_listed,omitempty"`
 }
 
 type wtCached struct {
@@ -154,19 +159,22 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 		return nil, refusal(err)
 	}
 	var notes []string
-	if copied, err := g.CopyIncluded(c.ctx, info); err != nil {
+	copied, err := g.CopyIncluded(c.ctx, info, c.s.copyLimits())
+	if err != nil {
 		notes = append(notes, "copying .worktreeinclude's files failed: "+err.Error())
-	} else if len(copied) > 0 {
-		notes = append(notes, fmt.Sprintf("copied %d files named by .worktreeinclude", len(copied)))
 	}
+	notes = append(notes, copied.Notes()...)
 	if w.Submodules {
 		if err := g.InitSubmodules(c.ctx, info); err != nil {
 			notes = append(notes, "submodules: "+err.Error())
 		}
 	}
-	setup, err := worktree.Setup(info)
-	if err != nil {
-		notes = append(notes, err.Error())
+	setup, setupNote := c.s.approvedSetup(info)
+	if setupNote != "" {
+		notes = append(notes, setupNote)
+	}
+	for i, n := range notes {
+		notes[i] = tools.VisibleLine(n) // paths and errors are outside text, shown in the node
 	}
 	if len(setup) > 0 || len(notes) > 0 {
 		w.Program, w.Wrapped = spec.Command, true
@@ -181,6 +189,61 @@ func (c *call) prepareWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 	t.mu.Unlock()
 	t.save(c.ctx)
 	return e, nil
+}
+
+// approvedSetup is the worktree's setup (.termsprawl/worktree.json of
+// the new worktree, else of the main worktree, read beneath its root)
+// when the human approved that exact content for the repository
+// (`termsprawl trust REPO`, CONTRACT §26); otherwise none, and a note
+// that says why and the command to run. The program starts either way.
+// An agent's launch never approves: approving is the human CLI's, on
+// trust.json, which no operation writes.
+func (s *Server) approvedSetup(info worktree.Info) ([][]string, string) {
+	var raw []byte
+	var err error
+	for _, dir := range []string{info.Path, info.Repo} {
+		if raw, err = trust.ReadFile(dir, trust.WorktreeFile); !errors.Is(err, fs.ErrNotExist) {
+			break
+		}
+	}
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, ""
+	}
+	if err != nil {
+		return nil, "setup not run: " + err.Error()
+	}
+	setup, err := worktree.ParseSetup(raw)
+	if err != nil || len(setup) == 0 {
+		if err != nil {
+			return nil, err.Error()
+		}
+		return nil, ""
+	}
+	if trust.Open(s.stateDir).Check(info.Repo, trust.WorktreeFile, raw) {
+		return setup, ""
+	}
+	s.log.Warn("a worktree's setup was not run: not approved", "repo", info.Repo, "hash", trust.Hash(raw))
+	return nil, fmt.Sprintf("setup not run: this repository's %s/%s (%s) is not approved, or changed since it was; read it, then run `termsprawl trust %s` (or launch with --trust-setup)",
+		trust.Dir, trust.WorktreeFile, trust.Hash(raw)[:19], shellWord(info.Repo))
+}
+
+// shellWord is s as one shell word, quoted only when it needs it.
+func shellWord(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+=:,@", r))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// copyLimits are config.toml's bounds of .worktreeinclude copies.
+func (s *Server) copyLimits() worktree.CopyLimits {
+	if s.settings == nil {
+		return worktree.CopyLimits{}
+	}
+	w := s.settings.Current().Worktree
+	return worktree.CopyLimits{MaxFile: int64(w.CopyMaxFile), MaxTotal: int64(w.CopyMaxTotal)}
 }
 
 // reuseWorktree takes the worktree a persisted launch names (a restore,
@@ -684,7 +747,20 @@ func worktreeFinish(c *call, a worktreeFinishArgs) (tools.WorktreeFinished, any,
 	if err != nil {
 		return tools.WorktreeFinished{}, nil, err
 	}
-	out, err := WorktreeGit.Finish(c.ctx, e.Info, a.Mode, a.Discard)
+	t := c.s.wtTab()
+	t.mu.Lock()
+	listed := slices.Clone(e.Listed)
+	t.mu.Unlock()
+	out, err := WorktreeGit.Finish(c.ctx, e.Info, a.Mode, a.Discard, listed)
+	var dirty *worktree.DirtyError
+	if errors.As(err, &dirty) {
+		// What --discard may throw away from now on: what this refusal
+		// named.
+		t.mu.Lock()
+		e.Listed = slices.Clone(dirty.Paths)
+		t.mu.Unlock()
+		t.save(c.ctx)
+	}
 	if err != nil {
 		return tools.WorktreeFinished{}, nil, refusal(err)
 	}
@@ -698,9 +774,8 @@ func worktreeFinish(c *call, a worktreeFinishArgs) (tools.WorktreeFinished, any,
 			r.Message += "; closed node " + e.Node
 		}
 	}
-	t := c.s.wtTab()
 	t.mu.Lock()
-	e.Node, e.Incarnation = "", ""
+	e.Node, e.Incarnation, e.Listed = "", "", nil
 	if out.Removed {
 		t.entries = slices.DeleteFunc(t.entries, func(x *wtEntry) bool { return x == e })
 		delete(t.status, e.Path)

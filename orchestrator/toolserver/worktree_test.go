@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/trust"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -51,6 +52,17 @@ func wtRepo(t *testing.T, prep ...func(repo string)) (string, func()) {
 				t.Errorf("git configuration %s changed:\n%s", f, b)
 			}
 		}
+	}
+}
+
+// wtApprove is the human's `termsprawl trust REPO` in state dir.
+func wtApprove(t *testing.T, dir, repo string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := trust.Open(dir).Approve(repo); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -107,6 +119,7 @@ func TestWorktreeAgentsTurnsReviewFinish(t *testing.T) {
 	repo, same := wtRepo(t)
 	defer same()
 	tmux, dir := apiNewState(t)
+	wtApprove(t, dir, repo)
 	s := apiStart(t, tmux, dir)
 	op := s.op()
 

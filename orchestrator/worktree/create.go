@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // BranchPrefix is the prefix of every branch termsprawl makes.
@@ -79,7 +80,10 @@ func (g Git) ValidName(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	if !ok || strings.HasPrefix(name, "-") {
+	if !ok || strings.HasPrefix(name, "-") || name == "@" || strings.Contains(name, "@{") {
+		// "@" passes check-ref-format as a branch's last component but
+		// names HEAD to git, and as the worktree's directory git cannot
+		// use it (.git/worktrees/@).
 		return refuse("%q is not a valid branch name (git check-ref-format refuses %s%s); use letters, digits, - and _ (e.g. fix-login)", name, BranchPrefix, name)
 	}
 	return nil
@@ -134,6 +138,12 @@ func (g Git) Create(ctx context.Context, s Spec) (Info, error) {
 	}
 	// --no-track: never an upstream written into the repository's config.
 	if _, err := g.write(ctx, repo, "worktree", "add", "--no-track", "-b", in.Branch, "--", in.Path, in.BaseCommit); err != nil {
+		// Leave nothing behind: git may have made the branch (it did not
+		// exist above) before failing on the worktree.
+		// (git branch -D refuses a branch a worktree still has.)
+		if at, rerr := g.read(ctx, repo, "rev-parse", "--verify", "--quiet", "refs/heads/"+in.Branch); rerr == nil && strings.TrimSpace(at) == in.BaseCommit {
+			_, _ = g.write(ctx, repo, "branch", "-D", "--", in.Branch)
+		}
 		return Info{}, fmt.Errorf("create the worktree: %w", err)
 	}
 	return in, nil
@@ -156,35 +166,106 @@ func (g Git) checkedOutAt(ctx context.Context, repo, branch string) string {
 	return ""
 }
 
+// Default bounds of .worktreeinclude copies (CONTRACT §26; config.toml's
+// [worktree] copy_max_file and copy_max_total change them).
+const (
+	DefaultCopyMaxFile  int64 = 64 << 20
+	DefaultCopyMaxTotal int64 = 256 << 20
+)
+
+// CopyLimits bound .worktreeinclude copies; zero fields take the
+// defaults.
+type CopyLimits struct {
+	MaxFile, MaxTotal int64
+}
+
+func (l CopyLimits) withDefaults() CopyLimits {
+	if l.MaxFile <= 0 {
+		l.MaxFile = DefaultCopyMaxFile
+	}
+	if l.MaxTotal <= 0 {
+		l.MaxTotal = DefaultCopyMaxTotal
+	}
+	return l
+}
+
+// Copied is what CopyIncluded did: the paths copied and those skipped,
+// each with why (a link in the way, over a bound, not a regular file).
+type Copied struct {
+	Paths   []string
+	Skipped []Skipped
+}
+
+// Skipped is one path CopyIncluded did not copy.
+type Skipped struct {
+	Path, Why string
+}
+
+// Notes are the lines a launch shows about the copy.
+func (c Copied) Notes() []string {
+	var notes []string
+	if len(c.Paths) > 0 {
+		notes = append(notes, fmt.Sprintf("copied %d files named by .worktreeinclude", len(c.Paths)))
+	}
+	for _, s := range c.Skipped {
+		notes = append(notes, fmt.Sprintf("not copied from .worktreeinclude: %s: %s", s.Path, s.Why))
+	}
+	return notes
+}
+
 // CopyIncluded copies the files of the main worktree that the repository
 // ignores and .worktreeinclude names (gitignore syntax) into the
-// worktree. It returns the paths copied.
-func (g Git) CopyIncluded(ctx context.Context, in Info) ([]string, error) {
+// worktree. Every path is resolved beneath the new worktree through an
+// os.Root, which never follows a symbolic link out of it (a checked-out
+// `cfg -> ~/.ssh` cannot take `cfg/authorized_keys` into ~/.ssh), and
+// read beneath the main worktree the same way. A path with such a link
+// in the way is skipped and said, the rest copied; so are FIFOs,
+// sockets and devices, files over lim.MaxFile, and whatever would take
+// the total over lim.MaxTotal (CONTRACT §26).
+func (g Git) CopyIncluded(ctx context.Context, in Info, lim CopyLimits) (Copied, error) {
+	lim = lim.withDefaults()
+	var res Copied
 	inc := filepath.Join(in.Repo, ".worktreeinclude")
-	if _, err := os.Stat(inc); err != nil {
-		return nil, nil
+	if st, err := os.Lstat(inc); err != nil || !st.Mode().IsRegular() {
+		return res, nil
 	}
 	out, err := g.read(ctx, in.Repo, "ls-files", "--others", "--ignored", "-z", "--exclude-from="+inc)
 	if err != nil {
-		return nil, fmt.Errorf("list .worktreeinclude's files: %w", err)
+		return res, fmt.Errorf("list .worktreeinclude's files: %w", err)
 	}
 	cands := splitZ(out)
 	if len(cands) == 0 {
-		return nil, nil
+		return res, nil
 	}
 	// Only files the repository itself ignores (never untracked work).
 	ign, err := g.do(ctx, call{dir: in.Repo, args: []string{"check-ignore", "-z", "--stdin"}, read: true, stdin: strings.NewReader(strings.Join(cands, "\x00") + "\x00")})
 	if err != nil && len(ign) == 0 {
-		return nil, nil // exit 1: none ignored
+		return res, nil // exit 1: none ignored
 	}
-	var copied []string
+	src, err := os.OpenRoot(in.Repo)
+	if err != nil {
+		return res, fmt.Errorf("open the main worktree %s: %w", in.Repo, err)
+	}
+	defer src.Close()
+	dst, err := os.OpenRoot(in.Path)
+	if err != nil {
+		return res, fmt.Errorf("open the worktree %s: %w", in.Path, err)
+	}
+	defer dst.Close()
+	var total int64
 	for _, rel := range splitZ(string(ign)) {
-		if err := copyFile(filepath.Join(in.Repo, rel), filepath.Join(in.Path, rel)); err != nil {
-			return copied, fmt.Errorf("copy %s into the worktree: %w", rel, err)
+		n, why, err := copyIncluded(src, dst, rel, lim.MaxFile, lim.MaxTotal-total)
+		switch {
+		case err != nil:
+			res.Skipped = append(res.Skipped, Skipped{Path: rel, Why: err.Error()})
+		case why != "":
+			res.Skipped = append(res.Skipped, Skipped{Path: rel, Why: why})
+		default:
+			total += n
+			res.Paths = append(res.Paths, rel)
 		}
-		copied = append(copied, rel)
 	}
-	return copied, nil
+	return res, nil
 }
 
 func splitZ(s string) []string {
@@ -197,38 +278,100 @@ func splitZ(s string) []string {
 	return out
 }
 
-func copyFile(src, dst string) error {
-	st, err := os.Lstat(src)
+// linkOut reports whether err is a path that would leave its root.
+func linkOut(err error) bool {
+	var pe *fs.PathError
+	return errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "escapes")
+}
+
+// copyIncluded copies rel from src to dst, both roots. It returns the
+// bytes copied, or why it skipped rel ("" when copied), or an error.
+func copyIncluded(src, dst *os.Root, rel string, maxFile, left int64) (int64, string, error) {
+	st, err := src.Lstat(rel)
 	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return err
-	}
-	if st.Mode()&fs.ModeSymlink != 0 {
-		t, err := os.Readlink(src)
-		if err != nil {
-			return err
+		if linkOut(err) {
+			return 0, "a symbolic link in its path leads out of the main worktree", nil
 		}
-		return os.Symlink(t, dst)
+		return 0, "", err
 	}
-	if !st.Mode().IsRegular() {
-		return nil
+	mode := st.Mode()
+	switch {
+	case mode&fs.ModeSymlink != 0:
+		t, err := src.Readlink(rel)
+		if err != nil {
+			return 0, "", err
+		}
+		if err := mkParent(dst, rel); err != nil {
+			return 0, "", err
+		}
+		if err := dst.Symlink(t, rel); err != nil {
+			if linkOut(err) {
+				return 0, "a symbolic link in its path in the worktree leads out of it: refused", nil
+			}
+			return 0, "", err
+		}
+		return 0, "", nil
+	case mode&fs.ModeNamedPipe != 0:
+		return 0, "a FIFO, skipped", nil
+	case mode&fs.ModeSocket != 0:
+		return 0, "a socket, skipped", nil
+	case mode&fs.ModeDevice != 0:
+		return 0, "a device, skipped", nil
+	case !mode.IsRegular():
+		return 0, "not a regular file, skipped", nil
+	case st.Size() > maxFile:
+		return 0, fmt.Sprintf("%d bytes, over the bound of %d per file (config.toml [worktree] copy_max_file), skipped", st.Size(), maxFile), nil
+	case st.Size() > left:
+		return 0, fmt.Sprintf("%d bytes would take the copies over their bound in total (config.toml [worktree] copy_max_total), skipped", st.Size()), nil
 	}
-	r, err := os.Open(src)
+	r, err := src.OpenFile(rel, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
-		return err
+		return 0, "", err
 	}
 	defer r.Close()
-	w, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, st.Mode().Perm())
+	if rs, err := r.Stat(); err != nil || !rs.Mode().IsRegular() {
+		return 0, "not a regular file when opened, skipped", nil
+	}
+	if err := mkParent(dst, rel); err != nil {
+		if linkOut(err) {
+			return 0, "a symbolic link in its path in the worktree leads out of it: refused", nil
+		}
+		return 0, "", err
+	}
+	w, err := dst.OpenFile(rel, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW, mode.Perm())
 	if err != nil {
-		return err
+		if linkOut(err) {
+			return 0, "a symbolic link in its path in the worktree leads out of it: refused", nil
+		}
+		return 0, "", err
 	}
-	if _, err := io.Copy(w, r); err != nil {
-		w.Close()
-		return err
+	limit := min(maxFile, left)
+	n, err := io.Copy(w, io.LimitReader(r, limit+1))
+	if err == nil && n > limit {
+		err = errGrew
 	}
-	return w.Close()
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = dst.Remove(rel)
+		if errors.Is(err, errGrew) {
+			return 0, "grew past its bound while being copied, skipped", nil
+		}
+		return 0, "", err
+	}
+	return n, "", nil
+}
+
+var errGrew = errors.New("grew past its bound")
+
+// mkParent makes rel's directories beneath root.
+func mkParent(root *os.Root, rel string) error {
+	dir := filepath.Dir(rel)
+	if dir == "." {
+		return nil
+	}
+	return root.MkdirAll(dir, 0o755)
 }
 
 // InitSubmodules clones the worktree's submodules (one level) without

@@ -118,9 +118,13 @@ func (g Git) DiffOf(ctx context.Context, in Info, limit int) (Diff, error) {
 		if len(d.Names) < MaxDirtyNames {
 			d.Names = append(d.Names, rel)
 		}
-		n, binary, err := readHead(filepath.Join(in.Path, rel), buf)
+		n, binary, size, err := readHead(filepath.Join(in.Path, rel), buf)
 		if err != nil {
 			continue
+		}
+		if size > int64(n) && !binary {
+			// The count covers what was read: say so.
+			d.Cut = cutAlso(d.Cut, fmt.Sprintf("new file %s is %d bytes: its insertions are counted in its first %d bytes only", rel, size, n))
 		}
 		content := buf[:n]
 		lines := bytes.Count(content, []byte("\n"))
@@ -174,22 +178,23 @@ func cutAlso(a, b string) string {
 }
 
 // readHead reads up to len(buf) bytes of a regular file and tells
-// binary content (a NUL in its first 8000 bytes, as git does).
-func readHead(path string, buf []byte) (int, bool, error) {
+// binary content (a NUL in its first 8000 bytes, as git does) and the
+// file's size.
+func readHead(path string, buf []byte) (int, bool, int64, error) {
 	st, err := os.Lstat(path)
 	if err != nil || !st.Mode().IsRegular() {
-		return 0, false, fmt.Errorf("not a regular file: %s", path)
+		return 0, false, 0, fmt.Errorf("not a regular file: %s", path)
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, false, err
+		return 0, false, 0, err
 	}
 	defer f.Close()
 	n, err := io.ReadFull(f, buf)
 	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
-		return 0, false, err
+		return 0, false, 0, err
 	}
-	return n, bytes.IndexByte(buf[:min(n, 8000)], 0) >= 0, nil
+	return n, bytes.IndexByte(buf[:min(n, 8000)], 0) >= 0, st.Size(), nil
 }
 
 // capWriter keeps max bytes, then calls full (which kills the git that

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,9 +33,14 @@ type Outcome struct {
 
 // Finish merges (into the base, in the main worktree), pushes (to the
 // branch's upstream or origin) or keeps the worktree. Uncommitted changes
-// are refused unless discard; the worktree is removed only once its
-// commits are merged or pushed, the branch deleted only when merged.
-func (g Git) Finish(ctx context.Context, in Info, mode string, discard bool) (Outcome, error) {
+// and .worktreeinclude files edited in the worktree are refused with a
+// *DirtyError naming them, unless discard; with listed (the paths an
+// earlier refusal named, nil when there was none) discard throws away
+// only those, and a path that appeared since is refused again. A HEAD
+// that is detached or holds commits no branch, tag or remote contains is
+// refused naming them (CONTRACT §26). The worktree is removed only once
+// its commits are merged or pushed, the branch deleted only when merged.
+func (g Git) Finish(ctx context.Context, in Info, mode string, discard bool, listed []string) (Outcome, error) {
 	var out Outcome
 	switch mode {
 	case FinishMerge, FinishPush, FinishKeep:
@@ -44,23 +50,29 @@ func (g Git) Finish(ctx context.Context, in Info, mode string, discard bool) (Ou
 	_, statErr := os.Stat(in.Path)
 	exists := statErr == nil
 	if exists && mode != FinishKeep {
+		if err := g.headRefusal(ctx, in); err != nil {
+			return out, err
+		}
 		tr, un, err := g.Changes(ctx, in.Path)
 		if err != nil {
 			return out, err
 		}
-		if n := len(tr) + len(un); n > 0 && !discard {
-			names := append(tr, un...)
-			more := ""
-			if len(names) > MaxDirtyNames {
-				more = fmt.Sprintf(" and %d more", len(names)-MaxDirtyNames)
-				names = names[:MaxDirtyNames]
-			}
-			return out, refuse("worktree %s has uncommitted changes: %s%s; commit them (git -C %q commit -a, git add for new files), or pass --discard to throw them away", in.Path, strings.Join(names, ", "), more, in.Path)
-		} else if n > 0 {
+		inc, err := g.changedIncluded(ctx, in)
+		if err != nil {
+			return out, err
+		}
+		all := append(append(slices.Clone(tr), un...), inc...)
+		if len(all) > 0 && !discard {
+			return out, dirtyRefusal(in, all, nil)
+		}
+		if extra := notListed(all, listed); len(all) > 0 && listed != nil && len(extra) > 0 {
+			return out, dirtyRefusal(in, all, extra)
+		}
+		if len(all) > 0 {
 			if err := g.discard(ctx, in.Path, tr, un); err != nil {
 				return out, err
 			}
-			out.Discarded = append(tr, un...)
+			out.Discarded = all
 		}
 	}
 	if mode == FinishKeep {
@@ -129,6 +141,22 @@ func (o Outcome) summary(in Info) string {
 	return strings.Join(parts, "; ")
 }
 
+// dirtyRefusal refuses a worktree with uncommitted paths all (extra: the
+// ones no earlier refusal listed).
+func dirtyRefusal(in Info, all, extra []string) *DirtyError {
+	names := all
+	more := ""
+	if len(names) > MaxDirtyNames {
+		more = fmt.Sprintf(" and %d more", len(names)-MaxDirtyNames)
+		names = names[:MaxDirtyNames]
+	}
+	msg := fmt.Sprintf("%v: worktree %s has uncommitted changes (or .worktreeinclude files edited there, which go with it): %s%s; commit them (git -C %q commit -a, git add for new files), or pass --discard to throw them away", ErrRefused, in.Path, strings.Join(names, ", "), more, in.Path)
+	if len(extra) > 0 {
+		msg = fmt.Sprintf("%v: worktree %s changed since the refusal that listed what --discard throws away: %s appeared since, and --discard throws away only what was listed; look at them, then finish again (it lists %s%s for --discard)", ErrRefused, in.Path, strings.Join(extra[:min(len(extra), MaxDirtyNames)], ", "), strings.Join(names, ", "), more)
+	}
+	return &DirtyError{Paths: all, msg: msg}
+}
+
 // discard throws away the named uncommitted changes of a worktree.
 func (g Git) discard(ctx context.Context, path string, tracked, untracked []string) error {
 	if len(tracked) > 0 {
@@ -144,7 +172,11 @@ func (g Git) discard(ctx context.Context, path string, tracked, untracked []stri
 	if err != nil {
 		return err
 	}
+	named := append(slices.Clone(tracked), untracked...)
 	for _, rel := range append(untracked, un...) {
+		if !slices.Contains(named, rel) {
+			continue // appeared since it was listed: never thrown away unnamed
+		}
 		p := filepath.Join(path, rel)
 		if err := os.RemoveAll(p); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("discard %s: %w", rel, err)
@@ -228,6 +260,10 @@ func (g Git) Prunable(ctx context.Context, in Info) (bool, string, error) {
 	switch {
 	case st.Exists && st.Dirty:
 		return false, "uncommitted changes: " + strings.Join(st.DirtyFiles, ", "), nil
+	case len(st.Stray) > 0:
+		return false, "commits that no branch, tag or remote contains: " + strings.Join(st.Stray, "; "), nil
+	case st.Detached:
+		return false, "its HEAD is detached: kept", nil
 	case st.Squash:
 		return false, "squash-merged, which counts as unmerged: kept", nil
 	case !st.Merged:

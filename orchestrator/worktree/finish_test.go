@@ -63,7 +63,7 @@ func TestFinishRefusesADirtyTreeNamingTheFiles(t *testing.T) {
 	sh(t, in.Path, "git", "add", "keep*")
 	var g Git
 	for _, mode := range []string{FinishMerge, FinishPush} {
-		_, err := g.Finish(ctx(t), in, mode, false)
+		_, err := g.Finish(ctx(t), in, mode, false, nil)
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "README") || !strings.Contains(err.Error(), "fresh.txt") || !strings.Contains(err.Error(), "--discard") {
 			t.Fatalf("%s on a dirty tree: %v", mode, err)
 		}
@@ -71,7 +71,7 @@ func TestFinishRefusesADirtyTreeNamingTheFiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(in.Path, "fresh.txt")); err != nil {
 		t.Fatal("a refused finish touched the tree")
 	}
-	out, err := g.Finish(ctx(t), in, FinishMerge, true)
+	out, err := g.Finish(ctx(t), in, FinishMerge, true, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +91,7 @@ func TestFinishMergeMergesRemovesAndDeletesTheBranch(t *testing.T) {
 	sh(t, in.Path, "git", "add", "feature.txt")
 	sh(t, in.Path, "git", "commit", "-qm", "feature")
 	write(t, filepath.Join(repo, "untracked-in-main.txt"), "the user's\n") // untracked files in main do not block
-	out, err := Git{}.Finish(ctx(t), in, FinishMerge, false)
+	out, err := Git{}.Finish(ctx(t), in, FinishMerge, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,13 +118,13 @@ func TestFinishMergeRefusesADirtyOrElsewhereMainWorktree(t *testing.T) {
 	sh(t, in.Path, "git", "commit", "-qm", "feature")
 	var g Git
 	write(t, filepath.Join(repo, "README"), "user's edit\n")
-	_, err := g.Finish(ctx(t), in, FinishMerge, false)
+	_, err := g.Finish(ctx(t), in, FinishMerge, false, nil)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "uncommitted changes (README)") {
 		t.Fatalf("dirty main: %v", err)
 	}
 	sh(t, repo, "git", "checkout", "-q", "--", "README")
 	sh(t, repo, "git", "switch", "-q", "-c", "other")
-	_, err = g.Finish(ctx(t), in, FinishMerge, false)
+	_, err = g.Finish(ctx(t), in, FinishMerge, false, nil)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "is on other, not on main") {
 		t.Fatalf("main on another branch: %v", err)
 	}
@@ -144,7 +144,7 @@ func TestFinishPushToABareRemote(t *testing.T) {
 	sh(t, in.Path, "git", "add", "work.txt")
 	sh(t, in.Path, "git", "commit", "-qm", "work")
 	head := strings.TrimSpace(sh(t, in.Path, "git", "rev-parse", "HEAD"))
-	out, err := Git{}.Finish(ctx(t), in, FinishPush, false)
+	out, err := Git{}.Finish(ctx(t), in, FinishPush, false, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestSquashMergedCountsAsUnmergedAndIsKept(t *testing.T) {
 	if err != nil || st.Merged || !st.Squash {
 		t.Fatalf("status %+v %v, want squash-merged, not merged", st, err)
 	}
-	_, err = g.Finish(ctx(t), in, FinishMerge, false)
+	_, err = g.Finish(ctx(t), in, FinishMerge, false, nil)
 	if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "squash-merged") || !strings.Contains(err.Error(), "keeps it") {
 		t.Fatalf("finish of a squash-merged branch: %v", err)
 	}
@@ -225,7 +225,7 @@ func TestKeepRemovesNothing(t *testing.T) {
 	defer same()
 	in := made(t, repo, "k")
 	write(t, filepath.Join(in.Path, "wip.txt"), "wip\n")
-	out, err := Git{}.Finish(ctx(t), in, FinishKeep, false)
+	out, err := Git{}.Finish(ctx(t), in, FinishKeep, false, nil)
 	if err != nil || out.Removed || out.BranchDeleted {
 		t.Fatalf("keep: %+v %v", out, err)
 	}

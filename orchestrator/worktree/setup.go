@@ -25,6 +25,13 @@ func Setup(in Info) ([][]string, error) {
 	if err != nil {
 		return nil, nil
 	}
+	return ParseSetup(raw)
+}
+
+// ParseSetup parses the content of a setup file (no setup: nil). The
+// launch path reads the file beneath its root and runs the setup only
+// when the human approved that content (CONTRACT §26, orchestrator/trust).
+func ParseSetup(raw []byte) ([][]string, error) {
 	var f struct {
 		Setup json.RawMessage `json:"setup"`
 	}

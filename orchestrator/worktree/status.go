@@ -23,6 +23,12 @@ type Status struct {
 	Merged bool `json:"merged"`
 	Squash bool `json:"squash_merged,omitempty"`
 	Head   string
+	// Detached: the worktree's HEAD is on no branch. Stray are the
+	// commits of HEAD that no branch, tag or remote contains (git log
+	// --oneline, at most MaxStrayNames): such a worktree is neither
+	// merged nor prunable (CONTRACT §26).
+	Detached bool     `json:"detached,omitempty"`
+	Stray    []string `json:"stray,omitempty"`
 }
 
 // MaxDirtyNames bounds the uncommitted files a status names.
@@ -83,6 +89,16 @@ func (g Git) StatusOf(ctx context.Context, in Info) (Status, error) {
 		}
 	}
 	st.Merged, st.Squash, err = g.mergedInto(ctx, in.Repo, in.Branch, base)
+	if err != nil {
+		return st, err
+	}
+	st.Stray, st.Detached, err = g.strays(ctx, in)
+	if len(st.Stray) > 0 {
+		st.Merged, st.Squash = false, false
+		if n, err := g.read(ctx, in.Path, "rev-list", "--count", base+".."+st.Head); err == nil {
+			st.Ahead, _ = strconv.Atoi(strings.TrimSpace(n))
+		}
+	}
 	return st, err
 }
 

@@ -55,6 +55,10 @@ func TestCreateRefusesAndMakesNothing(t *testing.T) {
 		{"not a repository", Spec{Dir: notRepo, Name: "x"}, "not in a git repository"},
 		{"bad name", Spec{Dir: repo, Name: "a..b"}, "not a valid branch name"},
 		{"bad name with space", Spec{Dir: repo, Name: "a b"}, "not a valid branch name"},
+		{"at", Spec{Dir: repo, Name: "@"}, "not a valid branch name"},
+		{"reflog form", Spec{Dir: repo, Name: "a@{1}"}, "not a valid branch name"},
+		{"lock", Spec{Dir: repo, Name: "x.lock"}, "not a valid branch name"},
+		{"dash", Spec{Dir: repo, Name: "-x"}, "not a valid branch name"},
 		{"base missing", Spec{Dir: repo, Name: "y", Base: "no-such-branch"}, "is not a commit"},
 		{"checked out elsewhere", Spec{Dir: repo, Name: "taken"}, "already checked out at"},
 		{"branch exists", Spec{Dir: repo, Name: "exists"}, "already exists"},
@@ -71,7 +75,7 @@ func TestCreateRefusesAndMakesNothing(t *testing.T) {
 	if after := branches(t, repo); after != before {
 		t.Fatalf("branches changed by refusals:\n%s\n→\n%s", before, after)
 	}
-	for _, n := range []string{"x", "y", "exists", "a..b"} {
+	for _, n := range []string{"x", "y", "exists", "a..b", "@"} {
 		if _, err := os.Stat(PathFor(repo, n)); err == nil {
 			t.Fatalf("a refusal left %s", PathFor(repo, n))
 		}
@@ -91,11 +95,12 @@ func TestIncludeCopiesOnlyIgnoredNamedFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	copied, err := g.CopyIncluded(ctx(t), in)
+	res, err := g.CopyIncluded(ctx(t), in, CopyLimits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(copied, ",") != ".env,conf/a.log" {
+	copied := res.Paths
+	if strings.Join(copied, ",") != ".env,conf/a.log" || len(res.Skipped) != 0 {
 		t.Fatalf("copied %q, want .env and conf/a.log", copied)
 	}
 	if b, _ := os.ReadFile(filepath.Join(in.Path, ".env")); string(b) != "SECRET=1\n" {

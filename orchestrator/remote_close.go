@@ -1,0 +1,203 @@
+package orchestrator
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/tmuxctl"
+	"github.com/termsprawl/termsprawl/tools"
+)
+
+// Closes that wait for their host (CONTRACT §31). A close issued while a
+// node's host is unreachable — or that loses the host half-way — cannot
+// end the program there, and forgetting the node would lose a program
+// that still runs. So the node stays listed, status closing, gone for
+// every other operation; the close answers unavailable (wrapping
+// ErrHostUnreachable, details closing: true) saying so; and every time
+// the host is connected again (adoptSessions) its pending closes finish
+// there: hang up, kill, confirm the session and the program gone, then
+// forget the node. Its close mark (interrupted.go) finishes it after a
+// restart too.
+
+// hostDown reports whether n is on a host that cannot be reached now.
+func (o *Orchestrator) hostDown(n *node) bool {
+	if n.meta.Host == "" {
+		return false
+	}
+	h := o.host(n.meta.Host)
+	if h == nil {
+		return false // removed: RemoveHost decides what becomes of it
+	}
+	srv := h.Server()
+	if srv == nil || !h.Alive() {
+		return true
+	}
+	status, _, _ := n.state()
+	return status == tools.StatusUnreachable
+}
+
+// closePendingErr is a pending close's answer.
+func closePendingErr(n *node) error {
+	e := tools.Errorf(tools.KindUnavailable, "terminal %q is on host %s, which is unreachable now: it stays listed as closing, and its program (which may still run there) is ended when the host answers again (%w)",
+		n.meta.ID, n.meta.Host, ErrHostUnreachable).
+		WithDetails("host", n.meta.Host).WithDetails("closing", true)
+	e.Retryable = true
+	return e
+}
+
+// finishPendingCloses ends, on the host's new server, the nodes whose
+// close waited for it, each in its own goroutine counted in ops.
+func (o *Orchestrator) finishPendingCloses(host string, srv hosts.Server) {
+	for _, n := range o.sortedNodes() {
+		if n.meta.Host != host || !n.closePending.Load() || !o.beginOp() {
+			continue
+		}
+		go func() {
+			defer o.ops.Done()
+			if err := o.finishPendingClose(n, srv); err != nil {
+				o.log.Warn("a close waiting for its host did not finish: still closing", "node", n.meta.ID, "host", host, "err", err)
+			}
+		}()
+	}
+}
+
+// finishPendingClose is closeNode's end for a node whose mirror is
+// already detached, on srv.
+func (o *Orchestrator) finishPendingClose(n *node, srv hosts.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), closeDeadline)
+	defer cancel()
+	srv.Life().Lock()
+	defer srv.Life().Unlock()
+	if o.node(n.meta.ID) != n || !n.closePending.Load() {
+		return nil // finished meanwhile
+	}
+	n.mu.Lock()
+	pid := n.pid
+	n.mu.Unlock()
+	session := n.session()
+	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "="+session+":", "remain-on-exit", "off"))
+	if err := o.finishSession(ctx, srv, session, pid, pid > 0); err != nil {
+		return fmt.Errorf("close %s: %w", n.meta.ID, err)
+	}
+	n.closePending.Store(false)
+	n.markGone()
+	o.mu.Lock()
+	delete(o.nodes, n.meta.ID)
+	o.mu.Unlock()
+	o.removeFiles(n.meta.ID)
+	o.gone(n)
+	o.log.Info("closed node once its host answered", "node", n.meta.ID, "host", n.meta.Host)
+	return nil
+}
+
+// closeHostNodes closes nodes of one host's server together (hosts rm
+// --close-nodes): a close holds the server's lifecycle lock throughout,
+// so 64 closes one after another waited for each other's hang-up grace
+// (45 s and more). Here the lock is taken once, every program is hung up
+// on at once (the host's exec slots bound the ssh sessions), the sessions
+// are polled together with one list-sessions, what ignored the hang-up
+// is killed together, and each node whose session and program are
+// confirmed gone is forgotten. It returns the ids closed and, for the
+// others, why not.
+func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nodes []*node) ([]string, map[string]error) {
+	failed := map[string]error{}
+	var mine []*node
+	for _, n := range nodes {
+		if !n.beginClose() {
+			failed[n.meta.ID] = tools.Errorf(tools.KindNotFound, "no terminal %q: another close took it", n.meta.ID)
+			continue
+		}
+		if err := o.writeMark(o.closeMarkPath(n.meta.ID), inputMark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
+			o.log.Warn("record a close's intent", "node", n.meta.ID, "err", err)
+		}
+		mine = append(mine, n)
+	}
+	srv.Life().Lock()
+	defer srv.Life().Unlock()
+	pids := map[string]int{}
+	for _, n := range mine {
+		n.mu.Lock()
+		pid := n.pid
+		n.mu.Unlock()
+		if status, _, gone := n.state(); !gone && status != tools.StatusExited && pid > 0 {
+			pids[n.meta.ID] = pid
+			srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off"))
+		}
+		n.detach()
+	}
+	live := func() map[string]bool {
+		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name}"))
+		if err != nil {
+			return nil
+		}
+		m := map[string]bool{}
+		for _, s := range out {
+			m[s] = true
+		}
+		return m
+	}
+	signalAll := func(sig syscall.Signal) {
+		var wg sync.WaitGroup
+		for _, n := range mine {
+			if pid, ok := pids[n.meta.ID]; ok {
+				wg.Go(func() { srv.Signal(ctx, pid, sig) })
+			}
+		}
+		wg.Wait()
+	}
+	waitGone := func(d time.Duration) map[string]bool {
+		deadline := time.Now().Add(d)
+		for {
+			l := live()
+			left := 0
+			for _, n := range mine {
+				if l == nil || l[n.session()] {
+					left++
+				}
+			}
+			if (l != nil && left == 0) || time.Now().After(deadline) || !pause(ctx, 50*time.Millisecond) {
+				return l
+			}
+		}
+	}
+	signalAll(syscall.SIGHUP)
+	if l := waitGone(closeGrace); l == nil || len(l) > 0 {
+		signalAll(syscall.SIGKILL)
+		waitGone(closeTimeout)
+	}
+	// A pane left dead (remain-on-exit kept it) is safe to kill.
+	l := live()
+	for _, n := range mine {
+		if l[n.session()] && o.paneDead(ctx, srv, n.session()) {
+			srv.Admin().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session()))
+		}
+	}
+	l = waitGone(closeGrace)
+	var closed []string
+	for _, n := range mine {
+		id := n.meta.ID
+		switch {
+		case l == nil:
+			failed[id] = fmt.Errorf("close %s: the host did not answer: %w", id, ErrHostUnreachable)
+		case l[n.session()]:
+			failed[id] = fmt.Errorf("close %s: tmux still has session %s (its program did not end): %w", id, n.session(), errNotConfirmed)
+		case !o.waitPidGone(ctx, srv, pids[id], closeGrace):
+			failed[id] = fmt.Errorf("close %s: its program (pid %d) still runs: %w", id, pids[id], errNotConfirmed)
+		default:
+			n.markGone()
+			o.mu.Lock()
+			delete(o.nodes, id)
+			o.mu.Unlock()
+			o.removeFiles(id)
+			o.gone(n)
+			closed = append(closed, id)
+			continue
+		}
+		n.closePending.Store(true) // listed as closing, never forgotten
+	}
+	return closed, failed
+}
