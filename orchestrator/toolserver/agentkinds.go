@@ -2,8 +2,9 @@ package toolserver
 
 import (
 	"fmt"
-	"regexp"
 	"slices"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // The per-kind table of what each agent program offers termsprawl
@@ -77,13 +78,14 @@ var agentKinds = map[string]agentKind{
 	},
 }
 
-// conversationRE is CONTRACT §26's checked conversation id. One function
-// checks it (checkedConversation), to be switched to tools.ConversationID.
-var conversationRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$`)
-
-// checkedConversation is id if it may be put on a command line.
-func checkedConversation(id string) (string, bool) {
-	return id, conversationRE.MatchString(id)
+// checkedConversation is id if it may be put on a command line
+// (CONTRACT §26: tools.ParseConversationID).
+func checkedConversation(id string) (string, error) {
+	conv, err := tools.ParseConversationID(id)
+	if err != nil {
+		return "", err
+	}
+	return conv.String(), nil
 }
 
 // cutHeader splits "Name=Value".
@@ -112,8 +114,8 @@ func AgentTelemetry(kind, endpoint, header string) (args []string, env map[strin
 // its kept command, ok false where the program has no fork.
 func AgentFork(kind string, cmd []string, id string) ([]string, bool) {
 	k, known := agentKinds[kind]
-	id, valid := checkedConversation(id)
-	if !known || k.Fork == nil || !valid || len(cmd) == 0 || !isAgentProgram(kind, cmd[0]) {
+	id, err := checkedConversation(id)
+	if !known || k.Fork == nil || err != nil || len(cmd) == 0 || !isAgentProgram(kind, cmd[0]) {
 		return nil, false
 	}
 	return k.Fork(cmd, id), true

@@ -18,25 +18,18 @@ import (
 // screen to change before it judges again, and ends with the node's
 // life or the server.
 
-// settings is config.toml as in force: the shared store once made (the
-// defaults when the file cannot be read, which is logged).
-func (s *Server) settings() *config.Config {
-	s.cfgOnce.Do(func() {
-		st, err := config.Open(s.stateDir)
-		if err != nil {
-			s.log.Warn("config.toml cannot be used: no agent screen rules", "err", err)
-			st = config.NewStatic(&config.Config{})
-		} else if err := st.Watch(s.ctx, func(err error) { s.log.Warn("config.toml reload refused: the old settings stay", "err", err) }); err != nil {
-			s.log.Warn("config.toml is not watched: changes need a restart", "err", err)
-		}
-		s.cfg = st
-	})
-	return s.cfg.Current()
+// config is config.toml as in force: the server's shared store (up
+// opens and watches it; the defaults where none was given).
+func (s *Server) config() *config.Config {
+	if s.settings == nil {
+		return &config.Config{}
+	}
+	return s.settings.Current()
 }
 
 // agentRules are the screen rules of config.toml, named for why.
 func (s *Server) agentRules() []agentstate.Rule {
-	c := s.settings()
+	c := s.config()
 	out := make([]agentstate.Rule, 0, len(c.AgentRules))
 	for i, r := range c.AgentRules {
 		name := fmt.Sprintf("agent_rule[%d]", i)

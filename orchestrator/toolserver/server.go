@@ -10,7 +10,6 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"log/slog"
 	"sync"
 
@@ -65,8 +64,6 @@ type Server struct {
 	wt     *wtTable
 	wtDisk *persister // wt's file, made with the server so that Close ends it (persist.go)
 
-	cfgOnce sync.Once     // makes cfg (agentrules.go)
-	cfg     *config.Store // config.toml, reloaded on change
 }
 
 // CallSlots are the per-token limits of /call, shared with /mcp
