@@ -29,7 +29,7 @@ import (
 // ctlHook is `termsprawlctl hook KIND EVENT [PAYLOAD]`.
 type ctlHook struct {
 	Agent   string `arg:"" name:"KIND" enum:"claude,codex,gemini" help:"The agent whose hook this is: claude, codex or gemini."`
-	Event   string `arg:"" name:"EVENT" help:"The hook event (claude: SessionStart, UserPromptSubmit, PermissionRequest, Notification, Stop; gemini: SessionStart, BeforeAgent, AfterAgent, Notification; codex: notify)."`
+	Event   string `arg:"" name:"EVENT" help:"The hook event (claude: SessionStart, UserPromptSubmit, PermissionRequest, Notification, Stop, StopFailure; gemini: SessionStart, BeforeAgent, AfterAgent, Notification, BeforeTool; codex: SessionStart, UserPromptSubmit, PermissionRequest, Stop, and notify)."`
 	Payload string `arg:"" optional:"" name:"PAYLOAD" help:"codex notify passes its JSON as this argument; the others read stdin."`
 	// DialogTimeout is how long a permission dialog stays open.
 	DialogTimeout time.Duration `name:"dialog-timeout" placeholder:"DURATION" env:"TERMSPRAWL_HOOK_DIALOG_TIMEOUT" help:"How long a permission dialog waits for a human before it ends as a deny (default and max 10m)."`
@@ -53,6 +53,7 @@ const maxTitleInput = 200
 var (
 	claudeStates = ctllite.ClaudeStates
 	geminiStates = ctllite.GeminiStates
+	codexStates  = ctllite.CodexStates
 )
 
 // hookInput is the part of an agent's hook JSON the hook reads.
@@ -77,7 +78,13 @@ func runHook(ctx context.Context, g ctlHook, session string, stdin io.Reader, st
 	h := &hookRun{ctx: ctx, g: g, session: session, stdout: stdout, stderr: stderr}
 	switch g.Agent {
 	case "claude":
-		return h.claude(stdin)
+		return h.claude(stdin, claudeStates, "Claude Code")
+	case "codex":
+		if g.Event != "notify" {
+			// Codex's hooks take Claude Code's JSON and answers.
+			return h.claude(stdin, codexStates, "Codex")
+		}
+		return h.codex()
 	case "gemini":
 		return h.gemini(stdin)
 	default:
@@ -97,7 +104,7 @@ func readHookJSON(r io.Reader) (hookInput, error) {
 // claude handles Claude Code's hooks. Exit codes are Claude Code's: 0
 // with JSON on stdout, 2 blocks (for PermissionRequest: deny, stderr is
 // the reason), anything else is a non-blocking error shown to the user.
-func (h *hookRun) claude(stdin io.Reader) int {
+func (h *hookRun) claude(stdin io.Reader, states map[string]string, program string) int {
 	in, err := readHookJSON(stdin)
 	permission := h.g.Event == "PermissionRequest" || in.Event == "PermissionRequest"
 	if err != nil {
@@ -116,9 +123,9 @@ func (h *hookRun) claude(stdin io.Reader) int {
 		h.say("the input is for event %q but the hook was registered for %q: nothing reported", in.Event, h.g.Event)
 		return 1
 	}
-	state, known := claudeStates[h.g.Event]
+	state, known := states[h.g.Event]
 	if !known {
-		h.say("unknown Claude Code event %q: termsprawl handles %s; nothing reported or allowed", h.g.Event, knownEvents(claudeStates))
+		h.say("unknown %s event %q: termsprawl handles %s; nothing reported or allowed", program, h.g.Event, knownEvents(states))
 		return 1
 	}
 	if permission {
@@ -356,22 +363,70 @@ func permissionTitle(tool string, input json.RawMessage) string {
 func oneLineText(s string, max int) string { return ctllite.OneLineText(s, max) }
 
 // gemini handles Gemini CLI's hooks: JSON on stdout, exit 0; a failure
-// is exit 1, a warning that blocks nothing (termsprawl does not gate
-// Gemini's tools: its own permission prompt stays in charge).
+// is exit 1, a warning that blocks nothing. BeforeTool (registered for
+// the tools Gemini CLI confirms) is the permission gate: a termsprawl
+// dialog whose deny blocks the tool with the human's reason (exit 2 when
+// anything goes wrong: the tool is blocked). An allow lets the tool on to
+// Gemini CLI's own policy, which may still ask in its window: its hooks
+// cannot grant a permission (docs/CHOICES.md).
 func (h *hookRun) gemini(stdin io.Reader) int {
 	in, err := readHookJSON(stdin)
+	permission := h.g.Event == "BeforeTool"
 	if err != nil {
+		if permission {
+			h.say("%v: blocked (termsprawl never allows what it cannot read)", err)
+			return 2
+		}
 		h.say("%v: nothing reported", err)
 		return 1
 	}
 	state, known := geminiStates[h.g.Event]
 	if !known || (in.Event != "" && in.Event != h.g.Event) {
 		h.say("unknown or mismatched Gemini CLI event %q (input says %q): termsprawl handles %s; nothing reported", h.g.Event, in.Event, knownEvents(geminiStates))
+		if permission {
+			return 2
+		}
 		return 1
+	}
+	if permission {
+		return h.geminiPermission(in)
 	}
 	code := h.report(state, ctllite.GeminiMessage(h.g.Event, in), in.Conversation())
 	fmt.Fprintln(h.stdout, "{}")
 	return code
+}
+
+// geminiPermission opens the dialog for a BeforeTool and answers in
+// Gemini CLI's terms.
+func (h *hookRun) geminiPermission(in hookInput) int {
+	if in.ToolName == "" {
+		h.say("the BeforeTool input has no tool_name: blocked")
+		return 2
+	}
+	input := ""
+	if len(bytes.TrimSpace(in.ToolInput)) > 0 {
+		var err error
+		if input, err = tools.CanonicalJSON(in.ToolInput); err != nil {
+			h.say("the tool_input is not JSON (%v): blocked", err)
+			return 2
+		}
+	}
+	if len(input) > tools.MaxStringBytes {
+		h.say("the %s input is %d KiB, over the %d KiB termsprawl shows a human in full: blocked", in.ToolName, len(input)>>10, tools.MaxStringBytes>>10)
+		return 2
+	}
+	out, err := h.askHuman(permissionAsk{tool: in.ToolName, input: input, title: permissionTitle(in.ToolName, in.ToolInput)})
+	if err != nil {
+		h.say("%v: blocked", err)
+		return 2
+	}
+	answer := map[string]any{"decision": "deny", "reason": denyMessage(out)}
+	if out.Answer.Mode == tools.AnswerAllow || out.Answer.Mode == tools.AnswerAlways {
+		answer = map[string]any{"decision": "allow"}
+	}
+	b, _ := json.Marshal(answer)
+	fmt.Fprintln(h.stdout, string(b))
+	return 0
 }
 
 // codex handles Codex's notify program call: the JSON is the last
@@ -397,7 +452,7 @@ func (h *hookRun) codex() int {
 // denied (never allowed), anything else is a non-blocking error.
 func hookSessionMissing(g ctlHook, stderr io.Writer) int {
 	fmt.Fprintf(stderr, "%s hook %s %s: %s: no termsprawl session, so no human can answer here\n", ctlName, g.Agent, g.Event, MissingSessionMessage)
-	if g.Agent == "claude" && g.Event == "PermissionRequest" {
+	if ctllite.IsPermissionHook(g.Agent, g.Event) {
 		return 2
 	}
 	return 1

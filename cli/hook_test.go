@@ -71,17 +71,24 @@ func TestHookBadInput(t *testing.T) {
 		{"unknown event", "claude", "PostToolUse", `{"hook_event_name":"PostToolUse","tool_name":"Bash"}`, 1, "unknown Claude Code event"},
 		{"truncated state", "claude", "Stop", `{"hook_event_name":"St`, 1, "not valid JSON"},
 		{"gemini garbage", "gemini", "BeforeAgent", "{{", 1, "not valid JSON"},
-		{"gemini unknown", "gemini", "BeforeTool", `{"hook_event_name":"BeforeTool"}`, 1, "unknown or mismatched"},
+		{"gemini unknown", "gemini", "AfterTool", `{"hook_event_name":"AfterTool"}`, 1, "unknown or mismatched"},
+		// Gemini CLI's BeforeTool is its permission gate: unreadable is blocked.
+		{"gemini gate without a tool", "gemini", "BeforeTool", `{"hook_event_name":"BeforeTool"}`, 2, "no tool_name: blocked"},
+		{"gemini gate garbage", "gemini", "BeforeTool", "{{", 2, "blocked"},
+		{"gemini gate mismatch", "gemini", "BeforeTool", `{"hook_event_name":"AfterAgent"}`, 2, "unknown or mismatched"},
 		{"codex garbage", "codex", "notify", "", 1, "empty"},
 		{"codex unknown type", "codex", "notify", `{"type":"approval-requested"}`, 1, "unknown Codex notification type"},
-		{"codex unknown hook", "codex", "PermissionRequest", `{}`, 1, "unknown Codex hook"},
+		{"codex unknown hook", "codex", "PostToolUse", `{"hook_event_name":"PostToolUse"}`, 1, "unknown Codex event"},
+		// Codex's PermissionRequest takes Claude Code's path: never allowed unread.
+		{"codex empty permission", "codex", "PermissionRequest", "", 2, "empty"},
+		{"codex permission without a tool", "codex", "PermissionRequest", `{"hook_event_name":"PermissionRequest"}`, 2, "no tool_name"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			before := len(fs.Backend.Calls())
 			args := []string{"--session", fs.Agent, "hook", c.agent, c.event}
 			stdin := c.stdin
-			if c.agent == "codex" {
+			if c.agent == "codex" && c.event == "notify" {
 				args, stdin = append(args, c.stdin), ""
 			}
 			code, out, errb := runCtlIn(t, stdin, args...)

@@ -134,6 +134,7 @@ type newCmd struct {
 	Attach  bool   `name:"attach" short:"a" help:"Then attach this terminal to it (as termsprawl attach)."`
 	Sandbox string `name:"sandbox" placeholder:"PROFILE" help:"Run it in a bubblewrap sandbox: workspace (writes only its directory, its agent's config and private caches; secrets, termsprawl's state and tmux sockets hidden), guard (only termsprawl's state, tmux sockets and other processes hidden) or none. Default: none."`
 	worktreeFlags
+	envFlags
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: your shell)."`
 }
 
@@ -153,12 +154,15 @@ type agentCmd struct {
 	JSON    bool   `name:"json" help:"Print the new node as JSON instead of its id."`
 	Sandbox string `name:"sandbox" placeholder:"PROFILE" help:"Run it in a bubblewrap sandbox: workspace (writes only its directory, its agent's config and private caches; secrets, termsprawl's state and tmux sockets hidden), guard (only termsprawl's state, tmux sockets and other processes hidden) or none. Default: workspace, or [sandbox] default in config.toml."`
 	worktreeFlags
+	envFlags
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: the agent's usual command)."`
 }
 
 func (agentCmd) Examples() string {
 	return `termsprawl agent claude
 termsprawl agent codex --name reviewer --cwd ~/src/app
+termsprawl agent codex --env-from-shell OPENAI_API_KEY   # its key, from this shell (never printed)
+termsprawl agent gemini --env GEMINI_API_KEY="$(pass gemini)"
 termsprawl agent custom --name helper -- bash    # any program, wired to termsprawl
 termsprawl agent claude --sandbox guard          # may write outside its directory; termsprawl's state stays hidden`
 }
@@ -277,6 +281,8 @@ type human struct {
 	worktree map[string]any
 	// sandbox is the launch's --sandbox (CONTRACT §27).
 	sandbox string
+	// env is the launch's env argument (--env, --env-from-shell; env.go).
+	env map[string]string
 	// insideNode: this termsprawl runs inside a node and acts with its
 	// session (inNode), not the operator's (innode.go).
 	insideNode bool
@@ -385,6 +391,15 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		if cmd == "agent" {
 			h.sandbox = g.Agent.Sandbox
 		}
+		f := g.New.envFlags
+		if cmd == "agent" {
+			f = g.Agent.envFlags
+		}
+		env, err := f.env(os.LookupEnv)
+		if err != nil {
+			return usageError(stderr, h.prefix(), err, "")
+		}
+		h.env = env
 		trustSetup, cwd := g.New.TrustSetup, g.New.Cwd
 		if cmd == "agent" {
 			trustSetup, cwd = g.Agent.TrustSetup, g.Agent.Cwd
@@ -646,6 +661,9 @@ func (h *human) launchWith(op, kind, name string, command []string, asJSON bool,
 	}
 	if h.sandbox != "" {
 		args["sandbox"] = h.sandbox
+	}
+	if len(h.env) > 0 {
+		args["env"] = h.env
 	}
 	v, code := h.call(op, args)
 	if code != ExitOK {

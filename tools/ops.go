@@ -231,12 +231,13 @@ func buildOperations() []*Operation {
 			Description: "Launch a program in a new terminal node (its own tmux session) and return its id.",
 			Params: []Param{
 				paramCommand, paramName, paramCwd,
-				{Name: "env", Type: TypeObject, Description: "Extra environment variables (string to string); values are never echoed back."},
+				paramEnv,
 				enumParam("env_mode", "replace (default): a minimal environment (PATH HOME USER LOGNAME SHELL LANG TERM TMPDIR, TERMSPRAWL_*) plus env; inherit: the orchestrator's environment plus env.", "replace", "inherit"),
 				paramColumns, paramRows, paramHost,
 				{Name: "record", Type: TypeBoolean, Description: "Record the terminal from its start into <state>/traces (see terminal_record)."},
 				paramLogs, paramWorktree, paramSandbox,
-			}},
+			},
+			check: checkEnvArg},
 		{Name: "terminal_list", Result: NodeList{}, Topic: TopicTerminal, Annotations: annRead,
 			Description: "List every terminal node: id, name, command, owner, parent, status, exit code, size, revision and attached clients."},
 		{Name: "terminal_snapshot", Result: Snapshot{}, Topic: TopicTerminal, Annotations: annRead,
@@ -330,7 +331,7 @@ func buildOperations() []*Operation {
 			Params: []Param{
 				required(enumParam("agent", "Agent kind; custom needs command.", "claude", "codex", "gemini", "opencode", "custom")),
 				{Name: "command", Type: TypeStringArray, NonEmpty: true, Description: "Program and arguments as an argv array (default: the agent's usual command; required for custom)."},
-				paramName, paramCwd, paramHost, paramWorktree, paramSandbox,
+				paramName, paramCwd, paramHost, paramWorktree, paramSandbox, paramEnv,
 			},
 			check: checkAgentLaunch},
 		{Name: "agent_status", Result: AgentList{}, Topic: TopicAgents, Annotations: annRead,
@@ -888,7 +889,7 @@ func checkAgentLaunch(op *Operation, fields map[string]json.RawMessage) error {
 	if _, ok := fields["command"]; agent == "custom" && !ok {
 		return op.usageErr("command", "agent=custom needs the argument \"command\": the argv of the agent to run")
 	}
-	return nil
+	return checkEnvArg(op, fields)
 }
 
 // InputSchema returns the operation's JSON Schema: a strict object

@@ -72,6 +72,28 @@ func Interrupted(text string) bool {
 var GeminiStates = map[string]string{
 	"SessionStart": stateIdle, "BeforeAgent": stateWorking,
 	"AfterAgent": stateIdle, "Notification": stateWaiting,
+	// The permission gate (a dialog): handled by the full CLI.
+	"BeforeTool": "",
+}
+
+// IsPermissionHook reports whether an agent's hook event asks a human
+// (a dialog): it is never answered by the lite path, and a hook that
+// cannot run denies it.
+func IsPermissionHook(agent, event string) bool {
+	switch agent {
+	case "claude", "codex":
+		return event == "PermissionRequest"
+	case "gemini":
+		return event == "BeforeTool"
+	}
+	return false
+}
+
+// CodexStates are Codex's hook events (its hooks take Claude Code's
+// JSON and answers) and their states; notify is handled apart.
+var CodexStates = map[string]string{
+	"SessionStart": stateIdle, "UserPromptSubmit": stateWorking,
+	"Stop": stateIdle, "PermissionRequest": "",
 }
 
 // CodexIdle is the state codex's notify reports.
@@ -207,7 +229,7 @@ func ValidConversation(s string) bool {
 // for a restore, CONTRACT §25; an invalid one is left out, see
 // BadConversation).
 func ReportArgs(agent, event, state, message, conversation string) json.RawMessage {
-	if agent == "codex" {
+	if agent == "codex" && event == "notify" {
 		event = "agent-turn-complete"
 	}
 	a := map[string]any{"state": state, "event": event, "message": OneLineText(message, 200)}

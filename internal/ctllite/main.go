@@ -108,7 +108,7 @@ func normalizeArgs(args string) json.RawMessage {
 // handed off.
 func runHook(inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, *Handoff) {
 	if os.Getenv("TERMSPRAWL_HOOK_DIALOG_TIMEOUT") != "" || inv.Retry > 0 || inv.Wait > 0 ||
-		(inv.Agent == "claude" && inv.Event == "PermissionRequest") {
+		IsPermissionHook(inv.Agent, inv.Event) {
 		return 0, &Handoff{}
 	}
 	session := sessionPath(inv.Session)
@@ -123,11 +123,8 @@ func runHook(inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, *H
 		err          error
 		printsObject bool
 	)
-	switch inv.Agent {
-	case "codex":
-		if inv.Event != "notify" {
-			return 0, h
-		}
+	switch {
+	case "codex" == inv.Agent && inv.Event == "notify":
 		if in, err = ParseHookInput([]byte(inv.Payload)); err != nil || in.Type != "agent-turn-complete" {
 			return 0, h
 		}
@@ -141,10 +138,14 @@ func runHook(inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, *H
 		if in, err = ParseHookInput(h.Stdin); err != nil || (in.Event != "" && in.Event != inv.Event) || in.Event == "PermissionRequest" {
 			return 0, h
 		}
-		if inv.Agent == "claude" {
+		switch inv.Agent {
+		case "claude":
 			state, known = ClaudeStates[inv.Event]
 			msg = ClaudeMessage(inv.Event, in)
-		} else {
+		case "codex":
+			state, known = CodexStates[inv.Event]
+			msg = ClaudeMessage(inv.Event, in)
+		default:
 			state, known = GeminiStates[inv.Event]
 			msg = GeminiMessage(inv.Event, in)
 			printsObject = true
@@ -214,7 +215,7 @@ func runFull(args []string, h *Handoff, stderr io.Writer) int {
 	bin, err := FindTermsprawl()
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: everything but call, doctor and the state hooks is answered by termsprawl: %v\n", ctlName, err)
-		if inv, ok := Parse(args); ok && inv.Mode == "hook" && inv.Agent == "claude" && inv.Event == "PermissionRequest" {
+		if inv, ok := Parse(args); ok && inv.Mode == "hook" && IsPermissionHook(inv.Agent, inv.Event) {
 			return 2 // a permission is denied, never allowed
 		}
 		return 1

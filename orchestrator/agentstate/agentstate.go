@@ -7,6 +7,9 @@
 package agentstate
 
 import (
+	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -142,9 +145,22 @@ func target(cur string, ev tools.Evidence) string {
 			}
 		}
 	case tools.SourceScreen:
+		if st, ok := strings.CutPrefix(ev.Event, RulePrefix); ok {
+			switch st {
+			case tools.AgentIdle, tools.AgentWorking, tools.AgentWaiting:
+				return st
+			}
+			return ""
+		}
 		if ev.Event == ScreenReady {
 			if cur == tools.AgentStarting {
 				return tools.AgentIdle
+			}
+			return ""
+		}
+		if ev.Event == ScreenTurnFailed {
+			if cur == tools.AgentIdle || cur == tools.AgentWorking {
+				return tools.AgentError
 			}
 			return ""
 		}
@@ -187,9 +203,10 @@ var apiErrorMarks = []string{"API Error", "api error", "APIError"}
 // ScreenTurnEnded) and detail what was seen.
 func TurnEnded(lines []string) (ended bool, event, detail string) {
 	prompt := false
-	apiErr := ""
-	interrupted := false
-	for _, l := range lines {
+	// The latest of an API error and an interrupt on the screen says how
+	// the turn ended (an older one belongs to an earlier turn).
+	apiErr, interrupted, lastErr, lastInt := "", false, -1, -1
+	for i, l := range lines {
 		low := strings.ToLower(l)
 		for _, m := range busyMarkers {
 			if strings.Contains(low, m) {
@@ -202,22 +219,20 @@ func TurnEnded(lines []string) (ended bool, event, detail string) {
 				prompt = true
 			}
 		}
-		for _, m := range apiErrorMarks {
-			// "API Error: Request was aborted." is the human's Esc: an
-			// interrupt ends a turn, it does not fail it (CONTRACT §20).
-			if apiErr == "" && strings.Contains(l, m) && !strings.Contains(low, "abort") && !strings.Contains(low, "interrupt") {
-				apiErr = strings.TrimSpace(l)
-			}
-		}
-		if strings.Contains(low, "interrupted") {
-			interrupted = true
+		switch {
+		// "API Error: Request was aborted." is the human's Esc: an
+		// interrupt ends a turn, it does not fail it (CONTRACT §20).
+		case strings.Contains(low, "interrupt"), strings.Contains(low, "abort") && isAPIError(l, t):
+			interrupted, lastInt = true, i
+		case isAPIError(l, t):
+			apiErr, lastErr = strings.TrimSpace(l), i
 		}
 	}
 	if !prompt {
 		return false, "", ""
 	}
 	switch {
-	case apiErr != "":
+	case apiErr != "" && lastErr > lastInt:
 		return true, ScreenAPIError, "quiet, the prompt back, and the screen shows: " + cut(apiErr, 200)
 	case interrupted:
 		return true, ScreenTurnEnded, "quiet, the prompt back after an interrupt, no end hook"
@@ -225,9 +240,111 @@ func TurnEnded(lines []string) (ended bool, event, detail string) {
 	return true, ScreenTurnEnded, "quiet, the prompt back, no end hook"
 }
 
+// isAPIError reports whether a screen line says a turn failed: the
+// TUIs' API error texts, or Codex's error cell ("■ " and its message;
+// an interrupt is told the same way and is caught before).
+func isAPIError(l, trimmed string) bool {
+	for _, m := range apiErrorMarks {
+		if strings.Contains(l, m) {
+			return true
+		}
+	}
+	return strings.HasPrefix(trimmed, "■ ")
+}
+
 func cut(s string, n int) string {
 	if r := []rune(s); len(r) > n {
 		return string(r[:n-1]) + "…"
 	}
 	return s
+}
+
+// Screen rules (CONTRACT §29): a user's [[agent_rule]] sets an agent's
+// state from its screen once the output is quiet. The evidence's event is
+// RulePrefix and the state ("rule:waiting"); its detail names the rule.
+const RulePrefix = "rule:"
+
+// RuleQuiet is how long an agent's output must be still before its
+// screen rules are matched.
+const RuleQuiet = 500 * time.Millisecond
+
+// RuleLines is how many of the screen's last non-blank lines a rule sees.
+const RuleLines = 5
+
+// Rule is one screen rule: the agent kind it is for, the state it sets,
+// its pattern, and its name for why ("agent_rule[2] (config.toml line 14)").
+type Rule struct {
+	Kind, State, Name string
+	Pattern           *regexp.Regexp
+}
+
+// RuleText is what screen rules are matched against: the screen's last
+// RuleLines non-blank lines, each without trailing blanks, joined by
+// "\n" — so `$` is the end of the last line with text (a prompt waiting
+// at the cursor).
+func RuleText(lines []string) string {
+	end := len(lines)
+	for end > 0 && strings.TrimSpace(lines[end-1]) == "" {
+		end--
+	}
+	var keep []string
+	for i := end - 1; i >= 0 && len(keep) < RuleLines; i-- {
+		if strings.TrimSpace(lines[i]) == "" {
+			continue
+		}
+		keep = append(keep, strings.TrimRight(lines[i], " \t"))
+	}
+	slices.Reverse(keep)
+	return strings.Join(keep, "\n")
+}
+
+// MatchRule finds the rule for kind that matches the screen: rules are
+// tried newest (last) first. It returns the rule's index (-1 for none)
+// and the text it matched.
+func MatchRule(rules []Rule, kind string, lines []string) (int, string) {
+	text := RuleText(lines)
+	for i := len(rules) - 1; i >= 0; i-- {
+		r := rules[i]
+		if r.Kind != kind || r.Pattern == nil {
+			continue
+		}
+		if loc := r.Pattern.FindStringIndex(text); loc != nil {
+			return i, text[loc[0]:loc[1]]
+		}
+	}
+	return -1, ""
+}
+
+// RuleEvidence is the evidence of a matched rule.
+func RuleEvidence(r Rule, matched string) tools.Evidence {
+	return tools.Evidence{Source: tools.SourceScreen, Event: RulePrefix + r.State,
+		Detail: cut(fmt.Sprintf("%s: pattern %q matched %q", r.Name, r.Pattern.String(), matched), 300)}
+}
+
+// ScreenTurnFailed: a turn that its end hook called ended was a failure
+// on the screen (Gemini CLI fires AfterAgent after an API error too): it
+// moves idle to error.
+const ScreenTurnFailed = "turn_failed"
+
+// FailedAfterLastPrompt finds an API error shown after the last prompt
+// the user submitted (a line "> TEXT"): the error line, or "".
+func FailedAfterLastPrompt(lines []string) string {
+	last := -1
+	for i, l := range lines {
+		t := strings.TrimSpace(strings.TrimLeft(l, " │|"))
+		if rest, ok := strings.CutPrefix(t, "> "); ok && strings.TrimSpace(rest) != "" {
+			last = i
+		}
+	}
+	if last < 0 {
+		return ""
+	}
+	for _, l := range lines[last+1:] {
+		for _, m := range apiErrorMarks {
+			if strings.Contains(l, m) {
+				return strings.TrimSpace(l)
+			}
+		}
+	}
+	return ""
 }

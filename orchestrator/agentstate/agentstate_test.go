@@ -92,6 +92,12 @@ func TestTurnEnded(t *testing.T) {
 		// Esc during a request: an interrupt, not a failed turn (issue 39).
 		{"esc aborted", []string{"  ⎿  API Error: Request was aborted.", "  ⎿  Interrupted · What should Claude do instead?", "> "}, true, ScreenTurnEnded},
 		{"codex", []string{"• done", "› Ask Codex"}, true, ScreenTurnEnded},
+		// Codex 0.169.0, measured: an interrupt and a failed turn are both
+		// a "■" cell; the latest one tells the turn that just ended.
+		{"codex interrupted", []string{"› please be slow", "■ Conversation interrupted - use /feedback if something went wrong", "› Ask Codex to do anything"}, true, ScreenTurnEnded},
+		{"codex api error after an old interrupt", []string{"■ Conversation interrupted - use /feedback", "› please fail",
+			"■ We’re currently experiencing high demand, which may cause temporary errors.", "› Ask Codex to do anything"}, true, ScreenAPIError},
+		{"interrupt after an old api error", []string{"  ⎿  API Error: 500", "> again", "  ⎿  Interrupted · What should Claude do instead?", "> "}, true, ScreenTurnEnded},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -207,6 +207,8 @@ type agentLaunchArgs struct {
 	Worktree *tools.WorktreeLaunch `json:"worktree"`
 	// Sandbox: the profile (sandbox.go); default the agents' default.
 	Sandbox string `json:"sandbox"`
+	// Env is added to termsprawl's own environment (CONTRACT §26).
+	Env map[string]string `json:"env"`
 }
 
 func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
@@ -275,7 +277,7 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 	if name == "" {
 		name = a.Agent
 	}
-	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host), Worktree: a.Worktree,
+	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, Env: a.Env, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host), Worktree: a.Worktree,
 		Sandbox: cmp.Or(a.Sandbox, s.agentSandboxDefault())}
 	info, err := c.launchFor(spec)
 	if err != nil {
@@ -284,6 +286,7 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 	if m, ok := s.o.Meta(info.Terminal); ok {
 		s.evidence(info.Terminal, m.Incarnation(), tools.Evidence{Source: tools.SourceProcess, Event: agentstate.ProcLaunched}, "launched", "")
 		s.watchExit(info.Terminal, m.Incarnation())
+		s.watchRules(info.Terminal, m.Incarnation(), a.Agent)
 	}
 	return info, c.stateOf(info.Terminal), nil
 }
@@ -391,6 +394,9 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 		// Logged and ignored: the state stays what it was.
 		s.log.Warn("agent hook event termsprawl does not know: ignored", "node", node, "event", ev.Event)
 		st, _ = s.agents.stateOfLife(node, inc)
+	}
+	if a.Event == "AfterAgent" && st.State == tools.AgentIdle {
+		s.checkFailedTurn(node, inc) // Gemini CLI ends a failed turn the same way
 	}
 	if st.State == tools.AgentWaiting && (a.State == tools.AgentWaiting || a.Event == "Notification") {
 		s.notifyWaiting(node, a.Message, "")

@@ -267,9 +267,8 @@ func (s *Server) judgeScreen(node, incarnation string) bool {
 		return true
 	}
 	if st.State == tools.AgentStarting {
-		if event != agentstate.ScreenTurnEnded {
-			return false
-		}
+		// A resumed conversation may show its last turn's error: the
+		// prompt is up all the same.
 		s.evidence(node, incarnation, tools.Evidence{Source: tools.SourceScreen, Event: agentstate.ScreenReady, Detail: "quiet, its prompt up"}, "ready", "")
 		return true
 	}
@@ -292,6 +291,7 @@ func (s *Server) startAgentWatchers() {
 		}
 		inc := m.Incarnation()
 		s.watchExit(m.ID, inc)
+		s.watchRules(m.ID, inc, m.Agent)
 		if st, ok := s.agents.stateOfLife(m.ID, inc); ok && st.State == tools.AgentWorking {
 			s.watchTurn(m.ID, inc)
 		}

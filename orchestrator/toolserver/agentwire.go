@@ -17,7 +17,8 @@ import (
 // user's own configuration (CONTRACT §16; the table in README.md):
 //
 //	claude    --settings <state>/agent-tools/claude-settings.json (hooks) and --mcp-config <state>/agent-tools/mcp.json
-//	codex     -c mcp_servers.termsprawl.* and -c notify=[termsprawlctl, hook, codex, notify]
+//	codex     -c mcp_servers.termsprawl.*, -c notify=[termsprawlctl, hook, codex, notify] and -c hooks.EVENT
+//	          (SessionStart, UserPromptSubmit, PermissionRequest, Stop) with --dangerously-bypass-hook-trust
 //	gemini    GEMINI_CLI_SYSTEM_DEFAULTS_PATH=<state>/agent-tools/gemini-defaults.json: the machine's
 //	          system defaults plus hooks and mcpServers (Gemini CLI concatenates hooks of every layer)
 //	opencode  OPENCODE_CONFIG_CONTENT with the MCP server (opencode merges it into its config)
@@ -75,8 +76,12 @@ func (s *Server) claudeSettings() map[string]any {
 	return map[string]any{"hooks": hooks}
 }
 
-// geminiHookEvents maps Gemini CLI's events to the hook's.
-var geminiHookEvents = []string{"SessionStart", "BeforeAgent", "AfterAgent", "Notification"}
+// geminiHookEvents maps Gemini CLI's events to the hook's; BeforeTool is
+// the permission gate, for the tools Gemini CLI confirms (geminiAskTools).
+var geminiHookEvents = []string{"SessionStart", "BeforeAgent", "AfterAgent", "Notification", "BeforeTool"}
+
+// geminiAskTools matches the tools Gemini CLI asks about by default.
+const geminiAskTools = "^(run_shell_command|write_file|replace)$"
 
 // geminiDefaults is the system-defaults layer: the machine's own (kept
 // whole) with termsprawl's hooks and MCP server added.
@@ -101,7 +106,12 @@ func (s *Server) geminiDefaults() (map[string]any, error) {
 		list, _ := hooks[ev].([]any)
 		h := map[string]any{"type": "command", "name": "termsprawl-" + ev,
 			"command": shellWords(s.ctlPath, "hook", "gemini", ev), "timeout": stateHookTimeout * 1000}
-		hooks[ev] = append(list, map[string]any{"hooks": []any{h}})
+		def := map[string]any{"hooks": []any{h}}
+		if ev == "BeforeTool" {
+			h["timeout"] = PermissionHookTimeout * 1000
+			def["matcher"] = geminiAskTools
+		}
+		hooks[ev] = append(list, def)
 	}
 	base["hooks"] = hooks
 	servers, _ := base["mcpServers"].(map[string]any)
@@ -111,6 +121,33 @@ func (s *Server) geminiDefaults() (map[string]any, error) {
 	servers["termsprawl"] = map[string]any{"command": s.ctlPath, "args": []string{"mcp"}}
 	base["mcpServers"] = servers
 	return base, nil
+}
+
+// codexHookEvents are the Codex hooks termsprawl runs (Codex's hooks
+// take Claude Code's JSON and answers).
+var codexHookEvents = []string{"SessionStart", "UserPromptSubmit", "PermissionRequest", "Stop"}
+
+// codexArgs wire Codex for one node with -c overrides (a session layer
+// over the user's config.toml, never written): the MCP server, notify
+// (turn ends, also where hooks are turned off) and inline hooks. Codex
+// runs a hook only once it is trusted (a hash it writes into the user's
+// config.toml after a review in /hooks); --dangerously-bypass-hook-trust
+// runs this invocation's hooks without that record (docs/CHOICES.md).
+func (s *Server) codexArgs() []string {
+	args := []string{
+		"-c", fmt.Sprintf("mcp_servers.termsprawl.command=%q", s.ctlPath), "-c", `mcp_servers.termsprawl.args=["mcp"]`,
+		"-c", fmt.Sprintf("notify=[%q,\"hook\",\"codex\",\"notify\"]", s.ctlPath),
+		"--dangerously-bypass-hook-trust",
+	}
+	for _, ev := range codexHookEvents {
+		timeout := stateHookTimeout
+		if ev == "PermissionRequest" {
+			timeout = PermissionHookTimeout
+		}
+		args = append(args, "-c", fmt.Sprintf("hooks.%s=[{hooks=[{type=\"command\",command=%q,timeout=%d}]}]",
+			ev, shellWords(s.ctlPath, "hook", "codex", ev), timeout))
+	}
+	return args
 }
 
 // shellWords joins words for a shell, each single-quoted.
@@ -160,10 +197,7 @@ func (s *Server) wireAgent(kind string) ([]string, map[string]string, error) {
 		}
 		return []string{"--settings", settings, "--mcp-config", mcpPath}, env, nil
 	case "codex":
-		return []string{
-			"-c", fmt.Sprintf("mcp_servers.termsprawl.command=%q", s.ctlPath), "-c", `mcp_servers.termsprawl.args=["mcp"]`,
-			"-c", fmt.Sprintf("notify=[%q,\"hook\",\"codex\",\"notify\"]", s.ctlPath),
-		}, env, nil
+		return s.codexArgs(), env, nil
 	case "gemini":
 		d, err := s.geminiDefaults()
 		if err != nil {

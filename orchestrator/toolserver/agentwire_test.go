@@ -101,7 +101,9 @@ func TestAgentWiring(t *testing.T) {
 	}
 
 	codex := waitFile(t, filepath.Join(out, "codex.txt"))
-	for _, want := range []string{`mcp_servers.termsprawl.command="` + ctl + `"`, `notify=["` + ctl + `","hook","codex","notify"]`} {
+	for _, want := range []string{`mcp_servers.termsprawl.command="` + ctl + `"`, `notify=["` + ctl + `","hook","codex","notify"]`,
+		"--dangerously-bypass-hook-trust", `hooks.PermissionRequest=[{hooks=[{type="command",command="'` + ctl + `' 'hook' 'codex' 'PermissionRequest'",timeout=630}]}]`,
+		`hooks.Stop=[{hooks=[{type="command",command="'` + ctl + `' 'hook' 'codex' 'Stop'",timeout=30}]}]`} {
 		if !strings.Contains(codex, want) {
 			t.Fatalf("codex argv lacks %s:\n%s", want, codex)
 		}
@@ -114,7 +116,8 @@ func TestAgentWiring(t *testing.T) {
 	}
 	var gd struct {
 		Hooks map[string][]struct {
-			Hooks []struct {
+			Matcher string
+			Hooks   []struct {
 				Type, Command string
 				Timeout       int
 			}
@@ -126,7 +129,12 @@ func TestAgentWiring(t *testing.T) {
 		t.Fatalf("gemini defaults: %v\n%s", err, raw)
 	}
 	for _, ev := range geminiHookEvents {
-		if h := gd.Hooks[ev]; len(h) != 1 || h[0].Hooks[0].Command != "'"+ctl+"' 'hook' 'gemini' '"+ev+"'" || h[0].Hooks[0].Timeout != stateHookTimeout*1000 {
+		timeout, matcher := stateHookTimeout*1000, ""
+		if ev == "BeforeTool" {
+			// The permission gate: the dialog's life, the confirmed tools.
+			timeout, matcher = PermissionHookTimeout*1000, geminiAskTools
+		}
+		if h := gd.Hooks[ev]; len(h) != 1 || h[0].Hooks[0].Command != "'"+ctl+"' 'hook' 'gemini' '"+ev+"'" || h[0].Hooks[0].Timeout != timeout || h[0].Matcher != matcher {
 			t.Fatalf("gemini hook %s: %+v", ev, h)
 		}
 	}

@@ -104,6 +104,7 @@ func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.Restore
 		if m.Agent != "" {
 			s.evidence(info.Terminal, m.Incarnation(), tools.Evidence{Source: tools.SourceProcess, Event: agentstate.ProcLaunched}, "restored", "")
 			s.watchExit(info.Terminal, m.Incarnation())
+			s.watchRules(info.Terminal, m.Incarnation(), m.Agent)
 		}
 		meta = m
 	}
@@ -137,15 +138,12 @@ func resumeCommand(agent string, cmd []string, kept string) ([]string, string) {
 			return nil, fmt.Sprintf("started fresh: %s reports no conversation id to termsprawl, so its conversation cannot be resumed", agent)
 		}
 	}
-	conv, err := tools.ParseConversationID(conversation)
+	id, err := checkedConversation(conversation)
 	if err != nil {
 		return nil, fmt.Sprintf("started fresh: the kept %v", err)
 	}
-	switch agent {
-	case "claude", "gemini":
-		return append(slices.Clone(cmd), "--resume", conv.String()), ""
-	case "codex":
-		return append([]string{cmd[0], "resume", conv.String()}, cmd[1:]...), ""
+	if k, known := agentKinds[agent]; known && k.Resume != nil {
+		return k.Resume(cmd, id), ""
 	}
 	return nil, fmt.Sprintf("started fresh: termsprawl knows no resume for %s", agent)
 }

@@ -65,6 +65,7 @@ type Server struct {
 	wtOnce sync.Once // makes wt (worktree.go)
 	wt     *wtTable
 	wtDisk *persister // wt's file, made with the server so that Close ends it (persist.go)
+
 }
 
 // CallSlots are the per-token limits of /call, shared with /mcp
