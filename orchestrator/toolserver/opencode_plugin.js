@@ -45,9 +45,29 @@ function decision(r) {
 export const Termsprawl = async ({ client, serverUrl }) => {
   const children = new Set() // sessions of subagents: not the node's turn
   const failed = new Set() // sessions whose turn ended in an error
-  const busy = new Set()
+  const busy = new Set() // sessions whose turn was reported working
+  const retrying = new Set() // sessions OpenCode retries after an API error
   const asking = new Map() // permission id -> the hook's process
-  const report = (event, id, extra) => hook(event, { session_id: id, ...extra })
+  // States are reported one after another, in the order of the events.
+  let queue = Promise.resolve()
+  const report = (event, id, extra) => {
+    queue = queue.then(() => hook(event, { session_id: id, ...extra }))
+    return queue
+  }
+  // ask opens the dialog and answers OpenCode; not awaited by the event
+  // handler, so that OpenCode's other events (permission.replied, the
+  // turn's states) go on arriving while a human thinks.
+  const ask = async (p, sid) => {
+    const input = { permission: p.permission, patterns: p.patterns || [] }
+    if (typeof p.metadata?.command === "string") input.command = p.metadata.command
+    if (typeof p.metadata?.filepath === "string") input.file_path = p.metadata.filepath
+    const r = await hook("PermissionRequest", { session_id: sid, tool_name: p.permission, tool_input: input },
+      (child) => asking.set(p.id, child))
+    const mine = asking.has(p.id)
+    asking.delete(p.id)
+    if (!mine) return // answered in OpenCode's own window
+    await reply(p.id, decision(r))
+  }
   // reply answers permission request id (OpenCode's POST
   // /permission/{requestID}/reply, through the plugin's own client, which
   // reaches the server in process).
@@ -79,19 +99,22 @@ export const Termsprawl = async ({ client, serverUrl }) => {
       switch (event.type) {
         case "session.status": {
           const t = p.status?.type
-          if (t === "busy" && !busy.has(sid)) {
+          if (t === "retry") {
+            // An API error OpenCode retries (HTTP 5xx), again and again:
+            // error once, until the turn ends or a retry succeeds.
+            if (!retrying.has(sid)) {
+              retrying.add(sid)
+              await report("StopFailure", sid, { error: `OpenCode is retrying after an API error (attempt ${p.status.attempt}): ${p.status.message}` })
+            }
+          } else if (t === "busy" && !busy.has(sid) && !retrying.has(sid)) {
             busy.add(sid)
-            failed.delete(sid)
             await report("UserPromptSubmit", sid, { prompt: "(OpenCode session.status busy)" })
-          } else if (t === "retry") {
-            busy.delete(sid)
-            failed.add(sid)
-            await report("StopFailure", sid, { error: `OpenCode is retrying (attempt ${p.status.attempt}): ${p.status.message}` })
           }
           return
         }
         case "session.error": {
           busy.delete(sid)
+          retrying.delete(sid)
           const e = p.error || {}
           if (e.name === "MessageAbortedError") {
             await report("Stop", sid, { message: "interrupted (OpenCode session.error MessageAbortedError)" })
@@ -103,21 +126,13 @@ export const Termsprawl = async ({ client, serverUrl }) => {
         }
         case "session.idle":
           busy.delete(sid)
-          if (failed.has(sid)) return
+          retrying.delete(sid)
+          if (failed.delete(sid)) return // its error stands
           await report("Stop", sid, { message: "OpenCode session.idle" })
           return
-        case "permission.asked": {
-          const input = { permission: p.permission, patterns: p.patterns || [] }
-          if (typeof p.metadata?.command === "string") input.command = p.metadata.command
-          if (typeof p.metadata?.filepath === "string") input.file_path = p.metadata.filepath
-          const r = await hook("PermissionRequest", { session_id: sid, tool_name: p.permission, tool_input: input },
-            (child) => asking.set(p.id, child))
-          const answered = asking.get(p.id)
-          asking.delete(p.id)
-          if (!answered) return // answered in OpenCode's own window
-          await reply(p.id, decision(r))
+        case "permission.asked":
+          ask(p, sid).catch(() => {})
           return
-        }
         case "permission.replied": {
           const id = p.requestID || p.permissionID || p.id
           const child = asking.get(id)
