@@ -78,7 +78,7 @@ func TestOpencodeWired(t *testing.T) {
 	e := newE2E(t)
 	dir := testenv.NPM(t, opencodePackage)
 	bin := filepath.Join(dir, "node_modules", ".bin")
-	if out, err := runVersion(filepath.Join(bin, "opencode")); err != nil || !strings.Contains(out, "1.18.33") {
+	if out, err := runVersion(filepath.Join(bin, "opencode"), t.TempDir()); err != nil || !strings.Contains(out, "1.18.33") {
 		testenv.SkipOrFail(t, "npm installed %s but its opencode binary does not run (%v): %s", opencodePackage, err, out)
 	}
 	hold := make(chan struct{})
@@ -238,10 +238,13 @@ func TestOpencodeWired(t *testing.T) {
 	user.assertSame(t, "after the close")
 }
 
-// runVersion runs `PROGRAM --version` (bounded) and returns its output.
-func runVersion(program string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+// runVersion runs `PROGRAM --version` (bounded) with HOME set to home
+// and returns its output.
+func runVersion(program, home string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, program, "--version").CombinedOutput()
+	cmd := exec.CommandContext(ctx, program, "--version")
+	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home, "XDG_DATA_HOME="+home, "XDG_CACHE_HOME="+home, "XDG_STATE_HOME="+home)
+	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
