@@ -137,6 +137,9 @@ func TestOpencodeWired(t *testing.T) {
 	e.waitWhy(node, 120*time.Second, "idle from the plugin's SessionStart", func(a tools.AgentInfo) bool {
 		return a.State == tools.AgentIdle && hasEvidence(a, tools.SourceHook, "SessionStart")
 	})
+	// The plugin is loaded before the TUI takes input: type once its
+	// prompt is drawn.
+	e.waitScreen(node, "Build · stand-in")
 	e.typeAndEnter(node, "please say hi")
 	a := e.waitWhy(node, 120*time.Second, "idle from session.idle", func(a tools.AgentInfo) bool {
 		return a.State == tools.AgentIdle && hasEvidence(a, tools.SourceHook, "Stop")
@@ -221,6 +224,7 @@ func TestOpencodeWired(t *testing.T) {
 	e.waitWhy(node, 120*time.Second, "idle after the restore", func(a tools.AgentInfo) bool {
 		return a.State == tools.AgentIdle && hasEvidence(a, tools.SourceHook, "SessionStart")
 	})
+	e.waitScreen(node, "Build · stand-in")
 	before := len(fake.Requests())
 	e.typeAndEnter(node, "what did I say")
 	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(100 * time.Millisecond) {
@@ -247,4 +251,14 @@ func runVersion(program, home string) (string, error) {
 	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+home, "XDG_DATA_HOME="+home, "XDG_CACHE_HOME="+home, "XDG_STATE_HOME="+home)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
+}
+
+// waitScreen waits until node's screen shows text.
+func (e *e2e) waitScreen(node, text string) {
+	e.t.Helper()
+	for deadline := time.Now().Add(120 * time.Second); !strings.Contains(e.nodeScreen(node), text); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			e.t.Fatalf("%s never showed %q:\n%s", node, text, e.nodeScreen(node))
+		}
+	}
 }
