@@ -193,9 +193,12 @@ func TestOpencodeWired(t *testing.T) {
 	e.typeAndEnter(node, "please be slow")
 	e.waitState(node, 60*time.Second, tools.AgentWorking)
 	waitFakeRequest(t, func() int { return len(fake.Requests()) }, sent+1)
+	// Two Esc bytes at once read as one Alt+Esc: the second after
+	// OpenCode asks for it.
+	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Escape"}`)
+	e.waitScreen(node, "again to interrupt")
+	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Escape"}`)
 	pressed := time.Now()
-	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Escape"}`)
-	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Escape"}`)
 	a = e.waitWhy(node, 10*time.Second, "idle after Esc Esc", func(a tools.AgentInfo) bool {
 		return a.State == tools.AgentIdle && len(a.Why) > 0 && a.Why[0].Event == "Stop" && strings.Contains(a.Why[0].Detail+a.Message, "interrupted")
 	})
