@@ -28,8 +28,8 @@ import (
 
 // ctlHook is `termsprawlctl hook KIND EVENT [PAYLOAD]`.
 type ctlHook struct {
-	Agent   string `arg:"" name:"KIND" enum:"claude,codex,gemini" help:"The agent whose hook this is: claude, codex or gemini."`
-	Event   string `arg:"" name:"EVENT" help:"The hook event (claude: SessionStart, UserPromptSubmit, PermissionRequest, Notification, Stop, StopFailure; gemini: SessionStart, BeforeAgent, AfterAgent, Notification, BeforeTool; codex: SessionStart, UserPromptSubmit, PermissionRequest, Stop, and notify)."`
+	Agent   string `arg:"" name:"KIND" enum:"claude,codex,gemini,opencode" help:"The agent whose hook this is: claude, codex, gemini or opencode (termsprawl's OpenCode plugin)."`
+	Event   string `arg:"" name:"EVENT" help:"The hook event (claude: SessionStart, UserPromptSubmit, PermissionRequest, Notification, Stop, StopFailure; gemini: SessionStart, BeforeAgent, AfterAgent, Notification, BeforeTool; codex: SessionStart, UserPromptSubmit, PermissionRequest, Stop, and notify; opencode: SessionStart, UserPromptSubmit, PermissionRequest, Stop, StopFailure)."`
 	Payload string `arg:"" optional:"" name:"PAYLOAD" help:"codex notify passes its JSON as this argument; the others read stdin."`
 	// DialogTimeout is how long a permission dialog stays open.
 	DialogTimeout time.Duration `name:"dialog-timeout" placeholder:"DURATION" env:"TERMSPRAWL_HOOK_DIALOG_TIMEOUT" help:"How long a permission dialog waits for a human before it ends as a deny (default and max 10m)."`
@@ -54,6 +54,8 @@ var (
 	claudeStates = ctllite.ClaudeStates
 	geminiStates = ctllite.GeminiStates
 	codexStates  = ctllite.CodexStates
+	// termsprawl's OpenCode plugin speaks Claude Code's hook JSON.
+	opencodeStates = ctllite.OpencodeStates
 )
 
 // hookInput is the part of an agent's hook JSON the hook reads.
@@ -87,6 +89,8 @@ func runHook(ctx context.Context, g ctlHook, session string, stdin io.Reader, st
 		return h.codex()
 	case "gemini":
 		return h.gemini(stdin)
+	case "opencode":
+		return h.claude(stdin, opencodeStates, "OpenCode")
 	default:
 		return h.codex()
 	}

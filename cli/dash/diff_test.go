@@ -48,7 +48,7 @@ func TestModelDiffTab(t *testing.T) {
 	}
 	waitModel(t, tm, "the diff", func(m *Model) bool {
 		s := ansi.Strip(m.Render())
-		return strings.Contains(s, "1 files changed, +1 -1 against main") && strings.Contains(s, "cut: cut at 1 MiB: 3 files not shown") &&
+		return strings.Contains(s, "1 file changed, +1 -1 against main") && strings.Contains(s, "cut: cut at 1 MiB: 3 files not shown") &&
 			strings.Contains(s, "+TWO") && strings.Contains(s, "-two") && strings.Contains(s, "@@ -1,2 +1,2 @@")
 	})
 	inspect(t, tm, func(m *Model) {

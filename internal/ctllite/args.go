@@ -93,7 +93,7 @@ func Parse(args []string) (inv Invocation, ok bool) {
 			inv.Args = pos[2]
 		}
 	case len(pos) >= 3 && len(pos) <= 4 && pos[0] == "hook" &&
-		(pos[1] == "claude" || pos[1] == "codex" || pos[1] == "gemini"):
+		(pos[1] == "claude" || pos[1] == "codex" || pos[1] == "gemini" || pos[1] == "opencode"):
 		inv.Mode, inv.Agent, inv.Event = "hook", pos[1], pos[2]
 		if len(pos) == 4 {
 			inv.Payload = pos[3]

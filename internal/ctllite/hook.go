@@ -81,7 +81,7 @@ var GeminiStates = map[string]string{
 // cannot run denies it.
 func IsPermissionHook(agent, event string) bool {
 	switch agent {
-	case "claude", "codex":
+	case "claude", "codex", "opencode":
 		return event == "PermissionRequest"
 	case "gemini":
 		return event == "BeforeTool"
@@ -94,6 +94,14 @@ func IsPermissionHook(agent, event string) bool {
 var CodexStates = map[string]string{
 	"SessionStart": stateIdle, "UserPromptSubmit": stateWorking,
 	"Stop": stateIdle, "PermissionRequest": "",
+}
+
+// OpencodeStates are the events termsprawl's OpenCode plugin sends (in
+// Claude Code's names and JSON, orchestrator/toolserver/opencode_plugin.js)
+// and their states.
+var OpencodeStates = map[string]string{
+	"SessionStart": stateIdle, "UserPromptSubmit": stateWorking,
+	"Stop": stateIdle, "StopFailure": stateError, "PermissionRequest": "",
 }
 
 // CodexIdle is the state codex's notify reports.

@@ -145,6 +145,9 @@ func runHook(inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, *H
 		case "codex":
 			state, known = CodexStates[inv.Event]
 			msg = ClaudeMessage(inv.Event, in)
+		case "opencode":
+			state, known = OpencodeStates[inv.Event]
+			msg = ClaudeMessage(inv.Event, in)
 		default:
 			state, known = GeminiStates[inv.Event]
 			msg = GeminiMessage(inv.Event, in)

@@ -21,7 +21,8 @@ import (
 //	          (SessionStart, UserPromptSubmit, PermissionRequest, Stop) with --dangerously-bypass-hook-trust
 //	gemini    GEMINI_CLI_SYSTEM_DEFAULTS_PATH=<state>/agent-tools/gemini-defaults.json: the machine's
 //	          system defaults plus hooks and mcpServers (Gemini CLI concatenates hooks of every layer)
-//	opencode  OPENCODE_CONFIG_CONTENT with the MCP server (opencode merges it into its config)
+//	opencode  OPENCODE_CONFIG_DIR=<state>/agent-tools/opencode with termsprawl's plugin (events to hooks, permission
+//	          requests to dialogs) and OPENCODE_CONFIG_CONTENT with the MCP server (opencodewire.go)
 
 // PermissionHookTimeout is the timeout termsprawl writes for Claude
 // Code's PermissionRequest hook: the dialog's 10 minutes and a margin for
@@ -210,12 +211,13 @@ func (s *Server) wireAgent(kind string) ([]string, map[string]string, error) {
 		env["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"] = p
 		return nil, env, nil
 	case "opencode":
-		b, err := json.Marshal(map[string]any{"mcp": map[string]any{"termsprawl": map[string]any{
-			"type": "local", "command": []string{s.ctlPath, "mcp"}, "enabled": true}}})
+		oc, err := s.opencodeEnv() // opencodewire.go
 		if err != nil {
 			return nil, nil, err
 		}
-		env["OPENCODE_CONFIG_CONTENT"] = string(b)
+		for k, v := range oc {
+			env[k] = v
+		}
 		return nil, env, nil
 	}
 	return nil, env, nil
