@@ -140,7 +140,7 @@ func TestOpencodeWired(t *testing.T) {
 	// The plugin is loaded before the TUI takes input: type once its
 	// prompt is drawn.
 	e.waitScreen(node, "Build · stand-in")
-	e.typeAndEnter(node, "please say hi")
+	e.typeAndEnter(node, "please say hi", opencodeRequests(fake))
 	a := e.waitWhy(node, 120*time.Second, "idle from session.idle", func(a tools.AgentInfo) bool {
 		return a.State == tools.AgentIdle && hasEvidence(a, tools.SourceHook, "Stop")
 	})
@@ -154,7 +154,7 @@ func TestOpencodeWired(t *testing.T) {
 
 	// Deny, with a reason that reaches the model.
 	m1, m2 := filepath.Join(work, "m1"), filepath.Join(work, "m2")
-	e.typeAndEnter(node, "please create "+m1)
+	e.typeAndEnter(node, "please create "+m1, opencodeRequests(fake))
 	d := e.waitDialog(node, 120*time.Second)
 	if d.Kind != "permission" || d.Tool != "bash" || !strings.Contains(d.Title, "touch "+m1) {
 		t.Fatalf("dialog %+v", d)
@@ -179,7 +179,7 @@ func TestOpencodeWired(t *testing.T) {
 	}
 
 	// Allow: the command runs.
-	e.typeAndEnter(node, "please create "+m2)
+	e.typeAndEnter(node, "please create "+m2, opencodeRequests(fake))
 	d = e.waitDialog(node, 120*time.Second)
 	e.must(e.ts, "answer", d.ID, "allow")
 	waitExists(t, m2)
@@ -190,7 +190,7 @@ func TestOpencodeWired(t *testing.T) {
 	// An interrupted turn (Esc twice, OpenCode's interrupt): its
 	// session.error MessageAbortedError, within 10 s.
 	sent := len(fake.Requests())
-	e.typeAndEnter(node, "please be slow")
+	e.typeAndEnter(node, "please be slow", opencodeRequests(fake))
 	e.waitState(node, 60*time.Second, tools.AgentWorking)
 	waitFakeRequest(t, func() int { return len(fake.Requests()) }, sent+1)
 	// Two Esc bytes at once read as one Alt+Esc: the second after
@@ -206,7 +206,7 @@ func TestOpencodeWired(t *testing.T) {
 
 	// A failed turn (HTTP 500): error, from session.error or OpenCode's
 	// retry status.
-	e.typeAndEnter(node, "please fail")
+	e.typeAndEnter(node, "please fail", opencodeRequests(fake))
 	a = e.waitWhy(node, 120*time.Second, "error after the HTTP 500", func(a tools.AgentInfo) bool {
 		return a.State == tools.AgentError && len(a.Why) > 0 && a.Why[0].Event == "StopFailure"
 	})
@@ -229,7 +229,7 @@ func TestOpencodeWired(t *testing.T) {
 	})
 	e.waitScreen(node, "Build · stand-in")
 	before := len(fake.Requests())
-	e.typeAndEnter(node, "what did I say")
+	e.typeAndEnter(node, "what did I say", opencodeRequests(fake))
 	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		rs := fake.Requests()
 		if len(rs) > before && slices.ContainsFunc(rs[before:], func(r *fakemodel.Request) bool {
@@ -264,4 +264,10 @@ func (e *e2e) waitScreen(node, text string) {
 			e.t.Fatalf("%s never showed %q:\n%s", node, text, e.nodeScreen(node))
 		}
 	}
+}
+
+// opencodeRequests counts the stand-in's requests (a prompt is submitted
+// once one more arrived).
+func opencodeRequests(fake *fakemodel.Server) func() int {
+	return func() int { return len(fake.Requests()) }
 }
