@@ -57,7 +57,8 @@ var allowed = map[string][]string{
 	// The tool server drives the engine; tmux is the engine's business.
 	// It mounts the web monitor and feeds it through monitor's interfaces.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
-		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree"},
+		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree",
+		module + "/orchestrator/policy"},
 	// Git worktrees (CONTRACT §21): the user's git CLI only, never nodes,
 	// the engine or the tool server.
 	"orchestrator/worktree": {},
@@ -66,6 +67,9 @@ var allowed = map[string][]string{
 	// Notifications (CONTRACT §20): targets, modes, the queue and its
 	// sender; the tmux and terminal targets are handed in as functions.
 	"orchestrator/notify": {module + "/tools"},
+	// Permission policies and the audit log (CONTRACT §28): rules, a real
+	// shell parser, TOML for a repository's file; knows nothing of nodes.
+	"orchestrator/policy": {"mvdan.cc/sh/v3/", "github.com/BurntSushi/toml"},
 	// The read-only web monitor: the contract's value types and the cell
 	// grid; it reads the engine and the tool server only through the
 	// interfaces it defines (Engine, Side), so it imports neither.
