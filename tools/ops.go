@@ -384,6 +384,7 @@ func buildOperations() []*Operation {
 				required(enumParam("mode", "deny, allow or always (allow and remember); only deny over MCP.", "deny", "allow", "always")),
 				strParam("selection", "The chosen option of a question."),
 				strParam("reason", "Why (shown to the agent, e.g. why a permission was denied)."),
+				enumParam("surface", "Where the human answered, for the audit log (CONTRACT §28): cli, dashboard, picker or mcp.", "cli", "dashboard", "picker", "mcp"),
 			}},
 	}
 	ops = append(ops, traceOperations()...)

@@ -482,7 +482,26 @@ type DialogOutcome struct {
 	// TimedOut: nobody answered before the dialog expired, so it ended as
 	// a deny (never an allow).
 	TimedOut bool `json:"timed_out,omitempty"`
+	// DecidedBy says who decided (CONTRACT §28): "rule" (a policy rule,
+	// Rule and Scope), "human" (Surface), "always", "timeout", "budget",
+	// "closed" (the node closed), "agent" (an agent denied or withdrew it).
+	DecidedBy string `json:"decided_by,omitempty"`
+	Rule      string `json:"rule,omitempty"`
+	Scope     string `json:"scope,omitempty"`
+	// Surface is where a human answered: cli, dashboard, picker, mcp.
+	Surface string `json:"surface,omitempty"`
 }
+
+// Who decided a permission (DialogOutcome.DecidedBy).
+const (
+	DecidedByRule    = "rule"
+	DecidedByHuman   = "human"
+	DecidedByAlways  = "always"
+	DecidedByTimeout = "timeout"
+	DecidedByBudget  = "budget"
+	DecidedByClosed  = "closed"
+	DecidedByAgent   = "agent"
+)
 
 // DialogState is the state of dialog_answer's receipt.
 type DialogState struct {

@@ -581,7 +581,7 @@ func failText(what string, res tools.Result) string {
 
 // answer answers dialog d.
 func (m *Model) answer(d tools.StreamDialog, mode, selection, reason string) tea.Cmd {
-	args := map[string]any{"dialog": d.ID, "mode": mode}
+	args := map[string]any{"dialog": d.ID, "mode": mode, "surface": "dashboard"}
 	if selection != "" {
 		args["selection"] = selection
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/notify"
+	"github.com/termsprawl/termsprawl/orchestrator/policy"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -52,6 +53,12 @@ type Server struct {
 
 	notifier *notify.Notifier // notifications (notify.go)
 
+	policy policyLink    // permission rules and the trust store (policy.go)
+	audit  *policy.Audit // <state>/audit.jsonl (policy.go)
+	// budgetCheck says whether a budget paused a node (budget.go); nil:
+	// no budgets.
+	budgetCheck func(orchestrator.NodeMeta) (string, bool)
+
 	wtOnce sync.Once // makes wt (worktree.go)
 	wt     *wtTable
 	wtDisk *persister // wt's file, made with the server so that Close ends it (persist.go)
@@ -75,7 +82,11 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),
 		slots: tools.NewCallSlots(tools.MaxConnections), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
 	s.wtDisk = newPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
-	s.dialogs.onOpen, s.dialogs.onEnd = s.dialogOpened, s.dialogEnded
+	s.dialogs.onOpen, s.dialogs.onEnd, s.dialogs.onDecided = s.dialogOpened, s.dialogEnded, s.dialogDecided
+	if s.audit, err = policy.OpenAudit(cfg.StateDir, 0); err != nil {
+		cancel()
+		return nil, err
+	}
 	if s.notifier, err = s.newNotifier(cfg.Notify, cfg.NotifyMode); err != nil {
 		cancel()
 		return nil, err
@@ -145,6 +156,7 @@ func (s *Server) Close() {
 		p.close()
 	}
 	s.notifier.Close()
+	_ = s.audit.Close()
 }
 
 // Context ends when the server closes (the HTTP server's base context).
