@@ -253,7 +253,6 @@ func (s *Server) budgetPaused(m orchestrator.NodeMeta) (string, bool) {
 	return s.budgetCheck(m)
 }
 
-
 // auditRemembered audits a request an earlier "always" answer allowed.
 func (s *Server) auditRemembered(c *call, a dialogRequestArgs) error {
 	if a.Kind != "permission" {
