@@ -58,12 +58,18 @@ var allowed = map[string][]string{
 	// It mounts the web monitor and feeds it through monitor's interfaces.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
 		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree",
-		module + "/orchestrator/policy"},
+		module + "/orchestrator/config", module + "/orchestrator/trust", module + "/orchestrator/policy"},
 	// Git worktrees (CONTRACT §21): the user's git CLI only, never nodes,
 	// the engine or the tool server.
 	"orchestrator/worktree": {},
 	// Agent state (CONTRACT §20): a pure derivation from evidence.
 	"orchestrator/agentstate": {module + "/tools"},
+	// config.toml (CONTRACT §28): the TOML library and fsnotify for
+	// reloads; never nodes, the engine or the tool server.
+	"orchestrator/config": {"github.com/BurntSushi/toml", "github.com/fsnotify/fsnotify"},
+	// The human's approvals of a repository's .termsprawl/ files: the
+	// standard library only.
+	"orchestrator/trust": {},
 	// Notifications (CONTRACT §20): targets, modes, the queue and its
 	// sender; the tmux and terminal targets are handed in as functions.
 	"orchestrator/notify": {module + "/tools"},
@@ -82,7 +88,10 @@ var allowed = map[string][]string{
 		// shell completion (docs/CHOICES.md)
 		"github.com/willabides/kongplete", "github.com/posener/complete",
 		// the hot path's parser and the hooks' shared parts
-		module + "/internal/ctllite"},
+		module + "/internal/ctllite",
+		// `termsprawl config` and `termsprawl trust` read the state
+		// directory's files themselves
+		module + "/orchestrator/config", module + "/orchestrator/trust"},
 	// The dashboard (CONTRACT §19): a client of the tool server (the event
 	// stream and Call), never the engine; Bubble Tea v2.
 	"cli/dash": {module + "/tools", "charm.land/", "github.com/charmbracelet/", module + "/probe"},
