@@ -63,6 +63,8 @@ type humanGrammar struct {
 	worktreeCmds `embed:""` // worktree.go
 	// restore, forget (restore.go).
 	rebootCmds `embed:""`
+	// config, audit, policy (policycmd.go).
+	policyCmds `embed:""`
 }
 
 // Examples of the root help: the first five minutes.
@@ -145,6 +147,8 @@ type agentCmd struct {
 	Name string `name:"name" placeholder:"N" help:"Name shown in ls."`
 	Cwd  string `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
 	JSON bool   `name:"json" help:"Print the new node as JSON instead of its id."`
+	// Policy names a [policy.named.NAME] table of config.toml.
+	Policy string `name:"policy" placeholder:"NAME" help:"Add the permission rules of [policy.named.NAME] in config.toml to this agent's (termsprawl policy test shows what decides)."`
 	worktreeFlags
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: the agent's usual command)."`
 }
@@ -152,6 +156,7 @@ type agentCmd struct {
 func (agentCmd) Examples() string {
 	return `termsprawl agent claude
 termsprawl agent codex --name reviewer --cwd ~/src/app
+termsprawl agent claude --policy ci              # with config.toml's [policy.named.ci] rules
 termsprawl agent custom --name helper -- bash    # any program, wired to termsprawl`
 }
 
@@ -265,6 +270,8 @@ type human struct {
 	stderr   io.Writer
 	upOpts   upCmd  // the flags of up
 	launched string // the id of the node launch made (for new --attach)
+	// launchPolicy is agent --policy NAME.
+	launchPolicy string
 	// worktree is the launch's worktree argument (worktree.go).
 	worktree map[string]any
 }
@@ -381,6 +388,7 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		}
 		return code
 	case "agent":
+		h.launchPolicy = g.Agent.Policy
 		return h.launch("agent_launch", g.Agent.Kind, g.Agent.Name, g.Agent.Cwd, g.Agent.Host, g.Agent.Command, g.Agent.JSON)
 	case "ls":
 		return h.ls(g.Ls.JSON)
@@ -421,6 +429,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		if code, ok := h.runRebootCmd(cmd, &g); ok {
+			return code
+		}
+		if code, ok := h.runPolicyCmd(cmd, &g); ok {
 			return code
 		}
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")
@@ -582,6 +593,9 @@ func (h *human) launch(op, kind, name, cwd, host string, command []string, asJSO
 func (h *human) launchWith(op, kind, name string, command []string, asJSON bool, args map[string]any) int {
 	if kind != "" {
 		args["agent"] = kind
+	}
+	if h.launchPolicy != "" {
+		args["policy"] = h.launchPolicy
 	}
 	if name != "" {
 		args["name"] = name

@@ -326,6 +326,7 @@ func buildOperations() []*Operation {
 				required(enumParam("agent", "Agent kind; custom needs command.", "claude", "codex", "gemini", "opencode", "custom")),
 				{Name: "command", Type: TypeStringArray, NonEmpty: true, Description: "Program and arguments as an argv array (default: the agent's usual command; required for custom)."},
 				paramName, paramCwd, paramHost, paramWorktree,
+				{Name: "policy", Type: TypeString, NonEmpty: true, MaxLen: MaxNameBytes, Description: "Add the permission rules of config.toml's [policy.named.NAME] (CONTRACT §28). An agent's launches get its own policy and may name no other."},
 			},
 			check: checkAgentLaunch},
 		{Name: "agent_status", Result: AgentList{}, Topic: TopicAgents, Annotations: annRead,
@@ -393,6 +394,7 @@ func buildOperations() []*Operation {
 	ops = append(ops, semanticOperations()...)
 	ops = append(ops, hostOperations()...)
 	ops = append(ops, restoreOperations()...)
+	ops = append(ops, policyOperations()...)
 	addLocators(ops)
 	for _, op := range ops {
 		if op.Mutation {

@@ -29,6 +29,8 @@ var contractOps = []string{
 	"host_list", "host_remove",
 	// §25 surviving a reboot
 	"terminal_restore", "terminal_forget",
+	// §28 policies, audit
+	"policy_test", "audit_list",
 }
 
 func TestOperationTable(t *testing.T) {

@@ -75,7 +75,7 @@ var allowed = map[string][]string{
 	"orchestrator/notify": {module + "/tools"},
 	// Permission policies and the audit log (CONTRACT §28): rules, a real
 	// shell parser, TOML for a repository's file; knows nothing of nodes.
-	"orchestrator/policy": {"mvdan.cc/sh/v3/", "github.com/BurntSushi/toml"},
+	"orchestrator/policy": {module + "/orchestrator/config", "mvdan.cc/sh/v3/", "github.com/BurntSushi/toml"},
 	// The read-only web monitor: the contract's value types and the cell
 	// grid; it reads the engine and the tool server only through the
 	// interfaces it defines (Engine, Side), so it imports neither.
@@ -91,7 +91,10 @@ var allowed = map[string][]string{
 		module + "/internal/ctllite",
 		// `termsprawl config` and `termsprawl trust` read the state
 		// directory's files themselves
-		module + "/orchestrator/config", module + "/orchestrator/trust"},
+		module + "/orchestrator/config", module + "/orchestrator/trust",
+		// `termsprawl audit` and `policy test` read the audit log and
+		// judge rules with the policy room's own code
+		module + "/orchestrator/policy"},
 	// The dashboard (CONTRACT §19): a client of the tool server (the event
 	// stream and Call), never the engine; Bubble Tea v2.
 	"cli/dash": {module + "/tools", "charm.land/", "github.com/charmbracelet/", module + "/probe"},

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"encoding/json"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"strings"
 	"testing"
 )
@@ -291,4 +292,15 @@ func mustRule(s string) Rule {
 		panic(err)
 	}
 	return r
+}
+
+func TestCheckConfig(t *testing.T) {
+	t.Parallel()
+	_, err := config.Parse("/s/config.toml", []byte("[policy]\nallow = [\"Bash(git status)\"]\n\n[policy.kind.codex]\ndeny = [\"Bash(\"]\n"), CheckConfig)
+	if err == nil || !strings.Contains(err.Error(), "config.toml") || !strings.Contains(err.Error(), ":5") && !strings.Contains(err.Error(), "line 5") {
+		t.Fatalf("Bash( in [policy.kind.codex]: %v", err)
+	}
+	if _, err := config.Parse("/s/config.toml", []byte("[policy]\nallow = [\"Bash(git status)\"]\n[policy.named.ci]\nallow = [\"Bash(make:*)\"]\n"), CheckConfig); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -205,6 +205,8 @@ type agentLaunchArgs struct {
 	Host    string   `json:"host"`
 	// Worktree: a git worktree to start in (worktree.go).
 	Worktree *tools.WorktreeLaunch `json:"worktree"`
+	// Policy names config.toml's [policy.named.NAME] (policy.go).
+	Policy string `json:"policy"`
 }
 
 func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
@@ -223,6 +225,9 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		return tools.NodeInfo{}, nil, err
 	}
 	a.Host = host
+	if a.Policy, err = c.launchPolicy(a.Policy); err != nil {
+		return tools.NodeInfo{}, nil, err
+	}
 	extra := map[string]string{"TERMSPRAWL_AGENT": a.Agent}
 	switch {
 	case a.Host != "":
@@ -273,7 +278,7 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 	if name == "" {
 		name = a.Agent
 	}
-	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host), Worktree: a.Worktree}
+	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host), Worktree: a.Worktree, Policy: a.Policy}
 	info, err := c.launchFor(spec)
 	if err != nil {
 		return tools.NodeInfo{}, nil, err

@@ -6,10 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
+	"github.com/termsprawl/termsprawl/orchestrator/trust"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -22,57 +23,19 @@ import (
 // Nothing here depends on the agent kind: any hook that opens a
 // permission dialog with a tool and its input is decided the same way.
 
-// PolicySettings are the rules of config.toml's [policy]: the fleet's,
-// each agent kind's ([policy.kind.NAME]) and the named tables a node's
-// `--policy NAME` applies ([policy.named.NAME]).
-type PolicySettings struct {
-	Fleet policy.Rules
-	Kind  map[string]policy.Rules
-	Named map[string]policy.Rules
-}
-
-// TrustChecker says whether a human approved a repository file's exact
-// content (orchestrator/trust's Store).
-type TrustChecker interface {
-	Check(repoRoot, name string, content []byte) bool
-}
-
-// policyLink is what the server reads policies from.
-type policyLink struct {
-	mu       sync.Mutex // guards settings and trust
-	settings func() PolicySettings
-	trust    TrustChecker
-}
-
-// SetPolicy gives the server its rules (read at each request, so a
-// reloaded config.toml counts at once) and the trust store a
-// repository's policy file is checked against (nil: repository files
-// never count).
-func (s *Server) SetPolicy(settings func() PolicySettings, trust TrustChecker) {
-	s.policy.mu.Lock()
-	defer s.policy.mu.Unlock()
-	s.policy.settings, s.policy.trust = settings, trust
-}
-
-func (s *Server) policySources() (PolicySettings, TrustChecker) {
-	s.policy.mu.Lock()
-	settings, trust := s.policy.settings, s.policy.trust
-	s.policy.mu.Unlock()
-	if settings == nil {
-		return PolicySettings{}, trust
-	}
-	return settings(), trust
-}
+// ConfigChecks are the rooms' checks config.toml must pass, at `up` and
+// at every reload (the rules' syntax).
+var ConfigChecks = []config.Check{policy.CheckConfig}
 
 // repoPolicyName is the name the trust store knows a repository's
 // policy file by.
-const repoPolicyName = "policy.toml"
+const repoPolicyName = trust.PolicyFile
 
 // policyLayers are the layers that apply to a node, and notes on what
 // did not count (a repository file not approved, a named table that is
 // not there).
 func (s *Server) policyLayers(m orchestrator.NodeMeta) ([]policy.Layer, []string, error) {
-	settings, trust := s.policySources()
+	settings := s.conf.Current().Policy
 	var layers []policy.Layer
 	var notes []string
 	add := func(scope policy.Scope, r policy.Rules) error {
@@ -85,11 +48,11 @@ func (s *Server) policyLayers(m orchestrator.NodeMeta) ([]policy.Layer, []string
 		}
 		return nil
 	}
-	if err := add("fleet", settings.Fleet); err != nil {
+	if err := add("fleet", policy.FromConfig(settings.Rules)); err != nil {
 		return nil, notes, err
 	}
 	if m.Agent != "" {
-		if err := add(policy.Scope("kind:"+m.Agent), settings.Kind[m.Agent]); err != nil {
+		if err := add(policy.Scope("kind:"+m.Agent), policy.FromConfig(settings.Kind[m.Agent])); err != nil {
 			return nil, notes, err
 		}
 	}
@@ -101,7 +64,7 @@ func (s *Server) policyLayers(m orchestrator.NodeMeta) ([]policy.Layer, []string
 			case err != nil:
 				notes = append(notes, fmt.Sprintf("%s of %s not read: %v", policy.RepoFile, checkout, err))
 			case b == nil:
-			case trust == nil || !(trust.Check(repo, repoPolicyName, b) || (checkout != repo && trust.Check(checkout, repoPolicyName, b))):
+			case !(s.trust.Check(repo, repoPolicyName, b) || (checkout != repo && s.trust.Check(checkout, repoPolicyName, b))):
 				notes = append(notes, fmt.Sprintf("%s of %s does not count: a human has not approved this content (termsprawl trust %s)", policy.RepoFile, checkout, repo))
 			default:
 				r, err := policy.ParseRepoFile(b)
@@ -117,7 +80,7 @@ func (s *Server) policyLayers(m orchestrator.NodeMeta) ([]policy.Layer, []string
 		r, ok := settings.Named[m.Policy]
 		if !ok {
 			notes = append(notes, fmt.Sprintf("the node's policy %q is not in config.toml ([policy.named.%s]): its rules do not count", m.Policy, m.Policy))
-		} else if err := add(policy.Scope("node:"+m.Policy), r); err != nil {
+		} else if err := add(policy.Scope("node:"+m.Policy), policy.FromConfig(r)); err != nil {
 			return nil, notes, err
 		}
 	}
@@ -267,4 +230,27 @@ func (s *Server) auditRemembered(c *call, a dialogRequestArgs) error {
 		return auditErr(err)
 	}
 	return nil
+}
+
+// launchPolicy checks a launch's named policy: the operator names any
+// table of config.toml; an agent's launch gets the agent's own and may
+// name no other (a child never gets rules its parent lacks).
+func (c *call) launchPolicy(name string) (string, error) {
+	if c.caller.Role != tools.RoleOperator {
+		own := ""
+		if m, ok := c.s.o.Meta(c.caller.Node); ok {
+			own = m.Policy
+		}
+		if name != "" && name != own {
+			return "", tools.Errorf(tools.KindForbidden, "an agent's launch gets its own policy (%q): it may not name policy %q; the human launches with --policy", own, name)
+		}
+		return own, nil
+	}
+	if name == "" {
+		return "", nil
+	}
+	if _, ok := c.s.conf.Current().Policy.Named[name]; !ok {
+		return "", tools.Errorf(tools.KindUsage, "no policy %q: config.toml has no [policy.named.%s] table (add one, or run termsprawl config to see the tables)", name, name)
+	}
+	return name, nil
 }

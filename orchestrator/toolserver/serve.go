@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/monitor"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -131,6 +132,11 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 	if err != nil {
 		return err
 	}
+	// A config.toml that is refused stops `up` before anything starts,
+	// with its line and the fix (CONTRACT §28).
+	if _, err := config.Load(cfg.StateDir, ConfigChecks...); err != nil {
+		return fmt.Errorf("%w\n(fix config.toml and run termsprawl up again; `termsprawl config` shows the settings)", err)
+	}
 	o, err := orchestrator.New(ctx, cfg)
 	if err != nil {
 		return err
@@ -141,6 +147,13 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return err
 	}
 	defer api.Close()
+	// config.toml is reloaded on change until we stop; a refused reload
+	// keeps the settings in force and is logged with its line.
+	go func() {
+		_ = api.conf.Watch(api.Context(), func(err error) {
+			api.log.Warn("config.toml changed but is refused; the settings in force stay", "err", err)
+		})
+	}()
 	mon, err := monitor.Load(cfg.StateDir)
 	if err != nil {
 		return err

@@ -14,8 +14,10 @@ import (
 	"sync"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/notify"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
+	"github.com/termsprawl/termsprawl/orchestrator/trust"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -53,8 +55,9 @@ type Server struct {
 
 	notifier *notify.Notifier // notifications (notify.go)
 
-	policy policyLink    // permission rules and the trust store (policy.go)
-	audit  *policy.Audit // <state>/audit.jsonl (policy.go)
+	conf  *config.Store // config.toml, reloaded on change (Serve watches it)
+	trust *trust.Store  // the human's approvals of repositories' files
+	audit *policy.Audit // <state>/audit.jsonl (policy.go)
 	// budgetCheck says whether a budget paused a node (budget.go); nil:
 	// no budgets.
 	budgetCheck func(orchestrator.NodeMeta) (string, bool)
@@ -83,6 +86,11 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		slots: tools.NewCallSlots(tools.MaxConnections), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
 	s.wtDisk = newPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
 	s.dialogs.onOpen, s.dialogs.onEnd, s.dialogs.onDecided = s.dialogOpened, s.dialogEnded, s.dialogDecided
+	s.trust = trust.Open(cfg.StateDir)
+	if s.conf, err = config.Open(cfg.StateDir, ConfigChecks...); err != nil {
+		cancel()
+		return nil, err
+	}
 	if s.audit, err = policy.OpenAudit(cfg.StateDir, 0); err != nil {
 		cancel()
 		return nil, err

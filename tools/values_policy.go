@@ -1,0 +1,76 @@
+package tools
+
+import "time"
+
+// PolicyTest is policy_test's value: what would decide a request.
+type PolicyTest struct {
+	// Verdict is allow, deny, ask (a human decides even where a rule
+	// allows) or undecided (no rule: a human decides).
+	Verdict string `json:"verdict"`
+	Rule    string `json:"rule,omitempty"`
+	Scope   string `json:"scope,omitempty"`
+	Why     string `json:"why"`
+	// Node is the node whose scopes applied ("" for the fleet's only).
+	Node string `json:"node,omitempty"`
+	// Scopes are the scopes that had rules, in order.
+	Scopes []string `json:"scopes"`
+	// Notes say what did not count (a repository file not approved, a
+	// named table that is not there).
+	Notes []string `json:"notes,omitempty"`
+}
+
+// AuditEntry is one decision of the audit log (<state>/audit.jsonl).
+type AuditEntry struct {
+	Time     time.Time `json:"time"`
+	Node     string    `json:"node"`
+	Kind     string    `json:"kind,omitempty"`
+	Tool     string    `json:"tool,omitempty"`
+	Input    string    `json:"input,omitempty"`
+	Decision string    `json:"decision"`
+	By       string    `json:"by"`
+	Rule     string    `json:"rule,omitempty"`
+	Scope    string    `json:"scope,omitempty"`
+	Surface  string    `json:"surface,omitempty"`
+	Dialog   string    `json:"dialog,omitempty"`
+	Why      string    `json:"why"`
+}
+
+// AuditList is audit_list's value.
+type AuditList struct {
+	Entries []AuditEntry `json:"entries"`
+	// Skipped counts lines of the log that are not entries.
+	Skipped int `json:"skipped,omitempty"`
+}
+
+// ParseSince reads a --since / since value: an RFC 3339 time, a date
+// (2026-12-07), or a duration back from now (90s, 30m, 2h, 1d, 1w).
+func ParseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339, s); err == nil {
+		return t, nil
+	}
+	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
+		return t, nil
+	}
+	mult := time.Duration(0)
+	switch {
+	case len(s) > 1 && s[len(s)-1] == 'd':
+		mult = 24 * time.Hour
+	case len(s) > 1 && s[len(s)-1] == 'w':
+		mult = 7 * 24 * time.Hour
+	}
+	if mult != 0 {
+		var n int
+		for _, r := range s[:len(s)-1] {
+			if r < '0' || r > '9' || n > 100000 {
+				return time.Time{}, Errorf(KindUsage, "since %q is not a time: give RFC 3339 (2026-12-07T09:00:00Z), a date (2026-12-07) or a duration back from now (30m, 2h, 1d)", s)
+			}
+			n = n*10 + int(r-'0')
+		}
+		return now.Add(-time.Duration(n) * mult), nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return time.Time{}, Errorf(KindUsage, "since %q is not a time: give RFC 3339 (2026-12-07T09:00:00Z), a date (2026-12-07) or a duration back from now (30m, 2h, 1d)", s)
+	}
+	return now.Add(-d), nil
+}
