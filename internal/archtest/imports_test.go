@@ -58,7 +58,8 @@ var allowed = map[string][]string{
 	// It mounts the web monitor and feeds it through monitor's interfaces.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
 		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree",
-		module + "/orchestrator/config", module + "/orchestrator/trust", module + "/orchestrator/policy"},
+		module + "/orchestrator/config", module + "/orchestrator/trust", module + "/orchestrator/policy",
+		module + "/orchestrator/usage"},
 	// Git worktrees (CONTRACT §21): the user's git CLI only, never nodes,
 	// the engine or the tool server.
 	"orchestrator/worktree": {},
@@ -75,6 +76,9 @@ var allowed = map[string][]string{
 	"orchestrator/notify": {module + "/tools"},
 	// Permission policies and the audit log (CONTRACT §28): rules, a real
 	// shell parser, TOML for a repository's file; knows nothing of nodes.
+	// Usage from agents' OpenTelemetry (CONTRACT §28): the OTLP protobuf
+	// types (no gRPC) and protobuf's codecs; knows nothing of nodes.
+	"orchestrator/usage": {"go.opentelemetry.io/proto/otlp/", "google.golang.org/protobuf/"},
 	"orchestrator/policy": {module + "/orchestrator/config", "mvdan.cc/sh/v3/", "github.com/BurntSushi/toml"},
 	// The read-only web monitor: the contract's value types and the cell
 	// grid; it reads the engine and the tool server only through the
