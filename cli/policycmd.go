@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
@@ -22,6 +24,33 @@ type policyCmds struct {
 	Config configCmd `cmd:"" help:"Print the effective settings of <state>/config.toml and where each came from (the file's line, or default); exit 1 if the file is refused."`
 	Audit  auditCmd  `cmd:"" help:"Print the audit log: every permission decision (by a rule, a human, an always answer, a timeout, a budget), oldest first."`
 	Policy policyCmd `cmd:"" help:"Permission policies: test says what would decide a request and why, deciding nothing."`
+	Usage  usageCmd  `cmd:"" help:"Agents' tokens and cost from their telemetry, by node, kind or day (unknown where an agent sent none)."`
+	Budget budgetCmd `cmd:"" help:"Raise a node's budgets (config.toml [[budget]]) by a cost, tokens or working time: the human only."`
+}
+
+type usageCmd struct {
+	Since string `name:"since" placeholder:"D" help:"Only days from D on: a duration back from now (1d, 7d), a date or an RFC 3339 time."`
+	By    string `name:"by" enum:"node,kind,day" default:"node" help:"Sum by node, kind or day."`
+	JSON  bool   `name:"json" help:"Print usage_report's value as JSON."`
+}
+
+func (usageCmd) Examples() string {
+	return `termsprawl usage                           # every agent's tokens and cost
+termsprawl usage --by day --since 7d       # the last week, day by day
+termsprawl usage --by kind --json`
+}
+
+type budgetCmd struct {
+	Node   string `arg:"" name:"NODE" predictor:"node" help:"The node whose budgets to raise."`
+	Cost   string `name:"cost" placeholder:"+DOLLARS" help:"Add this many dollars (+1.50)."`
+	Tokens string `name:"tokens" placeholder:"+N" help:"Add this many tokens (+100000)."`
+	Work   string `name:"work" placeholder:"+DURATION" help:"Add this much working time (+30m)."`
+	JSON   bool   `name:"json" help:"Print the receipt as JSON."`
+}
+
+func (budgetCmd) Examples() string {
+	return `termsprawl budget build --cost +1.50
+termsprawl budget build --tokens +100000 --work +30m`
 }
 
 type configCmd struct {
@@ -69,6 +98,10 @@ func (h *human) runPolicyCmd(cmd string, g *humanGrammar) (int, bool) {
 		return h.audit(g.Audit), true
 	case "policy":
 		return h.policyTest(g.Policy), true
+	case "usage":
+		return h.usage(g.Usage), true
+	case "budget":
+		return h.budget(g.Budget), true
 	}
 	return 0, false
 }
@@ -158,6 +191,9 @@ func (h *human) configShow(c configCmd) int {
 	}
 	for _, s := range settings {
 		v, _ := json.Marshal(s.Value)
+		if string(v) == "null" {
+			v = []byte("[]") // an empty list
+		}
 		fmt.Fprintf(h.stdout, "%s = %s  # %s\n", s.Key, tools.VisibleLine(string(v)), s.Source)
 	}
 	return ExitOK
@@ -304,4 +340,109 @@ func localPolicyTest(stateDir, request string) (tools.PolicyTest, error) {
 		out.Scopes = append(out.Scopes, "fleet")
 	}
 	return out, nil
+}
+
+// costText is ls's COST: dollars, tokens where an agent reports no cost,
+// unknown where it sent nothing, - for shells.
+func costText(u *tools.Usage) string {
+	switch {
+	case u == nil:
+		return "-"
+	case !u.Known:
+		return "unknown"
+	case u.Life.CostUSD != nil:
+		return fmt.Sprintf("$%.2f", *u.Life.CostUSD)
+	}
+	return tokensText(u.Life) + " tok"
+}
+
+func tokensText(c tools.UsageCounts) string {
+	n := c.InputTokens + c.OutputTokens + c.CacheReadTokens + c.CacheCreationTokens
+	switch {
+	case n >= 1_000_000:
+		return fmt.Sprintf("%.1fM", float64(n)/1e6)
+	case n >= 10_000:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+// usageText is a node's usage in one line.
+func agentUsageText(u *tools.Usage) string {
+	if !u.Known {
+		return "unknown (the agent sent no telemetry)"
+	}
+	return countsText(u.Life) + " in all; today " + countsText(u.Today)
+}
+
+func countsText(c tools.UsageCounts) string {
+	s := fmt.Sprintf("%d in, %d out, %d cache read, %d cache written", c.InputTokens, c.OutputTokens, c.CacheReadTokens, c.CacheCreationTokens)
+	if c.CostUSD != nil {
+		s = fmt.Sprintf("$%.4f, ", *c.CostUSD) + s
+	}
+	return s
+}
+
+func (h *human) usage(c usageCmd) int {
+	args := map[string]any{"by": c.By}
+	if c.Since != "" {
+		args["since"] = c.Since
+	}
+	r, code := callAs[tools.UsageReport](h, "usage_report", args)
+	if code != ExitOK {
+		return code
+	}
+	if c.JSON {
+		_ = prettyJSON(h.stdout, r)
+		return ExitOK
+	}
+	if len(r.Rows) == 0 {
+		fmt.Fprintln(h.stdout, "no usage yet (agents report it as they work)")
+		return ExitOK
+	}
+	tw := tabwriter.NewWriter(h.stdout, 2, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "%s\tNODES\tINPUT\tOUTPUT\tCACHE READ\tCACHE WRITE\tCOST\n", strings.ToUpper(r.By))
+	for _, row := range r.Rows {
+		if !row.Known {
+			fmt.Fprintf(tw, "%s\t%d\tunknown\tunknown\tunknown\tunknown\tunknown\n", tools.VisibleLine(row.Key), row.Nodes)
+			continue
+		}
+		cost := "unknown"
+		if row.Usage.CostUSD != nil {
+			cost = fmt.Sprintf("$%.4f", *row.Usage.CostUSD)
+		}
+		u := row.Usage
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%d\t%s\n", tools.VisibleLine(row.Key), row.Nodes, u.InputTokens, u.OutputTokens, u.CacheReadTokens, u.CacheCreationTokens, cost)
+	}
+	_ = tw.Flush()
+	return ExitOK
+}
+
+func (h *human) budget(c budgetCmd) int {
+	args := map[string]any{"node": c.Node}
+	if c.Cost != "" {
+		if !strings.HasPrefix(c.Cost, "+") {
+			return usageError(h.stderr, h.prefix(), fmt.Errorf("--cost %s: a budget is raised, so write +DOLLARS (+1.50)", c.Cost), "")
+		}
+		args["cost_usd"] = strings.TrimPrefix(c.Cost, "+")
+	}
+	if c.Tokens != "" {
+		n, err := strconv.ParseInt(strings.TrimPrefix(c.Tokens, "+"), 10, 64)
+		if err != nil || n <= 0 || !strings.HasPrefix(c.Tokens, "+") {
+			return usageError(h.stderr, h.prefix(), fmt.Errorf("--tokens %s: write +N, a positive number of tokens (+100000)", c.Tokens), "")
+		}
+		args["tokens"] = n
+	}
+	if c.Work != "" {
+		if !strings.HasPrefix(c.Work, "+") {
+			return usageError(h.stderr, h.prefix(), fmt.Errorf("--work %s: write +DURATION (+30m)", c.Work), "")
+		}
+		args["work"] = strings.TrimPrefix(c.Work, "+")
+	}
+	if len(args) == 1 {
+		return usageError(h.stderr, h.prefix(), fmt.Errorf("say what to add: --cost +DOLLARS, --tokens +N or --work +DURATION"), "")
+	}
+	return mutate(h, "budget_raise", args, c.JSON, func(r tools.BudgetRaised) {
+		fmt.Fprintf(h.stdout, "raised node %s's budgets: now +$%.2f, +%d tokens, +%s of work in all\n", r.Node, r.CostUSD, r.Tokens, r.Work)
+	})
 }

@@ -30,7 +30,7 @@ var contractOps = []string{
 	// §25 surviving a reboot
 	"terminal_restore", "terminal_forget",
 	// §28 policies, audit
-	"policy_test", "audit_list",
+	"policy_test", "audit_list", "usage_report", "budget_raise",
 }
 
 func TestOperationTable(t *testing.T) {

@@ -73,6 +73,9 @@ type NodeInfo struct {
 	State      string `json:"state,omitempty"`
 	Since      string `json:"since,omitempty"`
 	NeedsHuman bool   `json:"needs_human,omitempty"`
+	// Usage is, for agents in terminal_list, their tokens and cost
+	// (CONTRACT §28; known false: none sent).
+	Usage *Usage `json:"usage,omitempty"`
 	// Worktree is the node's git worktree (CONTRACT §21).
 	Worktree *WorktreeState `json:"worktree,omitempty"`
 	// SavedAt is, for a lost node, when its last screen was saved (RFC
@@ -387,6 +390,12 @@ type AgentInfo struct {
 	NeedsHuman bool   `json:"needs_human"`
 	// Why is the evidence behind the state, newest first (explain: true).
 	Why []Evidence `json:"why,omitempty"`
+	// Usage is the agent's tokens and cost from its telemetry (CONTRACT
+	// §28); known false: it sent none.
+	Usage *Usage `json:"usage,omitempty"`
+	// Budget says which budgets are at 80 % or used up, and their action
+	// (CONTRACT §28); empty when none is.
+	Budget string `json:"budget,omitempty"`
 }
 
 // AgentList is agent_status's value.

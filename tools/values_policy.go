@@ -74,3 +74,46 @@ func ParseSince(s string, now time.Time) (time.Time, error) {
 	}
 	return now.Add(-d), nil
 }
+
+// UsageCounts are tokens and cost (CONTRACT §28).
+type UsageCounts struct {
+	InputTokens         int64 `json:"input_tokens"`
+	OutputTokens        int64 `json:"output_tokens"`
+	CacheReadTokens     int64 `json:"cache_read_tokens"`
+	CacheCreationTokens int64 `json:"cache_creation_tokens"`
+	// CostUSD is absent where the agent reports tokens but no cost.
+	CostUSD *float64 `json:"cost_usd,omitempty"`
+}
+
+// Usage is an agent's usage from its telemetry. Known is false where the
+// agent sent none: its usage is unknown, never 0.
+type Usage struct {
+	Known bool        `json:"known"`
+	Life  UsageCounts `json:"life"`
+	// Today is the current UTC day's.
+	Today UsageCounts `json:"today"`
+	// Last is when telemetry last arrived.
+	Last time.Time `json:"last,omitzero"`
+}
+
+// UsageRow is one row of usage_report: a node, an agent kind or a day.
+type UsageRow struct {
+	Key   string      `json:"key"`
+	Known bool        `json:"known"`
+	Nodes int         `json:"nodes"`
+	Usage UsageCounts `json:"usage"`
+}
+
+// UsageReport is usage_report's value.
+type UsageReport struct {
+	By   string     `json:"by"`
+	Rows []UsageRow `json:"rows"`
+}
+
+// BudgetRaised is budget_raise's value: the node's raises in all.
+type BudgetRaised struct {
+	Node    string  `json:"node"`
+	CostUSD float64 `json:"cost_usd"`
+	Tokens  int64   `json:"tokens"`
+	Work    string  `json:"work"`
+}

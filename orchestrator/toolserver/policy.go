@@ -210,10 +210,10 @@ func (s *Server) auditPath() string { return filepath.Join(s.stateDir, policy.Au
 
 // budgetPaused says whether a budget paused the node (budget.go).
 func (s *Server) budgetPaused(m orchestrator.NodeMeta) (string, bool) {
-	if s.budgetCheck == nil {
+	if s.budgets == nil {
 		return "", false
 	}
-	return s.budgetCheck(m)
+	return s.budgetPausedNow(m)
 }
 
 // auditRemembered audits a request an earlier "always" answer allowed.

@@ -11,8 +11,10 @@ import (
 
 func policyHandlers() map[string]handler {
 	return map[string]handler{
-		"policy_test": reader(policyTest),
-		"audit_list":  reader(auditList),
+		"policy_test":  reader(policyTest),
+		"audit_list":   reader(auditList),
+		"usage_report": reader(usageReport),
+		"budget_raise": mutator(budgetRaiseOp),
 	}
 }
 

@@ -147,6 +147,9 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return err
 	}
 	defer api.Close()
+	if err := api.startUsage(api.Context()); err != nil {
+		return err
+	}
 	// config.toml is reloaded on change until we stop; a refused reload
 	// keeps the settings in force and is logged with its line.
 	go func() {

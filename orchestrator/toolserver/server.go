@@ -18,6 +18,7 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/notify"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
 	"github.com/termsprawl/termsprawl/orchestrator/trust"
+	"github.com/termsprawl/termsprawl/orchestrator/usage"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -58,9 +59,10 @@ type Server struct {
 	conf  *config.Store // config.toml, reloaded on change (Serve watches it)
 	trust *trust.Store  // the human's approvals of repositories' files
 	audit *policy.Audit // <state>/audit.jsonl (policy.go)
-	// budgetCheck says whether a budget paused a node (budget.go); nil:
-	// no budgets.
-	budgetCheck func(orchestrator.NodeMeta) (string, bool)
+	usage *usage.Table  // agents' usage and telemetry tokens (usage.go)
+	// usageEndpoint is the OTLP receiver's URL ("" until Serve starts it).
+	usageEndpoint string
+	budgets       *budgetState // raises, crossings acted on, working time (budget.go)
 
 	wtOnce sync.Once // makes wt (worktree.go)
 	wt     *wtTable
@@ -95,6 +97,11 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		cancel()
 		return nil, err
 	}
+	if s.usage, err = usage.Open(cfg.StateDir); err != nil {
+		s.log.Warn("usage", "err", err) // a fresh table; the run goes on
+	}
+	s.budgets = newBudgetState(cfg.StateDir)
+	s.usage.OnAdd = s.usageGrew
 	if s.notifier, err = s.newNotifier(cfg.Notify, cfg.NotifyMode); err != nil {
 		cancel()
 		return nil, err
@@ -180,6 +187,7 @@ func (s *Server) nodeGone(m orchestrator.NodeMeta) {
 	s.watches.forget(inc)
 	s.dialogs.forget(inc) // first: ending its dialogs touches its agent state
 	s.agents.forget(m.ID, inc)
+	s.usage.Forget(m.ID)
 	if err := s.receipts.ForgetCaller(inc); err != nil {
 		s.log.Warn("forget receipts of a closed node", "node", m.ID, "err", err)
 	}
