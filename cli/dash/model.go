@@ -105,12 +105,15 @@ type Model struct {
 	everUp    bool   // a frame ever arrived
 	downWhy   string // why the stream is down (while !connected)
 
-	mode     mode
-	tab      int
-	filter   string
-	input    lineInput
-	launch   [4]lineInput // kind, name, directory, worktree
-	launchAt int
+	mode mode
+	tab  int
+	// decisionsAsked is the node whose recent decisions were last asked
+	// for (the dialogs tab, view.go).
+	decisionsAsked string
+	filter         string
+	input          lineInput
+	launch         [4]lineInput // kind, name, directory, worktree
+	launchAt       int
 	// launching: the launch call is out; launchErr is its refusal, shown
 	// in the form (which stays open).
 	launching bool
@@ -237,6 +240,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	// The diff tab follows the selection (diff.go).
 	if m.tab == tabDiff && m.sel != "" && m.diff.node != m.sel {
 		cmd = tea.Batch(cmd, m.loadDiff())
+	}
+	// So does the dialogs tab's list of recent decisions (view.go).
+	if m.tab == tabDialogs && m.sel != "" && m.decisionsAsked != m.sel {
+		cmd = tea.Batch(cmd, m.loadDecisions(m.sel))
 	}
 	return m, cmd
 }
