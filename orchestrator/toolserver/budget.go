@@ -304,6 +304,14 @@ func (s *Server) budgetCrossed(bg config.Budget, m orchestrator.NodeMeta, u budg
 	if !full {
 		return
 	}
+	// The action runs on its own goroutine (ends within 30 s, or at
+	// shutdown): the export that crossed the line is answered at once.
+	go s.budgetAct(bg, m)
+}
+
+// budgetAct interrupts (pause) or closes (stop) a node whose budget is
+// used up.
+func (s *Server) budgetAct(bg config.Budget, m orchestrator.NodeMeta) {
 	ctx, cancel := context.WithTimeout(s.ctx, 30*time.Second)
 	defer cancel()
 	switch bg.Action {
