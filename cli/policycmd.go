@@ -202,7 +202,7 @@ func (h *human) configShow(c configCmd) int {
 func (h *human) audit(c auditCmd) int {
 	f := policy.Filter{Limit: c.Limit}
 	if c.Since != "" {
-		t, err := tools.ParseSince(c.Since, time.Now())
+		t, err := tools.ParseSinceDays(c.Since, time.Now())
 		if err != nil {
 			return usageError(h.stderr, h.prefix(), errors.New(humanize(err.Error())), "")
 		}

@@ -65,6 +65,7 @@ type humanGrammar struct {
 	rebootCmds `embed:""`
 	// config, audit, policy (policycmd.go).
 	policyCmds `embed:""`
+	fleetCmds  `embed:""` // grep, fork (fleet.go)
 }
 
 // Examples of the root help: the first five minutes.
@@ -432,6 +433,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		if code, ok := h.runPolicyCmd(cmd, &g); ok {
+			return code
+		}
+		if code, ok := h.runFleetCmd(cmd, &g); ok {
 			return code
 		}
 		return usageError(stderr, humanName, fmt.Errorf("unknown command %q", cmd), "")

@@ -264,6 +264,21 @@ func (o *Orchestrator) LostLaunch(id string) (NodeMeta, LaunchRecord, error) {
 	return l.meta, l.launch, nil
 }
 
+// NodeLaunch returns a live node's metadata and kept launch, with the
+// agent's conversation id once its hooks reported one (a fork continues
+// it, as a restore resumes a lost node's: toolserver/restore.go).
+func (o *Orchestrator) NodeLaunch(id string) (NodeMeta, LaunchRecord, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return NodeMeta{}, LaunchRecord{}, err
+	}
+	rec, err := o.readLaunch(id)
+	if err != nil {
+		return NodeMeta{}, LaunchRecord{}, fmt.Errorf("read the kept launch of %s: %w", id, err)
+	}
+	return n.meta, rec, nil
+}
+
 // notLost is the error of a restore or forget of a node that is not lost.
 func (o *Orchestrator) notLost(id string) error {
 	if n := o.node(id); n != nil && !n.isClosing() {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"io"
 	"log/slog"
 	"os"
@@ -75,6 +76,9 @@ type Config struct {
 	// popup on prefix tools.PickerKey: the dialog picker (popup.go). "": no
 	// binding.
 	Picker string
+	// Settings are <state>/config.toml's, reloaded on change (CONTRACT
+	// §28). nil means the defaults (config.Default); Serve opens it.
+	Settings *config.Store
 }
 
 // DefaultShardSize is Config.ShardSize's default: the blast radius of a

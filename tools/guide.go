@@ -54,7 +54,10 @@ watch_wait until it fires (kind timeout just means "not yet").
 Reading: terminal_snapshot gives the visible screen (lines, cursor, modes)
 and its revision; terminal_capture_since {cursor: revision} gives only the
 rows that changed since; terminal_read gives recent output as text;
-terminal_scrollback searches tmux history.
+terminal_scrollback searches tmux history; fleet_search {pattern, regex?,
+ignore_case?, nodes?, recordings?} searches every node you may read at
+once (screen and whole history, and recordings), each match with its
+node and line.
 
 Input: terminal_type sends literal keystrokes without Enter; terminal_submit
 types the text, lets the program take it, then presses Enter exactly once
@@ -125,7 +128,12 @@ starts the node in a new git worktree beside the repository
 turn?, stat?} shows its diff against the base (recorded at each turn's
 end); worktree_comment and worktree_review_send send review comments as
 one task; worktree_finish {node, mode: merge|push|keep} never removes
-uncommitted, unmerged or unpushed work; worktree_list lists them.`,
+uncommitted, unmerged or unpushed work; worktree_list lists them.
+
+Forks: agent_fork {node, name?, worktree?} starts a new agent of the
+node's kind continuing its conversation as a branch (Claude Code, Codex,
+opencode), in the node's directory or, with worktree: {}, in a new
+worktree from its HEAD with its uncommitted changes copied.`,
 
 	TopicDialogs: `Dialogs are pending permission prompts and questions of agents, shown to
 the human. An agent opens one with dialog_request (for instance from its

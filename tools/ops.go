@@ -394,6 +394,7 @@ func buildOperations() []*Operation {
 	ops = append(ops, semanticOperations()...)
 	ops = append(ops, hostOperations()...)
 	ops = append(ops, restoreOperations()...)
+	ops = append(ops, fleetOperations()...)
 	ops = append(ops, policyOperations()...)
 	addLocators(ops)
 	for _, op := range ops {

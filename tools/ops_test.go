@@ -29,6 +29,7 @@ var contractOps = []string{
 	"host_list", "host_remove",
 	// §25 surviving a reboot
 	"terminal_restore", "terminal_forget",
+	"fleet_search", "agent_fork",
 	// §28 policies, audit
 	"policy_test", "audit_list", "usage_report", "budget_raise",
 }

@@ -1,6 +1,9 @@
 package tools
 
-import "time"
+import (
+	"strconv"
+	"time"
+)
 
 // PolicyTest is policy_test's value: what would decide a request.
 type PolicyTest struct {
@@ -42,37 +45,27 @@ type AuditList struct {
 	Skipped int `json:"skipped,omitempty"`
 }
 
-// ParseSince reads a --since / since value: an RFC 3339 time, a date
-// (2026-12-07), or a duration back from now (90s, 30m, 2h, 1d, 1w).
-func ParseSince(s string, now time.Time) (time.Time, error) {
-	if t, err := time.Parse(time.RFC3339, s); err == nil {
-		return t, nil
-	}
+// ParseSinceDays reads a --since of the audit and usage: ParseSince's
+// forms (a duration back from now, RFC 3339), a date (2026-12-07), or
+// days or weeks back from now (1d, 2w).
+func ParseSinceDays(s string, now time.Time) (time.Time, error) {
 	if t, err := time.ParseInLocation("2006-01-02", s, time.Local); err == nil {
 		return t, nil
 	}
-	mult := time.Duration(0)
-	switch {
-	case len(s) > 1 && s[len(s)-1] == 'd':
-		mult = 24 * time.Hour
-	case len(s) > 1 && s[len(s)-1] == 'w':
-		mult = 7 * 24 * time.Hour
-	}
-	if mult != 0 {
-		var n int
-		for _, r := range s[:len(s)-1] {
-			if r < '0' || r > '9' || n > 100000 {
-				return time.Time{}, Errorf(KindUsage, "since %q is not a time: give RFC 3339 (2026-12-07T09:00:00Z), a date (2026-12-07) or a duration back from now (30m, 2h, 1d)", s)
+	if n := len(s); n > 1 && (s[n-1] == 'd' || s[n-1] == 'w') {
+		if v, err := strconv.Atoi(s[:n-1]); err == nil && v >= 0 && v <= 100000 {
+			unit := 24 * time.Hour
+			if s[n-1] == 'w' {
+				unit *= 7
 			}
-			n = n*10 + int(r-'0')
+			return now.Add(-time.Duration(v) * unit), nil
 		}
-		return now.Add(-time.Duration(n) * mult), nil
 	}
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
-		return time.Time{}, Errorf(KindUsage, "since %q is not a time: give RFC 3339 (2026-12-07T09:00:00Z), a date (2026-12-07) or a duration back from now (30m, 2h, 1d)", s)
+	t, err := ParseSince(s, now)
+	if err != nil {
+		return time.Time{}, Errorf(KindUsage, "since %q is not a time: give a duration back from now (30m, 2h, 1d), a date (2026-12-07) or an RFC 3339 time", s)
 	}
-	return now.Add(-d), nil
+	return t, nil
 }
 
 // UsageCounts are tokens and cost (CONTRACT §28).

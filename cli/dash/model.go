@@ -73,6 +73,8 @@ const (
 	modeConfirmClose
 	modeLaunch
 	modeHelp
+	modeSearchPrompt // search.go
+	modeSearch
 )
 
 // screenState is the shown node's screen, as the stream sends it.
@@ -119,6 +121,7 @@ type Model struct {
 	launching bool
 	launchErr string
 	diff      diffState           // the diff tab (diff.go)
+	search    searchState         // s: the search and its results (search.go)
 	pending   *tools.StreamDialog // the dialog being answered (reason, choice)
 	focused   string              // the node focus mode types into
 	closing   string              // the node x asks about
@@ -680,6 +683,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 		return nil
 	case modeLaunch:
 		return m.launchKey(k)
+	case modeSearchPrompt, modeSearch:
+		return m.searchKey(k)
 	}
 
 	switch key {
@@ -712,6 +717,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 			}
 			m.scrollDiff(page)
 		}
+	case "s":
+		return m.startSearch()
 	case "/":
 		m.mode = modeFilter
 		m.input.Prompt, m.input.Placeholder = "filter: ", "name, kind or state"

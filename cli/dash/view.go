@@ -19,6 +19,7 @@ var Keys = []string{
 	"d        deny it (asks a reason)",
 	"n        launch (kind, name, directory, worktree)  x  close (asks)",
 	"r        recording on/off                     /  filter by name, kind, state",
+	"s        search every node's history; enter selects a match's node",
 	"tab      preview tabs: screen, dialogs, recording, logs, diff",
 	"u        the logs or diff tab again        pgup/pgdn  scroll the diff",
 	"q        quit (nodes keep running)            ?  this help",
@@ -259,6 +260,9 @@ func (m *Model) Render() string {
 	lines := make([]string, m.height)
 	lines[0] = pad(m.header(), m.width)
 	list := m.listLines(g)
+	if g.small && m.mode == modeSearch {
+		list = m.searchLines(g.footer - g.listTop)
+	}
 	var right []string
 	if !g.small {
 		right = m.previewLines(g)
@@ -386,6 +390,9 @@ func (m *Model) previewLines(g geometry) []string {
 	if m.mode == modeLaunch {
 		return append(out, m.launchForm()...)
 	}
+	if m.mode == modeSearch {
+		return append(out, m.searchLines(g.ph)...)
+	}
 	n, ok := m.node(m.sel)
 	if !ok {
 		return append(out, "", " select a node")
@@ -506,7 +513,7 @@ func (m *Model) runsLine(runs []tools.StreamRun, w int) string {
 
 func (m *Model) footer(g geometry) string {
 	switch m.mode {
-	case modeFilter, modeReason:
+	case modeFilter, modeReason, modeSearchPrompt:
 		return m.input.view(m)
 	case modeChoice:
 		var b strings.Builder
@@ -545,8 +552,12 @@ func (m *Model) hints() string {
 		return "enter deny with this reason · esc cancel"
 	case modeHelp:
 		return "any key closes the help"
+	case modeSearchPrompt:
+		return "enter search (either case) · esc cancel"
+	case modeSearch:
+		return "j/k move · enter select the node · s search again · esc back"
 	}
-	return "j/k move · enter attach · i focus · a/d/A answer · n new · x close · r record · / filter · tab tabs · ? help · q quit"
+	return "j/k move · enter attach · i focus · a/d/A answer · n new · x close · r record · / filter · s search · tab tabs · ? help · q quit"
 }
 
 // onClick selects a row or a tab.

@@ -25,6 +25,8 @@ var allowed = map[string][]string{
 		module + "/orchestrator/proc", module + "/orchestrator/termio", module + "/orchestrator/applog",
 		// text and regex waits (a room of its own)
 		module + "/orchestrator/textwait",
+		// config.toml's settings (a leaf room)
+		module + "/orchestrator/config",
 		// semantic trees: validation, locators, lines, diffs (CONTRACT §22)
 		module + "/orchestrator/semantic"},
 	// The tmux servers nodes live on (local shards, hosts' servers):

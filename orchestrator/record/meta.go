@@ -125,3 +125,6 @@ func writeMetaAtomic(dir string, raw []byte) error {
 	ok = true
 	return nil
 }
+
+// ReadMeta reads a recording directory's meta.json.
+func ReadMeta(dir string) (Meta, error) { return readMeta(dir) }

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
-	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
 	"github.com/termsprawl/termsprawl/orchestrator/trust"
 	"github.com/termsprawl/termsprawl/tools"
@@ -22,10 +21,6 @@ import (
 // "always", a timeout — is in the audit log before the asker hears it.
 // Nothing here depends on the agent kind: any hook that opens a
 // permission dialog with a tool and its input is decided the same way.
-
-// ConfigChecks are the rooms' checks config.toml must pass, at `up` and
-// at every reload (the rules' syntax).
-var ConfigChecks = []config.Check{policy.CheckConfig}
 
 // repoPolicyName is the name the trust store knows a repository's
 // policy file by.

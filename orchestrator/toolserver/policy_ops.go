@@ -76,7 +76,7 @@ func auditList(c *call, a auditListArgs) (tools.AuditList, error) {
 		f.Node = c.caller.Node
 	}
 	if a.Since != "" {
-		t, err := tools.ParseSince(a.Since, time.Now())
+		t, err := tools.ParseSinceDays(a.Since, time.Now())
 		if err != nil {
 			return tools.AuditList{}, err
 		}

@@ -141,6 +141,40 @@ func resumeCommand(agent string, cmd []string, conversation string) ([]string, s
 	return nil, fmt.Sprintf("started fresh: termsprawl knows no resume for %s", agent)
 }
 
+// forkCommand is the command that continues an agent's conversation as a
+// branch of it in a new node (agent_fork, CONTRACT §30), beside
+// resumeCommand's resume form: each kind's fork form, or why there is
+// none. Only the agent's own program is forked.
+func forkCommand(agent string, cmd []string, conversation string) ([]string, string) {
+	refuse := func(format string, a ...any) ([]string, string) {
+		return nil, fmt.Sprintf(format, a...)
+	}
+	if agent == "" {
+		return refuse("it is a shell, not an agent: only an agent's conversation can be forked (launch one with termsprawl agent)")
+	}
+	if len(cmd) == 0 || !isAgentProgram(agent, cmd[0]) {
+		return refuse("%q is not %s's own program, so termsprawl does not know how it forks", firstWord(cmd), agent)
+	}
+	switch agent {
+	case "claude", "codex", "opencode":
+	case "gemini":
+		return refuse("Gemini CLI has no way to start a branch of a conversation from its command line (only --resume, which continues the same one): use /chat save and /chat resume inside it")
+	default:
+		return refuse("termsprawl knows no fork form for agent kind %s", agent)
+	}
+	if conversation == "" {
+		return refuse("%s has not reported its conversation id to termsprawl yet (its hooks report it once it runs a turn): try again after its first turn", agent)
+	}
+	switch agent {
+	case "claude":
+		return append(slices.Clone(cmd), "--resume", conversation, "--fork-session"), ""
+	case "codex":
+		return append([]string{cmd[0], "fork", conversation}, cmd[1:]...), ""
+	default: // opencode
+		return append(slices.Clone(cmd), "--session", conversation, "--fork"), ""
+	}
+}
+
 func firstWord(cmd []string) string {
 	if len(cmd) == 0 {
 		return ""

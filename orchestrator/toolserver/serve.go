@@ -16,6 +16,7 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/monitor"
+	"github.com/termsprawl/termsprawl/orchestrator/policy"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -125,17 +126,19 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return err
 	}
 	defer lock.release()
+	if cfg.Settings == nil {
+		settings, err := config.Open(cfg.StateDir, ConfigChecks()...)
+		if err != nil {
+			return &ConfigError{Err: err}
+		}
+		cfg.Settings = settings
+	}
 	if cfg.Socket == "" {
 		cfg.Socket = tools.DefaultSocket
 	}
 	op, err := ensureOperatorSession(cfg.StateDir, cfg.Socket)
 	if err != nil {
 		return err
-	}
-	// A config.toml that is refused stops `up` before anything starts,
-	// with its line and the fix (CONTRACT §28).
-	if _, err := config.Load(cfg.StateDir, ConfigChecks...); err != nil {
-		return fmt.Errorf("%w\n(fix config.toml and run termsprawl up again; `termsprawl config` shows the settings)", err)
 	}
 	o, err := orchestrator.New(ctx, cfg)
 	if err != nil {
@@ -147,16 +150,14 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 		return err
 	}
 	defer api.Close()
+	if err := cfg.Settings.Watch(api.Context(), func(err error) {
+		api.log.Warn("config.toml was not reloaded: the settings in force stay until it is fixed", "err", err)
+	}); err != nil {
+		api.log.Warn("config.toml is not watched: changes count at the next `termsprawl up`", "err", err)
+	}
 	if err := api.startUsage(api.Context()); err != nil {
 		return err
 	}
-	// config.toml is reloaded on change until we stop; a refused reload
-	// keeps the settings in force and is logged with its line.
-	go func() {
-		_ = api.conf.Watch(api.Context(), func(err error) {
-			api.log.Warn("config.toml changed but is refused; the settings in force stay", "err", err)
-		})
-	}()
 	mon, err := monitor.Load(cfg.StateDir)
 	if err != nil {
 		return err
@@ -227,3 +228,20 @@ func Serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo)) 
 	api.log.Info("stopped; tmux sessions keep running")
 	return nil
 }
+
+// ConfigChecks are the rooms' checks of config.toml's values beyond
+// their types (a policy rule's syntax, a key name), run at `up` and at
+// every reload.
+func ConfigChecks() []config.Check {
+	return []config.Check{policy.CheckConfig}
+}
+
+// ConfigError is a config.toml that `up` refused: it names the lines and
+// the fixes, and says how to go on.
+type ConfigError struct{ Err error }
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("config.toml refused:\n%v\nfix the lines above and run `termsprawl up` again (`termsprawl config` shows the settings)", e.Err)
+}
+
+func (e *ConfigError) Unwrap() error { return e.Err }

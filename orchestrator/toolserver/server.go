@@ -89,9 +89,11 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	s.wtDisk = newPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
 	s.dialogs.onOpen, s.dialogs.onEnd, s.dialogs.onDecided = s.dialogOpened, s.dialogEnded, s.dialogDecided
 	s.trust = trust.Open(cfg.StateDir)
-	if s.conf, err = config.Open(cfg.StateDir, ConfigChecks...); err != nil {
-		cancel()
-		return nil, err
+	if s.conf = cfg.Settings; s.conf == nil {
+		if s.conf, err = config.Open(cfg.StateDir, ConfigChecks()...); err != nil {
+			cancel()
+			return nil, err
+		}
 	}
 	if s.audit, err = policy.OpenAudit(cfg.StateDir, 0); err != nil {
 		cancel()

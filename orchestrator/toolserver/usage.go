@@ -102,7 +102,7 @@ func usageReport(c *call, a usageReportArgs) (tools.UsageReport, error) {
 	by := cmp.Or(a.By, "node")
 	since := ""
 	if a.Since != "" {
-		t, err := tools.ParseSince(a.Since, time.Now())
+		t, err := tools.ParseSinceDays(a.Since, time.Now())
 		if err != nil {
 			return tools.UsageReport{}, err
 		}
