@@ -213,3 +213,41 @@ action = "stop"
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestWorkBudget: an agent's working time counts against a work budget;
+// used up with action pause, its permission requests are denied
+// "budget" (policy_test says so first).
+func TestWorkBudget(t *testing.T) {
+	t.Parallel()
+	tmux, dir := apiNewState(t)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	conf := "[[budget]]\nscope = \"kind:custom\"\nperiod = \"day\"\nwork = \"1ms\"\naction = \"pause\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := apiStart(t, tmux, dir)
+	op := s.op()
+	node := policyNode(t, op, t.TempDir(), "")
+	sess := s.session(node)
+	apiOK(t, sess, "agent_report", apiM{"state": "working"}, nil)
+	time.Sleep(5 * time.Millisecond) // a working span longer than the 1 ms budget (not an assertion)
+	apiOK(t, sess, "agent_report", apiM{"state": "idle"}, nil)
+	var pt tools.PolicyTest
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		apiOK(t, op, "policy_test", apiM{"request": "Bash(ls)", "node": node}, &pt)
+		if pt.Verdict == "deny" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the work budget did not pause the node: %+v", pt)
+		}
+	}
+	if !strings.Contains(pt.Why, "work") {
+		t.Fatalf("policy_test: %+v", pt)
+	}
+	if out := decided(t, askPermission(t, sess, "ls")); out.Answer.Mode != "deny" || out.DecidedBy != "budget" {
+		t.Fatalf("permission of a node over its work budget: %+v", out)
+	}
+}
