@@ -131,6 +131,12 @@ type budgetUse struct {
 
 // measure sums a budget's scope over its period, with node's raise.
 func (s *Server) measure(bg config.Budget, m orchestrator.NodeMeta, now time.Time) budgetUse {
+	return s.judge(bg, s.scopeSums(bg, now), s.raiseOf(m.ID))
+}
+
+// scopeSums is a budget's scope's cost, tokens and working time over its
+// period (the same for every node the budget judges).
+func (s *Server) scopeSums(bg config.Budget, now time.Time) budgetUse {
 	kind, name := bg.ScopeKind()
 	keep := func(node, k string) bool {
 		switch kind {
@@ -150,19 +156,36 @@ func (s *Server) measure(bg config.Budget, m orchestrator.NodeMeta, now time.Tim
 	u.cost, u.tokens = c.CostUSD, c.Tokens()
 	b := s.budgets
 	b.mu.Lock()
-	raise := b.raises[m.ID]
+	work := make(map[string]time.Duration, len(b.work))
 	for node, days := range b.work {
-		nm, _ := s.o.Meta(node)
-		if !keep(node, nm.Agent) {
-			continue
-		}
 		for d, w := range days {
 			if day == "" || d == day {
-				u.work += w
+				work[node] += w
 			}
 		}
 	}
 	b.mu.Unlock()
+	for node, w := range work {
+		if kind == "kind" {
+			if nm, _ := s.o.Meta(node); nm.Agent != name {
+				continue
+			}
+		}
+		if keep(node, name) {
+			u.work += w
+		}
+	}
+	return u
+}
+
+func (s *Server) raiseOf(node string) budgetRaise {
+	s.budgets.mu.Lock()
+	defer s.budgets.mu.Unlock()
+	return s.budgets.raises[node]
+}
+
+// judge is the use against the budget's limits raised by raise.
+func (s *Server) judge(bg config.Budget, u budgetUse, raise budgetRaise) budgetUse {
 	check := func(used, limit float64, what string) {
 		if limit > 0 && used/limit > u.ratio {
 			u.ratio, u.measure = used/limit, what
@@ -259,8 +282,9 @@ func (s *Server) usageGrew(node string) {
 				}
 			}
 		}
+		base := s.scopeSums(bg, now) // once per budget, not per node
 		for _, m := range targets {
-			u := s.measure(bg, m, now)
+			u := s.judge(bg, base, s.raiseOf(m.ID))
 			for _, level := range []struct {
 				at   float64
 				name string
