@@ -156,6 +156,20 @@ func (t *Table) Bind(tok, node string) {
 	t.dirty = true
 }
 
+// Adopt binds a token kept in a restored node's environment to it again.
+func (t *Table) Adopt(tok, node, kind string) {
+	if len(tok) < 32 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.tokens[tok] = tokenEntry{Node: node, Kind: kind}
+	if t.nodes[node] == nil {
+		t.nodes[node] = &nodeUsage{Kind: kind, Days: map[string]*Counts{}}
+	}
+	t.dirty = true
+}
+
 // Forget drops a gone node's tokens (its usage stays, for the days).
 func (t *Table) Forget(node string) {
 	t.mu.Lock()

@@ -217,6 +217,11 @@ func TestTableReportAndSave(t *testing.T) {
 	if _, _, st := again.identify(a); st != 401 {
 		t.Fatal("a forgotten node's token still counts")
 	}
+	// A restored node's kept environment carries the token: adopted again.
+	again.Adopt(a, "a", "claude")
+	if node, _, st := again.identify(a); st != 200 || node != "a" {
+		t.Fatal("a restored node's token was not adopted")
+	}
 }
 
 func FuzzDecode(f *testing.F) {
