@@ -200,8 +200,15 @@ func denyMessage(out tools.DialogOutcome) string {
 	if reason == "" {
 		reason = "denied in termsprawl"
 	}
-	if out.TimedOut {
+	switch {
+	case out.TimedOut:
 		return "Permission denied: nobody answered in termsprawl in time (" + reason + ")"
+	case out.DecidedBy == tools.DecidedByRule:
+		return "Permission denied by a termsprawl policy: " + reason
+	case out.DecidedBy == tools.DecidedByBudget:
+		return "Permission denied by termsprawl: " + reason
+	case out.DecidedBy == tools.DecidedByClosed:
+		return "Permission denied: " + reason
 	}
 	if out.Ended || reason == tools.DialogEndNodeClosed || reason == tools.DialogEndDownAll {
 		return "Permission denied: nobody answered, " + reason

@@ -80,9 +80,9 @@ func hasHosts(rows []tools.NodeInfo) bool {
 // lsWithHosts is ls's table with a HOST column (only when some node is on
 // another machine, so the usual table stays as it was).
 func (h *human) lsWithHosts(tw *tabwriter.Writer, rows []tools.NodeInfo) int {
-	fmt.Fprintln(tw, "ID\tNAME\tHOST\tKIND\tSTATE\tSANDBOX\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
+	fmt.Fprintln(tw, "ID\tNAME\tHOST\tKIND\tSTATE\tSANDBOX\tCOST\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", vis(r.Terminal), dash(r.Name), dash(r.Host), dash(kindText(r)), dash(stateText(r)), sandboxText(r), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", vis(r.Terminal), dash(r.Name), dash(r.Host), dash(kindText(r)), dash(stateText(r)), sandboxText(r), costText(r.Usage), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
 	}
 	_ = tw.Flush()
 	return ExitOK

@@ -203,6 +203,7 @@ func (p *picker) deny(d tools.Dialog, args map[string]any) (bool, error) {
 
 // send answers d with args and says how.
 func (p *picker) send(d tools.Dialog, args map[string]any) (bool, error) {
+	args["surface"] = "picker"
 	if _, code := p.h.call("dialog_answer", args); code != ExitOK {
 		return false, nil // h.call printed why (to the popup)
 	}

@@ -129,7 +129,7 @@ func (h *human) answer(c answerCmd) int {
 			return code
 		}
 	}
-	args := map[string]any{"dialog": c.Dialog, "mode": mode}
+	args := map[string]any{"dialog": c.Dialog, "mode": mode, "surface": "cli"}
 	if c.Selection != "" {
 		args["selection"] = c.Selection
 	}

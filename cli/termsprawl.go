@@ -65,6 +65,8 @@ type humanGrammar struct {
 	worktreeCmds `embed:""` // worktree.go
 	// restore, forget (restore.go).
 	rebootCmds `embed:""`
+	// config, audit, policy (policycmd.go).
+	policyCmds `embed:""`
 	fleetCmds  `embed:""` // grep, fork (fleet.go)
 	// screenshot (screenshot.go).
 	dailyCmds `embed:""`
@@ -153,6 +155,8 @@ type agentCmd struct {
 	Cwd     string `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
 	JSON    bool   `name:"json" help:"Print the new node as JSON instead of its id."`
 	Sandbox string `name:"sandbox" placeholder:"PROFILE" help:"Run it in a bubblewrap sandbox: workspace (writes only its directory, its agent's config and private caches; secrets, termsprawl's state and tmux sockets hidden), guard (only termsprawl's state, tmux sockets and other processes hidden) or none. Default: workspace, or [sandbox] default in config.toml."`
+	// Policy names a [policy.named.NAME] table of config.toml.
+	Policy string `name:"policy" placeholder:"NAME" help:"Add the permission rules of [policy.named.NAME] in config.toml to this agent's (termsprawl policy test shows what decides)."`
 	worktreeFlags
 	envFlags
 	Command []string `arg:"" optional:"" name:"CMD" predictor:"command" help:"Command and arguments after -- (default: the agent's usual command)."`
@@ -163,6 +167,7 @@ func (agentCmd) Examples() string {
 termsprawl agent codex --name reviewer --cwd ~/src/app
 termsprawl agent codex --env-from-shell OPENAI_API_KEY   # its key, from this shell (never printed)
 termsprawl agent gemini --env GEMINI_API_KEY="$(pass gemini)"
+termsprawl agent claude --policy ci              # with config.toml's [policy.named.ci] rules
 termsprawl agent custom --name helper -- bash    # any program, wired to termsprawl
 termsprawl agent claude --sandbox guard          # may write outside its directory; termsprawl's state stays hidden`
 }
@@ -277,6 +282,8 @@ type human struct {
 	stderr   io.Writer
 	upOpts   upCmd  // the flags of up
 	launched string // the id of the node launch made (for new --attach)
+	// launchPolicy is agent --policy NAME.
+	launchPolicy string
 	// worktree is the launch's worktree argument (worktree.go).
 	worktree map[string]any
 	// sandbox is the launch's --sandbox (CONTRACT §27).
@@ -429,6 +436,7 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		}
 		return code
 	case "agent":
+		h.launchPolicy = g.Agent.Policy
 		return h.launch("agent_launch", g.Agent.Kind, g.Agent.Name, g.Agent.Cwd, g.Agent.Host, g.Agent.Command, g.Agent.JSON)
 	case "ls":
 		return h.ls(g.Ls.JSON)
@@ -469,6 +477,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 			return code
 		}
 		if code, ok := h.runRebootCmd(cmd, &g); ok {
+			return code
+		}
+		if code, ok := h.runPolicyCmd(cmd, &g); ok {
 			return code
 		}
 		if code, ok := h.runFleetCmd(cmd, &g); ok {
@@ -650,6 +661,9 @@ func (h *human) launchWith(op, kind, name string, command []string, asJSON bool,
 	if kind != "" {
 		args["agent"] = kind
 	}
+	if h.launchPolicy != "" {
+		args["policy"] = h.launchPolicy
+	}
 	if name != "" {
 		args["name"] = name
 	}
@@ -809,9 +823,9 @@ func (h *human) ls(asJSON bool) int {
 	if hasHosts(rows) {
 		return h.lsWithHosts(tw, rows)
 	}
-	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATE\tSANDBOX\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
+	fmt.Fprintln(tw, "ID\tNAME\tKIND\tSTATE\tSANDBOX\tCOST\tCOMMAND\tOWNER\tSIZE\tCLIENTS")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", vis(r.Terminal), dash(r.Name), dash(kindText(r)), dash(stateText(r)), sandboxText(r), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%dx%d\t%d\n", vis(r.Terminal), dash(r.Name), dash(kindText(r)), dash(stateText(r)), sandboxText(r), costText(r.Usage), dash(clipText(shellJoin(r.Command), 40)), dash(r.Owner), r.Columns, r.Rows, r.Clients)
 	}
 	_ = tw.Flush()
 	return ExitOK

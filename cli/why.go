@@ -47,6 +47,12 @@ func (h *human) why(g whyCmd) int {
 	if a.Message != "" {
 		fmt.Fprintf(h.stdout, "  %s\n", clipText(a.Message, 200))
 	}
+	if a.Usage != nil {
+		fmt.Fprintf(h.stdout, "  usage: %s\n", agentUsageText(a.Usage))
+	}
+	if a.Budget != "" {
+		fmt.Fprintf(h.stdout, "  budget: %s\n", tools.VisibleLine(a.Budget))
+	}
 	if len(a.Why) == 0 {
 		fmt.Fprintln(h.stdout, "no evidence kept")
 		return ExitOK

@@ -46,6 +46,9 @@ type LaunchSpec struct {
 	// workspace, guard, none; "" is none). The tool server decides it;
 	// kept with the launch, so a restore keeps it.
 	Sandbox string `json:"sandbox,omitempty"`
+	// Policy names the config.toml table of permission rules the node
+	// adds (`--policy NAME`, CONTRACT §28).
+	Policy string `json:"policy,omitempty"`
 
 	Owner string `json:"-"` // launching node id, or "operator"
 	// Ancestors are the incarnations that may drive the node besides the
@@ -222,7 +225,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	r.on(srv) // a shard a launch is under way on is not reclaimed
 	id := r.id
 	meta := NodeMeta{ID: id, Name: cmp.Or(spec.Name, id), Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
-		Parent: spec.Parent, Agent: spec.Agent, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host(),
+		Parent: spec.Parent, Agent: spec.Agent, Policy: spec.Policy, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host(),
 		Sandbox: sandboxName(spec.Sandbox)}
 	if l := spec.restore; l != nil {
 		// A new incarnation; revisions above the old node's; its

@@ -18,13 +18,16 @@ import (
 // NodeMeta is what the orchestrator keeps about a node on disk
 // (<state>/nodes/<id>.json), so a restarted orchestrator knows who owns it.
 type NodeMeta struct {
-	ID      string    `json:"id"`
-	Name    string    `json:"name"`
-	Command []string  `json:"command"`
-	Cwd     string    `json:"cwd"`
-	Owner   string    `json:"owner"`            // launching node id, or "operator"
-	Parent  string    `json:"parent,omitempty"` // launching node id when a node launched it
-	Agent   string    `json:"agent,omitempty"`  // agent kind for agent nodes
+	ID      string   `json:"id"`
+	Name    string   `json:"name"`
+	Command []string `json:"command"`
+	Cwd     string   `json:"cwd"`
+	Owner   string   `json:"owner"`            // launching node id, or "operator"
+	Parent  string   `json:"parent,omitempty"` // launching node id when a node launched it
+	Agent   string   `json:"agent,omitempty"`  // agent kind for agent nodes
+	// Policy is the named table of permission rules the node was
+	// launched with (CONTRACT §28).
+	Policy  string    `json:"policy,omitempty"`
 	Created time.Time `json:"created"`
 	// Socket is the tmux server (shard) the node's session is on; empty
 	// in metadata written before shards: the configured socket.

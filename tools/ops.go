@@ -332,6 +332,7 @@ func buildOperations() []*Operation {
 				required(enumParam("agent", "Agent kind; custom needs command.", "claude", "codex", "gemini", "opencode", "custom")),
 				{Name: "command", Type: TypeStringArray, NonEmpty: true, Description: "Program and arguments as an argv array (default: the agent's usual command; required for custom)."},
 				paramName, paramCwd, paramHost, paramWorktree, paramSandbox, paramEnv,
+				{Name: "policy", Type: TypeString, NonEmpty: true, MaxLen: MaxNameBytes, Description: "Add the permission rules of config.toml's [policy.named.NAME] (CONTRACT §28). An agent's launches get its own policy and may name no other."},
 			},
 			check: checkAgentLaunch},
 		{Name: "agent_status", Result: AgentList{}, Topic: TopicAgents, Annotations: annRead,
@@ -390,6 +391,7 @@ func buildOperations() []*Operation {
 				required(enumParam("mode", "deny, allow or always (allow and remember); only deny over MCP.", "deny", "allow", "always")),
 				strParam("selection", "The chosen option of a question."),
 				strParam("reason", "Why (shown to the agent, e.g. why a permission was denied)."),
+				enumParam("surface", "Where the human answered, for the audit log (CONTRACT §28): cli, dashboard, picker or mcp.", "cli", "dashboard", "picker", "mcp"),
 			}},
 	}
 	ops = append(ops, traceOperations()...)
@@ -399,6 +401,7 @@ func buildOperations() []*Operation {
 	ops = append(ops, hostOperations()...)
 	ops = append(ops, restoreOperations()...)
 	ops = append(ops, fleetOperations()...)
+	ops = append(ops, policyOperations()...)
 	addLocators(ops)
 	for _, op := range ops {
 		if op.Mutation {

@@ -30,6 +30,8 @@ var contractOps = []string{
 	// §25 surviving a reboot
 	"terminal_restore", "terminal_forget",
 	"fleet_search", "agent_fork",
+	// §28 policies, audit
+	"policy_test", "audit_list", "usage_report", "budget_raise",
 }
 
 func TestOperationTable(t *testing.T) {

@@ -78,6 +78,9 @@ type NodeInfo struct {
 	State      string `json:"state,omitempty"`
 	Since      string `json:"since,omitempty"`
 	NeedsHuman bool   `json:"needs_human"`
+	// Usage is, for agents in terminal_list, their tokens and cost
+	// (CONTRACT §28; known false: none sent).
+	Usage *Usage `json:"usage,omitempty"`
 	// Worktree is the node's git worktree (CONTRACT §21).
 	Worktree *WorktreeState `json:"worktree,omitempty"`
 	// Sandbox is the profile the node's program runs under (CONTRACT
@@ -395,6 +398,12 @@ type AgentInfo struct {
 	NeedsHuman bool   `json:"needs_human"`
 	// Why is the evidence behind the state, newest first (explain: true).
 	Why []Evidence `json:"why,omitempty"`
+	// Usage is the agent's tokens and cost from its telemetry (CONTRACT
+	// §28); known false: it sent none.
+	Usage *Usage `json:"usage,omitempty"`
+	// Budget says which budgets are at 80 % or used up, and their action
+	// (CONTRACT §28); empty when none is.
+	Budget string `json:"budget,omitempty"`
 }
 
 // AgentList is agent_status's value.
@@ -494,12 +503,31 @@ type DialogOutcome struct {
 	// because its node closed or termsprawl went down --all (Answer.Reason
 	// says which).
 	Ended bool `json:"ended,omitempty"`
+	// DecidedBy says who decided (CONTRACT §28): "rule" (a policy rule,
+	// Rule and Scope), "human" (Surface), "always", "timeout", "budget",
+	// "closed" (the node closed), "agent" (an agent denied or withdrew it).
+	DecidedBy string `json:"decided_by,omitempty"`
+	Rule      string `json:"rule,omitempty"`
+	Scope     string `json:"scope,omitempty"`
+	// Surface is where a human answered: cli, dashboard, picker, mcp.
+	Surface string `json:"surface,omitempty"`
 }
 
 // Reasons of the dialogs termsprawl ends itself (DialogOutcome.Ended).
 const (
 	DialogEndNodeClosed = "its node closed"
 	DialogEndDownAll    = "termsprawl went down with --all"
+)
+
+// Who decided a permission (DialogOutcome.DecidedBy).
+const (
+	DecidedByRule    = "rule"
+	DecidedByHuman   = "human"
+	DecidedByAlways  = "always"
+	DecidedByTimeout = "timeout"
+	DecidedByBudget  = "budget"
+	DecidedByClosed  = "closed"
+	DecidedByAgent   = "agent"
 )
 
 // DialogState is the state of dialog_answer's receipt.

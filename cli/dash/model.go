@@ -107,12 +107,15 @@ type Model struct {
 	everUp    bool   // a frame ever arrived
 	downWhy   string // why the stream is down (while !connected)
 
-	mode     mode
-	tab      int
-	filter   string
-	input    lineInput
-	launch   [4]lineInput // kind, name, directory, worktree
-	launchAt int
+	mode mode
+	tab  int
+	// decisionsAsked is the node whose recent decisions were last asked
+	// for (the dialogs tab, view.go).
+	decisionsAsked string
+	filter         string
+	input          lineInput
+	launch         [4]lineInput // kind, name, directory, worktree
+	launchAt       int
 	// launching: the launch call is out; launchErr is its refusal, shown
 	// in the form (which stays open).
 	launching bool
@@ -240,6 +243,10 @@ func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	// The diff tab follows the selection (diff.go).
 	if m.tab == tabDiff && m.sel != "" && m.diff.node != m.sel {
 		cmd = tea.Batch(cmd, m.loadDiff())
+	}
+	// So does the dialogs tab's list of recent decisions (view.go).
+	if m.tab == tabDialogs && m.sel != "" && m.decisionsAsked != m.sel {
+		cmd = tea.Batch(cmd, m.loadDecisions(m.sel))
 	}
 	return m, cmd
 }
@@ -599,7 +606,7 @@ func failText(what string, res tools.Result) string {
 
 // answer answers dialog d.
 func (m *Model) answer(d tools.StreamDialog, mode, selection, reason string) tea.Cmd {
-	args := map[string]any{"dialog": d.ID, "mode": mode}
+	args := map[string]any{"dialog": d.ID, "mode": mode, "surface": "dashboard"}
 	if selection != "" {
 		args["selection"] = selection
 	}

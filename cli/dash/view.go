@@ -453,9 +453,16 @@ func (m *Model) dialogLines(n tools.StreamNode) []string {
 		out = append(out, "")
 	}
 	if len(out) == 1 {
-		return append(out, " no pending dialogs")
+		out = append(out, " no pending dialogs")
+	} else {
+		out = append(out, " a allow · d deny (asks a reason) · A always — the oldest first")
 	}
-	return append(out, " a allow · d deny (asks a reason) · A always — the oldest first")
+	// The node's recent decisions (audit_list, loaded with the tab).
+	if m.tabFor == n.Terminal && len(m.tabText) > 0 {
+		out = append(out, "", m.style("", true).Render(" recent decisions (termsprawl audit "+n.Terminal+")"))
+		out = append(out, m.tabText...)
+	}
+	return out
 }
 
 // screenLines draws the shown screen, styled and cropped to the preview.
@@ -617,6 +624,9 @@ func (m *Model) loadTab() tea.Cmd {
 	if m.tab == tabDiff {
 		return m.loadDiff()
 	}
+	if m.tab == tabDialogs && m.sel != "" {
+		return m.loadDecisions(m.sel)
+	}
 	if m.tab != tabLogs || m.sel == "" {
 		return nil
 	}
@@ -635,6 +645,36 @@ func (m *Model) loadTab() tea.Cmd {
 		m.tabText = []string{""}
 		for _, l := range c.Logs {
 			m.tabText = append(m.tabText, fmt.Sprintf(" %s %s", tools.VisibleLine(l.Label), tools.VisibleLine(l.Line)))
+		}
+	})
+}
+
+// loadDecisions reads a node's last permission decisions for the
+// dialogs tab (CONTRACT §28): who decided (a rule, a human, a timeout, a
+// budget), the tool and its input, and why.
+func (m *Model) loadDecisions(id string) tea.Cmd {
+	m.decisionsAsked = id
+	return m.call("", "audit_list", map[string]any{"node": id, "limit": 8}, func(m *Model, res tools.Result) {
+		m.tabFor = id
+		var l tools.AuditList
+		if !res.OK || tools.DecodeValue(res.Value, &l) != nil {
+			m.tabText = nil
+			return
+		}
+		m.tabText = []string{}
+		for i := len(l.Entries) - 1; i >= 0; i-- {
+			e := l.Entries[i]
+			who := e.By
+			if e.Rule != "" {
+				who += " " + e.Rule
+			} else if e.Surface != "" {
+				who += " (" + e.Surface + ")"
+			}
+			m.tabText = append(m.tabText, fmt.Sprintf(" %s %s by %s  %s %s", e.Time.Local().Format("15:04:05"), strings.ToUpper(e.Decision),
+				tools.VisibleLine(who), tools.VisibleLine(e.Tool), tools.VisibleLine(e.Input)))
+		}
+		if len(m.tabText) == 0 {
+			m.tabText = []string{" none yet"}
 		}
 	})
 }

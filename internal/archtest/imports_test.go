@@ -65,7 +65,8 @@ var allowed = map[string][]string{
 	// It mounts the web monitor and feeds it through monitor's interfaces.
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
 		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree",
-		module + "/orchestrator/config", module + "/orchestrator/trust", module + "/orchestrator/sandbox"},
+		module + "/orchestrator/config", module + "/orchestrator/trust", module + "/orchestrator/sandbox",
+		module + "/orchestrator/policy", module + "/orchestrator/usage"},
 	// Git worktrees (CONTRACT §21): the user's git CLI only, never nodes,
 	// the engine or the tool server.
 	"orchestrator/worktree": {},
@@ -80,6 +81,12 @@ var allowed = map[string][]string{
 	// Notifications (CONTRACT §20): targets, modes, the queue and its
 	// sender; the tmux and terminal targets are handed in as functions.
 	"orchestrator/notify": {module + "/tools"},
+	// Permission policies and the audit log (CONTRACT §28): rules, a real
+	// shell parser, TOML for a repository's file; knows nothing of nodes.
+	// Usage from agents' OpenTelemetry (CONTRACT §28): the OTLP protobuf
+	// types (no gRPC) and protobuf's codecs; knows nothing of nodes.
+	"orchestrator/usage":  {"go.opentelemetry.io/proto/otlp/", "google.golang.org/protobuf/"},
+	"orchestrator/policy": {module + "/orchestrator/config", "mvdan.cc/sh/v3/", "github.com/BurntSushi/toml"},
 	// The read-only web monitor: the contract's value types and the cell
 	// grid; it reads the engine and the tool server only through the
 	// interfaces it defines (Engine, Side), so it imports neither.
@@ -96,8 +103,10 @@ var allowed = map[string][]string{
 		// `termsprawl config` and `termsprawl trust` read the state
 		// directory's files themselves
 		module + "/orchestrator/config", module + "/orchestrator/trust",
-		// doctor probes bwrap (CONTRACT §27)
-		module + "/orchestrator/sandbox"},
+		// doctor probes bwrap (CONTRACT §27); `termsprawl audit` and
+		// `policy test` read the audit log and judge rules with the
+		// policy room's own code
+		module + "/orchestrator/sandbox", module + "/orchestrator/policy"},
 	// The dashboard (CONTRACT §19): a client of the tool server (the event
 	// stream and Call), never the engine; Bubble Tea v2.
 	"cli/dash": {module + "/tools", "charm.land/", "github.com/charmbracelet/", module + "/probe"},
@@ -227,12 +236,13 @@ func TestCLIUsesTheEngineOnlyInUp(t *testing.T) {
 		for _, imp := range af.Imports {
 			path, _ := strconv.Unquote(imp.Path.Value)
 			// The recordings' reader is no engine: replay works with
-			// the orchestrator down; nor are config.toml's reader and the
-			// trust store (`termsprawl config`, `termsprawl trust`), and bwrap's
-			// probe (doctor).
-			if strings.HasPrefix(path, module+"/orchestrator") && path != module+"/orchestrator/record" &&
-				path != module+"/orchestrator/config" && path != module+"/orchestrator/trust" &&
-				path != module+"/orchestrator/sandbox" {
+			// the orchestrator down.
+			// Nor are the rooms that read the state directory's
+			// files (config.toml, trust.json, audit.jsonl) and bwrap's
+			// probe: termsprawl config, trust, audit, policy test and
+			// doctor work with it down.
+			stateRooms := path == module+"/orchestrator/config" || path == module+"/orchestrator/trust" || path == module+"/orchestrator/policy" || path == module+"/orchestrator/sandbox"
+			if strings.HasPrefix(path, module+"/orchestrator") && path != module+"/orchestrator/record" && !stateRooms {
 				t.Errorf("%s imports %s: only %v may (everything else goes through the client)", f, path, cliEngineFiles)
 			}
 		}

@@ -18,6 +18,7 @@ const (
 	EventTurnDone   = "turn_done"   // a turn of at least 30 s ended
 	EventExited     = "exited"      // its program ended
 	EventTest       = "test"        // termsprawl notify test
+	EventBudget     = "budget"      // a budget reached 80 % or 100 % (CONTRACT §28)
 )
 
 // Event is one notification; its JSON is what a webhook receives.
@@ -37,7 +38,7 @@ type Event struct {
 // normal also errors and crashes; all also finished turns and exits.
 func Wanted(mode, event string) bool {
 	switch event {
-	case EventNeedsHuman, EventTest:
+	case EventNeedsHuman, EventTest, EventBudget:
 		return true
 	case EventError, EventCrash:
 		return mode == tools.NotifyNormal || mode == tools.NotifyAll

@@ -209,6 +209,8 @@ type agentLaunchArgs struct {
 	Sandbox string `json:"sandbox"`
 	// Env is added to termsprawl's own environment (CONTRACT §26).
 	Env map[string]string `json:"env"`
+	// Policy names config.toml's [policy.named.NAME] (policy.go).
+	Policy string `json:"policy"`
 }
 
 func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
@@ -227,6 +229,9 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		return tools.NodeInfo{}, nil, err
 	}
 	a.Host = host
+	if a.Policy, err = c.launchPolicy(a.Policy); err != nil {
+		return tools.NodeInfo{}, nil, err
+	}
 	extra := map[string]string{"TERMSPRAWL_AGENT": a.Agent}
 	switch {
 	case a.Host != "":
@@ -273,13 +278,25 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 			cmd = append(slices.Clone(cmd), args...)
 		}
 	}
+	// Telemetry (usage.go): the kind's environment and a token of its own.
+	var tenv map[string]string
+	var ttok string
+	if a.Host == "" { // the receiver is on this machine's loopback
+		tenv, ttok = s.agentTelemetry(a.Agent)
+	}
+	for k, v := range tenv {
+		extra[k] = v
+	}
 	name := a.Name
 	if name == "" {
 		name = a.Agent
 	}
-	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, Env: a.Env, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host), Worktree: a.Worktree,
+	spec := orchestrator.LaunchSpec{Command: cmd, Name: name, Cwd: a.Cwd, Env: a.Env, EnvMode: "inherit", Agent: a.Agent, ExtraEnv: extra, Host: explicitHost(a.Host), Worktree: a.Worktree, Policy: a.Policy,
 		Sandbox: cmp.Or(a.Sandbox, s.agentSandboxDefault())}
 	info, err := c.launchFor(spec)
+	if ttok != "" {
+		s.usage.Bind(ttok, info.Terminal) // "" on failure drops it
+	}
 	if err != nil {
 		return tools.NodeInfo{}, nil, err
 	}
@@ -415,6 +432,9 @@ func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
 	target, ok := s.o.Meta(a.Node)
 	if !ok {
 		return tools.TaskSent{}, nil, tools.Errorf(tools.KindNotFound, "no terminal %q: call agent_status to see the agents", a.Node)
+	}
+	if why, paused := s.budgetPaused(target); paused {
+		return tools.TaskSent{}, nil, tools.Errorf(tools.KindNotRun, "agent %q takes no new task: %s", a.Node, why).WithDetails("budget", true)
 	}
 	// agent_send types into the target's prompt: that is driving it. It is
 	// allowed to those who may drive the target, and to anyone when the

@@ -43,6 +43,8 @@ type transition struct {
 	turnStart         time.Time
 	message, dialog   string
 	ev                tools.Evidence
+	// workedSince is when the state left began (a working span's start).
+	workedSince time.Time
 }
 
 // evidence applies one fact to a node's agent state. Facts about a node
@@ -81,7 +83,7 @@ func (s *Server) evidence(node, incarnation string, ev tools.Evidence, message, 
 			st.TurnStart = next.Since
 		}
 		tr = &transition{node: node, incarnation: incarnation, from: prev.State, to: next.State,
-			turnStart: prev.TurnStart, message: st.Message, dialog: dialog, ev: ev}
+			turnStart: prev.TurnStart, message: st.Message, dialog: dialog, ev: ev, workedSince: prev.Since}
 	} else if message != "" && ev.Source == tools.SourceHook {
 		st.Message = message
 	}
@@ -108,6 +110,9 @@ func (s *Server) stateChanged(tr transition, kind, name string) {
 		s.worktreeTurnEnded(tr.node, tr.incarnation) // the turn's diff (worktree.go)
 	}
 	s.notifyTransition(tr, kind, name)
+	if tr.from == tools.AgentWorking && tr.to != tools.AgentWorking {
+		go s.addWork(tr.node, tr.workedSince, time.Now()) // budgets' work (budget.go)
+	}
 }
 
 // hookEvidence is the evidence of agent_report: a hook's event, or a
@@ -322,6 +327,8 @@ func (s *Server) agentView(ctx context.Context, info tools.NodeInfo, st agentSta
 	if !st.Since.IsZero() {
 		out.Since = st.Since.UTC().Format(time.RFC3339)
 	}
+	out.Usage = s.usageOf(info.Terminal)
+	out.Budget = s.budgetNote(info.Terminal)
 	if explain {
 		out.Why = make([]tools.Evidence, 0, len(st.Evidence))
 		for i := len(st.Evidence) - 1; i >= 0; i-- {
@@ -338,6 +345,7 @@ func (s *Server) annotateNodes(ctx context.Context, nodes []tools.NodeInfo) {
 		if n.Agent == "" {
 			continue
 		}
+		nodes[i].Usage = s.usageOf(n.Terminal)
 		t.mu.Lock()
 		st, ok := t.states[n.Terminal]
 		t.mu.Unlock()

@@ -55,6 +55,9 @@ type dialogTable struct {
 	onOpen func(tools.Dialog, string)
 	// onEnd is told of a dialog that just ended, under no lock.
 	onEnd func(d tools.Dialog, incarnation string, out tools.DialogOutcome)
+	// onDecided audits a dialog's end before its waiters are told
+	// (policy.go), under no lock.
+	onDecided func(d tools.Dialog, out tools.DialogOutcome)
 }
 
 func newDialogTable(st *store) *dialogTable {
@@ -166,7 +169,7 @@ func (t *dialogTable) restore(st *store, live map[string]bool) error {
 // armLocked starts the timer that ends an open dialog as a deny.
 func (t *dialogTable) armLocked(d *dialog) {
 	d.timer = time.AfterFunc(time.Until(d.Expires), func() {
-		t.end(d.ID, d.outcome(tools.DialogOutcome{TimedOut: true,
+		t.end(d.ID, d.outcome(tools.DialogOutcome{TimedOut: true, DecidedBy: tools.DecidedByTimeout,
 			Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: "nobody answered in termsprawl before the dialog timed out"}}))
 	})
 }
@@ -184,12 +187,16 @@ func (t *dialogTable) end(id string, out tools.DialogOutcome) bool {
 	if d.timer != nil {
 		d.timer.Stop()
 	}
-	onEnd, info, inc := t.onEnd, d.Dialog, d.Incarnation
+	onEnd, onDecided, info, inc := t.onEnd, t.onDecided, d.Dialog, d.Incarnation
 	t.mu.Unlock()
-	// The outcome (an "always" answer with it) is on disk before it is
-	// told (done wakes the waiters); a failure is logged, the outcome
-	// stands in memory. Only the caller that ended it closes done.
+	// The outcome (an "always" answer with it) is on disk and in the
+	// audit log before it is told (done wakes the waiters); a failure is
+	// logged, the outcome stands in memory. Only the caller that ended it
+	// closes done.
 	_ = t.disk.sync(context.Background())
+	if onDecided != nil {
+		onDecided(info, out)
+	}
 	close(d.done)
 	if onEnd != nil {
 		onEnd(info, inc, out)
@@ -261,7 +268,7 @@ func (t *dialogTable) endOpen(incarnation string) {
 	}
 	t.mu.Unlock()
 	for _, id := range open {
-		t.end(id, tools.DialogOutcome{Dialog: id, Ended: true, Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: tools.DialogEndNodeClosed}})
+		t.end(id, tools.DialogOutcome{Dialog: id, Ended: true, DecidedBy: tools.DecidedByClosed, Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: tools.DialogEndNodeClosed}})
 	}
 }
 
@@ -314,11 +321,24 @@ func dialogRequest(c *call, a dialogRequestArgs) (tools.DialogOutcome, error) {
 	if a.Dialog != "" {
 		d, err = t.resume(c.caller, a)
 	} else {
+		// Policies first (policy.go): a rule's allow or deny is final.
+		ask := false
+		if a.Kind == "permission" {
+			var out tools.DialogOutcome
+			var decided bool
+			if out, decided, ask, err = c.s.decidePermission(c, a); err != nil || decided {
+				return out, err
+			}
+		}
 		var remembered bool
-		d, remembered, err = t.open(c, a)
+		d, remembered, err = t.open(c, a, ask)
 		if remembered {
-			return tools.DialogOutcome{Answer: tools.DialogAnswer{Mode: tools.AnswerAllow, Reason: "always allowed in termsprawl"}, Remembered: true,
-				Kind: a.Kind, Tool: a.Tool, Input: a.Input}, nil
+			out := tools.DialogOutcome{Answer: tools.DialogAnswer{Mode: tools.AnswerAllow, Reason: "always allowed in termsprawl"}, Remembered: true,
+				Kind: a.Kind, Tool: a.Tool, Input: a.Input, DecidedBy: tools.DecidedByAlways}
+			if err := c.s.auditRemembered(c, a); err != nil {
+				return tools.DialogOutcome{}, err
+			}
+			return out, nil
 		}
 	}
 	if err != nil {
@@ -374,8 +394,8 @@ func (t *dialogTable) resume(caller tools.Identity, a dialogRequestArgs) (*dialo
 }
 
 // open opens a new dialog, unless an "always" answer covers it
-// (remembered).
-func (t *dialogTable) open(c *call, a dialogRequestArgs) (*dialog, bool, error) {
+// (remembered) and no ask rule says a human decides anyway (ask).
+func (t *dialogTable) open(c *call, a dialogRequestArgs, ask bool) (*dialog, bool, error) {
 	if a.Kind == "question" && len(a.Options) == 0 {
 		return nil, false, tools.Errorf(tools.KindUsage, "a question needs options to choose from")
 	}
@@ -384,7 +404,7 @@ func (t *dialogTable) open(c *call, a dialogRequestArgs) (*dialog, bool, error) 
 		life = time.Duration(a.TimeoutMS) * time.Millisecond
 	}
 	t.mu.Lock()
-	if t.always[alwaysKey(c.caller.Incarnation, a.Kind, a.Tool, a.Input, a.Title)] {
+	if !ask && t.always[alwaysKey(c.caller.Incarnation, a.Kind, a.Tool, a.Input, a.Title)] {
 		t.mu.Unlock()
 		return nil, true, nil
 	}
@@ -443,6 +463,7 @@ type dialogAnswerArgs struct {
 	Mode      string `json:"mode"`
 	Selection string `json:"selection"`
 	Reason    string `json:"reason"`
+	Surface   string `json:"surface"`
 }
 
 func dialogAnswer(c *call, a dialogAnswerArgs) (tools.DialogOutcome, any, error) {
@@ -480,7 +501,11 @@ func dialogAnswer(c *call, a dialogAnswerArgs) (tools.DialogOutcome, any, error)
 	if ans.Reason == "" {
 		ans.Reason = defaultReason(a.Mode, c.caller)
 	}
-	out := d.outcome(tools.DialogOutcome{Answer: ans})
+	out := d.outcome(tools.DialogOutcome{Answer: ans, DecidedBy: tools.DecidedByHuman, Surface: cmp.Or(a.Surface, "cli")})
+	if c.caller.Role != tools.RoleOperator {
+		// An agent (over /call or MCP) may only deny: it is not a human.
+		out.DecidedBy, out.Surface = tools.DecidedByAgent, "node "+c.caller.Node
+	}
 	if !t.end(d.ID, out) {
 		// Another answer or the timeout got there first.
 		t.mu.Lock()

@@ -106,7 +106,7 @@ func (s *Server) buildHandlers() map[string]handler {
 	all := map[string]handler{}
 	for _, set := range []map[string]handler{identityHandlers(), terminalHandlers(), watchHandlers(), agentHandlers(), dialogHandlers(), traceHandlers(),
 		terminalToolHandlers(), notifyHandlers(), worktreeHandlers(), semanticHandlers(),
-		hostHandlers(), restoreHandlers(), fleetHandlers()} {
+		hostHandlers(), restoreHandlers(), fleetHandlers(), policyHandlers()} {
 		for name, h := range set {
 			if _, dup := all[name]; dup {
 				panic(fmt.Sprintf("toolserver: operation %s has two handlers", name))

@@ -266,7 +266,7 @@ func TestPersistDialogOpensOnDisk(t *testing.T) {
 	}
 	done := make(chan opened, 1)
 	go func() {
-		d, _, err := api.dialogs.open(ag, dialogRequestArgs{Kind: "permission", Title: "Bash: make", TimeoutMS: 60000})
+		d, _, err := api.dialogs.open(ag, dialogRequestArgs{Kind: "permission", Title: "Bash: make", TimeoutMS: 60000}, false)
 		done <- opened{d, err}
 	}()
 	<-g.entered // its write is blocked: nobody sees it yet

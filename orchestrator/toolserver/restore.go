@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/agentstate"
+	"github.com/termsprawl/termsprawl/orchestrator/usage"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -98,6 +100,11 @@ func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.Restore
 	}
 	if wt != nil {
 		s.attachWorktree(wt, info.Terminal)
+	}
+	// Its telemetry token is in its kept environment: it counts again
+	// (usage.go).
+	if h, ok := strings.CutPrefix(rec.ExtraEnv["OTEL_EXPORTER_OTLP_HEADERS"], usage.Header+"="); ok && h != "" {
+		s.usage.Adopt(h, info.Terminal, rec.Agent)
 	}
 	if m, ok := s.o.Meta(info.Terminal); ok {
 		s.loadToken(m)

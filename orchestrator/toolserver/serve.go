@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"net"
 	"net/http"
 	"os"
@@ -15,7 +14,9 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/monitor"
+	"github.com/termsprawl/termsprawl/orchestrator/policy"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -165,6 +166,9 @@ func serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo), 
 			h.engine(o)
 		}
 	}
+	if err := api.startUsage(api.Context()); err != nil {
+		return err
+	}
 	mon, err := monitor.Load(cfg.StateDir)
 	if err != nil {
 		return err
@@ -240,7 +244,7 @@ func serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo), 
 // their types (a policy rule's syntax, a key name), run at `up` and at
 // every reload.
 func ConfigChecks() []config.Check {
-	return nil
+	return []config.Check{policy.CheckConfig}
 }
 
 // ConfigError is a config.toml that `up` refused: it names the lines and

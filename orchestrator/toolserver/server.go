@@ -16,6 +16,9 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/notify"
+	"github.com/termsprawl/termsprawl/orchestrator/policy"
+	"github.com/termsprawl/termsprawl/orchestrator/trust"
+	"github.com/termsprawl/termsprawl/orchestrator/usage"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -62,6 +65,14 @@ type Server struct {
 
 	notifier *notify.Notifier // notifications (notify.go)
 
+	conf  *config.Store // config.toml, reloaded on change (Serve watches it)
+	trust *trust.Store  // the human's approvals of repositories' files
+	audit *policy.Audit // <state>/audit.jsonl (policy.go)
+	usage *usage.Table  // agents' usage and telemetry tokens (usage.go)
+	// usageEndpoint is the OTLP receiver's URL ("" until Serve starts it).
+	usageEndpoint string
+	budgets       *budgetState // raises, crossings acted on, working time (budget.go)
+
 	wtOnce sync.Once // makes wt (worktree.go)
 	wt     *wtTable
 	wtDisk *persister // wt's file, made with the server so that Close ends it (persist.go)
@@ -86,7 +97,23 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),
 		slots: tools.NewCallSlots(tools.MaxConnections), lanes: tools.NewLanes(), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
 	s.wtDisk = newPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
-	s.dialogs.onOpen, s.dialogs.onEnd = s.dialogOpened, s.dialogEnded
+	s.dialogs.onOpen, s.dialogs.onEnd, s.dialogs.onDecided = s.dialogOpened, s.dialogEnded, s.dialogDecided
+	s.trust = trust.Open(cfg.StateDir)
+	if s.conf = cfg.Settings; s.conf == nil {
+		if s.conf, err = config.Open(cfg.StateDir, ConfigChecks()...); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
+	if s.audit, err = policy.OpenAudit(cfg.StateDir, 0); err != nil {
+		cancel()
+		return nil, err
+	}
+	if s.usage, err = usage.Open(cfg.StateDir); err != nil {
+		s.log.Warn("usage", "err", err) // a fresh table; the run goes on
+	}
+	s.budgets = newBudgetState(cfg.StateDir)
+	s.usage.OnAdd = s.usageGrew
 	if s.notifier, err = s.newNotifier(cfg.Notify, cfg.NotifyMode); err != nil {
 		cancel()
 		return nil, err
@@ -156,6 +183,7 @@ func (s *Server) Close() {
 		p.close()
 	}
 	s.notifier.Close()
+	_ = s.audit.Close()
 }
 
 // Context ends when the server closes (the HTTP server's base context).
@@ -171,6 +199,7 @@ func (s *Server) nodeGone(m orchestrator.NodeMeta) {
 	s.watches.forget(inc)
 	s.dialogs.forget(inc) // first: ending its dialogs touches its agent state
 	s.agents.forget(m.ID, inc)
+	s.usage.Forget(m.ID)
 	if err := s.receipts.ForgetCaller(inc); err != nil {
 		s.log.Warn("forget receipts of a closed node", "node", m.ID, "err", err)
 	}
