@@ -21,10 +21,7 @@ import (
 // config is config.toml as in force: the server's shared store (up
 // opens and watches it; the defaults where none was given).
 func (s *Server) config() *config.Config {
-	if s.settings == nil {
-		return &config.Config{}
-	}
-	return s.settings.Current()
+	return s.conf.Current()
 }
 
 // agentRules are the screen rules of config.toml, named for why.

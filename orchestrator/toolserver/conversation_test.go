@@ -20,7 +20,7 @@ func TestRestoreNeverAddsAForgedConversation(t *testing.T) {
 	t.Setenv("HOME", t.TempDir())
 	tmux, dir := apiNewState(t)
 	s := startWithCtl(t, tmux, dir, "/opt/termsprawl/bin/termsprawlctl")
-	r, _ := apiMutate(t, s.op(), "agent_launch", apiM{"agent": "claude"})
+	r, _ := apiMutate(t, s.op(), "agent_launch", apiM{"agent": "claude", "sandbox": "none"}) // the fake agent writes outside its directory
 	var info tools.NodeInfo
 	if err := json.Unmarshal(r.Result, &info); err != nil {
 		t.Fatal(err)

@@ -32,9 +32,6 @@ type Server struct {
 	version  string
 	ctlPath  string
 	instance string
-	// settings are config.toml's (nil in tests that give none): read at
-	// each use, so a reload counts.
-	settings *config.Store
 	receipts *tools.ReceiptStore
 	handlers map[string]handler
 
@@ -65,7 +62,7 @@ type Server struct {
 
 	notifier *notify.Notifier // notifications (notify.go)
 
-	conf  *config.Store // config.toml, reloaded on change (Serve watches it)
+	conf  *config.Store // config.toml, read at each use so a reload counts (Serve watches it); never nil
 	trust *trust.Store  // the human's approvals of repositories' files
 	audit *policy.Audit // <state>/audit.jsonl (policy.go)
 	usage *usage.Table  // agents' usage and telemetry tokens (usage.go)
@@ -91,7 +88,7 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st := newStore(cfg.StateDir, o.Logger())
-	s := &Server{hooks: &hooks{}, o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath, settings: cfg.Settings,
+	s := &Server{hooks: &hooks{}, o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),

@@ -239,10 +239,7 @@ func shellWord(s string) string {
 
 // copyLimits are config.toml's bounds of .worktreeinclude copies.
 func (s *Server) copyLimits() worktree.CopyLimits {
-	if s.settings == nil {
-		return worktree.CopyLimits{}
-	}
-	w := s.settings.Current().Worktree
+	w := s.conf.Current().Worktree
 	return worktree.CopyLimits{MaxFile: int64(w.CopyMaxFile), MaxTotal: int64(w.CopyMaxTotal)}
 }
 
