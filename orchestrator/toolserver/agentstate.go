@@ -25,9 +25,16 @@ import (
 // maxEvidence bounds the evidence kept per agent (newest kept).
 const maxEvidence = 32
 
-// turnQuiet is how long a working agent's screen must stay still before
-// it is judged; with the judgement it keeps a turn's end seen within 10 s.
-var turnQuiet = 2500 * time.Millisecond
+// turnQuiet is how long a young turn's screen must stay still before it
+// is judged (the program may not show its busy marker at once); once the
+// agent has worked turnQuiet, a stillness of turnQuietLate suffices. A
+// turn's end is seen within 10 s: Claude Code 2.1.332 clears a hint 2.7 s
+// after an Esc, which with one long stillness pushed it past 10 s on a
+// loaded machine.
+var (
+	turnQuiet     = 2500 * time.Millisecond
+	turnQuietLate = 1000 * time.Millisecond
+)
 
 // turnWaitSlice bounds one wait of the turn watcher, so it looks again
 // whether the agent still works.
@@ -225,12 +232,15 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 		if !ok || (st.State != tools.AgentWorking && st.State != tools.AgentStarting) {
 			return
 		}
-		p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(turnQuiet / time.Millisecond)}, turnWaitSlice)
+		p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(turnQuietLate / time.Millisecond)}, turnWaitSlice)
 		if err != nil {
 			return
 		}
 		r, err := p.Run(s.ctx)
 		s.log.Debug("turn watcher: quiet wait", "node", node, "matched", r.Matched, "timed_out", r.TimedOut, "err", err)
+		if err == nil && r.Matched && r.Status != tools.StatusExited && !s.youngTurnStill(node, incarnation) {
+			continue // the screen changed before the turn was turnQuiet old
+		}
 		if err != nil {
 			var te *tools.Error
 			if errors.As(err, &te) && te.Kind == tools.KindTimeout && s.ctx.Err() == nil {
@@ -252,6 +262,27 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 			}
 		}
 	}
+}
+
+// youngTurnStill is called on a screen still for turnQuietLate: for a
+// state younger than turnQuiet it waits, while the screen stays still,
+// until the state is turnQuiet old, and reports whether it stayed still
+// (false: it changed, or the wait failed).
+func (s *Server) youngTurnStill(node, incarnation string) bool {
+	st, ok := s.agents.stateOfLife(node, incarnation)
+	if !ok || st.Since.IsZero() {
+		return true
+	}
+	rest := turnQuiet - time.Since(st.Since)
+	if rest <= 0 {
+		return true
+	}
+	p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, rest)
+	if err != nil {
+		return false
+	}
+	r, err := p.Run(s.ctx)
+	return err == nil && r.TimedOut && !r.Matched
 }
 
 // judgeScreen looks at a quiet screen of a working agent; true when it
