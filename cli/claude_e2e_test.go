@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,8 +16,34 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// claudeCodePackage is the Claude Code release the tests run.
-const claudeCodePackage = "@anthropic-ai/claude-code@2.1.332"
+// claudeCodePackage is the Claude Code release the tests run (CONTRACT
+// §29, README's supported agents table).
+const claudeCodePackage = "@anthropic-ai/claude-code@2.1.328"
+
+// claudeCodeOlder is the older release that keeps working: its hooks
+// predate StopFailure, so its failed turn comes from the screen.
+const claudeCodeOlder = "@anthropic-ai/claude-code@2.1.197"
+
+// claudeCodePackages are the releases the permission and state tests run,
+// each as a subtest named by its version.
+var claudeCodePackages = []string{claudeCodePackage, claudeCodeOlder}
+
+// claudeVersion is a package's version ("2.1.328").
+func claudeVersion(pkg string) string { return pkg[strings.LastIndex(pkg, "@")+1:] }
+
+// claudeBin installs pkg and returns the directory of its claude binary.
+func claudeBin(t *testing.T, pkg string) string {
+	t.Helper()
+	dir := testenv.NPM(t, pkg)
+	bin := filepath.Join(dir, "node_modules", ".bin")
+	if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
+		testenv.SkipOrFail(t, "npm installed %s without a claude binary: %v", pkg, err)
+	}
+	if out, err := exec.Command(filepath.Join(bin, "claude"), "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), claudeVersion(pkg)) {
+		testenv.SkipOrFail(t, "%s's claude --version: %v %q (npm install %s)", pkg, err, out, pkg)
+	}
+	return bin
+}
 
 // claudeEnv is the environment that keeps Claude Code on this machine:
 // the fake model on loopback, a dummy key, no telemetry, error reports,
@@ -138,13 +166,33 @@ func TestClaudeCodeHooks(t *testing.T) {
 	// Not parallel: the real Claude Code TUI on a loaded 2-core machine
 	// swallowed a submitted line's Enter when three more end-to-end tests
 	// ran beside it; it runs alone, before the parallel tests.
-	e := newE2E(t)
-	dir := testenv.NPM(t, claudeCodePackage)
-	bin := filepath.Join(dir, "node_modules", ".bin")
-	if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
-		testenv.SkipOrFail(t, "npm installed %s without a claude binary: %v", claudeCodePackage, err)
+	for _, pkg := range claudeCodePackages {
+		t.Run(claudeVersion(pkg), func(t *testing.T) { claudeCodeHooks(t, pkg) })
 	}
-	fake, err := fakemodel.Start(markerScript)
+}
+
+func claudeCodeHooks(t *testing.T, pkg string) {
+	e := newE2E(t)
+	bin := claudeBin(t, pkg)
+	script, touch := fakemodel.Script(markerScript), "touch "
+	if pkg == claudeCodeOlder {
+		// 2.1.197 in -p mode blocks a plain `touch` in its own directory
+		// "for security" without asking (its PermissionRequest hook never
+		// runs); a command it cannot read asks.
+		touch = `sh -c 'touch "$0"' `
+		script = func(req *fakemodel.Request) fakemodel.Reply {
+			r := markerScript(req)
+			for i, b := range r.Blocks {
+				if cmd, ok := b.ToolInput["command"].(string); ok && b.ToolName == "Bash" {
+					in := maps.Clone(b.ToolInput)
+					in["command"] = touch + strings.TrimPrefix(cmd, "touch ")
+					r.Blocks[i].ToolInput = in
+				}
+			}
+			return r
+		}
+	}
+	fake, err := fakemodel.Start(script)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,63 +212,81 @@ func TestClaudeCodeHooks(t *testing.T) {
 		return strings.TrimSpace(e.must(e.ts, args...))
 	}
 
-	// Deny, with a reason.
-	denied := filepath.Join(work, "denied")
-	node := run("deny", denied)
-	d := e.waitDialog(node, 2*time.Minute)
-	if d.Kind != "permission" || !strings.HasPrefix(d.Title, "Bash: touch "+denied) {
-		t.Fatalf("dialog %+v", d)
-	}
-	if st := e.agentState(node); st.State != tools.AgentWaiting || !strings.Contains(st.Message, "Bash") {
-		t.Fatalf("agent_status while the dialog is open: %+v", st)
-	}
-	if out := e.must(e.ts, "answer", d.ID, "deny", "--reason", "not in this repository"); !strings.Contains(out, "answered "+d.ID+": deny") {
-		t.Fatalf("answer printed %q", out)
-	}
-	e.waitExited(node)
-	if _, err := os.Stat(denied); err == nil {
-		t.Fatal("the denied command ran")
-	}
-	text, isErr := toolResultFor(fake, denied)
-	if !isErr || !strings.Contains(text, "not in this repository") {
-		t.Fatalf("the model was not told the denial: is_error=%v %q", isErr, text)
-	}
-	// The program ended after its Stop hook: exited, whatever the last
-	// hook said (CONTRACT §20), with the Stop in its evidence.
-	if st := e.whyOf(node); st.State != tools.AgentExited || !hasEvidence(st, tools.SourceHook, "Stop") {
-		t.Fatalf("agent_status after Stop and exit: %+v", st)
-	}
-	// Answering again is a conflict that names the first answer.
-	if code, _, errb := e.run(e.ts, "answer", d.ID, "allow"); code != ExitNo || !strings.Contains(errb, "already answered (deny)") {
-		t.Fatalf("second answer: exit %d, %q", code, errb)
-	}
+	if pkg == claudeCodeOlder {
+		// 2.1.197 runs no PermissionRequest hook in -p mode: it refuses
+		// the command itself ("requires approval"), and no dialog opens
+		// (docs/CHOICES.md); its TUI asks through the hook (below).
+		refused := filepath.Join(work, "refused")
+		node := run("refused", refused)
+		e.waitExited(node)
+		if text, _ := toolResultFor(fake, refused); !strings.Contains(text, "requires approval") {
+			t.Fatalf("2.1.197 -p: the model was told %q", text)
+		}
+		if _, err := os.Stat(refused); err == nil {
+			t.Fatal("2.1.197 -p ran a command nobody approved")
+		}
+		if out := e.must(e.ts, "dialogs", "--json"); strings.Contains(out, node) {
+			t.Fatalf("2.1.197 -p opened a dialog: %s", out)
+		}
+	} else {
+		// Deny, with a reason.
+		denied := filepath.Join(work, "denied")
+		node := run("deny", denied)
+		d := e.waitDialog(node, 2*time.Minute)
+		if d.Kind != "permission" || !strings.HasPrefix(d.Title, "Bash: "+touch+denied) {
+			t.Fatalf("dialog %+v", d)
+		}
+		if st := e.agentState(node); st.State != tools.AgentWaiting || !strings.Contains(st.Message, "Bash") {
+			t.Fatalf("agent_status while the dialog is open: %+v", st)
+		}
+		if out := e.must(e.ts, "answer", d.ID, "deny", "--reason", "not in this repository"); !strings.Contains(out, "answered "+d.ID+": deny") {
+			t.Fatalf("answer printed %q", out)
+		}
+		e.waitExited(node)
+		if _, err := os.Stat(denied); err == nil {
+			t.Fatal("the denied command ran")
+		}
+		text, isErr := toolResultFor(fake, denied)
+		if !isErr || !strings.Contains(text, "not in this repository") {
+			t.Fatalf("the model was not told the denial: is_error=%v %q", isErr, text)
+		}
+		// The program ended after its Stop hook: exited, whatever the last
+		// hook said (CONTRACT §20), with the Stop in its evidence.
+		if st := e.whyOf(node); st.State != tools.AgentExited || !hasEvidence(st, tools.SourceHook, "Stop") {
+			t.Fatalf("agent_status after Stop and exit: %+v", st)
+		}
+		// Answering again is a conflict that names the first answer.
+		if code, _, errb := e.run(e.ts, "answer", d.ID, "allow"); code != ExitNo || !strings.Contains(errb, "already answered (deny)") {
+			t.Fatalf("second answer: exit %d, %q", code, errb)
+		}
 
-	// Allow.
-	allowed := filepath.Join(work, "allowed")
-	node = run("allow", allowed)
-	d = e.waitDialog(node, 2*time.Minute)
-	e.must(e.ts, "answer", d.ID, "allow")
-	e.waitExited(node)
-	if _, err := os.Stat(allowed); err != nil {
-		t.Fatalf("the allowed command did not run: %v", err)
-	}
+		// Allow.
+		allowed := filepath.Join(work, "allowed")
+		node = run("allow", allowed)
+		d = e.waitDialog(node, 2*time.Minute)
+		e.must(e.ts, "answer", d.ID, "allow")
+		e.waitExited(node)
+		if _, err := os.Stat(allowed); err != nil {
+			t.Fatalf("the allowed command did not run: %v", err)
+		}
 
-	// Nobody answers: deny at the dialog's timeout (shortened for the
-	// test through the hook's environment), and a late answer is told.
-	settings := filepath.Join(e.state, tools.AgentToolsDir, "claude-settings.json")
-	late := filepath.Join(work, "unanswered")
-	node = strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "late", "--cwd", work, "--",
-		"env", "TERMSPRAWL_HOOK_DIALOG_TIMEOUT=3s", "claude", "-p", "please create "+late, "--settings", settings))
-	d = e.waitDialog(node, 2*time.Minute)
-	e.waitExited(node)
-	if _, err := os.Stat(late); err == nil {
-		t.Fatal("an unanswered permission was allowed")
-	}
-	if text, isErr := toolResultFor(fake, late); !isErr || !strings.Contains(text, "nobody answered") {
-		t.Fatalf("the model was not told the timeout: is_error=%v %q", isErr, text)
-	}
-	if code, _, errb := e.run(e.ts, "answer", d.ID, "allow"); code != ExitNo || !strings.Contains(errb, "timed out") {
-		t.Fatalf("answer after the timeout: exit %d, %q", code, errb)
+		// Nobody answers: deny at the dialog's timeout (shortened for the
+		// test through the hook's environment), and a late answer is told.
+		settings := filepath.Join(e.state, tools.AgentToolsDir, "claude-settings.json")
+		late := filepath.Join(work, "unanswered")
+		node = strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "late", "--cwd", work, "--",
+			"env", "TERMSPRAWL_HOOK_DIALOG_TIMEOUT=3s", "claude", "-p", "please create "+late, "--settings", settings))
+		d = e.waitDialog(node, 2*time.Minute)
+		e.waitExited(node)
+		if _, err := os.Stat(late); err == nil {
+			t.Fatal("an unanswered permission was allowed")
+		}
+		if text, isErr := toolResultFor(fake, late); !isErr || !strings.Contains(text, "nobody answered") {
+			t.Fatalf("the model was not told the timeout: is_error=%v %q", isErr, text)
+		}
+		if code, _, errb := e.run(e.ts, "answer", d.ID, "allow"); code != ExitNo || !strings.Contains(errb, "timed out") {
+			t.Fatalf("answer after the timeout: exit %d, %q", code, errb)
+		}
 	}
 	// Interactive, in its TUI in the node: Claude Code runs without a
 	// login when its first-run questions are answered in its own state
@@ -236,14 +302,14 @@ func TestClaudeCodeHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	inter := filepath.Join(work, "interactive")
-	node = strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "tui", "--cwd", work, "--", "claude", "--permission-mode", "default"))
+	node := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "tui", "--cwd", work, "--", "claude", "--permission-mode", "default"))
 	wargs, _ := json.Marshal(map[string]any{"terminal": node, "wait": "text", "text": "shortcuts", "timeout_ms": 40000})
 	if out := e.must(e.ctl, "--session", e.oper, "call", "terminal_wait_for", string(wargs)); !strings.Contains(out, `"matched": true`) {
 		t.Fatalf("the TUI did not start: %s", out)
 	}
 	e.must(e.ts, "send", node, "please create "+inter)
-	d = e.waitDialog(node, 2*time.Minute)
-	if !strings.HasPrefix(d.Title, "Bash: touch "+inter) {
+	d := e.waitDialog(node, 2*time.Minute)
+	if !strings.HasPrefix(d.Title, "Bash: "+touch+inter) {
 		t.Fatalf("interactive dialog %+v", d)
 	}
 	if st := e.agentState(node); st.State != tools.AgentWaiting {

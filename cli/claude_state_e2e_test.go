@@ -16,6 +16,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/internal/fakemodel"
 	"github.com/termsprawl/termsprawl/internal/testenv"
+	"github.com/termsprawl/termsprawl/orchestrator/agentstate"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -86,12 +87,14 @@ func TestClaudeCodeState(t *testing.T) {
 	// Not parallel: the real Claude Code TUI on a loaded 2-core machine
 	// swallowed a submitted line's Enter when three more end-to-end tests
 	// ran beside it; it runs alone, before the parallel tests.
-	e := newE2E(t)
-	dir := testenv.NPM(t, claudeCodePackage)
-	bin := filepath.Join(dir, "node_modules", ".bin")
-	if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
-		testenv.SkipOrFail(t, "npm installed %s without a claude binary: %v", claudeCodePackage, err)
+	for _, pkg := range claudeCodePackages {
+		t.Run(claudeVersion(pkg), func(t *testing.T) { claudeCodeState(t, pkg) })
 	}
+}
+
+func claudeCodeState(t *testing.T, pkg string) {
+	e := newE2E(t)
+	bin := claudeBin(t, pkg)
 	hold := make(chan struct{})
 	defer close(hold)
 	// Each scripted trouble happens once: Claude Code keeps a failed
@@ -186,6 +189,11 @@ func TestClaudeCodeState(t *testing.T) {
 	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Escape"}`)
 	a, took := e.waitState(node, 10*time.Second, tools.AgentIdle, tools.AgentError)
 	t.Logf("Esc: %s after %v; why %+v", a.State, took, a.Why[:min(3, len(a.Why))])
+	// Measured on 2.1.328 and 2.1.197: no hook fires on an Esc (no Stop,
+	// no StopFailure); the turn's end comes from the screen.
+	if a.State != tools.AgentIdle || a.Why[0].Source != tools.SourceScreen || a.Why[0].Event != agentstate.ScreenTurnEnded {
+		t.Errorf("an interrupted turn: %s with %+v, want idle from the screen", a.State, a.Why[0])
+	}
 	// Claude Code may put an interrupted prompt back into its input box:
 	// delete it, so the next prompt is typed alone (not "please
 	// hangplease fail").
@@ -202,6 +210,10 @@ func TestClaudeCodeState(t *testing.T) {
 	t.Logf("HTTP 500: %s after %v; why %+v", a.State, took, a.Why[:min(3, len(a.Why))])
 	if took > 10*time.Second {
 		t.Errorf("the failed turn was seen after %v (want ≤ 10 s)", took)
+	}
+	// Measured on 2.1.328 and 2.1.197: an HTTP 500 fires StopFailure.
+	if a.Why[0].Source != tools.SourceHook || a.Why[0].Event != "StopFailure" {
+		t.Errorf("a failed turn's evidence %+v, want the StopFailure hook", a.Why[0])
 	}
 
 	// A permission request: waiting, needs a human; answered: working.
