@@ -82,7 +82,7 @@ func (p Profile) Shown() string {
 // AgentDirs are the agents' own configuration and cache paths under the
 // home directory, writable inside workspace (Claude Code, Codex, Gemini
 // CLI, OpenCode).
-var AgentDirs = []string{".claude", ".claude.json", ".codex", ".gemini", ".config/opencode", ".local/share/opencode"}
+var AgentDirs = []string{".claude", ".claude.json", ".codex", ".gemini", ".config/opencode", ".local/share/opencode", ".local/state/opencode"}
 
 // agentDirsOf are the directories Prepare makes for an agent kind when
 // they are missing (the home directory is read-only inside, so a first
@@ -90,7 +90,9 @@ var AgentDirs = []string{".claude", ".claude.json", ".codex", ".gemini", ".confi
 // they exist.
 var agentDirsOf = map[string][]string{
 	"claude": {".claude"}, "codex": {".codex"}, "gemini": {".gemini"},
-	"opencode": {".config/opencode", ".local/share/opencode"},
+	// OpenCode 1.18.33 also makes ~/.local/state/opencode at start (it
+	// exits with EROFS without it).
+	"opencode": {".config/opencode", ".local/share/opencode", ".local/state/opencode"},
 }
 
 // Caches are the package and build caches under the home directory that
