@@ -3,7 +3,9 @@ package toolserver
 import (
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -49,6 +51,16 @@ func (s *Server) opencodeEnv() (map[string]string, error) {
 	dir := filepath.Join(s.stateDir, tools.AgentToolsDir, OpencodeConfigDir)
 	if err := os.MkdirAll(filepath.Join(dir, "plugins"), 0o700); err != nil {
 		return nil, fmt.Errorf("make OpenCode's config directory: %w", err)
+	}
+	// OpenCode writes a .gitignore into each config directory it loads
+	// when there is none, and dies if it cannot (EROFS: the directory is
+	// read-only inside the workspace sandbox); its dependency install
+	// there only logs a warning. So the file is there before it starts.
+	gi := filepath.Join(dir, ".gitignore")
+	if _, err := os.Lstat(gi); errors.Is(err, fs.ErrNotExist) {
+		if err := tools.WriteFileAtomic(gi, []byte("node_modules\npackage.json\npackage-lock.json\nbun.lock\n.gitignore\n")); err != nil {
+			return nil, fmt.Errorf("write OpenCode's .gitignore: %w", err)
+		}
 	}
 	src, err := opencodePluginSource(s.ctlPath)
 	if err != nil {
