@@ -48,7 +48,15 @@ func opencodeScript(hold <-chan struct{}) fakemodel.Script {
 				return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "tool said: " + b.ToolResultText()}}}
 			}
 		}
-		text := messageText(last)
+		// The newest text block decides: OpenCode sends an interrupted
+		// or failed prompt again, merged with the next one into one user
+		// message ("please be slow" then "please fail").
+		text := ""
+		for _, b := range last.Blocks() {
+			if strings.TrimSpace(b.Text) != "" {
+				text = b.Text
+			}
+		}
 		switch {
 		case strings.Contains(text, "slow"):
 			return fakemodel.Reply{Hold: hold}
