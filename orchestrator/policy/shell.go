@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -56,6 +57,9 @@ func analyzeShell(command, dir string) shellAnalysis {
 			a.never = append(a.never, why)
 		}
 	}
+	// A cd (pushd, popd) moves where a relative redirection lands: with
+	// one on the line, a relative target cannot be placed.
+	changesDir, relative := false, false
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
@@ -71,6 +75,8 @@ func analyzeShell(command, dir string) shellAnalysis {
 		case *syntax.Redirect:
 			if why := redirectOutside(n, dir); why != "" {
 				never(why)
+			} else if t, ok := fileTarget(n); ok && !filepath.IsAbs(t) {
+				relative = true
 			}
 		case *syntax.CallExpr:
 			c := newSimpleCmd(n.Assigns, n.Args)
@@ -79,6 +85,8 @@ func analyzeShell(command, dir string) shellAnalysis {
 				switch name {
 				case "eval", "source", ".", "trap":
 					never("it runs " + name + " (the code it runs is not on the line to check)")
+				case "cd", "pushd", "popd":
+					changesDir = true
 				}
 			}
 			a.cmds = append(a.cmds, c)
@@ -90,7 +98,27 @@ func analyzeShell(command, dir string) shellAnalysis {
 		}
 		return true
 	})
+	if changesDir && relative {
+		never("it changes directory (cd) and redirects to a relative path, which may then be outside the node's directory")
+	}
 	return a
+}
+
+// fileTarget is a redirection's file, when it names one statically (not
+// a here-document, a descriptor duplication or a /dev/ stream).
+func fileTarget(r *syntax.Redirect) (string, bool) {
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return "", false
+	}
+	if r.Word == nil {
+		return "", false
+	}
+	t, ok := staticValue(r.Word)
+	if !ok || ((r.Op == syntax.DplIn || r.Op == syntax.DplOut) && (t == "-" || isDigits(t))) {
+		return "", false
+	}
+	return t, true
 }
 
 // newSimpleCmd builds a simple command's forms.
@@ -291,7 +319,36 @@ func redirectOutside(r *syntax.Redirect, dir string) string {
 	if !beneath(abs, filepath.Clean(dir)) {
 		return fmt.Sprintf("it redirects to %q, outside the node's directory %s", target, dir)
 	}
+	if !realBeneath(abs, filepath.Clean(dir)) {
+		return fmt.Sprintf("it redirects to %q, which a symbolic link takes outside the node's directory %s", target, dir)
+	}
 	return ""
+}
+
+// realBeneath reports whether p, with the symbolic links of its existing
+// part followed, is still beneath dir (with its own links followed). A
+// link that leads nowhere (a write through it would make its target)
+// is not beneath anything.
+func realBeneath(p, dir string) bool {
+	rd, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		rd = dir
+	}
+	var rest []string
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return beneath(filepath.Join(append([]string{r}, rest...)...), rd)
+		}
+		if st, err := os.Lstat(p); err == nil && st.Mode()&os.ModeSymlink != 0 {
+			return false
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return false
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }
 
 func isDigits(s string) bool {
