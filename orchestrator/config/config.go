@@ -368,6 +368,9 @@ func Parse(path string, data []byte, checks ...Check) (*Config, error) {
 			return nil, &Error{Path: path, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message,
 				Fix: "correct the TOML at that line (see `termsprawl config` for the accepted keys)"}
 		}
+		if e := typeError(path, err); e != nil {
+			return nil, e
+		}
 		return nil, &Error{Path: path, Msg: err.Error(), Fix: "correct the value's type (see `termsprawl config` for the accepted keys)"}
 	}
 	c.sources = locate(data)
@@ -387,6 +390,39 @@ func Parse(path string, data []byte, checks ...Check) (*Config, error) {
 	}
 	c.fill()
 	return c, nil
+}
+
+// tomlTypeErr is the TOML library's error for a value of the wrong type,
+// which it gives as text only.
+var tomlTypeErr = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): incompatible types: TOML value has type (\S+); destination has type (\S+)$`)
+
+// typeError is a wrong type's error with its line, key and fix in the
+// words of the file, or nil when err is not one.
+func typeError(path string, err error) *Error {
+	m := tomlTypeErr.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	line, _ := strconv.Atoi(m[1])
+	words := func(t string) string {
+		switch {
+		case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+			return "a whole number"
+		case strings.HasPrefix(t, "float"):
+			return "a number"
+		case t == "string":
+			return "a quoted string"
+		case t == "bool":
+			return "true or false"
+		case t == "slice", strings.HasPrefix(t, "[]"):
+			return "a list ([…])"
+		case strings.HasPrefix(t, "map"), t == "struct":
+			return "a table"
+		}
+		return t
+	}
+	return &Error{Path: path, Line: line, Key: m[2], Msg: fmt.Sprintf("%s where %s belongs", words(m[3]), words(m[4])),
+		Fix: fmt.Sprintf("write %s (see `termsprawl config` for the accepted keys)", words(m[4]))}
 }
 
 func (c *Config) validate() []*Error {
