@@ -347,3 +347,19 @@ func TestRedirectThroughSymlink(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageDocExamples: the table of docs/USAGE.md, as written there.
+func TestUsageDocExamples(t *testing.T) {
+	t.Parallel()
+	layers := []Layer{layer(t, "fleet", Rules{Allow: []string{"Bash(git status)", "Bash(ls:*)"}, Deny: []string{"Bash(rm:*)"}})}
+	for cmd, want := range map[string]Verdict{
+		"git status && ls -la": Allow, "git status # rm -rf ~": Allow,
+		"git status; rm -rf ~": Deny, "ls | xargs rm": Deny,
+		"git status; make": Undecided, "ls $(git status)": Undecided, "ls `pwd`": Undecided, "cat <(ls)": Undecided, "eval ls": Undecided,
+		"ls > out.txt": Allow, "ls > /tmp/out.txt": Undecided, "ls > ../x": Undecided,
+	} {
+		if d := Decide(layers, bash(cmd)); d.Verdict != want {
+			t.Errorf("%q: %s (%s), want %s", cmd, d.Verdict, d.Why, want)
+		}
+	}
+}
