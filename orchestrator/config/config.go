@@ -534,12 +534,23 @@ func validKeyName(s string) bool {
 		r := []rune(rest)[0]
 		return r > ' ' && r != 0x7f
 	}
-	for _, c := range rest {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return tmuxKeyNames[strings.ToLower(rest)]
 }
+
+// tmuxKeyNames are the named keys tmux binds (its key-string.c table,
+// which it looks up ignoring case), lower-cased; F13 and up are not keys
+// to tmux.
+var tmuxKeyNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range strings.Fields(`IC Insert DC Delete Home End NPage PageDown PgDn PPage PageUp PgUp
+		Tab BTab Space BSpace Enter Escape Up Down Left Right
+		KP/ KP* KP- KP7 KP8 KP9 KP+ KP4 KP5 KP6 KP1 KP2 KP3 KPEnter KP0 KP.`) {
+		m[strings.ToLower(k)] = true
+	}
+	for i := 1; i <= 12; i++ {
+		m[fmt.Sprintf("f%d", i)] = true
+	}
+	return m
+}()
 
 func dotted(k toml.Key) string { return strings.Join(k, ".") }
