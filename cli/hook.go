@@ -207,8 +207,6 @@ func denyMessage(out tools.DialogOutcome) string {
 		return "Permission denied by a termsprawl policy: " + reason
 	case out.DecidedBy == tools.DecidedByBudget:
 		return "Permission denied by termsprawl: " + reason
-	case out.DecidedBy == tools.DecidedByClosed:
-		return "Permission denied: " + reason
 	}
 	if out.Ended || reason == tools.DialogEndNodeClosed || reason == tools.DialogEndDownAll {
 		return "Permission denied: nobody answered, " + reason
