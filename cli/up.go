@@ -641,17 +641,17 @@ func orDefaultKeys(detach, answer string) (string, string) {
 	return detach, answer
 }
 
-// keysConfig opens config.toml with every room's checks (the store the
-// orchestrator then reloads) and sets cfg's keys from it; a file up
-// cannot use is refused with its lines, their fixes and what to do next.
+// keysConfig opens config.toml with every room's checks for the run (the
+// store Serve watches) and sets cfg's keys from it; a file up cannot use
+// is refused with its lines, their fixes and what to run next.
 func (h *human) keysConfig(cfg *orchestrator.Config) bool {
 	st, err := config.Open(h.stateDir, toolserver.ConfigChecks()...)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, &toolserver.ConfigError{Err: err})
 		return false
 	}
-	cfg.Settings = st
 	c := st.Current()
+	cfg.Settings = st
 	cfg.DetachKey, cfg.AnswerKey = c.Keys.Detach, c.Keys.Answer
 	return true
 }
