@@ -13,7 +13,6 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
-	"github.com/termsprawl/termsprawl/orchestrator/toolserver"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -174,7 +173,7 @@ func sortedRuleKeys(m map[string]config.Rules) []string {
 }
 
 func (h *human) configShow(c configCmd) int {
-	conf, err := config.Load(h.stateDir, toolserver.ConfigChecks()...)
+	conf, err := config.Load(h.stateDir, configChecks()...)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "%s: %v\n", h.prefix(), err)
 		fmt.Fprintf(h.stderr, "%s: the file is refused: fix it (a running termsprawl keeps the settings it had)\n", h.prefix())
