@@ -38,6 +38,22 @@ var telemetryEnv = map[string]func(endpoint, token string) map[string]string{
 			"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "delta",
 		}
 	},
+	// Measured with Gemini CLI 0.61.0 (docs/USAGE.md): its own switches
+	// turn the OTLP/HTTP exporters on (JSON, to /v1/metrics, /v1/logs and
+	// /v1/traces beneath the endpoint); the OpenTelemetry SDK under them
+	// takes the header from OTEL_EXPORTER_OTLP_HEADERS. Its sums are
+	// cumulative. Prompts are not logged.
+	"gemini": func(endpoint, token string) map[string]string {
+		return map[string]string{
+			"GEMINI_TELEMETRY_ENABLED":       "true",
+			"GEMINI_TELEMETRY_TARGET":        "local",
+			"GEMINI_TELEMETRY_OTLP_ENDPOINT": endpoint,
+			"GEMINI_TELEMETRY_OTLP_PROTOCOL": "http",
+			"GEMINI_TELEMETRY_LOG_PROMPTS":   "false",
+			"OTEL_EXPORTER_OTLP_HEADERS":     usage.Header + "=" + token,
+			"OTEL_METRIC_EXPORT_INTERVAL":    strconv.Itoa(int(telemetryInterval / time.Millisecond)),
+		}
+	},
 }
 
 // telemetryInterval is how often agents export.
