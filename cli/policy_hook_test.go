@@ -177,6 +177,10 @@ func TestE2EPolicyScopesThroughHook(t *testing.T) {
 		A("echo hi > ../x", "dialog"),
 		A("cat < /etc/shadow", "dialog"),
 		A("cd /etc && echo hi > x", "dialog"),
+		// where the agent's shell is (the hook's cwd) places a relative
+		// redirection: from /etc it is outside, from a subdirectory in
+		{session: sa, dir: "/etc", cmd: "echo hi > passwd", want: "dialog"},
+		{session: sa, dir: filepath.Join(repo, "sub"), cmd: "echo hi > ../y", want: "allow"},
 		A("git status\nls", "allow"),
 		A("git status\nrm -rf ~", "deny"),
 		A("git status\ncargo build", "dialog"),

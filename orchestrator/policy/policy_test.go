@@ -363,3 +363,29 @@ func TestUsageDocExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestRedirectFromCwd: a relative redirection lands from where the
+// agent's shell is (its hook's cwd), and must still stay beneath the
+// node's directory.
+func TestRedirectFromCwd(t *testing.T) {
+	t.Parallel()
+	layers := []Layer{layer(t, "fleet", Rules{Allow: []string{"Bash(echo:*)"}})}
+	for _, tc := range []struct {
+		cwd, cmd string
+		want     Verdict
+	}{
+		{"/etc", "echo hi > passwd", Undecided},
+		{"/etc", "echo hi > /work/node/x", Allow},
+		{"/work/node/sub", "echo hi > x", Allow},
+		{"/work/node/sub", "echo hi > ../x", Allow},
+		{"/work/node/sub", "echo hi > ../../x", Undecided},
+		{"sub", "echo hi > x", Allow}, // not absolute: the node's directory
+		{"", "echo hi > ../x", Undecided},
+	} {
+		r := bash(tc.cmd)
+		r.Cwd = tc.cwd
+		if d := Decide(layers, r); d.Verdict != tc.want {
+			t.Errorf("cwd %q, %q: %s (%s), want %s", tc.cwd, tc.cmd, d.Verdict, d.Why, tc.want)
+		}
+	}
+}

@@ -38,8 +38,12 @@ type shellAnalysis struct {
 }
 
 // analyzeShell parses a command line with bash's grammar. dir is the
-// node's directory (redirections must stay beneath it).
-func analyzeShell(command, dir string) shellAnalysis {
+// node's directory (redirections must stay beneath it); cwd, where the
+// shell runs ("" or a relative path: dir), is where relative ones start.
+func analyzeShell(command, dir, cwd string) shellAnalysis {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		cwd = dir
+	}
 	var a shellAnalysis
 	if len(command) > MaxCommand {
 		a.never = append(a.never, fmt.Sprintf("the command is over %d KiB", MaxCommand>>10))
@@ -73,7 +77,7 @@ func analyzeShell(command, dir string) shellAnalysis {
 			// run commands through a variable's value.
 			never("it has arithmetic (bash may run commands from array subscripts in it)")
 		case *syntax.Redirect:
-			if why := redirectOutside(n, dir); why != "" {
+			if why := redirectOutside(n, dir, cwd); why != "" {
 				never(why)
 			} else if t, ok := fileTarget(n); ok && !filepath.IsAbs(t) {
 				relative = true
@@ -183,7 +187,7 @@ func unwrap(words []string) []string {
 		case "sh", "bash", "dash", "zsh", "ksh", "mksh":
 			for i := 1; i+1 < len(words); i++ {
 				if strings.HasPrefix(words[i], "-") && strings.Contains(words[i], "c") {
-					for _, c := range analyzeShell(words[i+1], "/").cmds {
+					for _, c := range analyzeShell(words[i+1], "/", "").cmds {
 						out = append(out, c.text)
 						out = append(out, c.inner...)
 					}
@@ -281,7 +285,7 @@ func unescapeDouble(s string) string {
 
 // redirectOutside says why a redirection leaves dir ("" when it stays
 // beneath it, duplicates a descriptor or is a here-document).
-func redirectOutside(r *syntax.Redirect, dir string) string {
+func redirectOutside(r *syntax.Redirect, dir, cwd string) string {
 	switch r.Op {
 	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
 		return ""
@@ -307,7 +311,7 @@ func redirectOutside(r *syntax.Redirect, dir string) string {
 	}
 	abs := target
 	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(dir, abs)
+		abs = filepath.Join(cwd, abs)
 	}
 	abs = filepath.Clean(abs)
 	if !beneath(abs, filepath.Clean(dir)) {
