@@ -207,10 +207,8 @@ func denyMessage(out tools.DialogOutcome) string {
 		return "Permission denied by a termsprawl policy: " + reason
 	case out.DecidedBy == tools.DecidedByBudget:
 		return "Permission denied by termsprawl: " + reason
-	case out.DecidedBy == tools.DecidedByClosed:
-		return "Permission denied: " + reason
-	}
-	if out.Ended || reason == tools.DialogEndNodeClosed || reason == tools.DialogEndDownAll {
+	case out.DecidedBy == tools.DecidedByClosed, out.Ended, reason == tools.DialogEndNodeClosed, reason == tools.DialogEndDownAll:
+		// Ended by its node closing or down --all: nobody answered.
 		return "Permission denied: nobody answered, " + reason
 	}
 	return "Permission denied by the human in termsprawl: " + reason
