@@ -55,7 +55,7 @@ func TestDashboardSizesE2E(t *testing.T) {
 			t.Fatalf("%d×%d: no row of %s:\n%s", w, h, name, s)
 			return ""
 		}
-		if r := row("work"); !regexp.MustCompile(`shell +running +\d+[smh] `).MatchString(r+" ") {
+		if r := row("work"); !regexp.MustCompile(`shell +running +\d+[smh] `).MatchString(r + " ") {
 			t.Errorf("%d×%d: the shell's row lacks its whole state and how long ago: %q", w, h, r)
 		}
 		if r := row("failed"); !strings.Contains(r, "exited 3") {
