@@ -555,9 +555,13 @@ func (h *human) fail(res tools.Result) int {
 		// human gets the reason and what to check.
 		msg = "no answer from termsprawl: " + transportReason(res) + " (`termsprawl doctor` checks the setup)"
 	}
-	fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), tools.VisibleText(humanize(msg)))
 	if h.insideNode && (res.Kind == tools.KindForbidden || res.Kind == tools.KindNotRun || res.Kind == tools.KindUnauthorized) {
-		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), h.inNodeHint())
+		// Inside a node the why comes first: what termsprawl's answer
+		// says is about the node's session, not the person typing.
+		fmt.Fprintf(h.stderr, "%s: refused: %s\n", h.prefix(), h.inNodeHint())
+		fmt.Fprintf(h.stderr, "%s: (the node's session got: %s)\n", h.prefix(), tools.VisibleText(humanize(msg)))
+	} else {
+		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), tools.VisibleText(humanize(msg)))
 	}
 	if ambiguous(res) {
 		return ExitUsage

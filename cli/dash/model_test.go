@@ -422,6 +422,7 @@ func TestModelCloseLaunchRecord(t *testing.T) {
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyRight})
 	tm.Send(tea.KeyPressMsg{Code: tea.KeyRight})
 	waitModel(t, tm, "codex chosen", frameHas("kind: codex  ←/→: shell claude codex gemini opencode custom"))
+	waitModel(t, tm, "how to give its key", frameHas("termsprawl agent codex --env-from-shell KEY"))
 	tm.Send(key("tab"))
 	tm.Type("rev")
 	tm.Send(key("tab"))

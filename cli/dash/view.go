@@ -706,6 +706,12 @@ func (m *Model) launchForm() []string {
 		}
 		out = append(out, line)
 	}
+	if k := m.launch[fieldKind].Value(); k != tools.KindShell {
+		// How an agent gets its API key (CONTRACT §26): the form has no
+		// field for secrets, so it says where one comes from.
+		out = append(out, "", m.paint(" an agent gets termsprawl's environment; for its API key from this shell:", sty{faint: true}),
+			m.paint("   termsprawl agent "+k+" --env-from-shell KEY   (e.g. ANTHROPIC_API_KEY)", sty{faint: true}))
+	}
 	out = append(out, "")
 	switch {
 	case m.launching:
