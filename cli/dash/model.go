@@ -46,6 +46,9 @@ type Options struct {
 	NoColor bool
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
+	// DetachKey and AnswerKey are the keys of an attached client
+	// (config.toml [keys]; "": the defaults), named in the help.
+	DetachKey, AnswerKey string
 }
 
 // The preview's tabs.
@@ -1035,6 +1038,10 @@ func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 		default:
 			args["worktree"] = map[string]any{"branch": v}
 		}
+		if kindWord == "custom" && args["command"] == nil {
+			m.launchErr = "a custom agent needs a command: type its program and arguments in the command field"
+			return nil
+		}
 		op := "terminal_launch"
 		if kindWord != "" && kindWord != tools.KindShell {
 			op, args["agent"] = "agent_launch", kindWord
@@ -1056,7 +1063,11 @@ func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 			var r tools.ReceiptOf[tools.NodeInfo]
 			if tools.DecodeValue(res.Value, &r) == nil && r.Result.Terminal != "" {
 				m.message = "launched " + r.Result.Terminal
-				m.pendingSelect = r.Result.Terminal
+				if _, listed := m.node(r.Result.Terminal); listed {
+					m.selectNode(r.Result.Terminal) // the stream was first
+				} else {
+					m.pendingSelect = r.Result.Terminal
+				}
 				return
 			}
 			m.message = "launched"

@@ -133,3 +133,24 @@ func TestModelLogsHistoryMovedOn(t *testing.T) {
 		}
 	})
 }
+
+// A custom agent without a command is refused in the form, in the
+// dashboard's words, before anything is asked of termsprawl.
+func TestModelLaunchCustomNeedsCommand(t *testing.T) {
+	t.Parallel()
+	f := newFake(t)
+	tm, _ := start(t, f, fleet(), 80, 24)
+	tm.Send(key("n"))
+	waitModel(t, tm, "the form", frameHas("kind: shell"))
+	tm.Type("c")
+	tm.Type("c")
+	tm.Type("c")
+	waitModel(t, tm, "custom chosen", frameHas("kind: custom"))
+	for range numLaunchFields {
+		tm.Send(key("enter"))
+	}
+	waitModel(t, tm, "the refusal", func(m *Model) bool {
+		return strings.Contains(m.launchErr, "a custom agent needs a command") && strings.Contains(ansi.Strip(m.Render()), "a custom agent needs a command")
+	})
+	f.noCall()
+}

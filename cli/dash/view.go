@@ -17,7 +17,7 @@ var Keys = []string{
 	"i        focus: keys go to the node until C-]",
 	"a / A    allow / always the oldest dialog; a question offers its choices",
 	"d        deny it (asks a reason)",
-	"n        launch (kind, name, directory, worktree)  x  close (asks)",
+	"n        launch (kind, name, directory, worktree, command)  x  close",
 	"r        recording on/off                     /  filter by name, kind, state",
 	"s        search every node's history; enter selects a match's node",
 	"tab      preview tabs: screen, dialogs, recording, logs, diff",
@@ -270,26 +270,32 @@ func (m *Model) Render() string {
 	if g.small && m.mode == modeSearch {
 		list = m.searchLines(g.footer - g.listTop)
 	}
-	if m.mode == modeHelp {
-		// The help takes the list's and the preview's room: whole at
-		// 80×24, and shown below it too.
-		help := m.helpLines()
+	// The help and the launch form take the list's and the preview's
+	// room: whole at 80×24 (the help below it too; there the footer is
+	// the launch form).
+	var over []string
+	switch {
+	case m.mode == modeHelp:
+		over = m.helpLines()
+	case m.mode == modeLaunch && !g.small:
+		over = m.launchForm()
+	}
+	if over != nil {
 		for y := g.listTop; y < g.footer; y++ {
-			if i := y - g.listTop; i < len(help) {
-				lines[y] = pad(help[i], m.width)
+			if i := y - g.listTop; i < len(over) {
+				lines[y] = pad(over[i], m.width)
 			} else {
 				lines[y] = pad("", m.width)
 			}
 		}
-		list = nil
 	}
 	var right []string
-	if !g.small && m.mode != modeHelp {
+	if !g.small && over == nil {
 		right = m.previewLines(g)
 	}
 	sep := m.style("#444444", false).Render("│")
 	for y := g.listTop; y < g.footer; y++ {
-		if m.mode == modeHelp {
+		if over != nil {
 			break
 		}
 		i := y - g.listTop
@@ -367,7 +373,7 @@ func (m *Model) listLines(g geometry) []string {
 		if m.needsHuman(n) {
 			st = "needs you"
 		}
-		lay := rowLayout(g.listW)
+		lay := rowLayout(g.listW - 1) // a blank column before the preview's edge
 		row := mark + m.style(col, m.needsHuman(n)).Render(gl) + " " + pad(nm, lay.name)
 		if lay.kind {
 			row += " " + pad(sandboxMark(n)+kind(n), kindW)
@@ -407,11 +413,11 @@ type layout struct {
 }
 
 // rowLayout fits a row in w cells: the name gets what the other columns
-// leave (12 to 18 cells); below that the kind column goes first, and the
+// leave (11 to 18 cells); below that the kind column goes first, and the
 // state and age stay whole.
 func rowLayout(w int) layout {
 	fixed := 2 + 1 + 1 + stateW + 1 + agoW // mark, glyph, spaces, state, age
-	if n := w - fixed - (1 + kindW); n >= 12 {
+	if n := w - fixed - (1 + kindW); n >= 11 {
 		return layout{name: min(n, 18), kind: true}
 	}
 	return layout{name: max(w-fixed, 6)}
@@ -451,9 +457,6 @@ func (m *Model) previewLines(g geometry) []string {
 		}
 	}
 	out := []string{tabs.String()}
-	if m.mode == modeLaunch {
-		return append(out, m.launchForm()...)
-	}
 	if m.mode == modeSearch {
 		return append(out, m.searchLines(g.ph)...)
 	}
@@ -598,11 +601,11 @@ func (m *Model) footer(g geometry) string {
 	case modeConfirmClose:
 		return m.style("#ffaf00", true).Render(fmt.Sprintf("close node %s? its program is ended (y/n)", m.closing))
 	case modeLaunch:
+		if !g.small {
+			return "" // the form, with its refusal, is over the list and the preview
+		}
 		if m.launchErr != "" {
 			return m.style("#ff5f5f", true).Render(m.launchErr)
-		}
-		if !g.small {
-			return "" // the form is in the preview
 		}
 		// Under 80×24 the footer is the form: the field being edited.
 		f := m.launch[m.launchAt].view(m)
@@ -621,7 +624,7 @@ func (m *Model) hints() string {
 	case modeFocus:
 		return "C-] leave focus"
 	case modeLaunch:
-		return "tab next field · ←/→ the kind · enter: next field, launch on the last · esc cancel"
+		return "tab/enter next field · ←/→ kind · enter on the last launches · esc cancel"
 	case modeFilter:
 		return "enter keep filter · esc clear"
 	case modeReason:
@@ -685,7 +688,14 @@ func (m *Model) helpLines() []string {
 	for _, k := range Keys {
 		out = append(out, " "+k)
 	}
-	return out
+	detach, answer := m.opts.DetachKey, m.opts.AnswerKey
+	if detach == "" {
+		detach = tools.DefaultDetachKey
+	}
+	if answer == "" {
+		answer = tools.DefaultAnswerKey
+	}
+	return append(out, "", fmt.Sprintf(" attached (enter): %s detaches back here, %s answers dialogs, also inside your own tmux", detach, answer))
 }
 
 // launchForm is the launch form, drawn in the preview: its fields, and
@@ -717,7 +727,11 @@ func (m *Model) launchForm() []string {
 	case m.launching:
 		out = append(out, " launching…")
 	case m.launchErr != "":
-		out = append(out, m.style("#ff5f5f", true).Render(" "+m.launchErr), " fix a field and enter again, or esc")
+		// Wrapped, never cut: the end of a refusal says what to do.
+		for _, l := range strings.Split(ansi.Hardwrap(m.launchErr, max(m.width-2, 20), true), "\n") {
+			out = append(out, m.style("#ff5f5f", true).Render(" "+l))
+		}
+		out = append(out, " fix a field and enter again, or esc")
 	}
 	return out
 }
