@@ -37,7 +37,7 @@ type humanGrammar struct {
 	Down       downCmd       `cmd:"" help:"Stop the orchestrator; nodes keep running (--all ends them and the tmux server too)."`
 	New        newCmd        `cmd:"" help:"Launch a terminal node as the operator and print its id."`
 	Agent      agentCmd      `cmd:"" help:"Launch an agent node (claude, codex, gemini, opencode or custom) and print its id."`
-	Ls         lsCmd         `cmd:"" help:"List nodes: id, name, kind, state, command, owner, size, clients."`
+	Ls         lsCmd         `cmd:"" help:"List nodes: id, name, kind, state, sandbox, cost, command, owner, size, clients."`
 	Attach     attachCmd     `cmd:"" help:"Attach this terminal to a node (replaces this process with tmux attach)."`
 	Open       openCmd       `cmd:"" help:"Open a new external terminal window attached to a node."`
 	Snapshot   snapshotCmd   `cmd:"" help:"Print a node's visible screen."`
