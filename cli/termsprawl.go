@@ -835,6 +835,19 @@ func (h *human) ls(asJSON bool) int {
 	return ExitOK
 }
 
+// sandboxWords is a node's profile in a sentence: "sandbox workspace",
+// "unsandboxed", "an unsandboxed agent".
+func sandboxWords(r tools.NodeInfo) string {
+	switch t := sandboxText(r); t {
+	case "!unsandboxed":
+		return "an unsandboxed agent"
+	case "unsandboxed":
+		return t
+	default:
+		return "sandbox " + t
+	}
+}
+
 // sandboxText is a node's sandbox as ls shows it (CONTRACT §27): its
 // profile, "unsandboxed" for none, and an unsandboxed agent marked "!"
 // so it stands out.
