@@ -641,17 +641,17 @@ func orDefaultKeys(detach, answer string) (string, string) {
 	return detach, answer
 }
 
-// keysConfig opens config.toml (the one store the engine then uses) and
-// sets cfg's keys from it; a file up cannot use is refused with its lines,
-// their fixes and what to run next.
+// keysConfig opens config.toml with every room's checks for the run (the
+// store Serve watches) and sets cfg's keys from it; a file up cannot use
+// is refused with its lines, their fixes and what to run next.
 func (h *human) keysConfig(cfg *orchestrator.Config) bool {
-	store, err := config.Open(h.stateDir, toolserver.ConfigChecks()...)
+	st, err := config.Open(h.stateDir, toolserver.ConfigChecks()...)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, &toolserver.ConfigError{Err: err})
 		return false
 	}
-	cfg.Settings = store
-	c := store.Current()
+	c := st.Current()
+	cfg.Settings = st
 	cfg.DetachKey, cfg.AnswerKey = c.Keys.Detach, c.Keys.Answer
 	return true
 }

@@ -198,10 +198,7 @@ func TestDialogTellsAttachedHumans(t *testing.T) {
 		for _, n := range l.Terminals {
 			attached = attached || (n.Terminal == watched && n.Clients == 1)
 		}
-		if attached {
-			return true
-		}
-		return false
+		return attached
 	}) {
 		t.Fatalf("the human client never attached: %+v", l)
 	}
