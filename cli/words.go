@@ -65,7 +65,7 @@ var humanTerms = strings.NewReplacer(
 	// says it once in the CLI.
 	"terminal_close (termsprawl kill)", "`termsprawl kill`",
 	"(see agent_status)", "(`termsprawl ls` lists them)",
-	"(worktree {} on terminal_launch / agent_launch)", "(termsprawl new|agent --worktree BRANCH)",
+	"(worktree {} on terminal_launch / agent_launch)", "(termsprawl new|agent --worktree NAME)",
 	"see agent_status", "`termsprawl ls` lists them",
 	"no terminal emulator", "no terminal emulator", // a program, not a node
 	"no terminal ", "no node ",
