@@ -369,6 +369,7 @@ func TestDashboardE2E(t *testing.T) {
 	d.typ("fresh")
 	d.press("Enter") // to the directory
 	d.press("Enter") // to the worktree (empty: none)
+	d.press("Enter") // to the command (empty: the shell)
 	d.press("Enter") // launch
 	if !testenv.Until(20*time.Second, func() bool {
 		if _, ok := e.listed("fresh"); ok {
@@ -408,10 +409,7 @@ func TestDashboardE2E(t *testing.T) {
 	d.typ("q")
 	if !testenv.Until(20*time.Second, func() bool {
 		n, _ := e.listed(d.id)
-		if n.Status == tools.StatusExited {
-			return true
-		}
-		return false
+		return n.Status == tools.StatusExited
 	}) {
 		t.Fatalf("the dashboard did not quit on q:\n%s", d.screen())
 	}

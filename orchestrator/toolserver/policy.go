@@ -153,7 +153,7 @@ func (s *Server) decidePermission(c *call, a dialogRequestArgs) (out tools.Dialo
 		return out, false, false, nil
 	}
 	home, _ := os.UserHomeDir()
-	d := policy.Decide(layers, policy.Request{Tool: a.Tool, Input: []byte(cmp.Or(a.Input, "{}")), Dir: m.Cwd, Home: home})
+	d := policy.Decide(layers, policy.Request{Tool: a.Tool, Input: []byte(cmp.Or(a.Input, "{}")), Dir: m.Cwd, Home: home, Cwd: a.Cwd})
 	switch d.Verdict {
 	case policy.Allow, policy.Deny:
 		out = base
@@ -199,9 +199,6 @@ func (s *Server) dialogDecided(d tools.Dialog, out tools.DialogOutcome) {
 		s.log.Error("audit a dialog's answer", "dialog", d.ID, "err", err)
 	}
 }
-
-// auditPath is the audit log of the state dir (for tests and `why`).
-func (s *Server) auditPath() string { return filepath.Join(s.stateDir, policy.AuditFile) }
 
 // budgetPaused says whether a budget paused the node (budget.go).
 func (s *Server) budgetPaused(m orchestrator.NodeMeta) (string, bool) {
