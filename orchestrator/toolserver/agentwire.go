@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/termsprawl/termsprawl/tools"
@@ -19,8 +20,8 @@ import (
 //	claude    --settings <state>/agent-tools/claude-settings.json (hooks) and --mcp-config <state>/agent-tools/mcp.json
 //	codex     -c mcp_servers.termsprawl.*, -c notify=[termsprawlctl, hook, codex, notify] and -c hooks.EVENT
 //	          (SessionStart, UserPromptSubmit, PermissionRequest, Stop) with --dangerously-bypass-hook-trust
-//	gemini    GEMINI_CLI_SYSTEM_DEFAULTS_PATH=<state>/agent-tools/gemini-defaults.json: the machine's
-//	          system defaults plus hooks and mcpServers (Gemini CLI concatenates hooks of every layer)
+//	gemini    GEMINI_CLI_HOME=<state>/agent-tools/gemini-home: its .gemini/settings.json is the user's
+//	          settings plus hooks and mcpServers, every other entry a link to the user's ~/.gemini
 //	opencode  OPENCODE_CONFIG_DIR=<state>/agent-tools/opencode with termsprawl's plugin (events to hooks, permission
 //	          requests to dialogs) and OPENCODE_CONFIG_CONTENT with the MCP server (opencodewire.go)
 
@@ -84,21 +85,85 @@ var geminiHookEvents = []string{"SessionStart", "BeforeAgent", "AfterAgent", "No
 // geminiAskTools matches the tools Gemini CLI asks about by default.
 const geminiAskTools = "^(run_shell_command|write_file|replace)$"
 
-// geminiDefaults is the system-defaults layer: the machine's own (kept
-// whole) with termsprawl's hooks and MCP server added.
-func (s *Server) geminiDefaults() (map[string]any, error) {
-	base := map[string]any{}
-	orig := os.Getenv("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
-	if orig == "" {
-		orig = "/etc/gemini-cli/system-defaults.json"
+// GeminiHomeDir is Gemini CLI's home overlay, beneath the user's
+// ~/.gemini (GEMINI_CLI_HOME=~/.gemini/termsprawl-home): its .gemini
+// holds the user's settings with termsprawl's hooks and MCP server
+// added, and links to every other entry of the user's ~/.gemini. Gemini
+// CLI 0.61.0 reads a system defaults file only when it and every
+// directory above it belong to uid 0 — never true inside the workspace
+// sandbox, nor for a user who is not root — and it writes its global
+// directory by a temporary file and a rename, so the overlay lives
+// where the workspace sandbox lets Gemini write (docs/CHOICES.md).
+const GeminiHomeDir = "termsprawl-home"
+
+// geminiHome writes the overlay and returns its path.
+func (s *Server) geminiHome() (string, error) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", tools.Errorf(tools.KindNotRun, "gemini: no home directory: %v", err)
 	}
-	if b, err := tools.ReadFileBounded(orig, 1<<20); err == nil {
+	userDir := filepath.Join(home, ".gemini")
+	root := filepath.Join(userDir, GeminiHomeDir)
+	gdir := filepath.Join(root, ".gemini")
+	// ~/.gemini and its tmp (where its sessions live, for --resume) are
+	// what Gemini CLI makes on its first run.
+	for _, d := range []string{gdir, filepath.Join(userDir, "tmp")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return "", fmt.Errorf("make %s: %w", d, err)
+		}
+	}
+	base := map[string]any{}
+	settings := filepath.Join(userDir, "settings.json")
+	if b, err := tools.ReadFileBounded(settings, 1<<20); err == nil {
 		if err := json.Unmarshal(b, &base); err != nil {
-			return nil, tools.Errorf(tools.KindNotRun, "gemini's system defaults %s are not JSON termsprawl can extend: %v", orig, err)
+			return "", tools.Errorf(tools.KindNotRun, "gemini's settings %s are not JSON termsprawl can extend: %v", settings, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, tools.Errorf(tools.KindNotRun, "read gemini's system defaults: %v", err)
+		return "", tools.Errorf(tools.KindNotRun, "read gemini's settings: %v", err)
 	}
+	d, err := s.geminiWired(base)
+	if err != nil {
+		return "", err
+	}
+	b, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	if err := tools.WriteFileAtomic(filepath.Join(gdir, "settings.json"), append(b, '\n')); err != nil {
+		return "", fmt.Errorf("write gemini's settings overlay: %w", err)
+	}
+	// The user's entries, linked (a dangling link would fail Gemini's
+	// mkdir of a directory it makes itself: entries the user lacks are
+	// made by Gemini in the overlay). Its writes through a link land in
+	// the user's own ~/.gemini, as without termsprawl; a file it replaces
+	// by a rename becomes the overlay's own.
+	var names []string
+	if ents, err := os.ReadDir(userDir); err == nil {
+		for _, e := range ents {
+			if e.Name() != GeminiHomeDir {
+				names = append(names, e.Name())
+			}
+		}
+	}
+	for _, n := range names {
+		if n == "settings.json" || n == "." || n == ".." || strings.ContainsRune(n, '/') {
+			continue
+		}
+		link, target := filepath.Join(gdir, n), filepath.Join(userDir, n)
+		if got, err := os.Readlink(link); err == nil && got == target {
+			continue
+		}
+		_ = os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			return "", fmt.Errorf("link gemini's %s: %w", n, err)
+		}
+	}
+	return root, nil
+}
+
+// geminiWired is base (the user's settings) with termsprawl's hooks and
+// MCP server added.
+func (s *Server) geminiWired(base map[string]any) (map[string]any, error) {
 	hooks, _ := base["hooks"].(map[string]any)
 	if hooks == nil {
 		hooks = map[string]any{}
@@ -200,15 +265,11 @@ func (s *Server) wireAgent(kind string) ([]string, map[string]string, error) {
 	case "codex":
 		return s.codexArgs(), env, nil
 	case "gemini":
-		d, err := s.geminiDefaults()
+		p, err := s.geminiHome()
 		if err != nil {
 			return nil, nil, err
 		}
-		p, err := write("gemini-defaults.json", d)
-		if err != nil {
-			return nil, nil, err
-		}
-		env["GEMINI_CLI_SYSTEM_DEFAULTS_PATH"] = p
+		env["GEMINI_CLI_HOME"] = p
 		return nil, env, nil
 	case "opencode":
 		oc, err := s.opencodeEnv() // opencodewire.go

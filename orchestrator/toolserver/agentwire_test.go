@@ -20,7 +20,7 @@ func fakeAgents(t *testing.T) string {
 	t.Helper()
 	bin, out := t.TempDir(), t.TempDir()
 	for _, name := range []string{"claude", "codex", "gemini", "opencode"} {
-		script := "#!/bin/sh\n{ for a in \"$@\"; do printf '%s\\n' \"$a\"; done; echo \"GEMINI=$GEMINI_CLI_SYSTEM_DEFAULTS_PATH\"; echo \"OPENCODE=$OPENCODE_CONFIG_CONTENT\"; } > " +
+		script := "#!/bin/sh\n{ for a in \"$@\"; do printf '%s\\n' \"$a\"; done; echo \"GEMINI=$GEMINI_CLI_HOME\"; echo \"OPENCODE=$OPENCODE_CONFIG_CONTENT\"; } > " +
 			filepath.Join(out, name+".tmp") + " && mv " + filepath.Join(out, name+".tmp") + " " + filepath.Join(out, name+".txt") + "\nexec sleep 60\n"
 		if err := os.WriteFile(filepath.Join(bin, name), []byte(script), 0o755); err != nil {
 			t.Fatal(err)
@@ -110,8 +110,9 @@ func TestAgentWiring(t *testing.T) {
 	}
 
 	gem := waitFile(t, filepath.Join(out, "gemini.txt"))
-	defaults := filepath.Join(dir, tools.AgentToolsDir, "gemini-defaults.json")
-	if !strings.Contains(gem, "GEMINI="+defaults) {
+	gemHome := filepath.Join(home, ".gemini", GeminiHomeDir)
+	defaults := filepath.Join(gemHome, ".gemini", "settings.json")
+	if !strings.Contains(gem, "GEMINI="+gemHome+"\n") {
 		t.Fatalf("gemini env:\n%s", gem)
 	}
 	var gd struct {
@@ -146,8 +147,17 @@ func TestAgentWiring(t *testing.T) {
 	if !strings.Contains(oc, `OPENCODE={"mcp":{"termsprawl":{"command":["`+ctl+`","mcp"],"enabled":true,"type":"local"}}}`) {
 		t.Fatalf("opencode env:\n%s", oc)
 	}
-	if entries, _ := os.ReadDir(home); len(entries) != 0 {
+	// The overlay's other entries link to the user's ~/.gemini.
+	if target, err := os.Readlink(filepath.Join(gemHome, ".gemini", "tmp")); err != nil || target != filepath.Join(home, ".gemini", "tmp") {
+		t.Fatalf("gemini overlay link: %q %v", target, err)
+	}
+	// Only what Gemini CLI makes on its first run (~/.gemini/tmp, empty)
+	// and the overlay.
+	if entries, _ := os.ReadDir(home); len(entries) != 1 || entries[0].Name() != ".gemini" {
 		t.Fatalf("the user's home was touched: %v", entries)
+	}
+	if entries, _ := os.ReadDir(filepath.Join(home, ".gemini")); len(entries) != 2 || entries[0].Name() != GeminiHomeDir || entries[1].Name() != "tmp" {
+		t.Fatalf("the user's ~/.gemini was touched: %v", entries)
 	}
 }
 
