@@ -18,10 +18,12 @@ if [ "${CI:-}" = true ]; then
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3
 	fi
 	# node and npm: the MCP tests drive /mcp with the official TypeScript
-	# SDK, the agent tests run the real @anthropic-ai/claude-code,
-	# @openai/codex and @google/gemini-cli (pinned, each installed by its
-	# test with npm into the test cache: testenv.NPM; the binaries need no
-	# install scripts) and the monitor's tests playwright-core.
+	# SDK, the agent tests run the real @anthropic-ai/claude-code (2.1.328
+	# and 2.1.197), @openai/codex, @google/gemini-cli and opencode-ai
+	# (pinned, each installed by its test with npm into the test cache:
+	# testenv.NPM, once per version; the binaries need no install scripts,
+	# and each test checks its binary runs) and the monitor's tests
+	# playwright-core.
 	if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then
 		echo "node or npm not found; installing them with apt-get" >&2
 		apt-get update -qq
