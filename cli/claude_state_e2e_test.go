@@ -158,7 +158,20 @@ func claudeCodeState(t *testing.T, pkg string) {
 		}
 	}()
 
+	// The user's own settings, with a hook and a permission of theirs:
+	// byte for byte the same after the launch, the turns and the end
+	// (in workspace Claude Code keeps its global state in a copy under
+	// ~/.claude, so ~/.claude.json stays the user's too).
+	userSettings := filepath.Join(home, ".claude", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(userSettings), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(userSettings, []byte(`{"permissions":{"allow":["Bash(ls:*)"]},"hooks":{"Stop":[{"hooks":[{"type":"command","command":"true"}]}]}}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	user := readUserConfig(t, userSettings, filepath.Join(home, ".claude.json"))
 	node := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "tui", "--cwd", work, "--", "claude", "--permission-mode", "default"))
+	user.assertSame(t, "after the launch")
 	if a := e.whyOf(node); a.State != tools.AgentStarting && a.State != tools.AgentIdle {
 		t.Fatalf("just launched: %+v", a)
 	}
@@ -241,6 +254,7 @@ func claudeCodeState(t *testing.T, pkg string) {
 	// The program killed: exited, never working again.
 	e.must(e.ctl, "--session", e.oper, "call", "terminal_signal", `{"terminal":"`+node+`","signal":"KILL"}`)
 	a, _ = e.waitState(node, 10*time.Second, tools.AgentExited)
+	user.assertSame(t, "after the turns and the end")
 	if a.Why[0].Source != tools.SourceProcess {
 		t.Fatalf("exited without process evidence: %+v", a.Why)
 	}
