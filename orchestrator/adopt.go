@@ -236,8 +236,7 @@ func (o *Orchestrator) unattached(meta NodeMeta, err error) {
 func (o *Orchestrator) listUnreachable(meta NodeMeta, base uint64, reason string) {
 	n := o.newNode(meta)
 	n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: base})
-	n.status = tools.StatusUnreachable
-	n.exitReason = reason
+	n.st.Store(newState(tools.StatusUnreachable, reason))
 	close(n.done)
 	o.mu.Lock()
 	o.nodes[meta.ID] = n

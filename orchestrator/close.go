@@ -99,9 +99,7 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node) error {
 	id := n.meta.ID
 	n.srv.Life().Lock()
 	defer n.srv.Life().Unlock()
-	n.mu.Lock()
-	pid := n.pid
-	n.mu.Unlock()
+	pid := n.pid()
 	status, _, gone := n.state()
 	live := !gone && status != tools.StatusExited && pid > 0
 	if live {

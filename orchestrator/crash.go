@@ -86,9 +86,7 @@ func (n *node) recordCrash(ctx context.Context, code int) {
 		if sig == 0 {
 			// tmux 3.3a can mark the pane dead before it reaped the
 			// program: then it knows no signal, and the zombie does.
-			n.mu.Lock()
-			pid := n.pid
-			n.mu.Unlock()
+			pid := n.pid()
 			if ws, ok := zombieWaitOn(n.srv, pid); ok && ws.Signaled() {
 				sig = int(ws.Signal())
 			}

@@ -62,9 +62,7 @@ func TestCloseCancelledEndsProgram(t *testing.T) {
 		id := launch(t, o, "sh", "-c", "trap '' HUP; echo up; exec sleep 600")
 		waitText(t, o, id, "up")
 		n := o.node(id)
-		n.mu.Lock()
-		pid := n.pid
-		n.mu.Unlock()
+		pid := n.pid()
 		if pid <= 0 {
 			t.Fatalf("round %d: no pid for %s", i, id)
 		}
@@ -269,9 +267,7 @@ func TestAdoptAttachFailureListed(t *testing.T) {
 	id := launch(t, o, stayArgv()...)
 	waitText(t, o, id, "up")
 	n := o.node(id)
-	n.mu.Lock()
-	pid := n.pid
-	n.mu.Unlock()
+	pid := n.pid()
 	o.Close()
 
 	o2 := openOrchestratorWith(t, srv, dir, func(c *Config) {

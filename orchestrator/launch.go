@@ -603,7 +603,7 @@ func (o *Orchestrator) removeFiles(id string) {
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {
 	srv := o.serverFor(meta)
-	return &node{
+	n := &node{
 		meta:      meta,
 		o:         o,
 		srv:       srv,
@@ -614,9 +614,9 @@ func (o *Orchestrator) newNode(meta NodeMeta) *node {
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		closing:   make(chan struct{}),
-		status:    tools.StatusRunning,
-		statusCh:  make(chan struct{}),
 	}
+	n.st.Store(newState(tools.StatusRunning, ""))
+	return n
 }
 
 func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {

@@ -362,9 +362,7 @@ func (o *Orchestrator) serverFor(meta NodeMeta) hosts.Server {
 func (n *node) reachable() error {
 	if n.meta.Host == "" {
 		if n.client == nil {
-			n.mu.Lock()
-			reason := n.exitReason
-			n.mu.Unlock()
+			reason := n.load().exitReason
 			return tools.Errorf(tools.KindUnavailable, "terminal %q is not mirrored: %s", n.meta.ID, reason)
 		}
 		return nil

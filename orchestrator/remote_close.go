@@ -75,9 +75,7 @@ func (o *Orchestrator) finishPendingClose(n *node, srv hosts.Server) error {
 	if o.node(n.meta.ID) != n || !n.closePending.Load() {
 		return nil // finished meanwhile
 	}
-	n.mu.Lock()
-	pid := n.pid
-	n.mu.Unlock()
+	pid := n.pid()
 	session := n.session()
 	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "="+session+":", "remain-on-exit", "off"))
 	if err := o.finishSession(ctx, srv, session, pid, pid > 0); err != nil {
@@ -120,9 +118,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 	defer srv.Life().Unlock()
 	pids := map[string]int{}
 	for _, n := range mine {
-		n.mu.Lock()
-		pid := n.pid
-		n.mu.Unlock()
+		pid := n.pid()
 		if status, _, gone := n.state(); !gone && status != tools.StatusExited && pid > 0 {
 			pids[n.meta.ID] = pid
 			srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off"))

@@ -143,12 +143,12 @@ func (n *node) reseed(ctx context.Context) error {
 	n.stale = false
 	n.lastSeed = time.Now()
 	n.asleep.Store(false)
+	newPid := pid > 0 && pid != n.pid()
+	n.setPid(pid)
 	n.mu.Lock()
 	n.reseeds++
 	n.seedRev = n.scr.Revision()
 	defer n.evalScans() // after the status, below
-	newPid := pid > 0 && pid != n.pid
-	n.pid = pid
 	pending := n.pendingExit
 	n.pendingExit = nil
 	n.mu.Unlock()
