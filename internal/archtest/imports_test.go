@@ -30,7 +30,9 @@ var allowed = map[string][]string{
 		// semantic trees: validation, locators, lines, diffs (CONTRACT §22)
 		module + "/orchestrator/semantic",
 		// bubblewrap sandboxes around agents' programs (CONTRACT §27)
-		module + "/orchestrator/sandbox"},
+		module + "/orchestrator/sandbox",
+		// fleet search over captures and recordings (CONTRACT §30)
+		module + "/orchestrator/fleetsearch"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -50,6 +52,10 @@ var allowed = map[string][]string{
 	// A profile to a bubblewrap argv, and bwrap's probe (CONTRACT §27):
 	// the standard library only, never nodes.
 	"orchestrator/sandbox": {},
+	// Fleet search (CONTRACT §30): the matcher, the ordered merge, the
+	// memory budget and the recordings' scan; a node is a Capture
+	// function the engine hands in, never a node or tmux.
+	"orchestrator/fleetsearch": {module + "/tools", module + "/orchestrator/record", "github.com/charmbracelet/x/ansi"},
 	// Semantic trees (CONTRACT §22): pure, the standard library only.
 	"orchestrator/semantic": {module + "/tools"},
 	// The probe programs link to publish their trees: the client, and
