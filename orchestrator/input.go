@@ -35,7 +35,7 @@ func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wa
 	pt := n.scr.InputPoint()
 	rev := pt.Revision
 	n.recordInput(pt, text)
-	n.sem.markInput(rev) // a semantic wait after rev counts only later commits (semantic.go)
+	n.sem.MarkInput(rev) // a semantic wait after rev counts only later commits (semantic.go)
 	if err := send(n); err != nil {
 		return tools.InputResult{Terminal: id, Revision: rev}, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/orchestrator/semstore"
 	"github.com/termsprawl/termsprawl/orchestrator/textwait"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -176,7 +177,7 @@ type node struct {
 
 	tw termwright // crash report, last input, query refs, logs (termtools.go)
 	// sem holds the program's semantic tree commits (semantic.go).
-	sem semStore
+	sem semstore.Store
 }
 
 func (n *node) session() string { return "ts-" + n.meta.ID }

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/semantic"
+	"github.com/termsprawl/termsprawl/orchestrator/semstore"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -17,140 +17,6 @@ import (
 // kept per node (the latest and a bounded history), and the tools that
 // target nodes of the tree. Validation, locators, lines and diffs are the
 // pure room orchestrator/semantic.
-
-// maxSemCommits is how many commits a node keeps (capture_since, refs,
-// waits), and maxSemBytes how many bytes of trees (as published) at most:
-// older commits go first, the latest always stays.
-const (
-	maxSemCommits = 64
-	maxSemBytes   = 8 << 20
-)
-
-// semCommit is one published tree, stamped with the screen revision.
-type semCommit struct {
-	seq  uint64 // 1 for the node's first commit
-	rev  uint64 // the screen revision at the commit
-	size int    // bytes of the tree as published
-	root *semantic.Node
-	at   time.Time
-}
-
-// semStore holds a node's commits.
-type semStore struct {
-	mu      sync.Mutex
-	seq     uint64
-	commits []semCommit   // oldest first, at most maxSemCommits
-	bytes   int           // their sizes' sum, at most maxSemBytes (but the latest)
-	changed chan struct{} // closed (and replaced) at each commit
-	// marks are the latest commit's seq when an input was sent at a
-	// screen revision: a commit stamped with that same revision may come
-	// before or after the input, and only the mark tells.
-	marks []semMark
-}
-
-// semMark is the commit counter when an input was sent at rev.
-type semMark struct{ rev, seq uint64 }
-
-// markInput notes that an input is being sent at screen revision rev.
-func (s *semStore) markInput(rev uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.marks = append(s.marks, semMark{rev: rev, seq: s.seq})
-	if extra := len(s.marks) - maxSemCommits; extra > 0 {
-		s.marks = append([]semMark(nil), s.marks[extra:]...)
-	}
-}
-
-// baselineAt is the seq a wait or capture with baseline revision rev
-// starts after: the commits the first input sent at rev had seen, else
-// the newest commit stamped at or before rev; revision 0 is the node's
-// start, before every commit.
-func (s *semStore) baselineAt(rev uint64) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// The first input at rev: what came after it is after rev (a later
-	// input at the same revision, even one refused, must not hide it).
-	for _, m := range s.marks {
-		if m.rev == rev {
-			return m.seq
-		}
-	}
-	if rev == 0 {
-		return 0 // after: 0 — every commit counts, even one stamped before any output was mirrored
-	}
-	for i := len(s.commits) - 1; i >= 0; i-- {
-		if s.commits[i].rev <= rev {
-			return s.commits[i].seq
-		}
-	}
-	if len(s.commits) > 0 && s.commits[0].seq > 1 {
-		return s.commits[0].seq - 1 // older than the kept commits: the oldest kept counts as after
-	}
-	return 0
-}
-
-// latest returns the newest commit, or false when there is none.
-func (s *semStore) latest() (semCommit, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.commits) == 0 {
-		return semCommit{}, false
-	}
-	return s.commits[len(s.commits)-1], true
-}
-
-// after returns the commits newer than seq and the channel closed by the
-// next commit.
-func (s *semStore) after(seq uint64) ([]semCommit, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.changed == nil {
-		s.changed = make(chan struct{})
-	}
-	var out []semCommit
-	for _, c := range s.commits {
-		if c.seq > seq {
-			out = append(out, c)
-		}
-	}
-	return out, s.changed
-}
-
-// bySeq is the kept commit with seq.
-func (s *semStore) bySeq(seq uint64) (semCommit, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.commits {
-		if c.seq == seq {
-			return c, true
-		}
-	}
-	return semCommit{}, false
-}
-
-func (s *semStore) add(c semCommit) semCommit {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	c.seq = s.seq
-	s.commits = append(s.commits, c)
-	s.bytes += c.size
-	extra := max(len(s.commits)-maxSemCommits, 0)
-	for b := s.bytes; extra < len(s.commits)-1 && b > maxSemBytes; extra++ {
-		b -= s.commits[extra].size
-	}
-	if extra > 0 {
-		for _, d := range s.commits[:extra] {
-			s.bytes -= d.size
-		}
-		s.commits = append([]semCommit(nil), s.commits[extra:]...)
-	}
-	if s.changed != nil {
-		close(s.changed)
-	}
-	s.changed = make(chan struct{})
-	return c
-}
 
 // PublishSemantic commits a tree for node id, which must be the caller's
 // own node (the tool server passes the caller's node; no other node's
@@ -170,14 +36,14 @@ func (o *Orchestrator) PublishSemantic(id string, raw json.RawMessage) (tools.Se
 		}
 		return tools.SemanticPublished{}, usage("semantic_publish: %v", err)
 	}
-	c := n.sem.add(semCommit{rev: n.scr.Revision(), size: len(raw), root: root, at: time.Now()})
-	n.recordSemantic(c.rev, raw)
-	return tools.SemanticPublished{Terminal: id, Revision: c.rev, Commit: c.seq, Nodes: len(semantic.Flatten(root))}, nil
+	c := n.sem.Add(semstore.Commit{Rev: n.scr.Revision(), Size: len(raw), Root: root, At: time.Now()})
+	n.recordSemantic(c.Rev, raw)
+	return tools.SemanticPublished{Terminal: id, Revision: c.Rev, Commit: c.Seq, Nodes: len(semantic.Flatten(root))}, nil
 }
 
 // semanticAvailability is terminal_capabilities' semantic_tree.
 func (n *node) semanticAvailability() string {
-	if _, ok := n.sem.latest(); ok {
+	if _, ok := n.sem.Latest(); ok {
 		return "available"
 	}
 	return "unavailable"
@@ -185,27 +51,27 @@ func (n *node) semanticAvailability() string {
 
 // semanticLines are the latest tree's compact lines (nil without a tree).
 func (n *node) semanticLines() []string {
-	c, ok := n.sem.latest()
+	c, ok := n.sem.Latest()
 	if !ok {
 		return nil
 	}
-	return semantic.Lines(c.root, c.rev)
+	return semantic.Lines(c.Root, c.Rev)
 }
 
 // semanticChanges are the tree's changes since revision cursor (nil
 // without a tree).
 func (n *node) semanticChanges(cursor uint64) *tools.SemanticChanges {
-	cur, ok := n.sem.latest()
+	cur, ok := n.sem.Latest()
 	if !ok {
 		return nil
 	}
 	var old *semantic.Node
 	var since uint64
-	if c, ok := n.sem.bySeq(n.sem.baselineAt(cursor)); ok {
-		old, since = c.root, c.rev
+	if c, ok := n.sem.BySeq(n.sem.BaselineAt(cursor)); ok {
+		old, since = c.Root, c.Rev
 	}
-	d := semantic.Diff(old, since, cur.root, cur.rev)
-	return &tools.SemanticChanges{Revision: cur.rev, Since: since, Added: d.Added, Removed: d.Removed, Changed: d.Changed}
+	d := semantic.Diff(old, since, cur.Root, cur.Rev)
+	return &tools.SemanticChanges{Revision: cur.Rev, Since: since, Added: d.Added, Removed: d.Removed, Changed: d.Changed}
 }
 
 // errSemanticUnavailable refuses a locator for a program without a probe.
@@ -230,43 +96,43 @@ func matchOf(f semantic.Flat, rev uint64) tools.SemanticMatch {
 // querySemantic is terminal_query with a locator: every match in the
 // latest commit.
 func (n *node) querySemantic(id string, l tools.SemanticLocator) (tools.QueryResult, error) {
-	c, ok := n.sem.latest()
+	c, ok := n.sem.Latest()
 	if !ok {
 		return tools.QueryResult{}, errSemanticUnavailable(id)
 	}
 	loc := locatorOf(l)
-	ms, err := semantic.Find(c.root, loc)
+	ms, err := semantic.Find(c.Root, loc)
 	if err != nil {
 		return tools.QueryResult{}, usage("locator: %v", err)
 	}
 	if len(ms) > 1 {
 		// A locator names one node (CONTRACT §22), in a query as in an
 		// action: several are a conflict that lists them.
-		return tools.QueryResult{}, ambiguous(id, loc, ms, c.rev)
+		return tools.QueryResult{}, ambiguous(id, loc, ms, c.Rev)
 	}
-	res := tools.QueryResult{Terminal: id, Revision: c.rev, Matches: []tools.QueryMatch{}, Nodes: []tools.SemanticMatch{}}
+	res := tools.QueryResult{Terminal: id, Revision: c.Rev, Matches: []tools.QueryMatch{}, Nodes: []tools.SemanticMatch{}}
 	for _, f := range ms {
-		res.Nodes = append(res.Nodes, matchOf(f, c.rev))
+		res.Nodes = append(res.Nodes, matchOf(f, c.Rev))
 	}
 	return res, nil
 }
 
 // locate is the one node a locator names in the latest commit: none is
 // not_found, several (without nth) conflict ambiguous-locator.
-func (n *node) locate(id string, l tools.SemanticLocator) (semantic.Flat, semCommit, error) {
-	c, ok := n.sem.latest()
+func (n *node) locate(id string, l tools.SemanticLocator) (semantic.Flat, semstore.Commit, error) {
+	c, ok := n.sem.Latest()
 	if !ok {
 		return semantic.Flat{}, c, errSemanticUnavailable(id)
 	}
 	loc := locatorOf(l)
-	f, ms, err := semantic.One(c.root, loc)
+	f, ms, err := semantic.One(c.Root, loc)
 	switch {
 	case errors.Is(err, semantic.ErrAmbiguous):
-		return f, c, ambiguous(id, loc, ms, c.rev)
+		return f, c, ambiguous(id, loc, ms, c.Rev)
 	case err != nil:
 		return f, c, usage("locator: %v", err)
 	case len(ms) == 0:
-		return f, c, tools.Errorf(tools.KindNotFound, "no node of %q's semantic tree matches %s (commit at revision %d); terminal_snapshot shows the tree", id, loc, c.rev).
+		return f, c, tools.Errorf(tools.KindNotFound, "no node of %q's semantic tree matches %s (commit at revision %d); terminal_snapshot shows the tree", id, loc, c.Rev).
 			WithDetails("reason", "no-match")
 	}
 	return f, c, nil
@@ -285,21 +151,21 @@ func ambiguous(id string, loc semantic.Locator, ms []semantic.Flat, rev uint64) 
 
 // resolveSemanticRef resolves semantic:ID@REV: the node must still be in
 // the latest commit, else conflict stale-ref.
-func (n *node) resolveSemanticRef(id, ref string) (semantic.Flat, semCommit, error) {
+func (n *node) resolveSemanticRef(id, ref string) (semantic.Flat, semstore.Commit, error) {
 	nodeID, rev, _, err := semantic.ParseRef(ref)
 	if err != nil {
-		return semantic.Flat{}, semCommit{}, usage("%v; pass a ref exactly as terminal_query or terminal_snapshot returned it", err)
+		return semantic.Flat{}, semstore.Commit{}, usage("%v; pass a ref exactly as terminal_query or terminal_snapshot returned it", err)
 	}
-	c, ok := n.sem.latest()
+	c, ok := n.sem.Latest()
 	if !ok {
 		return semantic.Flat{}, c, errSemanticUnavailable(id)
 	}
-	if rev > c.rev {
-		return semantic.Flat{}, c, usage("ref %s is from revision %d, newer than %q's latest commit (%d): pass a ref this terminal returned", ref, rev, id, c.rev)
+	if rev > c.Rev {
+		return semantic.Flat{}, c, usage("ref %s is from revision %d, newer than %q's latest commit (%d): pass a ref this terminal returned", ref, rev, id, c.Rev)
 	}
-	f, ok := semantic.Lookup(c.root, nodeID)
+	f, ok := semantic.Lookup(c.Root, nodeID)
 	if !ok {
-		return f, c, tools.Errorf(tools.KindConflict, "stale-ref: node %q of %s is no longer in the semantic tree (latest commit at revision %d); call terminal_query with a locator again", nodeID, ref, c.rev).
+		return f, c, tools.Errorf(tools.KindConflict, "stale-ref: node %q of %s is no longer in the semantic tree (latest commit at revision %d); call terminal_query with a locator again", nodeID, ref, c.Rev).
 			WithDetails("reason", "stale-ref").WithDetails("ref", ref)
 	}
 	return f, c, nil
@@ -327,25 +193,25 @@ const semanticWaitTimeout = 5 * time.Second
 
 // waitCommit waits for a commit newer than seq whose tree satisfies ok,
 // and returns it.
-func (n *node) waitCommit(ctx context.Context, seq uint64, timeout time.Duration, ok func(root *semantic.Node) bool) (semCommit, bool, error) {
+func (n *node) waitCommit(ctx context.Context, seq uint64, timeout time.Duration, ok func(root *semantic.Node) bool) (semstore.Commit, bool, error) {
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	for {
-		cs, changed := n.sem.after(seq)
+		cs, changed := n.sem.After(seq)
 		for _, c := range cs {
-			if ok(c.root) {
+			if ok(c.Root) {
 				return c, true, nil
 			}
-			seq = c.seq
+			seq = c.Seq
 		}
 		select {
 		case <-changed:
 		case <-t.C:
-			return semCommit{}, false, nil
+			return semstore.Commit{}, false, nil
 		case <-n.closing:
-			return semCommit{}, false, n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q ended while waiting for a semantic commit", n.meta.ID))
+			return semstore.Commit{}, false, n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q ended while waiting for a semantic commit", n.meta.ID))
 		case <-ctx.Done():
-			return semCommit{}, false, ctx.Err()
+			return semstore.Commit{}, false, ctx.Err()
 		}
 	}
 }
@@ -371,9 +237,9 @@ func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.W
 	start := time.Now()
 	var base uint64
 	if spec.After != nil {
-		base = n.sem.baselineAt(*spec.After)
-	} else if c, ok := n.sem.latest(); ok {
-		base = c.seq
+		base = n.sem.BaselineAt(*spec.After)
+	} else if c, ok := n.sem.Latest(); ok {
+		base = c.Seq
 	}
 	timeout := tools.DefaultWaitTimeout
 	if spec.TimeoutMS > 0 {
@@ -411,12 +277,12 @@ func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.W
 		}
 		return res, e.WithDetails("semantic", n.semanticLines())
 	}
-	res.Matched, res.Revision = true, c.rev
+	res.Matched, res.Revision = true, c.Rev
 	if matched != "" {
 		// The line of the commit that satisfied the wait, with its ref.
-		f, _ := semantic.Find(c.root, loc)
+		f, _ := semantic.Find(c.Root, loc)
 		if len(f) > 0 {
-			matched = semantic.Line(f[0], c.rev)
+			matched = semantic.Line(f[0], c.Rev)
 		}
 	}
 	res.Match = strings.TrimLeft(matched, " ")
@@ -441,7 +307,7 @@ func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAct
 	if err != nil {
 		return tools.SemanticActionResult{}, err
 	}
-	res := tools.SemanticActionResult{Terminal: id, Revision: n.scr.Revision(), Ref: semantic.RefOf(f.ID, c.rev)}
+	res := tools.SemanticActionResult{Terminal: id, Revision: n.scr.Revision(), Ref: semantic.RefOf(f.ID, c.Rev)}
 	st := semantic.State{}
 	if f.State != nil {
 		st = *f.State
@@ -472,28 +338,28 @@ func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAct
 			return tools.Errorf(tools.KindTimeout, "terminal_%s: input was sent but no commit within %s showed %s %q %s; terminal_snapshot shows the tree", a.Kind, semanticWaitTimeout, f.Role, f.ID, what).
 				WithDetails("ref", res.Ref).WithDetails("semantic", n.semanticLines())
 		}
-		res.Verified = semantic.RefOf(f.ID, vc.rev)
+		res.Verified = semantic.RefOf(f.ID, vc.Rev)
 		return nil
 	}
 	switch a.Kind {
 	case "fill":
 		if f.Role != "textbox" {
-			return res, usage("terminal_fill: %s is a %s, not a textbox", semantic.Line(f, c.rev), f.Role)
+			return res, usage("terminal_fill: %s is a %s, not a textbox", semantic.Line(f, c.Rev), f.Role)
 		}
 		if !st.Focused {
 			if err := click(); err != nil {
 				return res, err
 			}
-			if err := verify(c.seq, "focused", func(g semantic.Flat) bool { return flag(g, func(s semantic.State) bool { return s.Focused }) }); err != nil {
+			if err := verify(c.Seq, "focused", func(g semantic.Flat) bool { return flag(g, func(s semantic.State) bool { return s.Focused }) }); err != nil {
 				return res, err
 			}
 		}
-		cur, _ := n.sem.latest()
-		if g, ok := semantic.Lookup(cur.root, f.ID); ok && g.Value == a.Text {
+		cur, _ := n.sem.Latest()
+		if g, ok := semantic.Lookup(cur.Root, f.ID); ok && g.Value == a.Text {
 			// Already the value: retyping it would leave the same tree,
 			// and a probe sends no commit for an unchanged tree.
 			res.Sent, res.Value = !st.Focused, a.Text
-			res.Verified = semantic.RefOf(f.ID, cur.rev)
+			res.Verified = semantic.RefOf(f.ID, cur.Rev)
 			return res, nil
 		}
 		if _, err := o.Press(ctx, id, "End C-u", nil); err != nil {
@@ -506,12 +372,12 @@ func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAct
 		}
 		res.Sent = true
 		res.Value = a.Text
-		if err := verify(cur.seq, fmt.Sprintf("value %q", a.Text), func(g semantic.Flat) bool { return g.Value == a.Text }); err != nil {
+		if err := verify(cur.Seq, fmt.Sprintf("value %q", a.Text), func(g semantic.Flat) bool { return g.Value == a.Text }); err != nil {
 			return res, err
 		}
 	case "check", "uncheck":
 		if f.Role != "checkbox" && f.Role != "radio" {
-			return res, usage("terminal_%s: %s is a %s, not a checkbox or radio", a.Kind, semantic.Line(f, c.rev), f.Role)
+			return res, usage("terminal_%s: %s is a %s, not a checkbox or radio", a.Kind, semantic.Line(f, c.Rev), f.Role)
 		}
 		want := a.Kind == "check"
 		if a.Kind == "uncheck" && f.Role == "radio" {
@@ -526,7 +392,7 @@ func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAct
 			return res, err
 		}
 		res.Sent = true
-		if err := verify(c.seq, map[bool]string{true: "checked", false: "unchecked"}[want], func(g semantic.Flat) bool {
+		if err := verify(c.Seq, map[bool]string{true: "checked", false: "unchecked"}[want], func(g semantic.Flat) bool {
 			return flag(g, func(s semantic.State) bool { return s.Checked }) == want
 		}); err != nil {
 			return res, err
@@ -569,14 +435,14 @@ func (o *Orchestrator) SemanticTree(id string) (uint64, []tools.SemanticMatch, b
 	if n == nil {
 		return 0, nil, false
 	}
-	c, ok := n.sem.latest()
+	c, ok := n.sem.Latest()
 	if !ok {
 		return 0, nil, false
 	}
-	flat := semantic.Flatten(c.root)
+	flat := semantic.Flatten(c.Root)
 	out := make([]tools.SemanticMatch, len(flat))
 	for i, f := range flat {
-		out[i] = matchOf(f, c.rev)
+		out[i] = matchOf(f, c.Rev)
 	}
-	return c.rev, out, true
+	return c.Rev, out, true
 }

@@ -32,7 +32,9 @@ var allowed = map[string][]string{
 		// bubblewrap sandboxes around agents' programs (CONTRACT §27)
 		module + "/orchestrator/sandbox",
 		// fleet search over captures and recordings (CONTRACT §30)
-		module + "/orchestrator/fleetsearch"},
+		module + "/orchestrator/fleetsearch",
+		// a node's semantic tree commits (CONTRACT §22)
+		module + "/orchestrator/semstore"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -56,6 +58,8 @@ var allowed = map[string][]string{
 	// memory budget and the recordings' scan; a node is a Capture
 	// function the engine hands in, never a node or tmux.
 	"orchestrator/fleetsearch": {module + "/tools", module + "/orchestrator/record", "github.com/charmbracelet/x/ansi"},
+	// A node's semantic tree commits: the trees' room only.
+	"orchestrator/semstore": {module + "/orchestrator/semantic"},
 	// Semantic trees (CONTRACT §22): pure, the standard library only.
 	"orchestrator/semantic": {module + "/tools"},
 	// The probe programs link to publish their trees: the client, and
