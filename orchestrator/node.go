@@ -11,6 +11,7 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/orchestrator/semstore"
+	"github.com/termsprawl/termsprawl/orchestrator/termquery"
 	"github.com/termsprawl/termsprawl/orchestrator/textwait"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -175,7 +176,9 @@ type node struct {
 
 	rd readiness // the program's start: input waits for it (ready.go)
 
-	tw termwright // crash report, last input, query refs, logs (termtools.go)
+	tw termwright // crash report, last input, logs (crash.go)
+	// refs are the refs terminal_query handed out (orchestrator/termquery).
+	refs termquery.Refs
 	// sem holds the program's semantic tree commits (semantic.go).
 	sem semstore.Store
 }

@@ -34,7 +34,9 @@ var allowed = map[string][]string{
 		// fleet search over captures and recordings (CONTRACT §30)
 		module + "/orchestrator/fleetsearch",
 		// a node's semantic tree commits (CONTRACT §22)
-		module + "/orchestrator/semstore"},
+		module + "/orchestrator/semstore",
+		// terminal_query's matches and refs (CONTRACT §11)
+		module + "/orchestrator/termquery"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -58,6 +60,9 @@ var allowed = map[string][]string{
 	// memory budget and the recordings' scan; a node is a Capture
 	// function the engine hands in, never a node or tmux.
 	"orchestrator/fleetsearch": {module + "/tools", module + "/orchestrator/record", "github.com/charmbracelet/x/ansi"},
+	// terminal_query's text side: the contract's values and x/ansi's
+	// grapheme widths, never nodes.
+	"orchestrator/termquery": {module + "/tools", "github.com/charmbracelet/x/ansi"},
 	// A node's semantic tree commits: the trees' room only.
 	"orchestrator/semstore": {module + "/orchestrator/semantic"},
 	// Semantic trees (CONTRACT §22): pure, the standard library only.
