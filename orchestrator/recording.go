@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/termsprawl/termsprawl/orchestrator/traces"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -25,7 +26,7 @@ import (
 // A recorded node does not sleep: a sleeping node gets no output.
 
 // TracesDir is the folder of recordings under the state dir.
-const TracesDir = "traces"
+const TracesDir = traces.TracesDir
 
 // recording is a node's recording in progress.
 type recording struct {

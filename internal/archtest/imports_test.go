@@ -36,7 +36,9 @@ var allowed = map[string][]string{
 		// a node's semantic tree commits (CONTRACT §22)
 		module + "/orchestrator/semstore",
 		// terminal_query's matches and refs (CONTRACT §11)
-		module + "/orchestrator/termquery"},
+		module + "/orchestrator/termquery",
+		// the trace tools over record's registry (CONTRACT §13)
+		module + "/orchestrator/traces"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -60,6 +62,9 @@ var allowed = map[string][]string{
 	// memory budget and the recordings' scan; a node is a Capture
 	// function the engine hands in, never a node or tmux.
 	"orchestrator/fleetsearch": {module + "/tools", module + "/orchestrator/record", "github.com/charmbracelet/x/ansi"},
+	// The trace tools: record's registry and traces, render's types for
+	// the screenshot the engine draws; never nodes.
+	"orchestrator/traces": {module + "/tools", module + "/orchestrator/record", module + "/orchestrator/render", module + "/orchestrator/screen"},
 	// terminal_query's text side: the contract's values and x/ansi's
 	// grapheme widths, never nodes.
 	"orchestrator/termquery": {module + "/tools", "github.com/charmbracelet/x/ansi"},
