@@ -4,6 +4,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -62,7 +63,7 @@ func (o *Orchestrator) keepOnce(last map[*node]kept) {
 		if k, ok := last[n]; ok && k.rev == rev && k.status == status {
 			continue
 		}
-		ks := keptScreen{Screen: n.snapshot(), Status: status, SavedAt: time.Now().UTC()}
+		ks := statefile.KeptScreen{Screen: n.snapshot(), Status: status, SavedAt: time.Now().UTC()}
 		if status == tools.StatusExited {
 			ks.ExitCode = code
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -587,7 +588,7 @@ func (o *Orchestrator) launchEnv(spec LaunchSpec, id, socket string) []string {
 }
 
 func (o *Orchestrator) metaPath(id string) string {
-	return filepath.Join(o.cfg.StateDir, nodesDir, id+".json")
+	return statefile.Path(o.cfg.StateDir, id, statefile.Meta)
 }
 
 func (o *Orchestrator) removeFiles(id string) {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"io"
 	"log/slog"
 	"os"
@@ -15,9 +14,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -27,7 +28,7 @@ const (
 	DefaultMaxNodes = 1024
 	DefaultColumns  = 120
 	DefaultRows     = 40
-	nodesDir        = "nodes"
+	nodesDir        = statefile.NodesDir
 )
 
 // Config configures an Orchestrator.

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -109,7 +110,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 			failed[n.meta.ID] = tools.Errorf(tools.KindNotFound, "no terminal %q: another close took it", n.meta.ID)
 			continue
 		}
-		if err := o.writeMark(o.closeMarkPath(n.meta.ID), inputMark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
+		if err := statefile.WriteMark(o.closeMarkPath(n.meta.ID), statefile.Mark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
 			o.log.Warn("record a close's intent", "node", n.meta.ID, "err", err)
 		}
 		mine = append(mine, n)

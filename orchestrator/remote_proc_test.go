@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"github.com/termsprawl/termsprawl/tools"
 	"io"
 	"log/slog"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // fakeHostServer is a host's server whose /proc says every pid is a

@@ -13,6 +13,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -60,7 +61,7 @@ func (o *Orchestrator) bwrap(ctx context.Context) (string, error) {
 // sandboxCacheDir is where a node's private caches live: with its other
 // files, removed when it is closed.
 func (o *Orchestrator) sandboxCacheDir(id string) string {
-	return filepath.Join(o.cfg.StateDir, nodesDir, id+".cache")
+	return statefile.Path(o.cfg.StateDir, id, statefile.Cache)
 }
 
 // removeCache removes a node's private caches, making read-only

@@ -38,7 +38,9 @@ var allowed = map[string][]string{
 		// terminal_query's matches and refs (CONTRACT §11)
 		module + "/orchestrator/termquery",
 		// the trace tools over record's registry (CONTRACT §13)
-		module + "/orchestrator/traces"},
+		module + "/orchestrator/traces",
+		// the disk formats of the node files (a leaf room)
+		module + "/orchestrator/statefile"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -62,6 +64,9 @@ var allowed = map[string][]string{
 	// memory budget and the recordings' scan; a node is a Capture
 	// function the engine hands in, never a node or tmux.
 	"orchestrator/fleetsearch": {module + "/tools", module + "/orchestrator/record", "github.com/charmbracelet/x/ansi"},
+	// The node files' formats under the state dir: pure functions of
+	// (dir, id) and the contract's values; never nodes.
+	"orchestrator/statefile": {module + "/tools"},
 	// The trace tools: record's registry and traces, render's types for
 	// the screenshot the engine draws; never nodes.
 	"orchestrator/traces": {module + "/tools", module + "/orchestrator/record", module + "/orchestrator/render", module + "/orchestrator/screen"},
