@@ -63,16 +63,6 @@ func (m NodeMeta) Incarnation() string {
 	return m.ID + "@" + strconv.FormatInt(m.Created.UnixNano(), 36)
 }
 
-// input is text sent to a node, kept so a text wait is never satisfied by
-// the terminal's echo of it.
-type input struct {
-	rev uint64 // the node's revision just before it was sent
-	textwait.Input
-}
-
-// maxInputs bounds the inputs kept per node for echo masking.
-const maxInputs = 64
-
 // node is one terminal: one tmux session, its control client, its mirror.
 type node struct {
 	meta   NodeMeta
@@ -157,10 +147,8 @@ type node struct {
 	stateMu sync.Mutex
 	st      atomic.Pointer[nodeState]
 
-	// inMu guards the inputs kept for echo masking.
-	inMu     sync.Mutex
-	inputs   []input
-	inputSeq uint64 // the seq of the last input recorded
+	// inputs are kept for echo masking, under their own lock.
+	inputs textwait.Inputs
 
 	mu          sync.Mutex // guards the fields below
 	reseeds     int        // how often the mirror was reseeded (observability)
@@ -209,30 +197,13 @@ func (n *node) isClosing() bool {
 // recordInput keeps text about to be sent at point pt (the mirror's
 // InputPoint just before it is sent), for echo masking.
 func (n *node) recordInput(pt screen.Point, text string) {
-	if text == "" {
-		return
-	}
-	n.inMu.Lock()
-	defer n.inMu.Unlock()
-	n.inputSeq++
-	n.inputs = append(n.inputs, input{rev: pt.Revision, Input: textwait.Input{Seq: n.inputSeq, At: pt.TextEnd, Prefix: pt.Prefix, Text: text}})
-	if len(n.inputs) > maxInputs {
-		n.inputs = append([]input(nil), n.inputs[len(n.inputs)-maxInputs:]...)
-	}
+	n.inputs.Record(pt.Revision, pt.TextEnd, pt.Prefix, text)
 }
 
 // inputsAfter returns the inputs sent at or after revision rev whose
 // seq is above seq, and the seq of the last input recorded.
 func (n *node) inputsAfter(rev, seq uint64) ([]textwait.Input, uint64) {
-	n.inMu.Lock()
-	defer n.inMu.Unlock()
-	var out []textwait.Input
-	for _, in := range n.inputs {
-		if in.rev >= rev && in.Seq > seq {
-			out = append(out, in.Input)
-		}
-	}
-	return out, n.inputSeq
+	return n.inputs.After(rev, seq)
 }
 
 // snapshot is the mirror's snapshot, with the cursor as tmux reports it
