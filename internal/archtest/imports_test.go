@@ -40,7 +40,9 @@ var allowed = map[string][]string{
 		// the trace tools over record's registry (CONTRACT §13)
 		module + "/orchestrator/traces",
 		// the disk formats of the node files (a leaf room)
-		module + "/orchestrator/statefile"},
+		module + "/orchestrator/statefile",
+		// the status text and tty write of messages to humans (CONTRACT §20)
+		module + "/orchestrator/notify"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
