@@ -16,6 +16,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/memtrim"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
@@ -131,7 +132,7 @@ type Orchestrator struct {
 	log   *slog.Logger
 	// output counts the output every pump took in, to return memory to
 	// the system after floods (memory.go).
-	output outputMeter
+	output memtrim.Meter
 
 	// shards are the private tmux servers, each holding at most
 	// cfg.ShardSize nodes, so one tmux crash takes at most that many
@@ -290,7 +291,7 @@ func (o *Orchestrator) Close() {
 	if o.hooks.shutdown != nil {
 		o.hooks.shutdown()
 	}
-	o.output.stop() // no return of memory after Close (memory.go)
+	o.output.Stop() // no return of memory after Close (memory.go)
 	// Host supervisors adopt sessions: stop them first.
 	o.stopHosts()
 	o.mu.Lock()

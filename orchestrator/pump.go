@@ -181,7 +181,7 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 	}
 	n.recordOutput(ch)
 	if ch.Total > n.applied {
-		n.o.output.add(ch.Total - n.applied) // dropped backlog too: its buffer grew
+		n.o.output.Add(ch.Total - n.applied) // dropped backlog too: its buffer grew
 	}
 	n.applied = ch.Total
 	if n.asleep.Load() {

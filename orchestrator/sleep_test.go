@@ -19,6 +19,10 @@ import (
 // and drops its emulator; observing it wakes it with tmux's current screen.
 func TestUnobservedNodeSleeps(t *testing.T) {
 	t.Parallel()
+	// The program writes its count until its tmux server is killed: the
+	// folder is made first, so it is removed last (cleanups run in
+	// reverse), after the server's end.
+	countDir := t.TempDir()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
@@ -28,7 +32,7 @@ func TestUnobservedNodeSleeps(t *testing.T) {
 	// Each tick is a 300-byte line; the program also counts its ticks in
 	// a file, which is how the test knows output happened while tmux
 	// (rightly) sent none of it.
-	count := filepath.Join(t.TempDir(), "count")
+	count := filepath.Join(countDir, "count")
 	id := launch(t, o, "sh", "-c", "i=0; while :; do printf 'tick-%d %0300d\\n' $i 0; echo $i > "+count+".new; mv "+count+".new "+count+"; i=$((i+1)); sleep 0.02; done")
 	n := o.node(id)
 	// asleep is decided first (so no observer is lost), the emulator is

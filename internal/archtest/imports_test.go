@@ -42,7 +42,9 @@ var allowed = map[string][]string{
 		// the disk formats of the node files (a leaf room)
 		module + "/orchestrator/statefile",
 		// the status text and tty write of messages to humans (CONTRACT §20)
-		module + "/orchestrator/notify"},
+		module + "/orchestrator/notify",
+		// the return of memory after a flood of output
+		module + "/orchestrator/memtrim"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -66,6 +68,8 @@ var allowed = map[string][]string{
 	// memory budget and the recordings' scan; a node is a Capture
 	// function the engine hands in, never a node or tmux.
 	"orchestrator/fleetsearch": {module + "/tools", module + "/orchestrator/record", "github.com/charmbracelet/x/ansi"},
+	// The return of memory after a flood: the standard library only.
+	"orchestrator/memtrim": {},
 	// The node files' formats under the state dir: pure functions of
 	// (dir, id) and the contract's values; never nodes.
 	"orchestrator/statefile": {module + "/tools"},
