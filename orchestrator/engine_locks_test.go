@@ -424,8 +424,8 @@ func TestRemoteZombieReadOnHost(t *testing.T) {
 		t.Fatalf("zombieWait on the host = %v, %v: want a zombie killed by SIGKILL", ws, ok)
 	}
 	n := &node{srv: srv}
-	if exited, code := checkDead("1::", pid, n.zombieStatus); !exited || code != 128+9 {
-		t.Fatalf("checkDead on the host = %v, %d: want exited, 137", exited, code)
+	if exited, code := hosts.CheckDead("1::", pid, n.zombieStatus); !exited || code != 128+9 {
+		t.Fatalf("CheckDead on the host = %v, %d: want exited, 137", exited, code)
 	}
 }
 
