@@ -41,153 +41,6 @@ func (o *Orchestrator) PublishSemantic(id string, raw json.RawMessage) (tools.Se
 	return tools.SemanticPublished{Terminal: id, Revision: c.Rev, Commit: c.Seq, Nodes: len(semantic.Flatten(root))}, nil
 }
 
-// semanticAvailability is terminal_capabilities' semantic_tree.
-func (n *node) semanticAvailability() string {
-	if _, ok := n.sem.Latest(); ok {
-		return "available"
-	}
-	return "unavailable"
-}
-
-// semanticLines are the latest tree's compact lines (nil without a tree).
-func (n *node) semanticLines() []string {
-	c, ok := n.sem.Latest()
-	if !ok {
-		return nil
-	}
-	return semantic.Lines(c.Root, c.Rev)
-}
-
-// semanticChanges are the tree's changes since revision cursor (nil
-// without a tree).
-func (n *node) semanticChanges(cursor uint64) *tools.SemanticChanges {
-	cur, ok := n.sem.Latest()
-	if !ok {
-		return nil
-	}
-	var old *semantic.Node
-	var since uint64
-	if c, ok := n.sem.BySeq(n.sem.BaselineAt(cursor)); ok {
-		old, since = c.Root, c.Rev
-	}
-	d := semantic.Diff(old, since, cur.Root, cur.Rev)
-	return &tools.SemanticChanges{Revision: cur.Rev, Since: since, Added: d.Added, Removed: d.Removed, Changed: d.Changed}
-}
-
-// errSemanticUnavailable refuses a locator for a program without a probe.
-func errSemanticUnavailable(id string) error {
-	return tools.Errorf(tools.KindNotRun, "semantic_tree: unavailable: the program in %q has published no semantic tree (it has no probe), so there are no roles or names to target; use its screen text instead: terminal_query {text or pattern} and the mouse operations' at or ref; nothing was sent", id).
-		WithDetails("reason", "semantic-tree-unavailable").WithDetails("semantic_tree", "unavailable")
-}
-
-func locatorOf(l tools.SemanticLocator) semantic.Locator {
-	return semantic.Locator{Role: l.Role, Name: l.Name, TestID: l.TestID, Label: l.Label, Text: l.Text, Nth: l.Nth}
-}
-
-func matchOf(f semantic.Flat, rev uint64) tools.SemanticMatch {
-	st := tools.SemanticState{}
-	if f.State != nil {
-		st = tools.SemanticState(*f.State)
-	}
-	return tools.SemanticMatch{Ref: semantic.RefOf(f.ID, rev), Role: f.Role, Name: f.Name, Value: f.Value, TestID: f.TestID, Label: f.Label,
-		Bounds: tools.SemanticBounds(f.Bounds), State: st, Line: semantic.Line(f, rev)}
-}
-
-// querySemantic is terminal_query with a locator: every match in the
-// latest commit.
-func (n *node) querySemantic(id string, l tools.SemanticLocator) (tools.QueryResult, error) {
-	c, ok := n.sem.Latest()
-	if !ok {
-		return tools.QueryResult{}, errSemanticUnavailable(id)
-	}
-	loc := locatorOf(l)
-	ms, err := semantic.Find(c.Root, loc)
-	if err != nil {
-		return tools.QueryResult{}, usage("locator: %v", err)
-	}
-	if len(ms) > 1 {
-		// A locator names one node (CONTRACT §22), in a query as in an
-		// action: several are a conflict that lists them.
-		return tools.QueryResult{}, ambiguous(id, loc, ms, c.Rev)
-	}
-	res := tools.QueryResult{Terminal: id, Revision: c.Rev, Matches: []tools.QueryMatch{}, Nodes: []tools.SemanticMatch{}}
-	for _, f := range ms {
-		res.Nodes = append(res.Nodes, matchOf(f, c.Rev))
-	}
-	return res, nil
-}
-
-// locate is the one node a locator names in the latest commit: none is
-// not_found, several (without nth) conflict ambiguous-locator.
-func (n *node) locate(id string, l tools.SemanticLocator) (semantic.Flat, semstore.Commit, error) {
-	c, ok := n.sem.Latest()
-	if !ok {
-		return semantic.Flat{}, c, errSemanticUnavailable(id)
-	}
-	loc := locatorOf(l)
-	f, ms, err := semantic.One(c.Root, loc)
-	switch {
-	case errors.Is(err, semantic.ErrAmbiguous):
-		return f, c, ambiguous(id, loc, ms, c.Rev)
-	case err != nil:
-		return f, c, usage("locator: %v", err)
-	case len(ms) == 0:
-		return f, c, tools.Errorf(tools.KindNotFound, "no node of %q's semantic tree matches %s (commit at revision %d); terminal_snapshot shows the tree", id, loc, c.Rev).
-			WithDetails("reason", "no-match")
-	}
-	return f, c, nil
-}
-
-// ambiguous is the conflict of a locator that matches several nodes: it
-// lists them (at most 20).
-func ambiguous(id string, loc semantic.Locator, ms []semantic.Flat, rev uint64) error {
-	lines := make([]string, 0, min(len(ms), 20))
-	for _, m := range ms[:min(len(ms), 20)] {
-		lines = append(lines, semantic.Line(m, rev))
-	}
-	return tools.Errorf(tools.KindConflict, "ambiguous-locator: %s matches %d nodes of %q; narrow it (name, test_id) or pick one with nth", loc, len(ms), id).
-		WithDetails("reason", "ambiguous-locator").WithDetails("matches", lines)
-}
-
-// resolveSemanticRef resolves semantic:ID@REV: the node must still be in
-// the latest commit, else conflict stale-ref.
-func (n *node) resolveSemanticRef(id, ref string) (semantic.Flat, semstore.Commit, error) {
-	nodeID, rev, _, err := semantic.ParseRef(ref)
-	if err != nil {
-		return semantic.Flat{}, semstore.Commit{}, usage("%v; pass a ref exactly as terminal_query or terminal_snapshot returned it", err)
-	}
-	c, ok := n.sem.Latest()
-	if !ok {
-		return semantic.Flat{}, c, errSemanticUnavailable(id)
-	}
-	if rev > c.Rev {
-		return semantic.Flat{}, c, usage("ref %s is from revision %d, newer than %q's latest commit (%d): pass a ref this terminal returned", ref, rev, id, c.Rev)
-	}
-	f, ok := semantic.Lookup(c.Root, nodeID)
-	if !ok {
-		return f, c, tools.Errorf(tools.KindConflict, "stale-ref: node %q of %s is no longer in the semantic tree (latest commit at revision %d); call terminal_query with a locator again", nodeID, ref, c.Rev).
-			WithDetails("reason", "stale-ref").WithDetails("ref", ref)
-	}
-	return f, c, nil
-}
-
-// semanticTarget turns a locator or a semantic ref into the cell a
-// pointer action aims at.
-func (n *node) semanticTarget(id string, l *tools.SemanticLocator, ref string) (*tools.Cell, error) {
-	var f semantic.Flat
-	var err error
-	if l != nil {
-		f, _, err = n.locate(id, *l)
-	} else {
-		f, _, err = n.resolveSemanticRef(id, ref)
-	}
-	if err != nil {
-		return nil, err
-	}
-	row, col := semantic.Center(f.Bounds)
-	return &tools.Cell{Row: row, Column: col}, nil
-}
-
 // semanticWaitTimeout bounds the verification of fill and check.
 const semanticWaitTimeout = 5 * time.Second
 
@@ -230,7 +83,7 @@ func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.W
 	if spec.Locator == nil || spec.State == "" {
 		return tools.WaitResult{}, usage("wait=semantic needs locator and state")
 	}
-	loc := locatorOf(*spec.Locator)
+	loc := semstore.LocatorOf(*spec.Locator)
 	if _, err := loc.Compile(); err != nil {
 		return tools.WaitResult{}, usage("locator: %v", err)
 	}
@@ -271,11 +124,11 @@ func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.W
 		res.TimedOut = true
 		res.Revision = n.scr.Revision()
 		e := tools.Errorf(tools.KindTimeout, "timed out after %s: no commit of %q's semantic tree after the baseline had %s %s", timeout, id, loc, spec.State).
-			WithDetails("semantic_tree", n.semanticAvailability())
-		if n.semanticAvailability() == "unavailable" {
+			WithDetails("semantic_tree", n.sem.Availability())
+		if n.sem.Availability() == "unavailable" {
 			e = e.WithDetails("advice", "the program has published no semantic tree (no probe): wait for screen text instead")
 		}
-		return res, e.WithDetails("semantic", n.semanticLines())
+		return res, e.WithDetails("semantic", n.sem.Lines())
 	}
 	res.Matched, res.Revision = true, c.Rev
 	if matched != "" {
@@ -303,7 +156,7 @@ func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAct
 	if err != nil {
 		return tools.SemanticActionResult{}, err
 	}
-	f, c, err := n.locate(id, a.Locator)
+	f, c, err := n.sem.Locate(id, a.Locator)
 	if err != nil {
 		return tools.SemanticActionResult{}, err
 	}
@@ -336,7 +189,7 @@ func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAct
 		}
 		if !ok {
 			return tools.Errorf(tools.KindTimeout, "terminal_%s: input was sent but no commit within %s showed %s %q %s; terminal_snapshot shows the tree", a.Kind, semanticWaitTimeout, f.Role, f.ID, what).
-				WithDetails("ref", res.Ref).WithDetails("semantic", n.semanticLines())
+				WithDetails("ref", res.Ref).WithDetails("semantic", n.sem.Lines())
 		}
 		res.Verified = semantic.RefOf(f.ID, vc.Rev)
 		return nil
@@ -442,7 +295,7 @@ func (o *Orchestrator) SemanticTree(id string) (uint64, []tools.SemanticMatch, b
 	flat := semantic.Flatten(c.Root)
 	out := make([]tools.SemanticMatch, len(flat))
 	for i, f := range flat {
-		out[i] = matchOf(f, c.Rev)
+		out[i] = semstore.MatchOf(f, c.Rev)
 	}
 	return c.Rev, out, true
 }

@@ -32,7 +32,7 @@ func (o *Orchestrator) Capabilities(ctx context.Context, id string) (tools.Capab
 	info := n.info(0)
 	return tools.Capabilities{
 		Terminal: id, Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Status: status,
-		Modes: snap.Modes, Mouse: mouseModeOf(n.scr.Modes()), SemanticTree: n.semanticAvailability(),
+		Modes: snap.Modes, Mouse: mouseModeOf(n.scr.Modes()), SemanticTree: n.sem.Availability(),
 		Recording: info.Recording != nil, Logs: labels, LogsMissing: missing, Crash: n.crashReport(),
 	}, nil
 }
@@ -54,7 +54,7 @@ func (o *Orchestrator) Query(ctx context.Context, id string, q QuerySpec) (tools
 		return tools.QueryResult{}, err
 	}
 	if q.Locator != nil {
-		return n.querySemantic(id, *q.Locator)
+		return n.sem.Query(id, *q.Locator)
 	}
 	var re *regexp.Regexp
 	if q.Pattern != "" {
@@ -111,7 +111,7 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error {
 		snap := n.snapshot()
 		if spec.Locator != nil || strings.HasPrefix(spec.Ref, "semantic:") {
-			c, err := n.semanticTarget(id, spec.Locator, spec.Ref)
+			c, err := n.sem.Target(id, spec.Locator, spec.Ref)
 			if err != nil {
 				return err
 			}

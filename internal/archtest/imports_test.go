@@ -79,8 +79,9 @@ var allowed = map[string][]string{
 	// terminal_query's text side: the contract's values and x/ansi's
 	// grapheme widths, never nodes.
 	"orchestrator/termquery": {module + "/tools", "github.com/charmbracelet/x/ansi"},
-	// A node's semantic tree commits: the trees' room only.
-	"orchestrator/semstore": {module + "/orchestrator/semantic"},
+	// A node's semantic tree commits and the semantic tools' answers from
+	// them: the trees' room and the contract's values, never nodes.
+	"orchestrator/semstore": {module + "/orchestrator/semantic", module + "/tools"},
 	// Semantic trees (CONTRACT §22): pure, the standard library only.
 	"orchestrator/semantic": {module + "/tools"},
 	// The probe programs link to publish their trees: the client, and
