@@ -44,7 +44,9 @@ var allowed = map[string][]string{
 		// the status text and tty write of messages to humans (CONTRACT §20)
 		module + "/orchestrator/notify",
 		// the return of memory after a flood of output
-		module + "/orchestrator/memtrim"},
+		module + "/orchestrator/memtrim",
+		// a program's environment and checks before it starts
+		module + "/orchestrator/launchenv"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -68,6 +70,9 @@ var allowed = map[string][]string{
 	// memory budget and the recordings' scan; a node is a Capture
 	// function the engine hands in, never a node or tmux.
 	"orchestrator/fleetsearch": {module + "/tools", module + "/orchestrator/record", "github.com/charmbracelet/x/ansi"},
+	// A node program's environment and start checks: the contract's
+	// values only, never nodes or tmux.
+	"orchestrator/launchenv": {module + "/tools"},
 	// The return of memory after a flood: the standard library only.
 	"orchestrator/memtrim": {},
 	// The node files' formats under the state dir: pure functions of
