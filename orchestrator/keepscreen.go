@@ -50,7 +50,10 @@ func (o *Orchestrator) keepOnce(last map[*node]kept) {
 			continue // a host's nodes are the host's business
 		}
 		seen[n] = true
-		status, code, _, reason := n.exitState()
+		// One published state, read without the callers' seam (exitState's
+		// stateRead hook is for the reads that answer a call).
+		st := n.load()
+		status, code, reason := st.status, st.exitCode, st.exitReason
 		if status == tools.StatusUnreachable {
 			continue // unattached: nothing new to show
 		}
