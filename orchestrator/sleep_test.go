@@ -19,10 +19,6 @@ import (
 // and drops its emulator; observing it wakes it with tmux's current screen.
 func TestUnobservedNodeSleeps(t *testing.T) {
 	t.Parallel()
-	// The program writes its count until its tmux server is killed: the
-	// folder is made first, so it is removed last (cleanups run in
-	// reverse), after the server's end.
-	countDir := t.TempDir()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
@@ -32,8 +28,16 @@ func TestUnobservedNodeSleeps(t *testing.T) {
 	// Each tick is a 300-byte line; the program also counts its ticks in
 	// a file, which is how the test knows output happened while tmux
 	// (rightly) sent none of it.
-	count := filepath.Join(countDir, "count")
+	count := filepath.Join(t.TempDir(), "count")
 	id := launch(t, o, "sh", "-c", "i=0; while :; do printf 'tick-%d %0300d\\n' $i 0; echo $i > "+count+".new; mv "+count+".new "+count+"; i=$((i+1)); sleep 0.02; done")
+	// The program writes its count into the test's folder until it ends:
+	// close it (a close returns once its pid is gone) before the folder
+	// is removed (cleanups run in reverse).
+	t.Cleanup(func() {
+		if err := o.CloseNode(context.Background(), id); err != nil {
+			t.Errorf("close %s: %v", id, err)
+		}
+	})
 	n := o.node(id)
 	// asleep is decided first (so no observer is lost), the emulator is
 	// released after the switch-off: wait for both.
