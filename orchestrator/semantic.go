@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/semantic"
@@ -41,219 +39,55 @@ func (o *Orchestrator) PublishSemantic(id string, raw json.RawMessage) (tools.Se
 	return tools.SemanticPublished{Terminal: id, Revision: c.Rev, Commit: c.Seq, Nodes: len(semantic.Flatten(root))}, nil
 }
 
-// semanticWaitTimeout bounds the verification of fill and check.
-const semanticWaitTimeout = 5 * time.Second
+// SemanticAction is terminal_fill, terminal_check or terminal_uncheck.
+type SemanticAction = semstore.Action
 
-// waitCommit waits for a commit newer than seq whose tree satisfies ok,
-// and returns it.
-func (n *node) waitCommit(ctx context.Context, seq uint64, timeout time.Duration, ok func(root *semantic.Node) bool) (semstore.Commit, bool, error) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		cs, changed := n.sem.After(seq)
-		for _, c := range cs {
-			if ok(c.Root) {
-				return c, true, nil
-			}
-			seq = c.Seq
-		}
-		select {
-		case <-changed:
-		case <-t.C:
-			return semstore.Commit{}, false, nil
-		case <-n.closing:
-			return semstore.Commit{}, false, n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q ended while waiting for a semantic commit", n.meta.ID))
-		case <-ctx.Done():
-			return semstore.Commit{}, false, ctx.Err()
-		}
-	}
+// semTerminal is a node as the semantic waits and actions see it.
+type semTerminal struct {
+	o  *Orchestrator
+	n  *node
+	id string
 }
 
-// WaitSemantic is terminal_wait_for {wait: semantic}: satisfied only by a
-// commit after the baseline. Without after the baseline is the latest
-// commit at the call; with after it is baselineAt(after): the commits the
-// first input sent at that revision had seen, else the newest commit
-// stamped at or before it — and after: 0, the node's start, counts every
-// commit kept.
+func (t semTerminal) Revision() uint64       { return t.n.scr.Revision() }
+func (t semTerminal) Ended() <-chan struct{} { return t.n.closing }
+func (t semTerminal) EndErr() error {
+	return t.n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q ended while waiting for a semantic commit", t.n.meta.ID))
+}
+func (t semTerminal) Click(ctx context.Context, row, col int) error {
+	_, err := t.o.Mouse(ctx, t.id, MouseSpec{Kind: "click", At: &tools.Cell{Row: row, Column: col}}, nil)
+	return err
+}
+func (t semTerminal) Press(ctx context.Context, keys string) error {
+	_, err := t.o.Press(ctx, t.id, keys, nil)
+	return err
+}
+func (t semTerminal) Type(ctx context.Context, text string) error {
+	_, err := t.o.Type(ctx, t.id, text, nil)
+	return err
+}
+
+// WaitSemantic is terminal_wait_for {wait: semantic} (semstore.Store.Wait).
 func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.WaitSpec) (tools.WaitResult, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.WaitResult{}, err
 	}
-	if spec.Locator == nil || spec.State == "" {
-		return tools.WaitResult{}, usage("wait=semantic needs locator and state")
+	res, err := n.sem.Wait(ctx, semTerminal{o, n, id}, id, spec)
+	if res.Wait != "" {
+		res.Status, res.ExitCode, _ = n.state()
 	}
-	loc := semstore.LocatorOf(*spec.Locator)
-	if _, err := loc.Compile(); err != nil {
-		return tools.WaitResult{}, usage("locator: %v", err)
-	}
-	start := time.Now()
-	var base uint64
-	if spec.After != nil {
-		base = n.sem.BaselineAt(*spec.After)
-	} else if c, ok := n.sem.Latest(); ok {
-		base = c.Seq
-	}
-	timeout := tools.DefaultWaitTimeout
-	if spec.TimeoutMS > 0 {
-		timeout = time.Duration(spec.TimeoutMS) * time.Millisecond
-	}
-	var after uint64
-	if spec.After != nil {
-		after = *spec.After
-	} else {
-		after = n.scr.Revision()
-	}
-	var matched string
-	c, ok, err := n.waitCommit(ctx, base, timeout, func(root *semantic.Node) bool {
-		ms, _ := semantic.Find(root, loc)
-		if semantic.Holds(spec.State, ms) {
-			if len(ms) > 0 {
-				matched = semantic.Line(ms[0], 0)
-			}
-			return true
-		}
-		return false
-	})
-	if err != nil {
-		return tools.WaitResult{}, err
-	}
-	status, code, _ := n.state()
-	res := tools.WaitResult{Wait: tools.WaitSemantic, After: after, Status: status, ExitCode: code, ElapsedMS: time.Since(start).Milliseconds()}
-	if !ok {
-		res.TimedOut = true
-		res.Revision = n.scr.Revision()
-		e := tools.Errorf(tools.KindTimeout, "timed out after %s: no commit of %q's semantic tree after the baseline had %s %s", timeout, id, loc, spec.State).
-			WithDetails("semantic_tree", n.sem.Availability())
-		if n.sem.Availability() == "unavailable" {
-			e = e.WithDetails("advice", "the program has published no semantic tree (no probe): wait for screen text instead")
-		}
-		return res, e.WithDetails("semantic", n.sem.Lines())
-	}
-	res.Matched, res.Revision = true, c.Rev
-	if matched != "" {
-		// The line of the commit that satisfied the wait, with its ref.
-		f, _ := semantic.Find(c.Root, loc)
-		if len(f) > 0 {
-			matched = semantic.Line(f[0], c.Rev)
-		}
-	}
-	res.Match = strings.TrimLeft(matched, " ")
-	return res, nil
-}
-
-// SemanticAction is terminal_fill, terminal_check or terminal_uncheck.
-type SemanticAction struct {
-	Kind    string // fill, check, uncheck
-	Locator tools.SemanticLocator
-	Text    string
+	return res, err
 }
 
 // ActSemantic performs a SemanticAction through real input and verifies
-// it from a later commit.
+// it from a later commit (semstore.Store.Act).
 func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAction) (tools.SemanticActionResult, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.SemanticActionResult{}, err
 	}
-	f, c, err := n.sem.Locate(id, a.Locator)
-	if err != nil {
-		return tools.SemanticActionResult{}, err
-	}
-	res := tools.SemanticActionResult{Terminal: id, Revision: n.scr.Revision(), Ref: semantic.RefOf(f.ID, c.Rev)}
-	st := semantic.State{}
-	if f.State != nil {
-		st = *f.State
-	}
-	if st.Disabled {
-		return res, tools.Errorf(tools.KindNotRun, "%s %q is disabled; nothing was sent", f.Role, f.Name).WithDetails("reason", "disabled")
-	}
-	click := func() error {
-		row, col := semantic.Center(f.Bounds)
-		_, err := o.Mouse(ctx, id, MouseSpec{Kind: "click", At: &tools.Cell{Row: row, Column: col}}, nil)
-		return err
-	}
-	nodeIs := func(pred func(semantic.Flat) bool) func(*semantic.Node) bool {
-		return func(root *semantic.Node) bool {
-			g, ok := semantic.Lookup(root, f.ID)
-			return ok && pred(g)
-		}
-	}
-	flag := func(g semantic.Flat, get func(semantic.State) bool) bool {
-		return g.State != nil && get(*g.State)
-	}
-	verify := func(seq uint64, what string, pred func(semantic.Flat) bool) error {
-		vc, ok, err := n.waitCommit(ctx, seq, semanticWaitTimeout, nodeIs(pred))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return tools.Errorf(tools.KindTimeout, "terminal_%s: input was sent but no commit within %s showed %s %q %s; terminal_snapshot shows the tree", a.Kind, semanticWaitTimeout, f.Role, f.ID, what).
-				WithDetails("ref", res.Ref).WithDetails("semantic", n.sem.Lines())
-		}
-		res.Verified = semantic.RefOf(f.ID, vc.Rev)
-		return nil
-	}
-	switch a.Kind {
-	case "fill":
-		if f.Role != "textbox" {
-			return res, usage("terminal_fill: %s is a %s, not a textbox", semantic.Line(f, c.Rev), f.Role)
-		}
-		if !st.Focused {
-			if err := click(); err != nil {
-				return res, err
-			}
-			if err := verify(c.Seq, "focused", func(g semantic.Flat) bool { return flag(g, func(s semantic.State) bool { return s.Focused }) }); err != nil {
-				return res, err
-			}
-		}
-		cur, _ := n.sem.Latest()
-		if g, ok := semantic.Lookup(cur.Root, f.ID); ok && g.Value == a.Text {
-			// Already the value: retyping it would leave the same tree,
-			// and a probe sends no commit for an unchanged tree.
-			res.Sent, res.Value = !st.Focused, a.Text
-			res.Verified = semantic.RefOf(f.ID, cur.Rev)
-			return res, nil
-		}
-		if _, err := o.Press(ctx, id, "End C-u", nil); err != nil {
-			return res, err
-		}
-		if a.Text != "" {
-			if _, err := o.Type(ctx, id, a.Text, nil); err != nil {
-				return res, err
-			}
-		}
-		res.Sent = true
-		res.Value = a.Text
-		if err := verify(cur.Seq, fmt.Sprintf("value %q", a.Text), func(g semantic.Flat) bool { return g.Value == a.Text }); err != nil {
-			return res, err
-		}
-	case "check", "uncheck":
-		if f.Role != "checkbox" && f.Role != "radio" {
-			return res, usage("terminal_%s: %s is a %s, not a checkbox or radio", a.Kind, semantic.Line(f, c.Rev), f.Role)
-		}
-		want := a.Kind == "check"
-		if a.Kind == "uncheck" && f.Role == "radio" {
-			return res, usage("terminal_uncheck: a radio is unchecked by checking another one of its group")
-		}
-		res.Checked = &want
-		if st.Checked == want {
-			res.Verified = res.Ref
-			return res, nil
-		}
-		if err := click(); err != nil {
-			return res, err
-		}
-		res.Sent = true
-		if err := verify(c.Seq, map[bool]string{true: "checked", false: "unchecked"}[want], func(g semantic.Flat) bool {
-			return flag(g, func(s semantic.State) bool { return s.Checked }) == want
-		}); err != nil {
-			return res, err
-		}
-	default:
-		return res, usage("unknown semantic action %q", a.Kind)
-	}
-	return res, nil
+	return n.sem.Act(ctx, semTerminal{o, n, id}, id, a)
 }
 
 // recordSemantic notes a commit in the node's recording.
