@@ -170,10 +170,6 @@ func (o *Orchestrator) checkSandbox(ctx context.Context, spec LaunchSpec) error 
 	return nil
 }
 
-// errNoSandboxOnHost is a remote launch's refusal when the host has no
-// usable bwrap.
-var errNoSandboxOnHost = errors.New("the host has no usable bwrap")
-
 // sandboxed wraps a node's program on a host in its profile's sandbox:
 // the host's own bwrap, with the paths a probe over ssh found there. A
 // host without a usable bwrap refuses every profile but none.
