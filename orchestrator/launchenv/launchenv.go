@@ -8,12 +8,13 @@
 package launchenv
 
 import (
+	"maps"
 	"os"
 	"os/user"
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/termsprawl/termsprawl/tools"
@@ -129,14 +130,7 @@ func CheckProgram(prog, cwd string, env []string) error {
 }
 
 // SortedKeys are m's keys in order.
-func SortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func SortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
 // Local is what a local node's -e list is made of.
 type Local struct {
