@@ -83,7 +83,10 @@ func TestHumanWordsOnce(t *testing.T) {
 	for in, want := range map[string]string{
 		`terminal "a" is running, not lost: terminal_close (termsprawl kill) ends a node that runs`:                   "node \"a\" is running, not lost: `termsprawl kill` ends a node that runs",
 		`node "x" is not an agent: it has no agent state (see agent_status)`:                                          "node \"x\" is not an agent: it has no agent state (`termsprawl ls` lists them)",
-		`node "x" has no worktree: launch with --worktree (worktree {} on terminal_launch / agent_launch) to get one`: `node "x" has no worktree: launch with --worktree (termsprawl new|agent --worktree BRANCH) to get one`,
+		`node "x" has no worktree: launch with --worktree (worktree {} on terminal_launch / agent_launch) to get one`: `node "x" has no worktree: launch with --worktree (termsprawl new|agent --worktree NAME) to get one`,
+		`terminal_launch: argument "sandbox" must be one of workspace, guard, none, got "bogus"`:                      `--sandbox must be one of workspace, guard, none, got "bogus"`,
+		`agent_launch: argument "policy" is 300 bytes, over the limit`:                                                `--policy is 300 bytes, over the limit`,
+		`argument "text" contains a NUL byte`:                                                                         `argument "text" contains a NUL byte`,
 	} {
 		if got := humanize(in); got != want {
 			t.Errorf("humanize(%q)\n = %q\nwant %q", in, got, want)

@@ -24,7 +24,7 @@ func TestDashboardWorktreeE2E(t *testing.T) {
 	var rec tools.ReceiptOf[tools.NodeInfo]
 	e.op("terminal_launch", map[string]any{"name": "dash", "command": []string{e.ts, "dash"}, "columns": 150, "rows": 40}, &rec)
 	d := &dashNode{e: e, id: rec.Result.Terminal}
-	d.waitText("1 nodes · 0 need you")
+	d.waitText("1 node · 0 need you")
 
 	// n: a shell named fixer in the repository, on a bad branch name.
 	d.typ("n")
@@ -35,16 +35,20 @@ func TestDashboardWorktreeE2E(t *testing.T) {
 	d.typ(repo)
 	d.press("Tab")
 	d.typ("a..b")
+	d.press("Enter") // to the command (empty: the shell)
 	d.press("Enter")
 	d.waitText("launch refused")
 	d.waitText("not a valid branch name")
 	if _, ok := e.listed("fixer"); ok {
 		t.Fatal("a refused launch made a node")
 	}
-	// The form stays open on the worktree field: fix it, launch.
+	// The form stays open on the command field: back to the worktree,
+	// fix it, launch.
+	d.press("BTab")
 	d.press("C-e")
 	d.press("C-u")
 	d.typ("feat")
+	d.press("Enter")
 	d.press("Enter")
 	var fixer tools.NodeInfo
 	if !testenv.Until(30*time.Second, func() bool {

@@ -33,6 +33,9 @@ type DashParams struct {
 	Attach  func(n tools.NodeInfo) (*exec.Cmd, error)
 	Self    string // the node the dashboard runs in ("" none)
 	NoColor bool
+	// DetachKey and AnswerKey are the attached clients' keys (config.toml
+	// [keys]), named in the help.
+	DetachKey, AnswerKey string
 }
 
 // dashRun runs the dashboard until the human quits; nil in termsprawlctl.
@@ -86,7 +89,7 @@ func (h *human) dash(c dashCmd) int {
 		self = s.Node // the node this dashboard runs in
 	}
 	_, noColor := os.LookupEnv("NO_COLOR")
-	err := dashRun(h.ctx, DashParams{Session: session,
+	p := DashParams{Session: session,
 		Call: func(ctx context.Context, op string, args map[string]any) tools.Result {
 			raw, err := h.prepareQuiet(op, args)
 			if err != nil {
@@ -97,7 +100,9 @@ func (h *human) dash(c dashCmd) int {
 		Attach:  h.attachExec,
 		Self:    self,
 		NoColor: noColor && os.Getenv("NO_COLOR") != "",
-	})
+	}
+	p.DetachKey, p.AnswerKey = h.keys()
+	err := dashRun(h.ctx, p)
 	switch {
 	case errors.Is(err, tools.ErrNotRunning):
 		h.printNotRunning()

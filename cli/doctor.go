@@ -185,7 +185,8 @@ func (h *human) doctorChecks() doctorReport {
 			case r.Status == tools.StatusExited && r.ExitCode == nil:
 				report(false, name, "its program exited with an unknown code (`termsprawl kill %s` closes it)", r.Terminal)
 			default:
-				report(true, name, "tmux session ts-%s alive (%s)", r.Terminal, statusText(r))
+				// The profile is shown wherever a node is (CONTRACT §27).
+				report(true, name, "tmux session ts-%s alive (%s, %s)", r.Terminal, statusText(r), sandboxWords(r))
 			}
 		}
 	}

@@ -372,3 +372,23 @@ func TestHookTakesOnlyItsOwnAnswer(t *testing.T) {
 		})
 	}
 }
+
+// A permission hook's deny says who decided: nobody when its dialog ended
+// because its node closed or termsprawl went down --all (CONTRACT §26).
+func TestDenyMessage(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		out  tools.DialogOutcome
+		want string
+	}{
+		{tools.DialogOutcome{Ended: true, DecidedBy: tools.DecidedByClosed, Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: tools.DialogEndNodeClosed}}, "Permission denied: nobody answered, its node closed"},
+		{tools.DialogOutcome{Ended: true, DecidedBy: tools.DecidedByClosed, Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: tools.DialogEndDownAll}}, "Permission denied: nobody answered, " + tools.DialogEndDownAll},
+		{tools.DialogOutcome{TimedOut: true, Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: "x"}}, "Permission denied: nobody answered in termsprawl in time (x)"},
+		{tools.DialogOutcome{DecidedBy: tools.DecidedByRule, Answer: tools.DialogAnswer{Mode: tools.AnswerDeny, Reason: "rule 2"}}, "Permission denied by a termsprawl policy: rule 2"},
+		{tools.DialogOutcome{Answer: tools.DialogAnswer{Mode: tools.AnswerDeny}}, "Permission denied by the human in termsprawl: denied in termsprawl"},
+	} {
+		if got := denyMessage(c.out); got != c.want {
+			t.Errorf("denyMessage(%+v) = %q, want %q", c.out, got, c.want)
+		}
+	}
+}

@@ -74,8 +74,9 @@ func (h *human) inNodeHint() string {
 	if h.inNode.Node != "" {
 		who = "node " + h.inNode.Node
 	}
-	return fmt.Sprintf("termsprawl runs inside %s (%s), so it acts with that node's own session, not the operator's: a human answers from the dashboard, `C-b %s` (which tmux runs outside the sandbox) or a shell of their own",
-		who, h.inNode.Why, tools.PickerKey)
+	_, answer := h.keys()
+	return fmt.Sprintf("termsprawl runs inside %s (%s), so it acts with that node's own session, not the operator's: a human answers from the dashboard, %s or `C-b %s` (which tmux runs outside the sandbox) or a shell of their own",
+		who, h.inNode.Why, answer, tools.PickerKey)
 }
 
 // refuseInNode refuses what only the human may do locally (approving a

@@ -70,7 +70,7 @@ func newSandboxWorld(t *testing.T) sandboxWorld {
 
 // attackScript tries each attack and prints "NAME ok" or "NAME fail".
 const attackScript = `#!/bin/bash
-try() { n=$1; shift; if ( "$@" ) >"$PWD/.attack.err" 2>&1; then echo "$n ok"; else echo "$n fail $(tr '\n' ' ' < "$PWD/.attack.err" | head -c 160)"; fi; }
+try() { n=$1; shift; if ( "$@" ) >"$PWD/.attack.err" 2>&1; then echo "$n ok"; else echo "$n fail $(tr '\n' ' ' < "$PWD/.attack.err" | head -c 400)"; fi; }
 try read-operator cat "$STATE/sessions/operator.json"
 try read-other-session cat "$STATE/sessions/$VICTIM.json"
 try answer-own-dialog "$TS" answer "$DIALOG" allow
@@ -169,11 +169,16 @@ func TestSandboxAttacks(t *testing.T) {
 			if err != nil || !strings.Contains(string(out), "ATTACKS-DONE") {
 				t.Fatalf("attack.out: %v\n%s", err, out)
 			}
-			got := map[string]string{}
+			got, lines := map[string]string{}, map[string]string{}
 			for _, l := range strings.Split(string(out), "\n") {
 				if fs := strings.Fields(l); len(fs) >= 2 {
-					got[fs[0]] = fs[1]
+					got[fs[0]], lines[fs[0]] = fs[1], l
 				}
+			}
+			// The refusal says who may answer (CONTRACT §27).
+			if c.profile != "none" && !strings.Contains(lines["answer-own-dialog"], "refused: termsprawl runs inside node "+id) ||
+				c.profile != "none" && !strings.Contains(lines["answer-own-dialog"], "a human answers from the dashboard, M-F11 or `C-b a`") {
+				t.Errorf("%s: termsprawl answer inside the node does not say who answers: %q", c.profile, lines["answer-own-dialog"])
 			}
 			for k, v := range c.want {
 				if got[k] != v {

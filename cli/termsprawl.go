@@ -37,7 +37,7 @@ type humanGrammar struct {
 	Down       downCmd       `cmd:"" help:"Stop the orchestrator; nodes keep running (--all ends them and the tmux server too)."`
 	New        newCmd        `cmd:"" help:"Launch a terminal node as the operator and print its id."`
 	Agent      agentCmd      `cmd:"" help:"Launch an agent node (claude, codex, gemini, opencode or custom) and print its id."`
-	Ls         lsCmd         `cmd:"" help:"List nodes: id, name, kind, state, command, owner, size, clients."`
+	Ls         lsCmd         `cmd:"" help:"List nodes: id, name, kind, state, sandbox, cost, command, owner, size, clients."`
 	Attach     attachCmd     `cmd:"" help:"Attach this terminal to a node (replaces this process with tmux attach)."`
 	Open       openCmd       `cmd:"" help:"Open a new external terminal window attached to a node."`
 	Snapshot   snapshotCmd   `cmd:"" help:"Print a node's visible screen."`
@@ -555,9 +555,13 @@ func (h *human) fail(res tools.Result) int {
 		// human gets the reason and what to check.
 		msg = "no answer from termsprawl: " + transportReason(res) + " (`termsprawl doctor` checks the setup)"
 	}
-	fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), tools.VisibleText(humanize(msg)))
 	if h.insideNode && (res.Kind == tools.KindForbidden || res.Kind == tools.KindNotRun || res.Kind == tools.KindUnauthorized) {
-		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), h.inNodeHint())
+		// Inside a node the why comes first: what termsprawl's answer
+		// says is about the node's session, not the person typing.
+		fmt.Fprintf(h.stderr, "%s: refused: %s\n", h.prefix(), h.inNodeHint())
+		fmt.Fprintf(h.stderr, "%s: (the node's session got: %s)\n", h.prefix(), tools.VisibleText(humanize(msg)))
+	} else {
+		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), tools.VisibleText(humanize(msg)))
 	}
 	if ambiguous(res) {
 		return ExitUsage
@@ -829,6 +833,19 @@ func (h *human) ls(asJSON bool) int {
 	}
 	_ = tw.Flush()
 	return ExitOK
+}
+
+// sandboxWords is a node's profile in a sentence: "sandbox workspace",
+// "unsandboxed", "an unsandboxed agent".
+func sandboxWords(r tools.NodeInfo) string {
+	switch t := sandboxText(r); t {
+	case "!unsandboxed":
+		return "an unsandboxed agent"
+	case "unsandboxed":
+		return t
+	default:
+		return "sandbox " + t
+	}
 }
 
 // sandboxText is a node's sandbox as ls shows it (CONTRACT §27): its

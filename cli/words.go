@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -64,7 +65,7 @@ var humanTerms = strings.NewReplacer(
 	// says it once in the CLI.
 	"terminal_close (termsprawl kill)", "`termsprawl kill`",
 	"(see agent_status)", "(`termsprawl ls` lists them)",
-	"(worktree {} on terminal_launch / agent_launch)", "(termsprawl new|agent --worktree BRANCH)",
+	"(worktree {} on terminal_launch / agent_launch)", "(termsprawl new|agent --worktree NAME)",
 	"see agent_status", "`termsprawl ls` lists them",
 	"no terminal emulator", "no terminal emulator", // a program, not a node
 	"no terminal ", "no node ",
@@ -83,5 +84,17 @@ var humanTerms = strings.NewReplacer(
 	"session_info", "`termsprawl doctor`",
 )
 
+// flagArgument is a table argument named in an error ("argument
+// \"sandbox\"") that is a flag of the same name on new and agent.
+var flagArgument = regexp.MustCompile(`argument "(sandbox|name|cwd|host|policy|env)"`)
+
+// leadingCommand is an error's own "`termsprawl new`: " in front: the CLI
+// prefixes every message with its command already.
+var leadingCommand = regexp.MustCompile("^`termsprawl [a-z]+`: ")
+
 // humanize phrases a tool error in the human CLI's own terms.
-func humanize(msg string) string { return humanTerms.Replace(msg) }
+func humanize(msg string) string {
+	msg = humanTerms.Replace(msg)
+	msg = flagArgument.ReplaceAllString(msg, "--$1")
+	return leadingCommand.ReplaceAllString(msg, "")
+}

@@ -63,6 +63,10 @@ type hooks struct {
 	// waitLoop, if set, runs once per turn of a wait's loop (tests
 	// count the turns).
 	waitLoop func(n *node)
+	// quietAgain, if set, runs when a quiet wait's timer ran out but
+	// output had arrived that the mirror had not shown, so the quiet
+	// starts over.
+	quietAgain func(n *node)
 	// searchCommand, if set, runs for each command line a search sends
 	// to tmux (benchmarks count them); searchCaptured after a node's
 	// capture arrived, before it is searched (tests widen the window).

@@ -192,8 +192,21 @@ func TestRevisionsNeverRepeatAcrossRestart(t *testing.T) {
 		t.Fatalf("revision after the restart %d is not above %d", after.Revision, before.Revision)
 	}
 	old := before.Revision
-	if _, err := o2.CaptureSince(context.Background(), id, old); tools.KindOf(err) != tools.KindConflict {
+	_, err = o2.CaptureSince(context.Background(), id, old)
+	if tools.KindOf(err) != tools.KindConflict {
 		t.Fatalf("capture_since an old cursor: %v, want conflict", err)
+	}
+	// It names the oldest revision kept, from which a reader asks again.
+	var te *tools.Error
+	if !errors.As(err, &te) || te.Details["reason"] != "history-truncated" {
+		t.Fatalf("capture_since an old cursor: %#v", err)
+	}
+	oldest, ok := te.Details["oldest"].(uint64)
+	if !ok || oldest <= old {
+		t.Fatalf("history-truncated names no oldest revision after %d: %v", old, te.Details)
+	}
+	if _, err := o2.CaptureSince(context.Background(), id, oldest); err != nil {
+		t.Fatalf("capture_since the oldest revision kept (%d): %v", oldest, err)
 	}
 	if _, err := o2.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: "first-life", After: &old, TimeoutMS: 1000}); tools.KindOf(err) != tools.KindConflict {
 		t.Fatalf("wait after an old revision: %v, want conflict", err)

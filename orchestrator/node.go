@@ -191,7 +191,16 @@ func (n *node) info(clients int) tools.NodeInfo {
 	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.Socket(), Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
 		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host, Crash: n.crashReport(),
-		Sandbox: sandboxName(n.meta.Sandbox)}
+		Sandbox: sandboxName(n.meta.Sandbox), Since: sinceText(n.meta.Created)}
+}
+
+// sinceText is a node's since for terminal_list before an agent's state
+// replaces it: when it was launched (RFC 3339; "" if unknown).
+func sinceText(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
 }
 
 // errUnexpectedReply is the cause of a tmux reply of the wrong shape.

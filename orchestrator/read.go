@@ -127,8 +127,14 @@ func (o *Orchestrator) CaptureSince(ctx context.Context, id string, cursor uint6
 // newer than any handed out a usage error.
 func revisionErr(id, arg string, rev uint64, err error) error {
 	if errors.Is(err, screen.ErrHistoryTruncated) {
-		return tools.Errorf(tools.KindConflict, "history-truncated: revision %d of %q is older than the kept history; call terminal_snapshot and continue from its revision: %w", rev, id, err).
+		e := tools.Errorf(tools.KindConflict, "history-truncated: revision %d of %q is older than the kept history; call terminal_snapshot and continue from its revision: %w", rev, id, err).
 			WithDetails("reason", "history-truncated")
+		// The oldest revision still answerable: a reader that wants
+		// what is kept (the dashboard's logs tab) asks again from it.
+		if re := (*screen.RevisionError)(nil); errors.As(err, &re) {
+			e = e.WithDetails("oldest", re.Oldest)
+		}
+		return e
 	}
 	return tools.Errorf(tools.KindUsage, "%s %d of %q: %w; pass a revision this terminal returned", arg, rev, id, err)
 }

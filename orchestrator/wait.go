@@ -171,6 +171,10 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 					<-quietTimer.C
 				}
 				quietTimer.Reset(c.quiet)
+				// The output the mirror just applied is counted: only
+				// bytes after it start the quiet over (else a quiet
+				// wait took twice its time after the last change).
+				lastTotal = n.stream.Total()
 			}
 		case <-statusCh:
 		case <-n.closing:
@@ -180,6 +184,9 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 			if total := n.stream.Total(); total != lastTotal || n.stream.Pending() {
 				lastTotal = total
 				quietTimer.Reset(c.quiet)
+				if n.hooks().quietAgain != nil {
+					n.hooks().quietAgain(n)
+				}
 				continue
 			}
 			return result(true, ""), nil

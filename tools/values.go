@@ -73,8 +73,8 @@ type NodeInfo struct {
 	// State is, in terminal_list, the agent's state for agents (CONTRACT
 	// §20, as agent_status reports it; AgentExited once its program
 	// ended), else the process status. Since and NeedsHuman go with an
-	// agent's state (see AgentInfo); Since is empty for other nodes, and
-	// NeedsHuman is always there (false for them).
+	// agent's state (see AgentInfo); for other nodes Since is when the
+	// node was launched, and NeedsHuman is always there (false for them).
 	State      string `json:"state,omitempty"`
 	Since      string `json:"since,omitempty"`
 	NeedsHuman bool   `json:"needs_human"`

@@ -97,6 +97,7 @@ func TestModelLaunchWorktreeRefused(t *testing.T) {
 		tm.Send(key("tab"))
 	}
 	tm.Type("fix")
+	tm.Send(key("enter")) // to the command field (empty: the shell)
 	tm.Send(key("enter"))
 	c := f.nextCall("terminal_launch")
 	if w, ok := c.args["worktree"].(map[string]any); !ok || w["branch"] != "fix" {
@@ -105,10 +106,12 @@ func TestModelLaunchWorktreeRefused(t *testing.T) {
 	waitModel(t, tm, "the refusal in the form", func(m *Model) bool {
 		return m.mode == modeLaunch && strings.Contains(ansi.Strip(m.Render()), "launch refused: /tmp is not in a git repository")
 	})
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}) // back to the worktree field
 	for range 3 {
 		tm.Send(tea.KeyPressMsg{Code: tea.KeyBackspace})
 	}
 	tm.Type("+")
+	tm.Send(key("tab"))
 	tm.Send(key("enter"))
 	c = f.nextCall("terminal_launch")
 	if w, ok := c.args["worktree"].(map[string]any); !ok || len(w) != 0 {

@@ -46,6 +46,9 @@ type Options struct {
 	NoColor bool
 	// Now is the clock (tests); nil: time.Now.
 	Now func() time.Time
+	// DetachKey and AnswerKey are the keys of an attached client
+	// (config.toml [keys]; "": the defaults), named in the help.
+	DetachKey, AnswerKey string
 }
 
 // The preview's tabs.
@@ -114,7 +117,7 @@ type Model struct {
 	decisionsAsked string
 	filter         string
 	input          lineInput
-	launch         [4]lineInput // kind, name, directory, worktree
+	launch         [numLaunchFields]lineInput // kind, name, directory, worktree, command
 	launchAt       int
 	// launching: the launch call is out; launchErr is its refusal, shown
 	// in the form (which stays open).
@@ -128,6 +131,8 @@ type Model struct {
 	message   string              // the status line
 	tabText   []string            // the dialogs/recording/logs tab's lines
 	tabFor    string              // the node tabText is of
+	// next is a command a call's then asked to run after it (later).
+	next tea.Cmd
 	// pendingSelect is a node just launched: selected once it is listed.
 	pendingSelect string
 
@@ -168,9 +173,9 @@ func New(ctx context.Context, opts Options) *Model {
 		opts.Now = time.Now
 	}
 	m := &Model{opts: opts, ctx: ctx, width: MinWidth, height: MinHeight, inbox: make(chan tea.Msg, 16)}
-	m.launch[0].Prompt, m.launch[1].Prompt, m.launch[2].Prompt, m.launch[3].Prompt = "kind: ", "name: ", "directory: ", "worktree: "
-	m.launch[3].Placeholder = WorktreeHint
-	m.launch[0].Placeholder = "shell | claude | codex | gemini | opencode | custom"
+	m.launch[fieldKind].Prompt, m.launch[fieldName].Prompt, m.launch[fieldDir].Prompt, m.launch[fieldWorktree].Prompt, m.launch[fieldCommand].Prompt = "kind: ", "name: ", "directory: ", "worktree: ", "command: "
+	m.launch[fieldWorktree].Placeholder = WorktreeHint
+	m.launch[fieldCommand].Placeholder = CommandHint
 	return m
 }
 
@@ -237,6 +242,42 @@ func (m *Model) node(id string) (tools.StreamNode, bool) {
 // automatic name.
 const WorktreeHint = "empty: none · NAME: branch termsprawl/NAME · +: automatic name"
 
+// CommandHint is the launch form's command field's placeholder.
+const CommandHint = "empty: the shell or the agent's own · custom needs one"
+
+// The launch form's fields, in order.
+const (
+	fieldKind = iota
+	fieldName
+	fieldDir
+	fieldWorktree
+	fieldCommand
+	numLaunchFields
+)
+
+// LaunchKinds are the launch form's kinds, in the order ←/→ cycles them.
+var LaunchKinds = []string{tools.KindShell, "claude", "codex", "gemini", "opencode", "custom"}
+
+// cycleKind moves the kind field d steps through LaunchKinds.
+func (m *Model) cycleKind(d int) {
+	i := slices.Index(LaunchKinds, m.launch[fieldKind].Value())
+	i = ((i+d)%len(LaunchKinds) + len(LaunchKinds)) % len(LaunchKinds)
+	m.launch[fieldKind].SetValue(LaunchKinds[i])
+}
+
+// kindByLetter picks the next kind after the current one that starts
+// with letter (c: claude, codex, custom in turn).
+func (m *Model) kindByLetter(letter string) {
+	cur := slices.Index(LaunchKinds, m.launch[fieldKind].Value())
+	for d := 1; d <= len(LaunchKinds); d++ {
+		k := LaunchKinds[(cur+d)%len(LaunchKinds)]
+		if strings.HasPrefix(k, strings.ToLower(letter)) {
+			m.launch[fieldKind].SetValue(k)
+			return
+		}
+	}
+}
+
 // Update handles one message.
 func (m *Model) Update(msg tea.Msg) (tea.Model, tea.Cmd) {
 	_, cmd := m.update(msg)
@@ -276,7 +317,9 @@ func (m *Model) update(msg tea.Msg) (tea.Model, tea.Cmd) {
 		} else {
 			m.message = failText(msg.what, msg.res)
 		}
-		return m, nil
+		next := m.next
+		m.next = nil
+		return m, next
 	case inputFailed:
 		if m.mode == modeFocus && m.focused == msg.node {
 			if _, live := m.node(msg.node); !live || msg.res.Kind == tools.KindNotFound {
@@ -595,6 +638,9 @@ func (m *Model) call(what, op string, args map[string]any, then func(*Model, too
 	}
 }
 
+// later runs cmd once the current call's then has returned.
+func (m *Model) later(cmd tea.Cmd) { m.next = tea.Batch(m.next, cmd) }
+
 // failText is one line for a failed call.
 func failText(what string, res tools.Result) string {
 	msg := res.Error
@@ -780,8 +826,8 @@ func (m *Model) onKey(k tea.KeyPressMsg) tea.Cmd {
 			m.launch[i].SetValue("")
 			m.launch[i].Blur()
 		}
-		m.launch[0].SetValue("shell")
-		return m.launch[0].Focus()
+		m.launch[fieldKind].SetValue(tools.KindShell)
+		return m.launch[fieldKind].Focus()
 	case "x":
 		if m.sel != "" {
 			m.mode, m.closing = modeConfirmClose, m.sel
@@ -853,7 +899,9 @@ func (m *Model) onPaste(text string) tea.Cmd {
 			m.resort()
 		}
 	case modeLaunch:
-		m.launch[m.launchAt].insert(text)
+		if m.launchAt != fieldKind { // the kind is chosen, not typed
+			m.launch[m.launchAt].insert(text)
+		}
 	}
 	return nil
 }
@@ -972,20 +1020,27 @@ func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 		if m.launching {
 			return nil // one launch at a time
 		}
-		kindWord := strings.TrimSpace(m.launch[0].Value())
+		kindWord := strings.TrimSpace(m.launch[fieldKind].Value())
 		args := map[string]any{}
-		if v := strings.TrimSpace(m.launch[1].Value()); v != "" {
+		if v := strings.TrimSpace(m.launch[fieldName].Value()); v != "" {
 			args["name"] = v
 		}
-		if v := strings.TrimSpace(m.launch[2].Value()); v != "" {
+		if v := strings.TrimSpace(m.launch[fieldDir].Value()); v != "" {
 			args["cwd"] = v
 		}
-		switch v := strings.TrimSpace(m.launch[3].Value()); v {
+		if v := strings.Fields(m.launch[fieldCommand].Value()); len(v) > 0 {
+			args["command"] = v
+		}
+		switch v := strings.TrimSpace(m.launch[fieldWorktree].Value()); v {
 		case "":
 		case "+":
 			args["worktree"] = map[string]any{}
 		default:
 			args["worktree"] = map[string]any{"branch": v}
+		}
+		if kindWord == "custom" && args["command"] == nil {
+			m.launchErr = "a custom agent needs a command: type its program and arguments in the command field"
+			return nil
 		}
 		op := "terminal_launch"
 		if kindWord != "" && kindWord != tools.KindShell {
@@ -1008,11 +1063,30 @@ func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 			var r tools.ReceiptOf[tools.NodeInfo]
 			if tools.DecodeValue(res.Value, &r) == nil && r.Result.Terminal != "" {
 				m.message = "launched " + r.Result.Terminal
-				m.pendingSelect = r.Result.Terminal
+				if _, listed := m.node(r.Result.Terminal); listed {
+					m.selectNode(r.Result.Terminal) // the stream was first
+				} else {
+					m.pendingSelect = r.Result.Terminal
+				}
 				return
 			}
 			m.message = "launched"
 		})
+	}
+	if m.launchAt == fieldKind {
+		// The kind is one of LaunchKinds: ←/→ (or space) cycle, a
+		// letter picks the next kind starting with it.
+		switch k.String() {
+		case "left":
+			m.cycleKind(-1)
+		case "right", "space":
+			m.cycleKind(1)
+		default:
+			if k.Text != "" && k.Mod == 0 {
+				m.kindByLetter(k.Text)
+			}
+		}
+		return nil
 	}
 	m.launch[m.launchAt].update(k)
 	return nil

@@ -3,6 +3,7 @@ package dash
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -415,18 +416,24 @@ func TestModelCloseLaunchRecord(t *testing.T) {
 	})
 	tm.Send(key("n"))
 	waitModel(t, tm, "the form", func(m *Model) bool { return m.mode == modeLaunch })
-	for range len("shell") {
-		tm.Send(tea.KeyPressMsg{Code: tea.KeyBackspace})
-	}
-	tm.Type("codex")
+	// The kind is chosen, never typed free: → cycles, a letter picks.
+	tm.Type("xyz")
+	waitModel(t, tm, "no free-text kind", func(m *Model) bool { return m.launch[fieldKind].Value() == "shell" })
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyRight})
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyRight})
+	waitModel(t, tm, "codex chosen", frameHas("kind: codex  ←/→: shell claude codex gemini opencode custom"))
+	waitModel(t, tm, "how to give its key", frameHas("termsprawl agent codex --env-from-shell KEY"))
 	tm.Send(key("tab"))
 	tm.Type("rev")
 	tm.Send(key("tab"))
 	tm.Type("/tmp")
 	tm.Send(key("enter")) // to the worktree field
+	tm.Send(key("enter")) // to the command field
+	waitModel(t, tm, "the command field", frameHas(CommandHint))
+	tm.Type("codex --model  o3")
 	tm.Send(key("enter"))
 	c := f.nextCall("agent_launch")
-	if c.args["agent"] != "codex" || c.args["name"] != "rev" || c.args["cwd"] != "/tmp" {
+	if c.args["agent"] != "codex" || c.args["name"] != "rev" || c.args["cwd"] != "/tmp" || fmt.Sprint(c.args["command"]) != "[codex --model o3]" {
 		t.Fatalf("launch %v", c.args)
 	}
 	st := fleet()

@@ -51,10 +51,10 @@ func (m *Model) Tree() *probe.Node {
 			}
 			root.Add(group)
 		}
-		if m.mode == modeHelp {
-			root.Add(&probe.Node{ID: "help", Role: probe.RoleDialog, Name: "keys",
-				Bounds: probe.Bounds{Row: g.contentTop, Column: g.px, Width: g.pw, Height: min(len(Keys)+2, g.ph)}})
-		}
+	}
+	if m.mode == modeHelp {
+		root.Add(&probe.Node{ID: "help", Role: probe.RoleDialog, Name: "keys",
+			Bounds: probe.Bounds{Row: g.listTop, Width: m.width, Height: min(len(Keys)+2, max(g.footer-g.listTop, 1))}})
 	}
 	if g.footer >= 1 {
 		switch m.mode {
@@ -66,7 +66,7 @@ func (m *Model) Tree() *probe.Node {
 			root.Add(&probe.Node{ID: "input", Role: probe.RoleTextbox, Name: label, Value: m.input.Value(),
 				Bounds: probe.Bounds{Row: g.footer, Width: m.width, Height: 1}, State: &probe.State{Focused: true}})
 		case modeLaunch:
-			for i, f := range []string{"kind", "name", "directory"} {
+			for i, f := range []string{"kind", "name", "directory", "worktree", "command"} {
 				root.Add(&probe.Node{ID: "launch-" + f, Role: probe.RoleTextbox, Name: f, Value: m.launch[i].Value(),
 					Bounds: probe.Bounds{Row: g.footer, Width: m.width, Height: 1}, State: &probe.State{Focused: i == m.launchAt}})
 			}

@@ -17,7 +17,7 @@ var Keys = []string{
 	"i        focus: keys go to the node until C-]",
 	"a / A    allow / always the oldest dialog; a question offers its choices",
 	"d        deny it (asks a reason)",
-	"n        launch (kind, name, directory, worktree)  x  close (asks)",
+	"n        launch (kind, name, directory, worktree, command)  x  close",
 	"r        recording on/off                     /  filter by name, kind, state",
 	"s        search every node's history; enter selects a match's node",
 	"tab      preview tabs: screen, dialogs, recording, logs, diff",
@@ -45,7 +45,10 @@ func (m *Model) geometry() geometry {
 		g.listW = m.width
 		return g
 	}
-	g.listW = m.width * 35 / 100
+	// The list keeps a readable row (name, kind, the whole state word,
+	// how long ago) at 80 columns: 35% of the width, at least listMinW,
+	// at most half.
+	g.listW = min(max(m.width*35/100, listMinW), m.width/2)
 	g.px = g.listW + 1
 	g.pw = m.width - g.px
 	g.ph = max(m.height-4, 1)
@@ -202,12 +205,16 @@ func ago(now, t time.Time) string {
 	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }
 
+// since is when the node's state began: the agent's, else when it was
+// launched (terminal_list's since).
 func since(n tools.StreamNode) time.Time {
 	if n.AgentState != nil {
 		if !n.AgentState.Since.IsZero() {
 			return n.AgentState.Since
 		}
-		return n.AgentState.Updated
+		if !n.AgentState.Updated.IsZero() {
+			return n.AgentState.Updated
+		}
 	}
 	if t, err := time.Parse(time.RFC3339, n.Since); err == nil {
 		return t
@@ -263,12 +270,34 @@ func (m *Model) Render() string {
 	if g.small && m.mode == modeSearch {
 		list = m.searchLines(g.footer - g.listTop)
 	}
+	// The help and the launch form take the list's and the preview's
+	// room: whole at 80×24 (the help below it too; there the footer is
+	// the launch form).
+	var over []string
+	switch {
+	case m.mode == modeHelp:
+		over = m.helpLines()
+	case m.mode == modeLaunch && !g.small:
+		over = m.launchForm()
+	}
+	if over != nil {
+		for y := g.listTop; y < g.footer; y++ {
+			if i := y - g.listTop; i < len(over) {
+				lines[y] = pad(over[i], m.width)
+			} else {
+				lines[y] = pad("", m.width)
+			}
+		}
+	}
 	var right []string
-	if !g.small {
+	if !g.small && over == nil {
 		right = m.previewLines(g)
 	}
 	sep := m.style("#444444", false).Render("│")
 	for y := g.listTop; y < g.footer; y++ {
+		if over != nil {
+			break
+		}
 		i := y - g.listTop
 		l := ""
 		if i < len(list) {
@@ -299,7 +328,7 @@ func (m *Model) header() string {
 	if needs > 0 {
 		needsText = m.style("#ffaf00", true).Render(needsText)
 	}
-	h := m.style("", true).Render("termsprawl") + fmt.Sprintf("  %d nodes · ", all) + needsText + fmt.Sprintf(" · %d working · %d idle", working, idle)
+	h := m.style("", true).Render("termsprawl") + fmt.Sprintf("  %d node%s · ", all, map[bool]string{true: "", false: "s"}[all == 1]) + needsText + fmt.Sprintf(" · %d working · %d idle", working, idle)
 	if m.filter != "" {
 		h += fmt.Sprintf("  filter %q: %d shown", m.filter, len(m.rows))
 	}
@@ -340,12 +369,21 @@ func (m *Model) listLines(g geometry) []string {
 		if n.Host != "" {
 			nm += "@" + tools.VisibleLine(n.Host)
 		}
-		st := state(n)
+		st := stateWord(n)
 		if m.needsHuman(n) {
 			st = "needs you"
 		}
-		row := fmt.Sprintf("%s%s %s %s %s %s", mark, m.style(col, m.needsHuman(n)).Render(gl), pad(nm, 14), pad(sandboxMark(n)+kind(n), 7), pad(st, 9), fmt.Sprintf("%-3s", ago(now, since(n))))
-		if n.Worktree != nil {
+		lay := rowLayout(g.listW - 1) // a blank column before the preview's edge
+		row := mark + m.style(col, m.needsHuman(n)).Render(gl) + " " + pad(nm, lay.name)
+		if lay.kind {
+			row += " " + pad(sandboxMark(n)+kind(n), kindW)
+		} else if mk := sandboxMark(n); mk != "" {
+			row = mark + m.style(col, m.needsHuman(n)).Render(gl) + " " + pad(mk+nm, lay.name) // the mark stays without its column
+		}
+		row += " " + pad(st, stateW) + " " + pad(ago(now, since(n)), agoW)
+		// A worktree's branch ends the row, unless it only repeats the
+		// name (termsprawl agent --worktree NAME makes both NAME).
+		if n.Worktree != nil && shortBranch(n.Worktree) != name(n) {
 			row += " ⎇" + shortBranch(n.Worktree)
 		}
 		if selected {
@@ -357,6 +395,42 @@ func (m *Model) listLines(g geometry) []string {
 		out = append(out, "", m.style("#ffaf00", false).Render(fmt.Sprintf(" %d×%d is under %d×%d: list only", m.width, m.height, MinWidth, MinHeight)))
 	}
 	return out
+}
+
+// The list row's columns: mark and glyph, the name, the kind (with the
+// sandbox mark), the state word, how long ago.
+const (
+	listMinW = 38 // the narrowest list that shows every column
+	kindW    = 7
+	stateW   = 10 // "needs you", "starting", "exited 127"
+	agoW     = 3
+)
+
+// layout is a row's columns at a list width.
+type layout struct {
+	name int  // the name's cells
+	kind bool // whether the kind column is shown
+}
+
+// rowLayout fits a row in w cells: the name gets what the other columns
+// leave (11 to 18 cells); below that the kind column goes first, and the
+// state and age stay whole.
+func rowLayout(w int) layout {
+	fixed := 2 + 1 + 1 + stateW + 1 + agoW // mark, glyph, spaces, state, age
+	if n := w - fixed - (1 + kindW); n >= 11 {
+		return layout{name: min(n, 18), kind: true}
+	}
+	return layout{name: max(w-fixed, 6)}
+}
+
+// stateWord is a node's state as the list shows it: an exited node with
+// its exit code (exited 3).
+func stateWord(n tools.StreamNode) string {
+	st := state(n)
+	if (st == tools.StatusExited || st == tools.AgentExited) && n.ExitCode != nil {
+		st = fmt.Sprintf("exited %d", *n.ExitCode)
+	}
+	return st
 }
 
 func (m *Model) previewLines(g geometry) []string {
@@ -383,13 +457,6 @@ func (m *Model) previewLines(g geometry) []string {
 		}
 	}
 	out := []string{tabs.String()}
-	if m.mode == modeHelp {
-		out = append(out, m.style("", true).Render("keys"), "")
-		return append(out, Keys...)
-	}
-	if m.mode == modeLaunch {
-		return append(out, m.launchForm()...)
-	}
 	if m.mode == modeSearch {
 		return append(out, m.searchLines(g.ph)...)
 	}
@@ -534,18 +601,21 @@ func (m *Model) footer(g geometry) string {
 	case modeConfirmClose:
 		return m.style("#ffaf00", true).Render(fmt.Sprintf("close node %s? its program is ended (y/n)", m.closing))
 	case modeLaunch:
+		if !g.small {
+			return "" // the form, with its refusal, is over the list and the preview
+		}
 		if m.launchErr != "" {
 			return m.style("#ff5f5f", true).Render(m.launchErr)
 		}
-		parts := make([]string, len(m.launch))
-		for i := range m.launch {
-			parts[i] = m.launch[i].view(m)
+		// Under 80×24 the footer is the form: the field being edited.
+		f := m.launch[m.launchAt].view(m)
+		if m.launchAt == fieldKind {
+			f = "kind: " + m.launch[fieldKind].Value() + " (←/→)"
 		}
-		return "launch  " + strings.Join(parts, "  ")
+		return fmt.Sprintf("launch %d/%d  %s", m.launchAt+1, len(m.launch), f)
 	case modeFocus:
 		return m.style("#5fd75f", true).Render("FOCUS → "+m.focused) + "  keys go to the node · C-] ends focus  " + m.message
 	}
-	_ = g
 	return m.message
 }
 
@@ -554,7 +624,7 @@ func (m *Model) hints() string {
 	case modeFocus:
 		return "C-] leave focus"
 	case modeLaunch:
-		return "tab next field · enter launch (on the last field) · esc cancel"
+		return "tab/enter next field · ←/→ kind · enter on the last launches · esc cancel"
 	case modeFilter:
 		return "enter keep filter · esc clear"
 	case modeReason:
@@ -566,7 +636,21 @@ func (m *Model) hints() string {
 	case modeSearch:
 		return "j/k move · enter select the node · s search again · esc back"
 	}
-	return "j/k move · enter attach · i focus · a/d/A answer · n new · x close · r record · / filter · s search · tab tabs · ? help · q quit"
+	return fitHints(m.width, "j/k move", "enter attach", "i focus", "a/d/A answer", "n new", "x close", "r record", "/ filter", "s search", "tab tabs")
+}
+
+// fitHints joins the hints that fit in w cells, in order, always ending
+// with "? help · q quit" (at 80×24 the help and the way out stay visible).
+func fitHints(w int, hints ...string) string {
+	const tail = "? help · q quit"
+	out := ""
+	for _, h := range hints {
+		if ansi.StringWidth(out+h+" · "+tail) > w {
+			break
+		}
+		out += h + " · "
+	}
+	return out + tail
 }
 
 // onClick selects a row or a tab.
@@ -598,6 +682,22 @@ func (m *Model) onClick(ms tea.Mouse) tea.Cmd {
 	return nil
 }
 
+// helpLines is the help (?), drawn over the list and the preview.
+func (m *Model) helpLines() []string {
+	out := []string{m.style("", true).Render(" keys"), ""}
+	for _, k := range Keys {
+		out = append(out, " "+k)
+	}
+	detach, answer := m.opts.DetachKey, m.opts.AnswerKey
+	if detach == "" {
+		detach = tools.DefaultDetachKey
+	}
+	if answer == "" {
+		answer = tools.DefaultAnswerKey
+	}
+	return append(out, "", fmt.Sprintf(" attached (enter): %s detaches back here, %s answers dialogs, also inside your own tmux", detach, answer))
+}
+
 // launchForm is the launch form, drawn in the preview: its fields, and
 // the refusal of the last try.
 func (m *Model) launchForm() []string {
@@ -607,14 +707,31 @@ func (m *Model) launchForm() []string {
 		if i == m.launchAt {
 			mark = "▸ "
 		}
-		out = append(out, " "+mark+m.launch[i].view(m))
+		line := " " + mark + m.launch[i].view(m)
+		if i == fieldKind { // chosen, not typed: no cursor
+			line = " " + mark + m.launch[i].Prompt + m.paint(m.launch[i].Value(), sty{bold: true})
+			if i == m.launchAt {
+				line += m.paint("  ←/→: "+strings.Join(LaunchKinds, " "), sty{faint: true})
+			}
+		}
+		out = append(out, line)
+	}
+	if k := m.launch[fieldKind].Value(); k != tools.KindShell {
+		// How an agent gets its API key (CONTRACT §26): the form has no
+		// field for secrets, so it says where one comes from.
+		out = append(out, "", m.paint(" an agent gets termsprawl's environment; for its API key from this shell:", sty{faint: true}),
+			m.paint("   termsprawl agent "+k+" --env-from-shell KEY   (e.g. ANTHROPIC_API_KEY)", sty{faint: true}))
 	}
 	out = append(out, "")
 	switch {
 	case m.launching:
 		out = append(out, " launching…")
 	case m.launchErr != "":
-		out = append(out, m.style("#ff5f5f", true).Render(" "+m.launchErr), " fix a field and enter again, or esc")
+		// Wrapped, never cut: the end of a refusal says what to do.
+		for _, l := range strings.Split(ansi.Hardwrap(m.launchErr, max(m.width-2, 20), true), "\n") {
+			out = append(out, m.style("#ff5f5f", true).Render(" "+l))
+		}
+		out = append(out, " fix a field and enter again, or esc")
 	}
 	return out
 }
@@ -630,8 +747,23 @@ func (m *Model) loadTab() tea.Cmd {
 	if m.tab != tabLogs || m.sel == "" {
 		return nil
 	}
-	id := m.sel
-	return m.call("", "terminal_capture_since", map[string]any{"terminal": id, "cursor": 1}, func(m *Model, res tools.Result) {
+	return m.loadLogs(m.sel, 1, true)
+}
+
+// loadLogs reads a node's kept log lines from revision cursor. A busy
+// node's history has moved past the cursor (history-truncated, a normal
+// condition): it reads again from the oldest revision kept, once.
+func (m *Model) loadLogs(id string, cursor uint64, again bool) tea.Cmd {
+	return m.call("", "terminal_capture_since", map[string]any{"terminal": id, "cursor": cursor}, func(m *Model, res tools.Result) {
+		if !res.OK && again && res.Details["reason"] == "history-truncated" {
+			if oldest, ok := res.Details["oldest"].(float64); ok && oldest >= 1 {
+				m.later(m.loadLogs(id, uint64(oldest), false))
+				return
+			}
+		}
+		if m.tab != tabLogs {
+			return // tabbed on: the answer would take the dialogs tab's text
+		}
 		m.tabFor = id
 		if !res.OK {
 			m.tabText = []string{"", " " + tools.VisibleLine(res.Error)}
@@ -655,6 +787,9 @@ func (m *Model) loadTab() tea.Cmd {
 func (m *Model) loadDecisions(id string) tea.Cmd {
 	m.decisionsAsked = id
 	return m.call("", "audit_list", map[string]any{"node": id, "limit": 8}, func(m *Model, res tools.Result) {
+		if m.tab != tabDialogs {
+			return // tabbed on: the answer would take the logs tab's text
+		}
 		m.tabFor = id
 		var l tools.AuditList
 		if !res.OK || tools.DecodeValue(res.Value, &l) != nil {

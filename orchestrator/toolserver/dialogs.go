@@ -307,6 +307,7 @@ type dialogRequestArgs struct {
 	Dialog    string   `json:"dialog"`
 	Tool      string   `json:"tool"`
 	Input     string   `json:"input"`
+	Cwd       string   `json:"cwd"`
 }
 
 func dialogRequest(c *call, a dialogRequestArgs) (tools.DialogOutcome, error) {
