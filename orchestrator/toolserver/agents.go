@@ -238,12 +238,12 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 		// On a host: its termsprawlctl and an MCP registration written
 		// there; the hooks' files are local to this machine, so an agent
 		// on a host gets the MCP server only (README's table).
-		ctlPath, mcpPath, err := s.o.HostAgentConfig(c.ctx, a.Host)
+		ctlPath, mcpPath, err := s.eng.agents.HostAgentConfig(c.ctx, a.Host)
 		if err != nil {
 			return tools.NodeInfo{}, nil, err
 		}
 		if ctlPath == "" {
-			extra["TERMSPRAWL_CTL_MISSING"] = s.o.HostCtlMissing(a.Host) // told (CONTRACT §23)
+			extra["TERMSPRAWL_CTL_MISSING"] = s.eng.agents.HostCtlMissing(a.Host) // told (CONTRACT §23)
 		}
 		if ctlPath != "" {
 			extra["TERMSPRAWL_MCP_CONFIG"] = mcpPath
@@ -300,7 +300,7 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 	if err != nil {
 		return tools.NodeInfo{}, nil, err
 	}
-	if m, ok := s.o.Meta(info.Terminal); ok {
+	if m, ok := s.eng.agents.Meta(info.Terminal); ok {
 		s.evidence(info.Terminal, m.Incarnation(), tools.Evidence{Source: tools.SourceProcess, Event: agentstate.ProcLaunched}, "launched", "")
 		s.watchExit(info.Terminal, m.Incarnation())
 		s.watchRules(info.Terminal, m.Incarnation(), a.Agent)
@@ -344,7 +344,7 @@ type agentStatusArgs struct {
 func agentStatus(c *call, a agentStatusArgs) (tools.AgentList, error) {
 	t := c.s.agents
 	out := []tools.AgentInfo{}
-	for _, n := range c.s.o.List(c.ctx) {
+	for _, n := range c.s.eng.agents.List(c.ctx) {
 		if a.Node != "" && n.Terminal != a.Node {
 			continue
 		}
@@ -384,7 +384,7 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 		if err != nil {
 			return tools.AgentReport{}, tools.Errorf(tools.KindUsage, "%v", err)
 		}
-		if err := s.o.SetConversation(node, conv); err != nil {
+		if err := s.eng.agents.SetConversation(node, conv); err != nil {
 			s.log.Warn("keep an agent's conversation id", "node", node, "err", err)
 		}
 	}
@@ -429,7 +429,7 @@ type agentSendArgs struct {
 
 func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
 	s := c.s
-	target, ok := s.o.Meta(a.Node)
+	target, ok := s.eng.agents.Meta(a.Node)
 	if !ok {
 		return tools.TaskSent{}, nil, tools.Errorf(tools.KindNotFound, "no terminal %q: call agent_status to see the agents", a.Node)
 	}
@@ -478,7 +478,7 @@ func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
 	// and handed out; a failed write is logged and the send goes on, the
 	// task kept in memory.
 	_ = t.disk.sync(c.ctx)
-	if _, err := s.o.Submit(c.ctx, a.Node, a.Text, nil); err != nil {
+	if _, err := s.eng.agents.Submit(c.ctx, a.Node, a.Text, nil); err != nil {
 		t.mu.Lock()
 		delete(t.tasks, tk.ID)
 		delete(t.byMsg, msgKey)

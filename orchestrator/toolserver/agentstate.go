@@ -54,7 +54,7 @@ func (s *Server) evidence(node, incarnation string, ev tools.Evidence, message, 
 	if ev.At == "" {
 		ev.At = time.Now().UTC().Format(time.RFC3339Nano)
 	}
-	m, ok := s.o.Meta(node)
+	m, ok := s.eng.agents.Meta(node)
 	if !ok || m.Incarnation() != incarnation {
 		return agentState{}
 	}
@@ -166,7 +166,7 @@ func (s *Server) watchExit(node, incarnation string) {
 // closes.
 func (s *Server) exitWatcher(node, incarnation, key string) {
 	defer s.agents.releaseWatch(key)
-	p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitExit}, 100*365*24*time.Hour)
+	p, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitExit}, 100*365*24*time.Hour)
 	if err != nil {
 		return
 	}
@@ -180,7 +180,7 @@ func (s *Server) exitWatcher(node, incarnation, key string) {
 // processEnded records the program's end: crashed (with its crash
 // report) or exited.
 func (s *Server) processEnded(node, incarnation string) {
-	info, err := s.o.Info(s.ctx, node)
+	info, err := s.eng.agents.Info(s.ctx, node)
 	if err != nil || info.Status != tools.StatusExited {
 		return
 	}
@@ -225,7 +225,7 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 		if !ok || (st.State != tools.AgentWorking && st.State != tools.AgentStarting) {
 			return
 		}
-		p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(turnQuiet / time.Millisecond)}, turnWaitSlice)
+		p, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(turnQuiet / time.Millisecond)}, turnWaitSlice)
 		if err != nil {
 			return
 		}
@@ -247,7 +247,7 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 		if !s.judgeScreen(node, incarnation) {
 			// Still busy: wait for the screen to change before the next
 			// quiet wait, so a still screen is judged once.
-			if rp, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice); err == nil {
+			if rp, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice); err == nil {
 				_, _ = rp.Run(s.ctx)
 			}
 		}
@@ -257,7 +257,7 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 // judgeScreen looks at a quiet screen of a working agent; true when it
 // showed the turn's end (and the evidence was applied).
 func (s *Server) judgeScreen(node, incarnation string) bool {
-	snap, err := s.o.Snapshot(s.ctx, node)
+	snap, err := s.eng.agents.Snapshot(s.ctx, node)
 	if err != nil {
 		return false
 	}
@@ -290,7 +290,7 @@ func (s *Server) judgeScreen(node, incarnation string) bool {
 // watcher of those working; an agent whose program ended meanwhile is
 // told so.
 func (s *Server) startAgentWatchers() {
-	for _, m := range s.o.Nodes() {
+	for _, m := range s.eng.agents.Nodes() {
 		if m.Agent == "" {
 			continue
 		}
@@ -308,7 +308,7 @@ func (s *Server) startAgentWatchers() {
 // evidence said (the exit watcher may not have told yet).
 func (s *Server) agentView(ctx context.Context, info tools.NodeInfo, st agentState, explain bool) tools.AgentInfo {
 	if info.Status == tools.StatusExited && st.State != tools.AgentExited {
-		if m, ok := s.o.Meta(info.Terminal); ok {
+		if m, ok := s.eng.agents.Meta(info.Terminal); ok {
 			s.processEnded(info.Terminal, m.Incarnation())
 			if again, ok := s.agents.stateOfLife(info.Terminal, m.Incarnation()); ok {
 				st = again

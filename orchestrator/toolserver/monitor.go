@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/monitor"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -84,7 +83,7 @@ func describeWait(sp tools.WaitSpec) string {
 }
 
 // monitorEngine is monitor.Engine over the orchestrator.
-type monitorEngine struct{ o *orchestrator.Orchestrator }
+type monitorEngine struct{ o monitorSource }
 
 func (e monitorEngine) Peek() []tools.NodeInfo { return e.o.Peek() }
 
@@ -103,7 +102,7 @@ func (e monitorEngine) Show(ctx context.Context, id string) (monitor.Shown, erro
 // mountMonitor builds the monitor of this server, served beside /call on
 // the same listener; it returns the handler for every request.
 func (s *Server) mountMonitor(saved monitor.Saved, hostPort func() string, next http.Handler) (*monitor.Monitor, http.Handler, error) {
-	m, err := monitor.New(monitor.Config{Saved: saved, Engine: monitorEngine{s.o}, Side: s, HostPort: hostPort, Log: s.log, Poll: testMonitorPoll})
+	m, err := monitor.New(monitor.Config{Saved: saved, Engine: monitorEngine{s.eng.monitor}, Side: s, HostPort: hostPort, Log: s.log, Poll: testMonitorPoll})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -293,7 +292,7 @@ func (st *store) load(name string, v any) error {
 
 // liveIncarnations are the incarnations whose state may be restored: every
 // node the engine knows, and the operator.
-func liveIncarnations(o *orchestrator.Orchestrator) map[string]bool {
+func liveIncarnations(o nodeDirectory) map[string]bool {
 	live := map[string]bool{operatorIdentity.Incarnation: true}
 	for _, m := range o.Nodes() {
 		live[m.Incarnation()] = true
@@ -305,7 +304,7 @@ func liveIncarnations(o *orchestrator.Orchestrator) map[string]bool {
 // A table that cannot be read is logged and starts empty (the file is
 // left for a human to look at; the next change overwrites it).
 func (s *Server) restore() {
-	live := liveIncarnations(s.o)
+	live := liveIncarnations(s.eng.nodes)
 	if err := s.dialogs.restore(s.store, live); err != nil {
 		s.log.Warn("restore dialogs", "err", err)
 	}

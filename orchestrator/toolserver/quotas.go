@@ -54,7 +54,7 @@ type nodeQuota struct {
 func (s *Server) reserveNode(caller tools.Identity, chain []string) (release func(), err error) {
 	q := &s.nodeQuota
 	limit, reserve := nodesPerAgent(s.maxNodes), nodesReserve(s.maxNodes)
-	nodes := s.o.Nodes()
+	nodes := s.eng.nodes.Nodes()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.pending == nil {

@@ -26,7 +26,8 @@ import (
 type Server struct {
 	// hooks are the test seams (hooks.go); never nil, empty outside tests.
 	hooks    *hooks
-	o        *orchestrator.Orchestrator
+	o        *orchestrator.Orchestrator // the wiring only (this file, serve.go)
+	eng      engines                    // the domains' views of o (engine.go)
 	log      *slog.Logger
 	stateDir string
 	version  string
@@ -88,7 +89,7 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	st := newStore(cfg.StateDir, o.Logger())
-	s := &Server{hooks: &hooks{}, o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
+	s := &Server{hooks: &hooks{}, o: o, eng: enginesOf(o), log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),

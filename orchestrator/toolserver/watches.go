@@ -130,7 +130,7 @@ func (s *Server) restoreWatches(live map[string]bool) error {
 		spec := r.Spec
 		spec.After = nil
 		lifetime := max(watchLifetime-time.Since(r.Started), time.Second)
-		pw, err := s.o.PrepareWait(r.Terminal, spec, lifetime)
+		pw, err := s.eng.watches.PrepareWait(r.Terminal, spec, lifetime)
 		if err != nil {
 			s.log.Warn("restore watch", "watch", r.ID, "err", err)
 			continue
@@ -220,7 +220,7 @@ func watchStart(c *call, a waitArgs) (tools.WatchStarted, error) {
 	w := c.s.watches
 	spec := a.WaitSpec
 	spec.TimeoutMS = 0
-	pw, err := c.s.o.PrepareWait(a.Terminal, spec, watchLifetime)
+	pw, err := c.s.eng.watches.PrepareWait(a.Terminal, spec, watchLifetime)
 	if err != nil {
 		return tools.WatchStarted{}, err
 	}

@@ -113,7 +113,7 @@ func (s *Server) liveNode(e *wtEntry) (orchestrator.NodeMeta, bool) {
 	if e.Node == "" {
 		return orchestrator.NodeMeta{}, false
 	}
-	m, ok := s.o.Meta(e.Node)
+	m, ok := s.eng.worktrees.Meta(e.Node)
 	return m, ok && m.Incarnation() == e.Incarnation
 }
 
@@ -274,7 +274,7 @@ func (s *Server) reuseWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 
 // attachWorktree ties a launched node to its worktree.
 func (s *Server) attachWorktree(e *wtEntry, id string) {
-	m, _ := s.o.Meta(id)
+	m, _ := s.eng.worktrees.Meta(id)
 	t := s.wtTab()
 	t.mu.Lock()
 	e.Node, e.Incarnation = id, m.Incarnation()
@@ -314,7 +314,7 @@ func (s *Server) annotateWorktrees(rows []tools.NodeInfo) {
 	t.mu.Unlock()
 	for i := range rows {
 		// Only the node life that made it (a later node may reuse the id).
-		if m, ok := s.o.Meta(rows[i].Terminal); ok && len(byNode) > 0 {
+		if m, ok := s.eng.worktrees.Meta(rows[i].Terminal); ok && len(byNode) > 0 {
 			if e := byNode[m.ID+"\x00"+m.Incarnation()]; e != nil {
 				rows[i].Worktree = &tools.WorktreeState{Path: e.Path, Branch: e.Branch, Base: e.Base}
 			}
@@ -446,8 +446,8 @@ func (s *Server) recordTurn(ctx context.Context, e *wtEntry) (tools.WorktreeTurn
 func (c *call) findWorktree(ref string, drive bool) (*wtEntry, error) {
 	t := c.s.wtTab()
 	var found *wtEntry
-	if id, err := c.s.o.Resolve(ref); err == nil {
-		if m, ok := c.s.o.Meta(id); ok {
+	if id, err := c.s.eng.worktrees.Resolve(ref); err == nil {
+		if m, ok := c.s.eng.worktrees.Meta(id); ok {
 			found = t.byNode(id, m.Incarnation())
 			if found == nil {
 				return nil, tools.Errorf(tools.KindNotFound, "node %q has no worktree: launch with --worktree (worktree {} on terminal_launch / agent_launch) to get one; termsprawl worktrees lists them", ref)
@@ -560,7 +560,7 @@ func worktreeDiff(c *call, a worktreeDiffArgs) (tools.WorktreeDiff, error) {
 	}
 	var d worktree.Diff
 	_, live := c.s.liveNode(e)
-	m, _ := c.s.o.Meta(e.Node)
+	m, _ := c.s.eng.worktrees.Meta(e.Node)
 	if live && m.Agent == "" && !a.Stat {
 		// A node without an agent has no turn ends: each look records one.
 		_, d, err = c.s.recordTurn(c.ctx, e)
@@ -769,7 +769,7 @@ func worktreeFinish(c *call, a worktreeFinishArgs) (tools.WorktreeFinished, any,
 		Removed: out.Removed, BranchDeleted: out.BranchDeleted, Discarded: out.Discarded, Message: out.Message}
 	if _, ok := c.s.liveNode(e); ok {
 		r.Node = e.Node
-		if err := c.s.o.CloseNode(c.ctx, e.Node); err != nil {
+		if err := c.s.eng.worktrees.CloseNode(c.ctx, e.Node); err != nil {
 			r.Message += "; closing node " + e.Node + " failed: " + err.Error()
 		} else {
 			r.Message += "; closed node " + e.Node
