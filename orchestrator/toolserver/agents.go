@@ -11,6 +11,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/agentstate"
+	"github.com/termsprawl/termsprawl/orchestrator/tables"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -43,7 +44,7 @@ type agentTable struct {
 	tasks  map[string]*task
 	byMsg  map[string]string // sender incarnation + "\x00" + message_id → task id
 	next   int
-	disk   *persister // agents.json (persist.go): states are marked, tasks synced
+	disk   *tables.Persister // agents.json (persist.go): states are marked, tasks synced
 	// changed are the nodes whose state changed (or went) since the
 	// persister last encoded it (setLocked, snapshot).
 	changed map[string]bool
@@ -54,10 +55,10 @@ type agentTable struct {
 	watching map[string]bool
 }
 
-func newAgentTable(st *store) *agentTable {
+func newAgentTable(st *tables.Store) *agentTable {
 	t := &agentTable{states: map[string]agentState{}, tasks: map[string]*task{}, byMsg: map[string]string{}, watching: map[string]bool{},
 		changed: map[string]bool{}, encoded: map[string][]byte{}}
-	t.disk = newPersister(st, agentsFile, t.snapshot)
+	t.disk = tables.NewPersister(st, agentsFile, t.snapshot)
 	return t
 }
 
@@ -141,9 +142,9 @@ func (t *agentTable) snapshot() ([]byte, error) {
 
 // restore loads agents.json, keeping what belongs to live incarnations
 // (a task needs both of its ends alive).
-func (t *agentTable) restore(st *store, live map[string]bool) error {
+func (t *agentTable) restore(st *tables.Store, live map[string]bool) error {
 	var d agentsOnDisk
-	if err := st.load(agentsFile, &d); err != nil {
+	if err := st.Load(agentsFile, &d); err != nil {
 		return err
 	}
 	t.mu.Lock()
@@ -178,7 +179,7 @@ func (t *agentTable) forget(id, incarnation string) {
 	}
 	t.mu.Unlock()
 	// Marked: a gone incarnation's entries are dropped at load anyway.
-	t.disk.mark()
+	t.disk.Mark()
 }
 
 func agentHandlers() map[string]handler {
@@ -398,7 +399,7 @@ func agentReport(c *call, a agentReportArgs) (tools.AgentReport, error) {
 		st.AcceptsTasks = *a.AcceptsTasks
 		t.setLocked(node, st)
 		t.mu.Unlock()
-		t.disk.mark() // a reported state
+		t.disk.Mark() // a reported state
 	}
 	ev := hookEvidence(a.Event, a.State)
 	if a.Message != "" {
@@ -454,7 +455,7 @@ func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
 	if id, ok := t.byMsg[msgKey]; ok {
 		t.mu.Unlock()
 		// The first send may still wait for its write: this one too.
-		_ = t.disk.sync(c.ctx) // a failure is logged (persist.go)
+		_ = t.disk.Sync(c.ctx) // a failure is logged (persist.go)
 		return tools.TaskSent{Task: id, Duplicate: true}, c.stateOf(a.Node), nil
 	}
 	pending := 0
@@ -477,13 +478,13 @@ func agentSend(c *call, a agentSendArgs) (tools.TaskSent, any, error) {
 	// The task (its id, its message id) is on disk before it is typed
 	// and handed out; a failed write is logged and the send goes on, the
 	// task kept in memory.
-	_ = t.disk.sync(c.ctx)
+	_ = t.disk.Sync(c.ctx)
 	if _, err := s.eng.agents.Submit(c.ctx, a.Node, a.Text, nil); err != nil {
 		t.mu.Lock()
 		delete(t.tasks, tk.ID)
 		delete(t.byMsg, msgKey)
 		t.mu.Unlock()
-		_ = t.disk.sync(c.ctx)
+		_ = t.disk.Sync(c.ctx)
 		return tools.TaskSent{}, nil, err
 	}
 	return tools.TaskSent{Task: tk.ID}, c.stateOf(a.Node), nil
@@ -529,6 +530,6 @@ func agentReply(c *call, a agentReplyArgs) (tools.Task, any, error) {
 	tk.State, tk.Reply, tk.Replied = a.State, a.Text, time.Now().UTC()
 	out := tk.Task
 	t.mu.Unlock()
-	_ = t.disk.sync(c.ctx) // the reply is on disk before it is told; a failure is logged
+	_ = t.disk.Sync(c.ctx) // the reply is on disk before it is told; a failure is logged
 	return out, out, nil
 }

@@ -92,7 +92,7 @@ func (s *Server) evidence(node, incarnation string, ev tools.Evidence, message, 
 	// A reported state is written soon, never waited for: the next
 	// report, or the process and screen evidence, makes good what a
 	// kill -9 loses (persist.go).
-	t.disk.mark()
+	t.disk.Mark()
 	if tr != nil {
 		s.kickStream() // the dashboard's rows at once (events.go)
 		s.stateChanged(*tr, m.Agent, m.Name)

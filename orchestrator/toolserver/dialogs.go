@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/tables"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -48,8 +49,8 @@ type dialogTable struct {
 	// opening are the dialogs being written before they open: on disk,
 	// not yet seen by anyone (open).
 	opening map[string]*dialog
-	always  map[string]bool // alwaysKey(incarnation, kind, tool, input, title): allowed for good
-	disk    *persister      // dialogs.json (persist.go): every change synced
+	always  map[string]bool   // alwaysKey(incarnation, kind, tool, input, title): allowed for good
+	disk    *tables.Persister // dialogs.json (persist.go): every change synced
 	// onOpen is told of a dialog that just opened (the tmux message to
 	// humans, the agent's state); it runs on its own goroutine.
 	onOpen func(tools.Dialog, string)
@@ -60,9 +61,9 @@ type dialogTable struct {
 	onDecided func(d tools.Dialog, out tools.DialogOutcome)
 }
 
-func newDialogTable(st *store) *dialogTable {
+func newDialogTable(st *tables.Store) *dialogTable {
 	t := &dialogTable{dialogs: map[string]*dialog{}, opening: map[string]*dialog{}, always: map[string]bool{}}
-	t.disk = newPersister(st, dialogsFile, t.snapshot)
+	t.disk = tables.NewPersister(st, dialogsFile, t.snapshot)
 	return t
 }
 
@@ -120,7 +121,7 @@ func (t *dialogTable) snapshot() ([]byte, error) {
 		d.Always = append(d.Always, k)
 	}
 	sort.Strings(d.Always)
-	return marshalTable(dialogsFile, d)
+	return tables.Marshal(dialogsFile, d)
 }
 
 // restore loads dialogs.json: open dialogs of live incarnations are open
@@ -128,9 +129,9 @@ func (t *dialogTable) snapshot() ([]byte, error) {
 // repeat: the counter goes on above every id on disk, and when the file
 // cannot be read it starts from the clock (milliseconds since 1970, far
 // above any count handed out before).
-func (t *dialogTable) restore(st *store, live map[string]bool) error {
+func (t *dialogTable) restore(st *tables.Store, live map[string]bool) error {
 	var d dialogsOnDisk
-	if err := st.load(dialogsFile, &d); err != nil {
+	if err := st.Load(dialogsFile, &d); err != nil {
 		t.mu.Lock()
 		t.next = max(t.next, int(time.Now().UnixMilli()))
 		t.mu.Unlock()
@@ -193,7 +194,7 @@ func (t *dialogTable) end(id string, out tools.DialogOutcome) bool {
 	// audit log before it is told (done wakes the waiters); a failure is
 	// logged, the outcome stands in memory. Only the caller that ended it
 	// closes done.
-	_ = t.disk.sync(context.Background())
+	_ = t.disk.Sync(context.Background())
 	if onDecided != nil {
 		onDecided(info, out)
 	}
@@ -252,7 +253,7 @@ func (t *dialogTable) forget(incarnation string) {
 		}
 	}
 	t.mu.Unlock()
-	_ = t.disk.sync(context.Background()) // a failure is logged
+	_ = t.disk.Sync(context.Background()) // a failure is logged
 }
 
 // endOpen ends the open dialogs of an incarnation as a deny that says its
@@ -435,7 +436,7 @@ func (t *dialogTable) open(c *call, a dialogRequestArgs, ask bool) (*dialog, boo
 	// would take the new one's answer. So it is written while nobody
 	// sees it (opening), and opens once on disk. (t.next stays: the
 	// number is burnt in memory, and on disk it was never handed out.)
-	err := t.disk.sync(c.ctx)
+	err := t.disk.Sync(c.ctx)
 	t.mu.Lock()
 	_, still := t.opening[d.ID]
 	delete(t.opening, d.ID)
@@ -444,7 +445,7 @@ func (t *dialogTable) open(c *call, a dialogRequestArgs, ask bool) (*dialog, boo
 		if err == nil {
 			return nil, false, tools.Errorf(tools.KindNotRun, "the dialog was not opened: node %q closed meanwhile", c.caller.Node)
 		}
-		t.disk.mark() // the file drops it again
+		t.disk.Mark() // the file drops it again
 		return nil, false, tools.Errorf(tools.KindNotRun, "the dialog was not opened: termsprawl cannot save it (%v); free space in the state dir and ask again", err).
 			WithDetails("cause", err.Error())
 	}

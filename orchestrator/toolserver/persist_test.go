@@ -1,46 +1,22 @@
 package toolserver
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/tables"
 	"github.com/termsprawl/termsprawl/tools"
-	"go.uber.org/goleak"
 )
 
-// counterTable is a table of one number for the persister's tests: each
-// change adds one, and the file holds the number.
-type counterTable struct {
-	mu sync.Mutex // guards n
-	n  int
-}
-
-func (c *counterTable) change() {
-	c.mu.Lock()
-	c.n++
-	c.mu.Unlock()
-}
-
-func (c *counterTable) snapshot() ([]byte, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return []byte(strconv.Itoa(c.n)), nil
-}
-
-// gatedWrites blocks the persister's first write until release is
+// gatedWrites blocks a table's first write (tables.Persister.SetBeforeWrite) until release is
 // closed, and counts the writes.
 type gatedWrites struct {
 	entered chan struct{} // closed when the first write waits
@@ -49,9 +25,9 @@ type gatedWrites struct {
 	writes  int
 }
 
-func gate(p *persister) *gatedWrites {
+func gate(p *tables.Persister) *gatedWrites {
 	g := &gatedWrites{entered: make(chan struct{}), release: make(chan struct{})}
-	p.beforeWrite = func() {
+	p.SetBeforeWrite(func() {
 		g.mu.Lock()
 		g.writes++
 		first := g.writes == 1
@@ -60,7 +36,7 @@ func gate(p *persister) *gatedWrites {
 			close(g.entered)
 			<-g.release
 		}
-	}
+	})
 	return g
 }
 
@@ -68,155 +44,6 @@ func (g *gatedWrites) count() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.writes
-}
-
-func newCounterPersister(t *testing.T) (*counterTable, *persister, string) {
-	t.Helper()
-	dir := t.TempDir()
-	st := newStore(dir, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	tab := &counterTable{}
-	return tab, newPersister(st, "counter.json", tab.snapshot), filepath.Join(dir, persistDir, "counter.json")
-}
-
-func readCounter(t *testing.T, path string) int {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := strconv.Atoi(string(b))
-	if err != nil {
-		t.Fatalf("%s holds %q: %v", path, b, err)
-	}
-	return n
-}
-
-// Changes marked while a write is under way make exactly one next write,
-// which holds the last of them; close ends the goroutine.
-func TestPersistCoalesces(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	tab, p, path := newCounterPersister(t)
-	g := gate(p)
-	tab.change()
-	p.mark()
-	<-g.entered // the first write holds the snapshot of 1
-	for range 10 {
-		tab.change()
-		p.mark()
-	}
-	close(g.release)
-	// A sync made now would add a write of its own; close waits for the
-	// goroutine instead, which writes what is marked before it ends.
-	p.close()
-	if n := g.count(); n != 2 {
-		t.Fatalf("%d writes for one change and 10 during its write, want 2", n)
-	}
-	if n := readCounter(t, path); n != 11 {
-		t.Fatalf("the file holds %d, want 11", n)
-	}
-}
-
-// sync returns only once a write that began after it is on disk, and
-// callers that come while a write is under way share the next one.
-func TestPersistSyncGroupCommit(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	tab, p, path := newCounterPersister(t)
-	defer p.close()
-	g := gate(p)
-	tab.change()
-	p.mark()
-	<-g.entered
-	// Two callers change the table and wait, while the first write (of 1)
-	// is blocked: theirs is the next one.
-	var flights []*flight
-	for range 2 {
-		tab.change()
-		flights = append(flights, p.begin())
-	}
-	if flights[0] != flights[1] {
-		t.Fatal("two callers during one write wait on different writes")
-	}
-	select {
-	case <-flights[0].done:
-		t.Fatal("sync's write ended while the write before it was still blocked")
-	default:
-	}
-	close(g.release)
-	for _, f := range flights {
-		if err := p.wait(context.Background(), f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if n := readCounter(t, path); n != 3 {
-		t.Fatalf("after sync the file holds %d, want 3", n)
-	}
-	if n := g.count(); n != 2 {
-		t.Fatalf("%d writes, want 2 (the blocked one and one shared by both callers)", n)
-	}
-	// A sync alone writes at once.
-	tab.change()
-	if err := p.sync(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := readCounter(t, path); n != 4 {
-		t.Fatalf("after sync the file holds %d, want 4", n)
-	}
-}
-
-// sync returns the write's error with its cause; after close, mark and
-// sync write themselves.
-func TestPersistErrorsAndAfterClose(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	dir := t.TempDir()
-	blocker := filepath.Join(dir, "file")
-	if err := os.WriteFile(blocker, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	tab := &counterTable{}
-	bad := newPersister(&store{dir: filepath.Join(blocker, "sub"), log: slog.New(slog.NewTextHandler(io.Discard, nil))}, "x.json", tab.snapshot)
-	err := bad.sync(context.Background())
-	bad.close()
-	if !errors.Is(err, syscall.ENOTDIR) {
-		t.Fatalf("sync into a directory under a file: %v, want ENOTDIR", err)
-	}
-
-	tab, p, path := newCounterPersister(t)
-	tab.change()
-	p.mark()
-	p.close()
-	p.close() // twice is fine
-	tab.change()
-	p.mark()
-	if n := readCounter(t, path); n != 2 {
-		t.Fatalf("a mark after close: the file holds %d, want 2", n)
-	}
-	tab.change()
-	if err := p.sync(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := readCounter(t, path); n != 3 {
-		t.Fatalf("a sync after close: the file holds %d, want 3", n)
-	}
-}
-
-// A cancelled caller stops waiting; the write still happens.
-func TestPersistSyncCancelled(t *testing.T) {
-	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	tab, p, path := newCounterPersister(t)
-	g := gate(p)
-	tab.change()
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	f := p.begin()
-	<-g.entered
-	if err := p.wait(ctx, f); !errors.Is(err, context.Canceled) {
-		t.Fatalf("a cancelled wait: %v", err)
-	}
-	close(g.release)
-	p.close()
-	if n := readCounter(t, path); n != 1 {
-		t.Fatalf("the file holds %d, want 1", n)
-	}
 }
 
 // inProcessServer returns a function that starts an orchestrator and its

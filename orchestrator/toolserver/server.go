@@ -17,6 +17,7 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/notify"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
+	"github.com/termsprawl/termsprawl/orchestrator/tables"
 	"github.com/termsprawl/termsprawl/orchestrator/trust"
 	"github.com/termsprawl/termsprawl/orchestrator/usage"
 	"github.com/termsprawl/termsprawl/tools"
@@ -43,7 +44,7 @@ type Server struct {
 	mu     sync.Mutex // guards tokens
 	tokens map[string]tools.Identity
 
-	store   *store // the tables on disk (persist.go)
+	store   *tables.Store // the tables on disk (persist.go)
 	watches *watchTable
 	agents  *agentTable
 	dialogs *dialogTable
@@ -73,7 +74,7 @@ type Server struct {
 
 	wtOnce sync.Once // makes wt (worktree.go)
 	wt     *wtTable
-	wtDisk *persister // wt's file, made with the server so that Close ends it (persist.go)
+	wtDisk *tables.Persister // wt's file, made with the server so that Close ends it (persist.go)
 
 }
 
@@ -88,13 +89,13 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	st := newStore(cfg.StateDir, o.Logger())
+	st := tables.NewStore(cfg.StateDir, o.Logger())
 	s := &Server{hooks: &hooks{}, o: o, eng: enginesOf(o), log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
 		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),
 		slots: tools.NewCallSlots(tools.MaxConnections), lanes: tools.NewLanes(), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
-	s.wtDisk = newPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
+	s.wtDisk = tables.NewPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
 	s.dialogs.onOpen, s.dialogs.onEnd, s.dialogs.onDecided = s.dialogOpened, s.dialogEnded, s.dialogDecided
 	s.trust = trust.Open(cfg.StateDir)
 	if s.conf = cfg.Settings; s.conf == nil {
@@ -177,8 +178,8 @@ func (s *Server) settleInterrupted() {
 // callers), and ends the notifier. It may be called more than once.
 func (s *Server) Close() {
 	s.cancel()
-	for _, p := range []*persister{s.agents.disk, s.dialogs.disk, s.watches.disk, s.wtDisk} {
-		p.close()
+	for _, p := range []*tables.Persister{s.agents.disk, s.dialogs.disk, s.watches.disk, s.wtDisk} {
+		p.Close()
 	}
 	s.notifier.Close()
 	_ = s.audit.Close()

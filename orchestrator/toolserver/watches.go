@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/tables"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -35,13 +36,13 @@ type watchTable struct {
 	mu    sync.Mutex // guards next and m
 	next  int
 	m     map[string]*watch
-	store *store
-	disk  *persister // watches.json (persist.go): every change synced
+	store *tables.Store
+	disk  *tables.Persister // watches.json (persist.go): every change synced
 }
 
-func newWatchTable(st *store) *watchTable {
+func newWatchTable(st *tables.Store) *watchTable {
 	w := &watchTable{m: map[string]*watch{}, store: st}
-	w.disk = newPersister(st, watchesFile, w.snapshot)
+	w.disk = tables.NewPersister(st, watchesFile, w.snapshot)
 	return w
 }
 
@@ -89,7 +90,7 @@ func (w *watchTable) snapshot() ([]byte, error) {
 		}
 		d.Watches = append(d.Watches, r)
 	}
-	return marshalTable(watchesFile, d)
+	return tables.Marshal(watchesFile, d)
 }
 
 // restoreWatches starts again the live watches of live incarnations and
@@ -97,7 +98,7 @@ func (w *watchTable) snapshot() ([]byte, error) {
 func (s *Server) restoreWatches(live map[string]bool) error {
 	w := s.watches
 	var d watchesOnDisk
-	if err := w.store.load(watchesFile, &d); err != nil {
+	if err := w.store.Load(watchesFile, &d); err != nil {
 		return err
 	}
 	w.mu.Lock()
@@ -141,7 +142,7 @@ func (s *Server) restoreWatches(live map[string]bool) error {
 		w.mu.Unlock()
 		w.run(s.ctx, wt, pw)
 	}
-	_ = w.disk.sync(s.ctx) // a failure is logged (persist.go)
+	_ = w.disk.Sync(s.ctx) // a failure is logged (persist.go)
 	return nil
 }
 
@@ -162,7 +163,7 @@ func (w *watchTable) run(ctx context.Context, wt *watch, pw *orchestrator.Pendin
 			// Not a shutdown: the outcome goes to disk. (At shutdown
 			// the watch stays live on disk and restarts with the
 			// next orchestrator.)
-			_ = w.disk.sync(context.Background())
+			_ = w.disk.Sync(context.Background())
 		}
 		// A fired watch nobody reads is dropped after a while, so
 		// forgotten watches do not fill the table.
@@ -191,7 +192,7 @@ func (w *watchTable) remove(id string) {
 	delete(w.m, id)
 	w.mu.Unlock()
 	if ok {
-		_ = w.disk.sync(context.Background())
+		_ = w.disk.Sync(context.Background())
 	}
 }
 
@@ -205,7 +206,7 @@ func (w *watchTable) forget(incarnation string) {
 		}
 	}
 	w.mu.Unlock()
-	_ = w.disk.sync(context.Background())
+	_ = w.disk.Sync(context.Background())
 }
 
 func watchHandlers() map[string]handler {
@@ -251,7 +252,7 @@ func watchStart(c *call, a waitArgs) (tools.WatchStarted, error) {
 	w.mu.Unlock()
 	// The watch is on disk before its id is handed out; a failure is
 	// logged and the watch runs (as a write that failed always did).
-	_ = w.disk.sync(c.ctx)
+	_ = w.disk.Sync(c.ctx)
 	return tools.WatchStarted{Watch: id, Terminal: a.Terminal, After: pw.After}, nil
 }
 

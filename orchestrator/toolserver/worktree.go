@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/tables"
 	"github.com/termsprawl/termsprawl/orchestrator/trust"
 	"github.com/termsprawl/termsprawl/orchestrator/worktree"
 	"github.com/termsprawl/termsprawl/tools"
@@ -70,18 +71,18 @@ type wtTable struct {
 	entries    []*wtEntry
 	status     map[string]wtCached // by path
 	refreshing bool
-	recording  map[string]bool // by path: a turn's diff under way
-	disk       *persister      // worktrees.json (persist.go): every change synced
-	dir        string          // <state>/worktrees: the turns' diff texts ("" keeps none)
+	recording  map[string]bool   // by path: a turn's diff under way
+	disk       *tables.Persister // worktrees.json (persist.go): every change synced
+	dir        string            // <state>/worktrees: the turns' diff texts ("" keeps none)
 }
 
-func newWtTable(st *store, stateDir string, disk *persister) *wtTable {
+func newWtTable(st *tables.Store, stateDir string, disk *tables.Persister) *wtTable {
 	t := &wtTable{status: map[string]wtCached{}, recording: map[string]bool{}, disk: disk}
 	if stateDir != "" {
 		t.dir = filepath.Join(stateDir, "worktrees")
 	}
 	var saved []*wtEntry
-	if err := st.load(worktreesFile, &saved); err == nil {
+	if err := st.Load(worktreesFile, &saved); err == nil {
 		for _, e := range saved {
 			if e != nil && e.Path != "" {
 				t.entries = append(t.entries, e)
@@ -95,13 +96,13 @@ func newWtTable(st *store, stateDir string, disk *persister) *wtTable {
 func (t *wtTable) snapshot() ([]byte, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return marshalTable(worktreesFile, t.entries)
+	return tables.Marshal(worktreesFile, t.entries)
 }
 
 // save writes the table (group commit); t.mu is not held. A failure is
 // logged (persist.go): the table in memory stays right and the next
 // change writes it again.
-func (t *wtTable) save(ctx context.Context) { _ = t.disk.sync(ctx) }
+func (t *wtTable) save(ctx context.Context) { _ = t.disk.Sync(ctx) }
 
 func (s *Server) wtTab() *wtTable {
 	s.wtOnce.Do(func() { s.wt = newWtTable(s.store, s.stateDir, s.wtDisk) })
