@@ -34,7 +34,7 @@ func (s *Server) monitorURL() string {
 
 // MonitorSide is monitor.Side: agent states, pending dialogs, watches.
 func (s *Server) MonitorSide() monitor.SideState {
-	st := monitor.SideState{Agents: map[string]monitor.AgentState{}, Dialogs: s.dialogs.list()}
+	st := monitor.SideState{Agents: map[string]monitor.AgentState{}, Dialogs: s.dialogs.List()}
 	s.agents.mu.Lock()
 	for id, a := range s.agents.states {
 		st.Agents[id] = monitor.AgentState{State: a.State, Message: a.Message, Updated: a.Updated,

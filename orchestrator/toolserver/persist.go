@@ -13,7 +13,7 @@ import "github.com/termsprawl/termsprawl/orchestrator/tables"
 
 // Table file names.
 const (
-	dialogsFile = "dialogs.json"
+	dialogsFile = tables.DialogsFile
 	agentsFile  = "agents.json"
 	watchesFile = "watches.json"
 )
@@ -36,7 +36,7 @@ func liveIncarnations(o nodeDirectory) map[string]bool {
 // left for a human to look at; the next change overwrites it).
 func (s *Server) restore() {
 	live := liveIncarnations(s.eng.nodes)
-	if err := s.dialogs.restore(s.store, live); err != nil {
+	if err := s.dialogs.Restore(s.store, live); err != nil {
 		s.log.Warn("restore dialogs", "err", err)
 	}
 	if err := s.agents.restore(s.store, live); err != nil {

@@ -72,64 +72,6 @@ func inProcessServer(t *testing.T, tmux *tmuxtest.Server, dir string) func() (*o
 	}
 }
 
-// A dialog is seen (listed, answerable) only once its id is on disk.
-func TestPersistDialogOpensOnDisk(t *testing.T) {
-	t.Parallel()
-	tmux, dir := apiNewState(t)
-	o, api := inProcessServer(t, tmux, dir)()
-	defer o.Close()
-	defer api.Close()
-	op := &call{ctx: t.Context(), caller: operatorIdentity, s: api}
-	info, err := op.launchFor(orchestrator.LaunchSpec{Command: []string{"cat"}, Agent: "custom", Name: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, _ := o.Meta(info.Terminal)
-	ag := &call{ctx: t.Context(), caller: tools.Identity{Node: info.Terminal, Role: tools.RoleAgent, Incarnation: m.Incarnation()}, s: api}
-	g := gate(api.dialogs.disk)
-	type opened struct {
-		d   *dialog
-		err error
-	}
-	done := make(chan opened, 1)
-	go func() {
-		d, _, err := api.dialogs.open(ag, dialogRequestArgs{Kind: "permission", Title: "Bash: make", TimeoutMS: 60000}, false)
-		done <- opened{d, err}
-	}()
-	<-g.entered // its write is blocked: nobody sees it yet
-	if l := api.dialogs.list(); len(l) != 0 {
-		t.Fatalf("a dialog not on disk is listed: %+v", l)
-	}
-	api.dialogs.mu.Lock()
-	var id string
-	for k := range api.dialogs.opening {
-		id = k
-	}
-	api.dialogs.mu.Unlock()
-	if _, _, err := dialogAnswer(op, dialogAnswerArgs{Dialog: id, Mode: tools.AnswerAllow}); tools.KindOf(err) != tools.KindNotFound {
-		t.Fatalf("an answer to dialog %q not on disk: %v, want not_found", id, err)
-	}
-	close(g.release)
-	r := <-done
-	if r.err != nil || r.d.ID != id {
-		t.Fatalf("open: %+v %v, want %s", r.d, r.err, id)
-	}
-	raw, err := os.ReadFile(filepath.Join(dir, persistDir, dialogsFile))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var d dialogsOnDisk
-	if err := json.Unmarshal(raw, &d); err != nil {
-		t.Fatal(err)
-	}
-	if len(d.Dialogs) != 1 || d.Dialogs[0].ID != id || d.Next < idNumber(id) {
-		t.Fatalf("dialogs.json when %s opened: %s", id, raw)
-	}
-	if l := api.dialogs.list(); len(l) != 1 || l[0].ID != id {
-		t.Fatalf("open dialogs: %+v", l)
-	}
-}
-
 // Agents' reports do not wait for the disk, and Server.Close writes what
 // they marked: a new server restores the last report.
 func TestPersistReportsFlushedAtClose(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/termsprawl/termsprawl/orchestrator/tables"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -17,7 +18,7 @@ const (
 	// maxWatches bounds all live watches together.
 	maxWatches = 4096
 	// maxDialogsPerNode bounds one node's pending dialogs.
-	maxDialogsPerNode = 8
+	maxDialogsPerNode = tables.MaxDialogsPerNode
 )
 
 // maxTasksPerSender bounds the pending tasks one node sent (a variable so

@@ -47,7 +47,7 @@ type Server struct {
 	store   *tables.Store // the tables on disk (persist.go)
 	watches *watchTable
 	agents  *agentTable
-	dialogs *dialogTable
+	dialogs *tables.Dialogs
 
 	monitor monitorLink // the web monitor's URL (monitor.go)
 
@@ -93,10 +93,10 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	s := &Server{hooks: &hooks{}, o: o, eng: enginesOf(o), log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
-		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),
+		store:  st, watches: newWatchTable(st), agents: newAgentTable(st),
 		slots: tools.NewCallSlots(tools.MaxConnections), lanes: tools.NewLanes(), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
 	s.wtDisk = tables.NewPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
-	s.dialogs.onOpen, s.dialogs.onEnd, s.dialogs.onDecided = s.dialogOpened, s.dialogEnded, s.dialogDecided
+	s.dialogs = tables.NewDialogs(st, tables.DialogHooks{Opened: s.dialogOpened, Ended: s.dialogEnded, Decided: s.dialogDecided})
 	s.trust = trust.Open(cfg.StateDir)
 	if s.conf = cfg.Settings; s.conf == nil {
 		if s.conf, err = config.Open(cfg.StateDir, ConfigChecks()...); err != nil {
@@ -178,7 +178,7 @@ func (s *Server) settleInterrupted() {
 // callers), and ends the notifier. It may be called more than once.
 func (s *Server) Close() {
 	s.cancel()
-	for _, p := range []*tables.Persister{s.agents.disk, s.dialogs.disk, s.watches.disk, s.wtDisk} {
+	for _, p := range []*tables.Persister{s.agents.disk, s.dialogs.Persister(), s.watches.disk, s.wtDisk} {
 		p.Close()
 	}
 	s.notifier.Close()
@@ -196,7 +196,7 @@ func (s *Server) nodeGone(m orchestrator.NodeMeta) {
 	inc := m.Incarnation()
 	s.dropToken(inc)
 	s.watches.forget(inc)
-	s.dialogs.forget(inc) // first: ending its dialogs touches its agent state
+	s.dialogs.Forget(inc) // first: ending its dialogs touches its agent state
 	s.agents.forget(m.ID, inc)
 	s.usage.Forget(m.ID)
 	if err := s.receipts.ForgetCaller(inc); err != nil {

@@ -265,7 +265,7 @@ func terminalSignal(c *call, a signalArgs) (tools.SignalResult, any, error) {
 
 func terminalClose(c *call, a terminalArg) (tools.CloseResult, any, error) {
 	if m, ok := c.s.eng.terminals.Meta(a.Terminal); ok {
-		c.s.dialogs.endOpen(m.Incarnation()) // before its program ends
+		c.s.dialogs.EndOpen(m.Incarnation()) // before its program ends
 	}
 	if err := c.s.eng.terminals.CloseNode(c.ctx, a.Terminal); err != nil {
 		return tools.CloseResult{}, nil, err

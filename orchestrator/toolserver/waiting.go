@@ -29,7 +29,7 @@ func (s *Server) notifyWaiting(node, what, dialogID string) {
 		// The agent's own "needs your permission" notification follows its
 		// dialog by a few seconds: the dialog's line (its id and the answer
 		// key) stays on the status line instead of a vaguer one.
-		for _, d := range s.dialogs.list() {
+		for _, d := range s.dialogs.List() {
 			if d.Node == node {
 				return
 			}
