@@ -383,8 +383,7 @@ func (t *Dialogs) Open(ctx context.Context, caller tools.Identity, a DialogReque
 	}
 	if open >= MaxDialogsPerNode {
 		t.mu.Unlock()
-		return nil, false, tools.Errorf(tools.KindRejected, "quota: node %q has %d dialogs waiting for an answer (the limit is %d): wait for them to be answered or time out", caller.Node, open, MaxDialogsPerNode).
-			WithDetails("quota", "dialogs").WithDetails("limit", MaxDialogsPerNode)
+		return nil, false, quotaErr("dialogs", MaxDialogsPerNode, "node %q has %d dialogs waiting for an answer (the limit is %d): wait for them to be answered or time out", caller.Node, open, MaxDialogsPerNode)
 	}
 	t.next++
 	now := time.Now().UTC()

@@ -4,9 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -41,31 +38,18 @@ func (s *Server) MonitorSide() monitor.SideState {
 			Since: a.Since, NeedsHuman: a.State == tools.AgentWaiting}
 	}
 	s.agents.mu.Unlock()
-	st.Watches = s.watches.view()
+	st.Watches = s.watchViews()
 	st.Worktrees = s.streamWorktrees() // worktree_stream.go
 	return st
 }
 
-// view lists the watches for the monitor, oldest first.
-func (w *watchTable) view() []monitor.Watch {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]monitor.Watch, 0, len(w.m))
-	for _, wt := range w.m {
-		fired := false
-		select {
-		case <-wt.done:
-			fired = true
-		default:
-		}
-		out = append(out, monitor.Watch{ID: wt.id, Terminal: wt.terminal, Owner: wt.owner.Node, What: describeWait(wt.spec), Fired: fired})
+// watchViews lists the watches for the monitor, oldest first.
+func (s *Server) watchViews() []monitor.Watch {
+	list := s.watches.List()
+	out := make([]monitor.Watch, 0, len(list))
+	for _, w := range list {
+		out = append(out, monitor.Watch{ID: w.ID, Terminal: w.Terminal, Owner: w.Owner, What: describeWait(w.Spec), Fired: w.Fired})
 	}
-	// Ids are watch-N: order by N.
-	num := func(id string) int {
-		n, _ := strconv.Atoi(strings.TrimPrefix(id, "watch-"))
-		return n
-	}
-	slices.SortFunc(out, func(a, b monitor.Watch) int { return num(a.ID) - num(b.ID) })
 	return out
 }
 

@@ -15,7 +15,7 @@ import "github.com/termsprawl/termsprawl/orchestrator/tables"
 const (
 	dialogsFile = tables.DialogsFile
 	agentsFile  = "agents.json"
-	watchesFile = "watches.json"
+	watchesFile = tables.WatchesFile
 )
 
 // persistDir is the tables' directory under the state dir.
@@ -42,7 +42,7 @@ func (s *Server) restore() {
 	if err := s.agents.restore(s.store, live); err != nil {
 		s.log.Warn("restore agents", "err", err)
 	}
-	if err := s.restoreWatches(live); err != nil {
+	if err := s.watches.Restore(live, s.prepareWatch, s.log); err != nil {
 		s.log.Warn("restore watches", "err", err)
 	}
 }

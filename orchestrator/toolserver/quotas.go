@@ -13,10 +13,10 @@ import (
 const (
 	// maxWatchesPerNode bounds the live watches one node started; the
 	// operator, one human for every node, has maxWatchesOperator.
-	maxWatchesPerNode  = 32
-	maxWatchesOperator = 256
+	maxWatchesPerNode  = tables.MaxWatchesPerNode
+	maxWatchesOperator = tables.MaxWatchesOperator
 	// maxWatches bounds all live watches together.
-	maxWatches = 4096
+	maxWatches = tables.MaxWatches
 	// maxDialogsPerNode bounds one node's pending dialogs.
 	maxDialogsPerNode = tables.MaxDialogsPerNode
 )

@@ -45,7 +45,7 @@ type Server struct {
 	tokens map[string]tools.Identity
 
 	store   *tables.Store // the tables on disk (persist.go)
-	watches *watchTable
+	watches *tables.Watches
 	agents  *agentTable
 	dialogs *tables.Dialogs
 
@@ -93,7 +93,7 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	s := &Server{hooks: &hooks{}, o: o, eng: enginesOf(o), log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
-		store:  st, watches: newWatchTable(st), agents: newAgentTable(st),
+		store:  st, watches: tables.NewWatches(ctx, st), agents: newAgentTable(st),
 		slots: tools.NewCallSlots(tools.MaxConnections), lanes: tools.NewLanes(), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
 	s.wtDisk = tables.NewPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
 	s.dialogs = tables.NewDialogs(st, tables.DialogHooks{Opened: s.dialogOpened, Ended: s.dialogEnded, Decided: s.dialogDecided})
@@ -178,7 +178,7 @@ func (s *Server) settleInterrupted() {
 // callers), and ends the notifier. It may be called more than once.
 func (s *Server) Close() {
 	s.cancel()
-	for _, p := range []*tables.Persister{s.agents.disk, s.dialogs.Persister(), s.watches.disk, s.wtDisk} {
+	for _, p := range []*tables.Persister{s.agents.disk, s.dialogs.Persister(), s.watches.Persister(), s.wtDisk} {
 		p.Close()
 	}
 	s.notifier.Close()
@@ -195,7 +195,7 @@ func (s *Server) nodeGone(m orchestrator.NodeMeta) {
 	defer s.kickStream()
 	inc := m.Incarnation()
 	s.dropToken(inc)
-	s.watches.forget(inc)
+	s.watches.Forget(inc)
 	s.dialogs.Forget(inc) // first: ending its dialogs touches its agent state
 	s.agents.forget(m.ID, inc)
 	s.usage.Forget(m.ID)
