@@ -329,13 +329,7 @@ func (s *Server) annotateWorktrees(rows []tools.NodeInfo) {
 		if ws == nil {
 			continue
 		}
-		if cs, ok := t.status[ws.Path]; ok {
-			ws.Dirty, ws.Ahead, ws.Behind = cs.st.Dirty, cs.st.Ahead, cs.st.Behind
-			ws.Checked = cs.at.UTC().Format(time.RFC3339)
-			stale = stale || time.Since(cs.at) > wtStatusFresh
-		} else {
-			stale = true
-		}
+		stale = t.fillStatusLocked(ws) || stale
 	}
 	if stale && !t.refreshing {
 		t.refreshing = true
@@ -384,6 +378,19 @@ func (s *Server) worktreeTurnEnded(node, incarnation string) {
 			s.log.Warn("worktree turn diff", "node", node, "err", err)
 		}
 	}()
+}
+
+// fillStatusLocked puts the cached git status of ws's path into ws; it
+// reports whether that status is missing or older than wtStatusFresh
+// (a refresh is due). t.mu is held.
+func (t *wtTable) fillStatusLocked(ws *tools.WorktreeState) (stale bool) {
+	cs, ok := t.status[ws.Path]
+	if !ok {
+		return true
+	}
+	ws.Dirty, ws.Ahead, ws.Behind = cs.st.Dirty, cs.st.Ahead, cs.st.Behind
+	ws.Checked = cs.at.UTC().Format(time.RFC3339)
+	return time.Since(cs.at) > wtStatusFresh
 }
 
 func (t *wtTable) byNode(node, incarnation string) *wtEntry {
