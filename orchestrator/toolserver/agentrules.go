@@ -58,7 +58,7 @@ func (s *Server) watchRules(node, incarnation, kind string) {
 		return
 	}
 	key := watchKey("rules", incarnation)
-	if !s.agents.claimWatch(key) {
+	if !s.agents.ClaimWatch(key) {
 		return
 	}
 	go s.rulesWatcher(node, incarnation, kind, key)
@@ -66,7 +66,7 @@ func (s *Server) watchRules(node, incarnation, kind string) {
 
 // rulesWatcher is the loop: quiet, judge, wait for a change.
 func (s *Server) rulesWatcher(node, incarnation, kind, key string) {
-	defer s.agents.releaseWatch(key)
+	defer s.agents.ReleaseWatch(key)
 	for s.ctx.Err() == nil {
 		if m, ok := s.eng.agents.Meta(node); !ok || m.Incarnation() != incarnation {
 			return
@@ -123,7 +123,7 @@ func (s *Server) judgeRules(node, incarnation, kind string) {
 	if i < 0 {
 		return
 	}
-	st, ok := s.agents.stateOfLife(node, incarnation)
+	st, ok := s.agents.StateOfLife(node, incarnation)
 	if ok && st.State == rules[i].State {
 		return
 	}
@@ -155,7 +155,7 @@ func (s *Server) checkFailedTurn(node, incarnation string) {
 		if line == "" {
 			return
 		}
-		if st, ok := s.agents.stateOfLife(node, incarnation); !ok || st.State != tools.AgentIdle {
+		if st, ok := s.agents.StateOfLife(node, incarnation); !ok || st.State != tools.AgentIdle {
 			return
 		}
 		detail := "its end hook came, and the screen shows after the prompt: " + oneLine(line, 200)

@@ -58,41 +58,38 @@ func (s *Server) evidence(node, incarnation string, ev tools.Evidence, message, 
 	if !ok || m.Incarnation() != incarnation {
 		return agentState{}
 	}
-	t := s.agents
-	t.mu.Lock()
-	prev := t.states[node]
-	if prev.Incarnation != incarnation {
-		prev = agentState{Incarnation: incarnation}
-	}
-	cur := agentstate.Result{State: prev.State, Since: prev.Since}
-	if cur.State == tools.AgentUnknown {
-		cur.State = ""
-	}
-	next, changed := agentstate.Step(cur, ev)
-	st := prev
-	// A new slice each time: a stored Evidence is never written again, so
-	// the persister's copy of the table reads it outside t.mu (agents.go).
-	keep := prev.Evidence[max(0, len(prev.Evidence)+1-maxEvidence):]
-	st.Evidence = append(append(make([]tools.Evidence, 0, len(keep)+1), keep...), ev)
-	st.Updated = time.Now().UTC()
 	var tr *transition
-	if changed {
-		st.State, st.Since = next.State, next.Since
-		st.Message = message
-		if next.State == tools.AgentWorking && prev.State != tools.AgentWorking && prev.State != tools.AgentWaiting {
-			st.TurnStart = next.Since
+	st := s.agents.Update(node, func(prev agentState, _ bool) agentState {
+		if prev.Incarnation != incarnation {
+			prev = agentState{Incarnation: incarnation}
 		}
-		tr = &transition{node: node, incarnation: incarnation, from: prev.State, to: next.State,
-			turnStart: prev.TurnStart, message: st.Message, dialog: dialog, ev: ev, workedSince: prev.Since}
-	} else if message != "" && ev.Source == tools.SourceHook {
-		st.Message = message
-	}
-	t.setLocked(node, st)
-	t.mu.Unlock()
-	// A reported state is written soon, never waited for: the next
-	// report, or the process and screen evidence, makes good what a
-	// kill -9 loses (persist.go).
-	t.disk.Mark()
+		cur := agentstate.Result{State: prev.State, Since: prev.Since}
+		if cur.State == tools.AgentUnknown {
+			cur.State = ""
+		}
+		next, changed := agentstate.Step(cur, ev)
+		st := prev
+		// A new slice each time: a stored Evidence is never written again, so
+		// the persister's copy of the table reads it outside its mutex.
+		keep := prev.Evidence[max(0, len(prev.Evidence)+1-maxEvidence):]
+		st.Evidence = append(append(make([]tools.Evidence, 0, len(keep)+1), keep...), ev)
+		st.Updated = time.Now().UTC()
+		if changed {
+			st.State, st.Since = next.State, next.Since
+			st.Message = message
+			if next.State == tools.AgentWorking && prev.State != tools.AgentWorking && prev.State != tools.AgentWaiting {
+				st.TurnStart = next.Since
+			}
+			tr = &transition{node: node, incarnation: incarnation, from: prev.State, to: next.State,
+				turnStart: prev.TurnStart, message: st.Message, dialog: dialog, ev: ev, workedSince: prev.Since}
+		} else if message != "" && ev.Source == tools.SourceHook {
+			st.Message = message
+		}
+		return st
+	})
+	// A reported state is written soon, never waited for (Update): the
+	// next report, or the process and screen evidence, makes good what a
+	// kill -9 loses.
 	if tr != nil {
 		s.kickStream() // the dashboard's rows at once (events.go)
 		s.stateChanged(*tr, m.Agent, m.Name)
@@ -127,35 +124,10 @@ func hookEvidence(event, state string) tools.Evidence {
 // watchKey names a watcher of one node life.
 func watchKey(kind, incarnation string) string { return kind + "\x00" + incarnation }
 
-// claimWatch marks a watcher as running; false if one already runs.
-func (t *agentTable) claimWatch(key string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.watching[key] {
-		return false
-	}
-	t.watching[key] = true
-	return true
-}
-
-func (t *agentTable) releaseWatch(key string) {
-	t.mu.Lock()
-	delete(t.watching, key)
-	t.mu.Unlock()
-}
-
-// stateOfLife is the node's state if it belongs to incarnation.
-func (t *agentTable) stateOfLife(node, incarnation string) (agentState, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st, ok := t.states[node]
-	return st, ok && st.Incarnation == incarnation
-}
-
 // watchExit starts the exit watcher of an agent node's life (once).
 func (s *Server) watchExit(node, incarnation string) {
 	key := watchKey("exit", incarnation)
-	if !s.agents.claimWatch(key) {
+	if !s.agents.ClaimWatch(key) {
 		return
 	}
 	go s.exitWatcher(node, incarnation, key)
@@ -165,7 +137,7 @@ func (s *Server) watchExit(node, incarnation string) {
 // life. It ends when the program ends, the node is gone or the server
 // closes.
 func (s *Server) exitWatcher(node, incarnation, key string) {
-	defer s.agents.releaseWatch(key)
+	defer s.agents.ReleaseWatch(key)
 	p, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitExit}, 100*365*24*time.Hour)
 	if err != nil {
 		return
@@ -208,7 +180,7 @@ func (s *Server) processEnded(node, incarnation string) {
 // watchTurn starts the turn watcher of a working agent (once at a time).
 func (s *Server) watchTurn(node, incarnation string) {
 	key := watchKey("turn", incarnation)
-	if !s.agents.claimWatch(key) {
+	if !s.agents.ClaimWatch(key) {
 		return
 	}
 	go s.turnWatcher(node, incarnation, key)
@@ -219,9 +191,9 @@ func (s *Server) watchTurn(node, incarnation string) {
 // server closes; each wait is bounded by turnWaitSlice so a changed state
 // is seen.
 func (s *Server) turnWatcher(node, incarnation, key string) {
-	defer s.agents.releaseWatch(key)
+	defer s.agents.ReleaseWatch(key)
 	for s.ctx.Err() == nil {
-		st, ok := s.agents.stateOfLife(node, incarnation)
+		st, ok := s.agents.StateOfLife(node, incarnation)
 		if !ok || (st.State != tools.AgentWorking && st.State != tools.AgentStarting) {
 			return
 		}
@@ -267,7 +239,7 @@ func (s *Server) judgeScreen(node, incarnation string) bool {
 		return false
 	}
 	// The state may have moved meanwhile (the Stop hook came first).
-	st, ok := s.agents.stateOfLife(node, incarnation)
+	st, ok := s.agents.StateOfLife(node, incarnation)
 	if !ok || (st.State != tools.AgentWorking && st.State != tools.AgentStarting) {
 		return true
 	}
@@ -297,7 +269,7 @@ func (s *Server) startAgentWatchers() {
 		inc := m.Incarnation()
 		s.watchExit(m.ID, inc)
 		s.watchRules(m.ID, inc, m.Agent)
-		if st, ok := s.agents.stateOfLife(m.ID, inc); ok && st.State == tools.AgentWorking {
+		if st, ok := s.agents.StateOfLife(m.ID, inc); ok && st.State == tools.AgentWorking {
 			s.watchTurn(m.ID, inc)
 		}
 	}
@@ -310,7 +282,7 @@ func (s *Server) agentView(ctx context.Context, info tools.NodeInfo, st agentSta
 	if info.Status == tools.StatusExited && st.State != tools.AgentExited {
 		if m, ok := s.eng.agents.Meta(info.Terminal); ok {
 			s.processEnded(info.Terminal, m.Incarnation())
-			if again, ok := s.agents.stateOfLife(info.Terminal, m.Incarnation()); ok {
+			if again, ok := s.agents.StateOfLife(info.Terminal, m.Incarnation()); ok {
 				st = again
 			}
 		}
@@ -346,9 +318,7 @@ func (s *Server) annotateNodes(ctx context.Context, nodes []tools.NodeInfo) {
 			continue
 		}
 		nodes[i].Usage = s.usageOf(n.Terminal)
-		t.mu.Lock()
-		st, ok := t.states[n.Terminal]
-		t.mu.Unlock()
+		st, ok := t.State(n.Terminal)
 		if !ok {
 			continue
 		}

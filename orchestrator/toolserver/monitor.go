@@ -32,12 +32,10 @@ func (s *Server) monitorURL() string {
 // MonitorSide is monitor.Side: agent states, pending dialogs, watches.
 func (s *Server) MonitorSide() monitor.SideState {
 	st := monitor.SideState{Agents: map[string]monitor.AgentState{}, Dialogs: s.dialogs.List()}
-	s.agents.mu.Lock()
-	for id, a := range s.agents.states {
+	for id, a := range s.agents.States() {
 		st.Agents[id] = monitor.AgentState{State: a.State, Message: a.Message, Updated: a.Updated,
 			Since: a.Since, NeedsHuman: a.State == tools.AgentWaiting}
 	}
-	s.agents.mu.Unlock()
 	st.Watches = s.watchViews()
 	st.Worktrees = s.streamWorktrees() // worktree_stream.go
 	return st

@@ -14,7 +14,7 @@ import "github.com/termsprawl/termsprawl/orchestrator/tables"
 // Table file names.
 const (
 	dialogsFile = tables.DialogsFile
-	agentsFile  = "agents.json"
+	agentsFile  = tables.AgentsFile
 	watchesFile = tables.WatchesFile
 )
 
@@ -39,7 +39,7 @@ func (s *Server) restore() {
 	if err := s.dialogs.Restore(s.store, live); err != nil {
 		s.log.Warn("restore dialogs", "err", err)
 	}
-	if err := s.agents.restore(s.store, live); err != nil {
+	if err := s.agents.Restore(s.store, live); err != nil {
 		s.log.Warn("restore agents", "err", err)
 	}
 	if err := s.watches.Restore(live, s.prepareWatch, s.log); err != nil {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -79,7 +77,7 @@ func TestPersistReportsFlushedAtClose(t *testing.T) {
 	tmux, dir := apiNewState(t)
 	start := inProcessServer(t, tmux, dir)
 	o, api := start()
-	g := gate(api.agents.disk) // before anything writes agents.json
+	g := gate(api.agents.Persister()) // before anything writes agents.json
 	op := &call{ctx: t.Context(), caller: operatorIdentity, s: api}
 	info, err := op.launchFor(orchestrator.LaunchSpec{Command: []string{"cat"}, Agent: "custom", Name: "a"})
 	if err != nil {
@@ -109,7 +107,9 @@ func TestPersistReportsFlushedAtClose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var d agentsOnDisk
+	var d struct {
+		States map[string]agentState `json:"states"`
+	}
 	if err := json.Unmarshal(raw, &d); err != nil {
 		t.Fatal(err)
 	}
@@ -120,69 +120,8 @@ func TestPersistReportsFlushedAtClose(t *testing.T) {
 	o, api = start()
 	defer o.Close()
 	defer api.Close()
-	st, ok := api.agents.stateOfLife(info.Terminal, m.Incarnation())
+	st, ok := api.agents.StateOfLife(info.Terminal, m.Incarnation())
 	if !ok || st.State != tools.AgentIdle || st.Message != "done" || len(st.Evidence) < 2 {
 		t.Fatalf("restored state: %+v (ok %v)", st, ok)
 	}
-}
-
-// agents.json, encoded a state at a time, decodes to the table as a
-// whole encoding of it does, through changes, removals and tasks.
-func TestAgentsSnapshotMatchesTable(t *testing.T) {
-	t.Parallel()
-	tab := newAgentTable(nil)
-	check := func(when string) {
-		t.Helper()
-		tab.mu.Lock()
-		whole := agentsOnDisk{Next: tab.next, States: tab.states, Tasks: []*task{}}
-		for _, tk := range tab.tasks {
-			whole.Tasks = append(whole.Tasks, tk)
-		}
-		want, err := json.Marshal(whole)
-		tab.mu.Unlock()
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := tab.snapshot()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var g, w agentsOnDisk
-		if err := json.Unmarshal(got, &g); err != nil {
-			t.Fatalf("%s: %v\n%s", when, err, got)
-		}
-		if err := json.Unmarshal(want, &w); err != nil {
-			t.Fatal(err)
-		}
-		if !reflect.DeepEqual(g, w) {
-			t.Fatalf("%s: agents.json decodes to\n%+v\nthe table is\n%+v", when, g, w)
-		}
-	}
-	at := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
-	state := func(s string, n int) agentState {
-		st := agentState{State: s, Message: "m " + s, Updated: at, Incarnation: "inc", Since: at}
-		for i := range n {
-			st.Evidence = append(st.Evidence, tools.Evidence{Source: tools.SourceHook, Event: "Stop", At: strconv.Itoa(i)})
-		}
-		return st
-	}
-	tab.mu.Lock()
-	tab.setLocked("a", state("idle", 3))
-	tab.setLocked("b", state("working", 1))
-	tab.setLocked("c", state("waiting", 0))
-	tab.mu.Unlock()
-	check("three states")
-	check("nothing changed")
-	tab.mu.Lock()
-	tab.setLocked("a", state("working", 4))
-	tab.deleteLocked("b")
-	tab.setLocked("d\"quoted", state("idle", 2))
-	tab.next = 7
-	tab.tasks["task-7"] = &task{Task: tools.Task{ID: "task-7", From: "a", To: "c", Text: "go", State: tools.TaskPending, Created: at}, FromInc: "inc", ToInc: "inc"}
-	tab.mu.Unlock()
-	check("a changed, b gone, d new, a task")
-	tab.mu.Lock()
-	tab.tasks["task-7"].State = tools.TaskCompleted
-	tab.mu.Unlock()
-	check("a task replied")
 }

@@ -46,7 +46,7 @@ type Server struct {
 
 	store   *tables.Store // the tables on disk (persist.go)
 	watches *tables.Watches
-	agents  *agentTable
+	agents  *tables.Agents
 	dialogs *tables.Dialogs
 
 	monitor monitorLink // the web monitor's URL (monitor.go)
@@ -93,7 +93,7 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 	s := &Server{hooks: &hooks{}, o: o, eng: enginesOf(o), log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
-		store:  st, watches: tables.NewWatches(ctx, st), agents: newAgentTable(st),
+		store:  st, watches: tables.NewWatches(ctx, st), agents: tables.NewAgents(st),
 		slots: tools.NewCallSlots(tools.MaxConnections), lanes: tools.NewLanes(), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
 	s.wtDisk = tables.NewPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
 	s.dialogs = tables.NewDialogs(st, tables.DialogHooks{Opened: s.dialogOpened, Ended: s.dialogEnded, Decided: s.dialogDecided})
@@ -178,7 +178,7 @@ func (s *Server) settleInterrupted() {
 // callers), and ends the notifier. It may be called more than once.
 func (s *Server) Close() {
 	s.cancel()
-	for _, p := range []*tables.Persister{s.agents.disk, s.dialogs.Persister(), s.watches.Persister(), s.wtDisk} {
+	for _, p := range []*tables.Persister{s.agents.Persister(), s.dialogs.Persister(), s.watches.Persister(), s.wtDisk} {
 		p.Close()
 	}
 	s.notifier.Close()
@@ -197,7 +197,7 @@ func (s *Server) nodeGone(m orchestrator.NodeMeta) {
 	s.dropToken(inc)
 	s.watches.Forget(inc)
 	s.dialogs.Forget(inc) // first: ending its dialogs touches its agent state
-	s.agents.forget(m.ID, inc)
+	s.agents.Forget(m.ID, inc)
 	s.usage.Forget(m.ID)
 	if err := s.receipts.ForgetCaller(inc); err != nil {
 		s.log.Warn("forget receipts of a closed node", "node", m.ID, "err", err)

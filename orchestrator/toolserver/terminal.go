@@ -132,7 +132,7 @@ func terminalLaunch(c *call, spec orchestrator.LaunchSpec) (tools.NodeInfo, any,
 
 func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
 	all := c.s.eng.terminals.List(c.ctx)
-	c.s.agents.describe(all)
+	c.s.agents.Describe(all)
 	c.s.annotateNodes(c.ctx, all)              // agents' states (agentstate.go)
 	c.s.annotateWorktrees(all)                 // worktrees, from a cache (worktree.go)
 	return tools.NodeList{Terminals: all}, nil // kept to the caller's realm by reader (keepToRealm)
