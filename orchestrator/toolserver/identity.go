@@ -39,15 +39,16 @@ func (s *Server) dropToken(incarnation string) {
 // Authenticate compares the token with every known one in constant time.
 // A node's token is valid only while that same incarnation lives.
 func (s *Server) Authenticate(token string) (tools.Identity, bool) {
-	s.mu.Lock()
-	var found tools.Identity
-	ok := false
-	for tok, ident := range s.tokens {
-		if tools.TokenEqual(tok, token) {
-			found, ok = ident, true
+	found, ok := s.lookupToken(token)
+	if !ok {
+		// A node born just now: its token is read on the engine event
+		// feed (feed.go). Bounded, so an unknown token is not held long.
+		ctx, cancel := context.WithTimeout(s.ctx, launchAuthWait)
+		if s.feed.sync(ctx) == nil {
+			found, ok = s.lookupToken(token)
 		}
+		cancel()
 	}
-	s.mu.Unlock()
 	if ok && found.Role != tools.RoleOperator {
 		m, live := s.eng.identity.Meta(found.Node)
 		if !live && s.hooks.notLive != nil {
@@ -67,6 +68,20 @@ func (s *Server) Authenticate(token string) (tools.Identity, bool) {
 		return tools.Identity{}, false
 	}
 	return found, true
+}
+
+// lookupToken compares the token with every known one in constant time.
+func (s *Server) lookupToken(token string) (tools.Identity, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found tools.Identity
+	ok := false
+	for tok, ident := range s.tokens {
+		if tools.TokenEqual(tok, token) {
+			found, ok = ident, true
+		}
+	}
+	return found, ok
 }
 
 // launchAuthWait bounds how long a call with the token of a node still

@@ -51,6 +51,10 @@ type Server struct {
 
 	monitor monitorLink // the web monitor's URL (monitor.go)
 
+	// feed is the engine's news (born, gone, status), handled on its own
+	// goroutine (feed.go).
+	feed *eventFeed
+
 	// slots are the per-token limits /call and /mcp share (requests in
 	// flight, /call's rate): tools.CallSlots.
 	slots *tools.CallSlots
@@ -118,12 +122,16 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		return nil, err
 	}
 	s.handlers = s.buildHandlers()
-	o.OnGone(s.nodeGone)
-	o.OnStatus(s.kickStream) // a program's exit reaches the streams at once
-	// A node's token is known from the moment its session file exists,
-	// before its program starts: an agent's first call never races its
-	// launch.
-	o.OnBorn(s.loadToken)
+	// The engine's news comes through the feed (feed.go): its callbacks
+	// only queue, so no token read, receipt or table write runs on the
+	// engine's goroutines. A node's token is known from the moment its
+	// session file exists, before its program starts: Authenticate waits
+	// for the feed before it refuses a token it does not know, so an
+	// agent's first call never races its launch.
+	s.feed = newEventFeed(s.engineEvent)
+	o.OnGone(func(m orchestrator.NodeMeta) { s.feed.post(engineEvent{kind: eventGone, node: m}) })
+	o.OnStatus(func() { s.feed.post(engineEvent{kind: eventStatus}) })
+	o.OnBorn(func(m orchestrator.NodeMeta) { s.feed.post(engineEvent{kind: eventBorn, node: m}) })
 	for _, m := range o.Nodes() {
 		s.loadToken(m)
 	}
@@ -178,6 +186,7 @@ func (s *Server) settleInterrupted() {
 // callers), and ends the notifier. It may be called more than once.
 func (s *Server) Close() {
 	s.cancel()
+	s.feed.close() // the news queued so far is handled; later news by its poster
 	for _, p := range []*tables.Persister{s.agents.Persister(), s.dialogs.Persister(), s.watches.Persister(), s.wtDisk} {
 		p.Close()
 	}
@@ -208,6 +217,9 @@ func (s *Server) nodeGone(m orchestrator.NodeMeta) {
 func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Operation, args json.RawMessage) tools.Result {
 	ctx, cancel := mergeCtx(ctx, s.ctx)
 	defer cancel()
+	// What the engine told before this call (a node gone, born) is
+	// handled before the call looks at the tables.
+	_ = s.feed.sync(ctx)
 	h, ok := s.handlers[op.Name]
 	if !ok {
 		return tools.ErrResult(tools.Errorf(tools.KindInternal, "operation %s has no handler", op.Name))
@@ -238,6 +250,10 @@ func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Op
 		}
 		return tools.Receipt{Action: op.Name, Result: result, IdempotencyKey: key, State: state}.Encode()
 	})
+	// A node this call closed or launched is dropped from (or known to)
+	// the tables before the call answers, as when the engine's callbacks
+	// did that work themselves.
+	_ = s.feed.sync(ctx)
 	if err != nil {
 		if receipt != nil {
 			// The mutation happened but its receipt could not be stored.
