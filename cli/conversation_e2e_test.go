@@ -34,7 +34,7 @@ func TestE2EForgedConversationNeverReachesARestore(t *testing.T) {
 		}
 	}
 	up, _, _ := e.upWith()
-	id := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "forged"))
+	id := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "forged", "--sandbox", "none"))
 	waitArgv := func() []string {
 		t.Helper()
 		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {

@@ -408,10 +408,7 @@ func TestDashboardE2E(t *testing.T) {
 	d.typ("q")
 	if !testenv.Until(20*time.Second, func() bool {
 		n, _ := e.listed(d.id)
-		if n.Status == tools.StatusExited {
-			return true
-		}
-		return false
+		return n.Status == tools.StatusExited
 	}) {
 		t.Fatalf("the dashboard did not quit on q:\n%s", d.screen())
 	}

@@ -127,8 +127,7 @@ func (h *hookRun) claude(stdin io.Reader, states map[string]string, program stri
 		h.say("the input is for event %q but the hook was registered for %q: nothing reported", in.Event, h.g.Event)
 		return 1
 	}
-	state, known := states[h.g.Event]
-	if !known {
+	if _, known := states[h.g.Event]; !known {
 		h.say("unknown %s event %q: termsprawl handles %s; nothing reported or allowed", program, h.g.Event, knownEvents(states))
 		return 1
 	}
@@ -138,6 +137,7 @@ func (h *hookRun) claude(stdin io.Reader, states map[string]string, program stri
 	msg := ctllite.ClaudeMessage(h.g.Event, in)
 	// An idle prompt's notification and an interrupt are not a human
 	// needed nor a failed turn (CONTRACT §20).
+	var state string
 	h.g.Event, state = ctllite.ClaudeEvent(h.g.Event, in)
 	return h.report(state, msg, in.Conversation())
 }
@@ -207,8 +207,6 @@ func denyMessage(out tools.DialogOutcome) string {
 		return "Permission denied by a termsprawl policy: " + reason
 	case out.DecidedBy == tools.DecidedByBudget:
 		return "Permission denied by termsprawl: " + reason
-	case out.DecidedBy == tools.DecidedByClosed:
-		return "Permission denied: " + reason
 	}
 	if out.Ended || reason == tools.DialogEndNodeClosed || reason == tools.DialogEndDownAll {
 		return "Permission denied: nobody answered, " + reason

@@ -199,7 +199,7 @@ func TestOpencodeWired(t *testing.T) {
 	e.waitScreen(node, "again to interrupt")
 	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Escape"}`)
 	pressed := time.Now()
-	a = e.waitWhy(node, 10*time.Second, "idle after Esc Esc", func(a tools.AgentInfo) bool {
+	e.waitWhy(node, 10*time.Second, "idle after Esc Esc", func(a tools.AgentInfo) bool {
 		return a.State == tools.AgentIdle && len(a.Why) > 0 && a.Why[0].Event == "Stop" && strings.Contains(a.Why[0].Detail+a.Message, "interrupted")
 	})
 	t.Logf("the interrupt seen after %v", time.Since(pressed).Round(time.Millisecond))

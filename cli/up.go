@@ -641,14 +641,17 @@ func orDefaultKeys(detach, answer string) (string, string) {
 	return detach, answer
 }
 
-// keysConfig sets cfg's keys from config.toml; a file up cannot use is
-// refused with its line and fix.
+// keysConfig opens config.toml with every room's checks for the run (the
+// store Serve watches) and sets cfg's keys from it; a file up cannot use
+// is refused with its lines, their fixes and what to run next.
 func (h *human) keysConfig(cfg *orchestrator.Config) bool {
-	c, err := config.Load(h.stateDir)
+	st, err := config.Open(h.stateDir, toolserver.ConfigChecks()...)
 	if err != nil {
-		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, err)
+		fmt.Fprintf(h.stderr, "%s: up: %v\n", humanName, &toolserver.ConfigError{Err: err})
 		return false
 	}
+	c := st.Current()
+	cfg.Settings = st
 	cfg.DetachKey, cfg.AnswerKey = c.Keys.Detach, c.Keys.Answer
 	return true
 }

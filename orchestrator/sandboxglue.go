@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -168,10 +167,6 @@ func (o *Orchestrator) checkSandbox(ctx context.Context, spec LaunchSpec) error 
 	}
 	return nil
 }
-
-// errNoSandboxOnHost is a remote launch's refusal when the host has no
-// usable bwrap.
-var errNoSandboxOnHost = errors.New("the host has no usable bwrap")
 
 // sandboxed wraps a node's program on a host in its profile's sandbox:
 // the host's own bwrap, with the paths a probe over ssh found there. A

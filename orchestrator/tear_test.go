@@ -16,7 +16,10 @@ import (
 // (exited, with the reason). Never running with a reason.
 func TestStatusAndExitReasonNeverTear(t *testing.T) {
 	t.Parallel()
-	o, _ := newTestOrchestrator(t)
+	// No screen keeper: its rounds read every node's state too, and the
+	// hook must end the node inside the test's own read.
+	srv, dir := newTestServer(t)
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.KeepScreens = -1 })
 	const why = "the test ended it"
 	for _, read := range []struct {
 		name string

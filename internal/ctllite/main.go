@@ -124,7 +124,7 @@ func runHook(inv Invocation, stdin io.Reader, stdout, stderr io.Writer) (int, *H
 		printsObject bool
 	)
 	switch {
-	case "codex" == inv.Agent && inv.Event == "notify":
+	case inv.Agent == "codex" && inv.Event == "notify":
 		if in, err = ParseHookInput([]byte(inv.Payload)); err != nil || in.Type != "agent-turn-complete" {
 			return 0, h
 		}

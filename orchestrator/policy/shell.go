@@ -179,12 +179,6 @@ func isNumberish(s string) bool {
 	return s[0] >= '0' && s[0] <= '9'
 }
 
-// staticWord is a word's value when it has no expansion, else "".
-func staticWord(w *syntax.Word) string {
-	v, _ := staticValue(w)
-	return v
-}
-
 // staticValue is the value a word has without any expansion: literals
 // with backslashes taken, single quotes, double quotes of literals.
 func staticValue(w *syntax.Word) (string, bool) {

@@ -506,8 +506,8 @@ type Info struct {
 	Version string `json:"version"`
 }
 
-// Missing is Probe's error when bwrap is not there.
-var Missing = errors.New("bwrap (bubblewrap) is not installed")
+// ErrMissing is Probe's error when bwrap is not there.
+var ErrMissing = errors.New("bwrap (bubblewrap) is not installed")
 
 // Fix is what to do when Probe fails, in CLI words.
 const Fix = "install it (`apt-get install bubblewrap`), or launch with `--sandbox none` (or `default = \"none\"` under [sandbox] in config.toml)"
@@ -517,13 +517,13 @@ const Fix = "install it (`apt-get install bubblewrap`), or launch with `--sandbo
 func LookPath() (string, error) {
 	if p := os.Getenv("TERMSPRAWL_BWRAP"); p != "" {
 		if kind(p) != 'f' {
-			return "", fmt.Errorf("%w: TERMSPRAWL_BWRAP=%s does not exist", Missing, p)
+			return "", fmt.Errorf("%w: TERMSPRAWL_BWRAP=%s does not exist", ErrMissing, p)
 		}
 		return p, nil
 	}
 	p, err := exec.LookPath("bwrap")
 	if err != nil {
-		return "", fmt.Errorf("%w: no bwrap on PATH", Missing)
+		return "", fmt.Errorf("%w: no bwrap on PATH", ErrMissing)
 	}
 	return p, nil
 }

@@ -198,16 +198,13 @@ func TestDialogTellsAttachedHumans(t *testing.T) {
 		for _, n := range l.Terminals {
 			attached = attached || (n.Terminal == watched && n.Clients == 1)
 		}
-		if attached {
-			return true
-		}
-		return false
+		return attached
 	}) {
 		t.Fatalf("the human client never attached: %+v", l)
 	}
 	res := apiFail(t, s.session(asker), "dialog_request", apiM{"kind": "permission", "title": "Bash: make #deploy", "timeout_ms": 60000, "wait_ms": 20}, tools.KindTimeout)
 	// It names the binding that answers from there (CONTRACT §18).
-	want := asker + " asks: Bash: make #deploy (C-b " + tools.PickerKey + " answers here, or termsprawl answer " + res.Details["dialog"].(string) + " allow|deny)"
+	want := asker + " asks: Bash: make #deploy (" + tools.DefaultAnswerKey + " answers here, or termsprawl answer " + res.Details["dialog"].(string) + " allow|deny)"
 	var pane string
 	if !testenv.Until(20*time.Second, func() bool {
 		pane, _ = outer.Cmd("capture-pane", "-p", "-t", "=human:")

@@ -200,9 +200,6 @@ func (s *Server) dialogDecided(d tools.Dialog, out tools.DialogOutcome) {
 	}
 }
 
-// auditPath is the audit log of the state dir (for tests and `why`).
-func (s *Server) auditPath() string { return filepath.Join(s.stateDir, policy.AuditFile) }
-
 // budgetPaused says whether a budget paused the node (budget.go).
 func (s *Server) budgetPaused(m orchestrator.NodeMeta) (string, bool) {
 	if s.budgets == nil {

@@ -37,8 +37,10 @@ func Listen(dir string) (ln net.Listener, moved bool, err error) {
 	a.Port = ln.Addr().(*net.TCPAddr).Port
 	b, _ := json.Marshal(a)
 	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o600); err == nil {
-		err = os.Rename(tmp, path)
+	// The port is kept for the next run only as a preference (exporters
+	// are given the endpoint at launch): a failed write changes nothing now.
+	if os.WriteFile(tmp, b, 0o600) == nil {
+		_ = os.Rename(tmp, path)
 	}
 	return ln, moved, nil
 }
