@@ -38,12 +38,6 @@ func gate(p *tables.Persister) *gatedWrites {
 	return g
 }
 
-func (g *gatedWrites) count() int {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.writes
-}
-
 // inProcessServer returns a function that starts an orchestrator and its
 // tool server on dir, without HTTP; the caller closes both.
 func inProcessServer(t *testing.T, tmux *tmuxtest.Server, dir string) func() (*orchestrator.Orchestrator, *Server) {

@@ -11,12 +11,9 @@ import (
 // Per-node quotas: one node cannot use up a table every node shares.
 // Receipts have theirs in tools.MaxReceiptsPerCaller.
 const (
-	// maxWatchesPerNode bounds the live watches one node started; the
-	// operator, one human for every node, has maxWatchesOperator.
-	maxWatchesPerNode  = tables.MaxWatchesPerNode
-	maxWatchesOperator = tables.MaxWatchesOperator
-	// maxWatches bounds all live watches together.
-	maxWatches = tables.MaxWatches
+	// maxWatchesPerNode bounds the live watches one node started (the
+	// watch table's quotas are orchestrator/tables').
+	maxWatchesPerNode = tables.MaxWatchesPerNode
 	// maxDialogsPerNode bounds one node's pending dialogs.
 	maxDialogsPerNode = tables.MaxDialogsPerNode
 )
