@@ -10,6 +10,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -180,7 +181,7 @@ func (h *hookRun) claudePermission(in hookInput) int {
 		h.say("the %s input is %d KiB, over the %d KiB termsprawl shows a human in full: denied", in.ToolName, len(input)>>10, tools.MaxStringBytes>>10)
 		return 2
 	}
-	ask := permissionAsk{tool: in.ToolName, input: input, title: title}
+	ask := permissionAsk{tool: in.ToolName, input: input, title: title, cwd: in.Cwd}
 	out, err := h.askHuman(ask)
 	if err != nil {
 		h.say("%v: denied", err)
@@ -208,15 +209,16 @@ func denyMessage(out tools.DialogOutcome) string {
 	case out.DecidedBy == tools.DecidedByBudget:
 		return "Permission denied by termsprawl: " + reason
 	}
-	if out.Ended || reason == tools.DialogEndNodeClosed || reason == tools.DialogEndDownAll {
+	if out.Ended || out.DecidedBy == tools.DecidedByClosed || reason == tools.DialogEndNodeClosed || reason == tools.DialogEndDownAll {
 		return "Permission denied: nobody answered, " + reason
 	}
 	return "Permission denied by the human in termsprawl: " + reason
 }
 
 // permissionAsk is what a permission dialog asks: the tool and its full
-// input (canonical JSON), and the title shown to humans.
-type permissionAsk struct{ tool, input, title string }
+// input (canonical JSON), and the title shown to humans; cwd is where
+// the agent's shell is (the hook's cwd), for the policies.
+type permissionAsk struct{ tool, input, title, cwd string }
 
 // own is nil when out answers this very request: a dialog of kind
 // permission for the same tool and the same full input. After a restart
@@ -254,6 +256,9 @@ func (h *hookRun) askHuman(ask permissionAsk) (tools.DialogOutcome, error) {
 		what["input"] = ask.input
 	}
 	open := map[string]any{"title": ask.title, "timeout_ms": life.Milliseconds(), "wait_ms": 1}
+	if filepath.IsAbs(ask.cwd) && len(ask.cwd) <= tools.MaxStringBytes {
+		open["cwd"] = ask.cwd
+	}
 	maps.Copy(open, what)
 	args, _ := json.Marshal(open)
 	res := tools.Call(h.ctx, h.session, tools.Request{Operation: "dialog_request", Args: args}, tools.CallOptions{})
@@ -424,7 +429,7 @@ func (h *hookRun) geminiPermission(in hookInput) int {
 		h.say("the %s input is %d KiB, over the %d KiB termsprawl shows a human in full: blocked", in.ToolName, len(input)>>10, tools.MaxStringBytes>>10)
 		return 2
 	}
-	out, err := h.askHuman(permissionAsk{tool: in.ToolName, input: input, title: permissionTitle(in.ToolName, in.ToolInput)})
+	out, err := h.askHuman(permissionAsk{tool: in.ToolName, input: input, title: permissionTitle(in.ToolName, in.ToolInput), cwd: in.Cwd})
 	if err != nil {
 		h.say("%v: blocked", err)
 		return 2

@@ -173,7 +173,7 @@ func sortedRuleKeys(m map[string]config.Rules) []string {
 }
 
 func (h *human) configShow(c configCmd) int {
-	conf, err := config.Load(h.stateDir, policy.CheckConfig)
+	conf, err := config.Load(h.stateDir, configChecks()...)
 	if err != nil {
 		fmt.Fprintf(h.stderr, "%s: %v\n", h.prefix(), err)
 		fmt.Fprintf(h.stderr, "%s: the file is refused: fix it (a running termsprawl keeps the settings it had)\n", h.prefix())

@@ -661,3 +661,7 @@ func detachKey(h *human) string {
 	d, _ := h.keys()
 	return d
 }
+
+// configChecks are the rooms' checks of config.toml that up applies, for
+// the commands that judge the file as up would (termsprawl config).
+func configChecks() []config.Check { return toolserver.ConfigChecks() }

@@ -380,6 +380,7 @@ func buildOperations() []*Operation {
 				intParam("timeout_ms", fmt.Sprintf("How long the dialog stays open before it ends as a deny (default %d, max %d: 10 minutes).", DefaultWaitTimeout.Milliseconds(), MaxDialogTimeout.Milliseconds()), intPtr(0), intPtr(int(MaxDialogTimeout.Milliseconds()))),
 				intParam("wait_ms", fmt.Sprintf("How long this call blocks (default and max %d); running out while the dialog is open is kind timeout with details.dialog: call again with dialog.", MaxWaitTimeout.Milliseconds()), intPtr(0), intPtr(int(MaxWaitTimeout.Milliseconds()))),
 				{Name: "dialog", Type: TypeString, NonEmpty: true, MaxLen: MaxIDBytes, Description: "Your open dialog's id (from a dialog_request that ran out of wait_ms): wait on it again."},
+				strParam("cwd", "With tool: where your shell is as you ask (absolute; the hook's cwd). Permission policies place a command's relative paths from it; nothing outside your node's directory is allowed by a rule."),
 			},
 			check: checkDialogRequest},
 		{Name: "dialog_list", Result: DialogList{}, Topic: TopicDialogs, Annotations: annRead,

@@ -110,6 +110,7 @@ const CodexIdle = stateIdle
 // HookInput is the part of an agent's hook JSON the hook reads.
 type HookInput struct {
 	Event            string          `json:"hook_event_name"`
+	Cwd              string          `json:"cwd"`
 	ToolName         string          `json:"tool_name"`
 	ToolInput        json.RawMessage `json:"tool_input"`
 	Prompt           string          `json:"prompt"`

@@ -368,6 +368,9 @@ func Parse(path string, data []byte, checks ...Check) (*Config, error) {
 			return nil, &Error{Path: path, Line: pe.Position.Line, Key: pe.LastKey, Msg: pe.Message,
 				Fix: "correct the TOML at that line (see `termsprawl config` for the accepted keys)"}
 		}
+		if e := typeError(path, err); e != nil {
+			return nil, e
+		}
 		return nil, &Error{Path: path, Msg: err.Error(), Fix: "correct the value's type (see `termsprawl config` for the accepted keys)"}
 	}
 	c.sources = locate(data)
@@ -387,6 +390,39 @@ func Parse(path string, data []byte, checks ...Check) (*Config, error) {
 	}
 	c.fill()
 	return c, nil
+}
+
+// tomlTypeErr is the TOML library's error for a value of the wrong type,
+// which it gives as text only.
+var tomlTypeErr = regexp.MustCompile(`^toml: line (\d+) \(last key "([^"]*)"\): incompatible types: TOML value has type (\S+); destination has type (\S+)$`)
+
+// typeError is a wrong type's error with its line, key and fix in the
+// words of the file, or nil when err is not one.
+func typeError(path string, err error) *Error {
+	m := tomlTypeErr.FindStringSubmatch(err.Error())
+	if m == nil {
+		return nil
+	}
+	line, _ := strconv.Atoi(m[1])
+	words := func(t string) string {
+		switch {
+		case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+			return "a whole number"
+		case strings.HasPrefix(t, "float"):
+			return "a number"
+		case t == "string":
+			return "a quoted string"
+		case t == "bool":
+			return "true or false"
+		case t == "slice", strings.HasPrefix(t, "[]"):
+			return "a list ([…])"
+		case strings.HasPrefix(t, "map"), t == "struct":
+			return "a table"
+		}
+		return t
+	}
+	return &Error{Path: path, Line: line, Key: m[2], Msg: fmt.Sprintf("%s where %s belongs", words(m[3]), words(m[4])),
+		Fix: fmt.Sprintf("write %s (see `termsprawl config` for the accepted keys)", words(m[4]))}
 }
 
 func (c *Config) validate() []*Error {
@@ -498,12 +534,23 @@ func validKeyName(s string) bool {
 		r := []rune(rest)[0]
 		return r > ' ' && r != 0x7f
 	}
-	for _, c := range rest {
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
-			return false
-		}
-	}
-	return true
+	return tmuxKeyNames[strings.ToLower(rest)]
 }
+
+// tmuxKeyNames are the named keys tmux binds (its key-string.c table,
+// which it looks up ignoring case), lower-cased; F13 and up are not keys
+// to tmux.
+var tmuxKeyNames = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range strings.Fields(`IC Insert DC Delete Home End NPage PageDown PgDn PPage PageUp PgUp
+		Tab BTab Space BSpace Enter Escape Up Down Left Right
+		KP/ KP* KP- KP7 KP8 KP9 KP+ KP4 KP5 KP6 KP1 KP2 KP3 KPEnter KP0 KP.`) {
+		m[strings.ToLower(k)] = true
+	}
+	for i := 1; i <= 12; i++ {
+		m[fmt.Sprintf("f%d", i)] = true
+	}
+	return m
+}()
 
 func dotted(k toml.Key) string { return strings.Join(k, ".") }

@@ -144,6 +144,11 @@ func (n *Notifier) Notify(e Event) bool {
 		e.At = now.UTC().Format(time.RFC3339)
 	}
 	key := e.Node + "\x00" + e.Event
+	if e.Event == EventBudget {
+		// Each budget's 80 % and 100 % crossing is one event of its own,
+		// fired once (a runaway agent crosses both within the window).
+		key += "\x00" + e.Title + "\x00" + e.State
+	}
 	n.mu.Lock()
 	if n.closed {
 		n.mu.Unlock()

@@ -254,3 +254,23 @@ func TestOSC(t *testing.T) {
 		t.Fatalf("%q\nwant %q", got, want)
 	}
 }
+
+// TestBudgetCrossingsEach: a budget's 80 % and its 100 % action, and
+// another budget's crossing, are each sent, however close together; the
+// same crossing twice is one.
+func TestBudgetCrossingsEach(t *testing.T) {
+	t.Parallel()
+	n := New(tools.NotifyQuiet, []Target{FuncTarget{Label: "x", F: func(context.Context, Event) (string, error) { return "ok", nil }}}, nil, Options{})
+	defer n.Close()
+	at80 := Event{Node: "n", Event: EventBudget, State: "notify", Title: "n: budget fleet per day"}
+	at100 := at80
+	at100.State = "pause"
+	other := at80
+	other.Title = "n: budget kind:claude per life"
+	if !n.Notify(at80) || !n.Notify(at100) || !n.Notify(other) {
+		t.Fatal("a crossing was not queued")
+	}
+	if n.Notify(at100) {
+		t.Fatal("the same crossing twice within the window")
+	}
+}

@@ -86,6 +86,10 @@ type Request struct {
 	Input json.RawMessage
 	Dir   string
 	Home  string
+	// Cwd is where the agent's shell is as it asks (its hook's cwd;
+	// "" when unknown: Dir): a relative redirection lands from there, and
+	// must still stay beneath Dir.
+	Cwd string
 }
 
 // Decision is a policy's answer.
@@ -117,7 +121,7 @@ func Decide(layers []Layer, req Request) Decision {
 	command := ""
 	if ShellTools[req.Tool] {
 		command = shellCommand(in)
-		a := analyzeShell(command, req.Dir)
+		a := analyzeShell(command, req.Dir, req.Cwd)
 		sh = &a
 	}
 	// deny, then ask: any rule that matches the request, for a shell

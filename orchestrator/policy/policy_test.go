@@ -2,9 +2,12 @@ package policy
 
 import (
 	"encoding/json"
-	"github.com/termsprawl/termsprawl/orchestrator/config"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 )
 
 func layer(t *testing.T, scope Scope, r Rules) Layer {
@@ -54,7 +57,7 @@ func TestParseRuleRefusals(t *testing.T) {
 func TestCompoundCommands(t *testing.T) {
 	t.Parallel()
 	layers := []Layer{layer(t, "fleet", Rules{
-		Allow: []string{"Bash(git status)", "Bash(ls:*)", "Bash(echo:*)", "Bash(cat:*)", "Bash(npm run test:*)", "Bash(grep:*)", "Bash(wc:*)"},
+		Allow: []string{"Bash(git status)", "Bash(ls:*)", "Bash(echo:*)", "Bash(cat:*)", "Bash(npm run test:*)", "Bash(grep:*)", "Bash(wc:*)", "Bash(cd:*)", "Bash(pushd:*)"},
 		Deny:  []string{"Bash(rm:*)"},
 	})}
 	for _, tc := range []struct {
@@ -93,6 +96,11 @@ func TestCompoundCommands(t *testing.T) {
 		{"echo hi > $HOME/x", Undecided, "cannot know"},
 		{"cat < /etc/shadow", Undecided, "outside"},
 		{"cat < in.txt", Allow, ""},
+		{"cd /etc; echo hi > passwd", Undecided, "changes directory"},
+		{"cd sub && cat < in.txt", Undecided, "changes directory"},
+		{"cd sub && echo hi > /work/node/x", Allow, ""},
+		{"pushd /tmp; ls > x", Undecided, "changes directory"},
+		{"cd sub && ls 2>&1", Allow, ""},
 		{"ls 2>&1", Allow, ""},
 		{"ls 2>/dev/null", Allow, ""},
 		{"git status\nls", Allow, ""},
@@ -302,5 +310,82 @@ func TestCheckConfig(t *testing.T) {
 	}
 	if _, err := config.Parse("/s/config.toml", []byte("[policy]\nallow = [\"Bash(git status)\"]\n[policy.named.ci]\nallow = [\"Bash(make:*)\"]\n"), CheckConfig); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRedirectThroughSymlink: a redirection beneath the node's directory
+// that a symbolic link (or one that leads nowhere yet) takes outside is
+// never allowed by a rule; a real file or directory inside is.
+func TestRedirectThroughSymlink(t *testing.T) {
+	t.Parallel()
+	dir, outside := t.TempDir(), t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "new"), filepath.Join(dir, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "sub"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	layers := []Layer{layer(t, "fleet", Rules{Allow: []string{"Bash(echo:*)"}})}
+	for _, tc := range []struct {
+		cmd  string
+		want Verdict
+	}{
+		{"echo hi > out/x", Undecided},
+		{"echo hi > ./out", Undecided},
+		{"echo hi > dangling", Undecided},
+		{"echo hi > sub/x", Allow},
+		{"echo hi > new/deeper/x", Allow},
+		{"echo hi > " + filepath.Join(dir, "sub", "y"), Allow},
+	} {
+		r := bash(tc.cmd)
+		r.Dir = dir
+		if d := Decide(layers, r); d.Verdict != tc.want {
+			t.Errorf("%q: %s (%s), want %s", tc.cmd, d.Verdict, d.Why, tc.want)
+		}
+	}
+}
+
+// TestUsageDocExamples: the table of docs/USAGE.md, as written there.
+func TestUsageDocExamples(t *testing.T) {
+	t.Parallel()
+	layers := []Layer{layer(t, "fleet", Rules{Allow: []string{"Bash(git status)", "Bash(ls:*)"}, Deny: []string{"Bash(rm:*)"}})}
+	for cmd, want := range map[string]Verdict{
+		"git status && ls -la": Allow, "git status # rm -rf ~": Allow,
+		"git status; rm -rf ~": Deny, "ls | xargs rm": Deny,
+		"git status; make": Undecided, "ls $(git status)": Undecided, "ls `pwd`": Undecided, "cat <(ls)": Undecided, "eval ls": Undecided,
+		"ls > out.txt": Allow, "ls > /tmp/out.txt": Undecided, "ls > ../x": Undecided,
+	} {
+		if d := Decide(layers, bash(cmd)); d.Verdict != want {
+			t.Errorf("%q: %s (%s), want %s", cmd, d.Verdict, d.Why, want)
+		}
+	}
+}
+
+// TestRedirectFromCwd: a relative redirection lands from where the
+// agent's shell is (its hook's cwd), and must still stay beneath the
+// node's directory.
+func TestRedirectFromCwd(t *testing.T) {
+	t.Parallel()
+	layers := []Layer{layer(t, "fleet", Rules{Allow: []string{"Bash(echo:*)"}})}
+	for _, tc := range []struct {
+		cwd, cmd string
+		want     Verdict
+	}{
+		{"/etc", "echo hi > passwd", Undecided},
+		{"/etc", "echo hi > /work/node/x", Allow},
+		{"/work/node/sub", "echo hi > x", Allow},
+		{"/work/node/sub", "echo hi > ../x", Allow},
+		{"/work/node/sub", "echo hi > ../../x", Undecided},
+		{"sub", "echo hi > x", Allow}, // not absolute: the node's directory
+		{"", "echo hi > ../x", Undecided},
+	} {
+		r := bash(tc.cmd)
+		r.Cwd = tc.cwd
+		if d := Decide(layers, r); d.Verdict != tc.want {
+			t.Errorf("cwd %q, %q: %s (%s), want %s", tc.cwd, tc.cmd, d.Verdict, d.Why, tc.want)
+		}
 	}
 }

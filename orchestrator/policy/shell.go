@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -37,8 +38,12 @@ type shellAnalysis struct {
 }
 
 // analyzeShell parses a command line with bash's grammar. dir is the
-// node's directory (redirections must stay beneath it).
-func analyzeShell(command, dir string) shellAnalysis {
+// node's directory (redirections must stay beneath it); cwd, where the
+// shell runs ("" or a relative path: dir), is where relative ones start.
+func analyzeShell(command, dir, cwd string) shellAnalysis {
+	if cwd == "" || !filepath.IsAbs(cwd) {
+		cwd = dir
+	}
 	var a shellAnalysis
 	if len(command) > MaxCommand {
 		a.never = append(a.never, fmt.Sprintf("the command is over %d KiB", MaxCommand>>10))
@@ -56,6 +61,9 @@ func analyzeShell(command, dir string) shellAnalysis {
 			a.never = append(a.never, why)
 		}
 	}
+	// A cd (pushd, popd) moves where a relative redirection lands: with
+	// one on the line, a relative target cannot be placed.
+	changesDir, relative := false, false
 	syntax.Walk(f, func(n syntax.Node) bool {
 		switch n := n.(type) {
 		case *syntax.CmdSubst:
@@ -69,8 +77,10 @@ func analyzeShell(command, dir string) shellAnalysis {
 			// run commands through a variable's value.
 			never("it has arithmetic (bash may run commands from array subscripts in it)")
 		case *syntax.Redirect:
-			if why := redirectOutside(n, dir); why != "" {
+			if why := redirectOutside(n, dir, cwd); why != "" {
 				never(why)
+			} else if t, ok := fileTarget(n); ok && !filepath.IsAbs(t) {
+				relative = true
 			}
 		case *syntax.CallExpr:
 			c := newSimpleCmd(n.Assigns, n.Args)
@@ -79,6 +89,8 @@ func analyzeShell(command, dir string) shellAnalysis {
 				switch name {
 				case "eval", "source", ".", "trap":
 					never("it runs " + name + " (the code it runs is not on the line to check)")
+				case "cd", "pushd", "popd":
+					changesDir = true
 				}
 			}
 			a.cmds = append(a.cmds, c)
@@ -90,7 +102,27 @@ func analyzeShell(command, dir string) shellAnalysis {
 		}
 		return true
 	})
+	if changesDir && relative {
+		never("it changes directory (cd) and redirects to a relative path, which may then be outside the node's directory")
+	}
 	return a
+}
+
+// fileTarget is a redirection's file, when it names one statically (not
+// a here-document, a descriptor duplication or a /dev/ stream).
+func fileTarget(r *syntax.Redirect) (string, bool) {
+	switch r.Op {
+	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+		return "", false
+	}
+	if r.Word == nil {
+		return "", false
+	}
+	t, ok := staticValue(r.Word)
+	if !ok || ((r.Op == syntax.DplIn || r.Op == syntax.DplOut) && (t == "-" || isDigits(t))) {
+		return "", false
+	}
+	return t, true
 }
 
 // newSimpleCmd builds a simple command's forms.
@@ -155,7 +187,7 @@ func unwrap(words []string) []string {
 		case "sh", "bash", "dash", "zsh", "ksh", "mksh":
 			for i := 1; i+1 < len(words); i++ {
 				if strings.HasPrefix(words[i], "-") && strings.Contains(words[i], "c") {
-					for _, c := range analyzeShell(words[i+1], "/").cmds {
+					for _, c := range analyzeShell(words[i+1], "/", "").cmds {
 						out = append(out, c.text)
 						out = append(out, c.inner...)
 					}
@@ -253,7 +285,7 @@ func unescapeDouble(s string) string {
 
 // redirectOutside says why a redirection leaves dir ("" when it stays
 // beneath it, duplicates a descriptor or is a here-document).
-func redirectOutside(r *syntax.Redirect, dir string) string {
+func redirectOutside(r *syntax.Redirect, dir, cwd string) string {
 	switch r.Op {
 	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
 		return ""
@@ -279,13 +311,42 @@ func redirectOutside(r *syntax.Redirect, dir string) string {
 	}
 	abs := target
 	if !filepath.IsAbs(abs) {
-		abs = filepath.Join(dir, abs)
+		abs = filepath.Join(cwd, abs)
 	}
 	abs = filepath.Clean(abs)
 	if !beneath(abs, filepath.Clean(dir)) {
 		return fmt.Sprintf("it redirects to %q, outside the node's directory %s", target, dir)
 	}
+	if !realBeneath(abs, filepath.Clean(dir)) {
+		return fmt.Sprintf("it redirects to %q, which a symbolic link takes outside the node's directory %s", target, dir)
+	}
 	return ""
+}
+
+// realBeneath reports whether p, with the symbolic links of its existing
+// part followed, is still beneath dir (with its own links followed). A
+// link that leads nowhere (a write through it would make its target)
+// is not beneath anything.
+func realBeneath(p, dir string) bool {
+	rd, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		rd = dir
+	}
+	var rest []string
+	for {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return beneath(filepath.Join(append([]string{r}, rest...)...), rd)
+		}
+		if st, err := os.Lstat(p); err == nil && st.Mode()&os.ModeSymlink != 0 {
+			return false
+		}
+		parent := filepath.Dir(p)
+		if parent == p {
+			return false
+		}
+		rest = append([]string{filepath.Base(p)}, rest...)
+		p = parent
+	}
 }
 
 func isDigits(s string) bool {

@@ -315,6 +315,9 @@ type DialogRequest struct {
 	Dialog    string   `json:"dialog"`
 	Tool      string   `json:"tool"`
 	Input     string   `json:"input"`
+	// Cwd is where the asking agent's shell is (policy rules resolve
+	// relative redirections from it).
+	Cwd string `json:"cwd"`
 }
 
 // DialogAnswer is dialog_answer's answer (its arguments).

@@ -39,11 +39,16 @@ var agentKinds = map[string]agentKind{
 		Fork: func(cmd []string, id string) []string {
 			return append(slices.Clone(cmd), "--resume", id, "--fork-session")
 		},
+		// Measured (docs/USAGE.md; DESIGN.md "Facts for the fourth floor"):
+		// Claude Code exports nothing over HTTP unless the protocol is an
+		// HTTP one, and sends header values as written (no
+		// percent-decoding), so the token needs no escaping. Delta sums:
+		// each export adds (cumulative works too).
 		Telemetry: func(endpoint, header string) ([]string, map[string]string) {
-			// DESIGN.md "Facts for the fourth floor": measured on 2.1.197.
 			return nil, map[string]string{"CLAUDE_CODE_ENABLE_TELEMETRY": "1", "OTEL_METRICS_EXPORTER": "otlp", "OTEL_LOGS_EXPORTER": "otlp",
 				"OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "OTEL_EXPORTER_OTLP_ENDPOINT": endpoint,
-				"OTEL_EXPORTER_OTLP_HEADERS": header, "OTEL_METRIC_EXPORT_INTERVAL": "5000"}
+				"OTEL_EXPORTER_OTLP_HEADERS": header, "OTEL_METRIC_EXPORT_INTERVAL": telemetryIntervalMS, "OTEL_LOGS_EXPORT_INTERVAL": telemetryIntervalMS,
+				"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "delta"}
 		},
 		TelemetryMeasured: true,
 	},
@@ -63,11 +68,17 @@ var agentKinds = map[string]agentKind{
 		Tested: "@google/gemini-cli@0.61.0",
 		Resume: func(cmd []string, id string) []string { return append(slices.Clone(cmd), "--resume", id) },
 		// Gemini CLI 0.61.0 has no fork of a session.
+		// Measured with 0.61.0 (docs/USAGE.md): its own switches turn the
+		// OTLP/HTTP exporters on (JSON, to /v1/metrics, /v1/logs and
+		// /v1/traces beneath the endpoint); the OpenTelemetry SDK under
+		// them takes the header from OTEL_EXPORTER_OTLP_HEADERS. Its sums
+		// are cumulative. Prompts are not logged.
 		Telemetry: func(endpoint, header string) ([]string, map[string]string) {
 			return nil, map[string]string{"GEMINI_TELEMETRY_ENABLED": "true", "GEMINI_TELEMETRY_TARGET": "local",
 				"GEMINI_TELEMETRY_OTLP_ENDPOINT": endpoint, "GEMINI_TELEMETRY_OTLP_PROTOCOL": "http",
 				"GEMINI_TELEMETRY_LOG_PROMPTS": "false", "OTEL_EXPORTER_OTLP_HEADERS": header}
 		},
+		TelemetryMeasured: true,
 	},
 	"opencode": {
 		Tested: "opencode-ai@1.18.33",

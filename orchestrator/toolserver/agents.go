@@ -112,14 +112,19 @@ func agentLaunch(c *call, a agentLaunchArgs) (tools.NodeInfo, any, error) {
 			cmd = append(slices.Clone(cmd), args...)
 		}
 	}
-	// Telemetry (usage.go): the kind's environment and a token of its own.
+	// Telemetry (usage.go): the kind's environment (and arguments, for
+	// its own program) with a token of its own.
 	var tenv map[string]string
+	var targs []string
 	var ttok string
 	if a.Host == "" { // the receiver is on this machine's loopback
-		tenv, ttok = s.agentTelemetry(a.Agent)
+		targs, tenv, ttok = s.agentTelemetry(a.Agent)
 	}
 	for k, v := range tenv {
 		extra[k] = v
+	}
+	if len(targs) > 0 && (len(a.Command) == 0 || isAgentProgram(a.Agent, a.Command[0])) {
+		cmd = append(slices.Clone(cmd), targs...)
 	}
 	name := a.Name
 	if name == "" {

@@ -153,7 +153,7 @@ func (s *Server) decidePermission(c *call, a dialogRequestArgs) (out tools.Dialo
 		return out, false, false, nil
 	}
 	home, _ := os.UserHomeDir()
-	d := policy.Decide(layers, policy.Request{Tool: a.Tool, Input: []byte(cmp.Or(a.Input, "{}")), Dir: m.Cwd, Home: home})
+	d := policy.Decide(layers, policy.Request{Tool: a.Tool, Input: []byte(cmp.Or(a.Input, "{}")), Dir: m.Cwd, Home: home, Cwd: a.Cwd})
 	switch d.Verdict {
 	case policy.Allow, policy.Deny:
 		out = base

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -157,6 +158,13 @@ func serve(ctx context.Context, cfg orchestrator.Config, ready func(ServeInfo), 
 	defer api.Close()
 	if err := cfg.Settings.Watch(api.Context(), func(err error) {
 		api.log.Warn("config.toml was not reloaded: the settings in force stay until it is fixed", "err", err)
+		// The human who just saved the file hears of it where they are
+		// (the first problem; termsprawl config lists them all). Within
+		// the watcher's goroutine, bounded.
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		ctx, cancel := context.WithTimeout(api.Context(), notifyTimeout)
+		defer cancel()
+		_, _ = o.NotifyHumans(ctx, "termsprawl: config.toml not reloaded, the settings in force stay: "+first+" (termsprawl config lists every problem)")
 	}); err != nil {
 		api.log.Warn("config.toml is not watched: changes count at the next `termsprawl up`", "err", err)
 	}

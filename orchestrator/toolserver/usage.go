@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/usage"
@@ -16,32 +15,8 @@ import (
 // own; its tokens and cost show in terminal_list, agent_status,
 // usage_report and the dashboard, `unknown` where it sent nothing.
 
-// telemetryEnv is, per agent kind, the environment that makes it export
-// to endpoint with token (nil: the kind exports nothing termsprawl can
-// read yet, and its usage stays unknown). A kind that is configured by
-// flags or files instead adds its own wiring here.
-var telemetryEnv = map[string]func(endpoint, token string) map[string]string{
-	// Measured (docs/USAGE.md): Claude Code exports nothing over HTTP
-	// unless the protocol is an HTTP one, and sends header values as
-	// written (no percent-decoding), so the token needs no escaping.
-	"claude": func(endpoint, token string) map[string]string {
-		return map[string]string{
-			"CLAUDE_CODE_ENABLE_TELEMETRY": "1",
-			"OTEL_METRICS_EXPORTER":        "otlp",
-			"OTEL_LOGS_EXPORTER":           "otlp",
-			"OTEL_EXPORTER_OTLP_PROTOCOL":  "http/protobuf",
-			"OTEL_EXPORTER_OTLP_ENDPOINT":  endpoint,
-			"OTEL_EXPORTER_OTLP_HEADERS":   usage.Header + "=" + token,
-			"OTEL_METRIC_EXPORT_INTERVAL":  strconv.Itoa(int(telemetryInterval / time.Millisecond)),
-			"OTEL_LOGS_EXPORT_INTERVAL":    strconv.Itoa(int(telemetryInterval / time.Millisecond)),
-			// delta sums: each export adds (cumulative works too)
-			"OTEL_EXPORTER_OTLP_METRICS_TEMPORALITY_PREFERENCE": "delta",
-		}
-	},
-}
-
-// telemetryInterval is how often agents export.
-const telemetryInterval = 5 * time.Second
+// telemetryIntervalMS is how often agents that take it export (ms).
+const telemetryIntervalMS = "5000"
 
 // startUsage serves the OTLP receiver on its kept loopback port until
 // ctx ends, and saves the table meanwhile (Serve's).
@@ -64,15 +39,19 @@ func (s *Server) startUsage(ctx context.Context) error {
 	return nil
 }
 
-// agentTelemetry is a launch's telemetry environment and token ("" when
-// the kind exports nothing termsprawl reads, or no receiver runs).
-func (s *Server) agentTelemetry(kind string) (map[string]string, string) {
-	f := telemetryEnv[kind]
-	if f == nil || s.usageEndpoint == "" {
-		return nil, ""
+// agentTelemetry is a launch's telemetry from the kind's row of
+// agentKinds (agentkinds.go), where what it sets was measured against a
+// loopback receiver: arguments for the agent's own program, environment,
+// and the token ("" when the kind exports nothing termsprawl reads, or no
+// receiver runs).
+func (s *Server) agentTelemetry(kind string) (args []string, env map[string]string, token string) {
+	k, ok := agentKinds[kind]
+	if !ok || k.Telemetry == nil || !k.TelemetryMeasured || s.usageEndpoint == "" {
+		return nil, nil, ""
 	}
 	tok := s.usage.NewToken(kind)
-	return f(s.usageEndpoint, tok), tok
+	args, env = k.Telemetry(s.usageEndpoint, usage.Header+"="+tok)
+	return args, env, tok
 }
 
 // usageOf is an agent's usage for the tables.

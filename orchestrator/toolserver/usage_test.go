@@ -16,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
 	"github.com/termsprawl/termsprawl/orchestrator/usage"
 	"github.com/termsprawl/termsprawl/tools"
@@ -110,7 +111,8 @@ action = "stop"
 	if err := os.WriteFile(filepath.Join(dir, "config.toml"), []byte(conf), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := apiStart(t, tmux, dir)
+	recv, hook := newHookRecv(t, 200)
+	s := apiStartWith(t, tmux, dir, orchestrator.Config{Notify: []string{"webhook=" + hook.URL}, NotifyMode: "quiet"})
 	op := s.op()
 	a, endpoint, tokA := telemetryOf(t, s, op)
 	b, _, tokB := telemetryOf(t, s, op)
@@ -167,6 +169,20 @@ action = "stop"
 	if len(entries) == 0 || entries[len(entries)-1].By != "budget" || entries[len(entries)-1].Decision != "notify" {
 		t.Fatalf("the 80 %% crossing was not audited: %+v", entries)
 	}
+	// The 80 % notification reaches the notify targets (§20's budget
+	// event, sent in every mode, quiet included).
+	budgetPosts := func(state string) int {
+		recv.mu.Lock()
+		defer recv.mu.Unlock()
+		n := 0
+		for _, p := range recv.posts {
+			if p["node"] == a && p["event"] == "budget" && p["state"] == state {
+				n++
+			}
+		}
+		return n
+	}
+	waitFor(t, 20*time.Second, "the 80 % budget notification", func() bool { return budgetPosts("notify") >= 1 })
 
 	// 100 %: pause (a's permissions denied with "budget", no new task)
 	// and the cost budget's notify.
@@ -189,6 +205,12 @@ action = "stop"
 	if !decisions["pause"] || !decisions["notify"] || !decisions["deny"] {
 		t.Fatalf("budget decisions audited: %v", decisions)
 	}
+	waitFor(t, 20*time.Second, "the 100 % pause notification", func() bool { return budgetPosts("pause") == 1 })
+	// Paused: the agent is interrupted (Escape for Claude Code), which
+	// its terminal echoes as ^[.
+	waitFor(t, 20*time.Second, "the paused agent interrupted", func() bool {
+		return strings.Count(strings.Join(apiSnapshot(t, op, a).Lines, "\n"), "^[") == 1
+	})
 	// Only the human raises it; then a's requests reach a human again.
 	apiFail(t, s.session(a), "budget_raise", apiM{"node": a, "tokens": 1000}, tools.KindForbidden)
 	apiMutate(t, op, "budget_raise", apiM{"node": a, "tokens": 100})
