@@ -103,7 +103,10 @@ var allowed = map[string][]string{
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
 		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree",
 		module + "/orchestrator/config", module + "/orchestrator/trust", module + "/orchestrator/sandbox",
-		module + "/orchestrator/policy", module + "/orchestrator/usage"},
+		module + "/orchestrator/policy", module + "/orchestrator/usage", module + "/orchestrator/tables"},
+	// The tool server's tables on disk (their group-commit persister):
+	// the contract's values only, never nodes, the engine or HTTP.
+	"orchestrator/tables": {module + "/tools"},
 	// Git worktrees (CONTRACT §21): the user's git CLI only, never nodes,
 	// the engine or the tool server.
 	"orchestrator/worktree": {},
