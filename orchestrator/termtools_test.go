@@ -6,7 +6,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -167,15 +166,6 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func regexpMust(t *testing.T, p string) *regexp.Regexp {
-	t.Helper()
-	re, err := regexp.Compile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return re
 }
 
 // A recorded node: mouse and raw inputs are events by kind and size, and
