@@ -292,3 +292,20 @@ func printGuide(stdout, stderr io.Writer, name, topic string) int {
 	fmt.Fprint(stdout, strings.TrimRight(text, "\n")+"\n")
 	return ExitOK
 }
+
+// runShared runs cmd when it is one of the commands both binaries answer
+// alike (help, version, completion, guide); ok is false for any other.
+// help shows the binary's own grammar.
+func runShared(cmd, name string, help func() int, version versionCmd, completion completionCmd, guideTopic string, stdout, stderr io.Writer) (code int, ok bool) {
+	switch cmd {
+	case "help":
+		return help(), true
+	case "version":
+		return printVersion(stdout, name, version.JSON), true
+	case "completion":
+		return printCompletion(stdout, stderr, name, completion.Shell), true
+	case "guide":
+		return printGuide(stdout, stderr, name, guideTopic), true
+	}
+	return 0, false
+}

@@ -155,16 +155,14 @@ func MainCtl(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		callArgs json.RawMessage
 	)
 	mode := kctx.Selected().Name
-	switch mode {
-	case "help":
+	help := func() int {
 		var h ctlGrammar
 		return showHelp(ctlName, &h, g.HelpCmd.Command, stdout, stderr, ctlOptions()...)
-	case "version":
-		return printVersion(stdout, ctlName, g.VersionCmd.JSON)
-	case "completion":
-		return printCompletion(stdout, stderr, ctlName, g.Completion.Shell)
-	case "guide":
-		return printGuide(stdout, stderr, ctlName, g.Guide.Topic)
+	}
+	if code, ok := runShared(mode, ctlName, help, g.VersionCmd, g.Completion, g.Guide.Topic, stdout, stderr); ok {
+		return code
+	}
+	switch mode {
 	case "agent-context":
 		return printAgentContext(stdout)
 	case "usage":

@@ -349,16 +349,12 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	cmd := kctx.Selected().Name
-	switch cmd {
-	case "help":
+	help := func() int {
 		var hg humanGrammar
 		return showHelp(humanName, &hg, g.HelpCmd.Command, stdout, stderr, humanOptions()...)
-	case "version":
-		return printVersion(stdout, humanName, g.VersionCmd.JSON)
-	case "completion":
-		return printCompletion(stdout, stderr, humanName, g.Completion.Shell)
-	case "guide":
-		return printGuide(stdout, stderr, humanName, g.Guide.Topic)
+	}
+	if code, ok := runShared(cmd, humanName, help, g.VersionCmd, g.Completion, g.Guide.Topic, stdout, stderr); ok {
+		return code
 	}
 
 	h := &human{stdout: stdout, stderr: stderr, socket: g.TmuxSocket, cmd: cmd}

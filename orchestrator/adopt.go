@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -67,7 +68,7 @@ func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
 	socket := cmp.Or(m.Socket, o.cfg.Socket)
 	srv := o.server(socket)
 	if srv == nil {
-		return !hosts.Running(ctx, o.cfg.Tmux, socket, tmuxEnv())
+		return !hosts.Running(ctx, o.cfg.Tmux, socket, launchenv.Tmux())
 	}
 	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
 	var ce *tmuxctl.CommandError
@@ -96,7 +97,7 @@ func (o *Orchestrator) connectShards(ctx context.Context, metas map[string]metaR
 	}
 	sort.Strings(names)
 	for _, socket := range names {
-		if o.server(socket) != nil || !hosts.Running(ctx, o.cfg.Tmux, socket, tmuxEnv()) {
+		if o.server(socket) != nil || !hosts.Running(ctx, o.cfg.Tmux, socket, launchenv.Tmux()) {
 			continue
 		}
 		if _, err := o.addShard(ctx, socket); err != nil {
@@ -236,8 +237,7 @@ func (o *Orchestrator) unattached(meta NodeMeta, err error) {
 func (o *Orchestrator) listUnreachable(meta NodeMeta, base uint64, reason string) {
 	n := o.newNode(meta)
 	n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: base})
-	n.status = tools.StatusUnreachable
-	n.exitReason = reason
+	n.st.Store(newState(tools.StatusUnreachable, reason))
 	close(n.done)
 	o.mu.Lock()
 	o.nodes[meta.ID] = n

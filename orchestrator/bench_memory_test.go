@@ -70,7 +70,7 @@ func BenchmarkFloodMemory(b *testing.B) {
 			if os.Getenv("TERMSPRAWL_FLOOD_TRACE") != "" {
 				var ms runtime.MemStats
 				runtime.ReadMemStats(&ms)
-				b.Logf("rss %.1f MiB heap %.1f idle-unreleased %.1f freed-at %d seen %d", float64(rssBytes(b))/(1<<20), float64(ms.HeapAlloc)/(1<<20), float64(ms.HeapIdle-ms.HeapReleased)/(1<<20), o.output.freedAt.Load(), o.output.seen.Load())
+				b.Logf("rss %.1f MiB heap %.1f idle-unreleased %.1f freed-at %d seen %d", float64(rssBytes(b))/(1<<20), float64(ms.HeapAlloc)/(1<<20), float64(ms.HeapIdle-ms.HeapReleased)/(1<<20), o.output.FreedAt(), o.output.Seen())
 			}
 		}
 		after := rssBytes(b)

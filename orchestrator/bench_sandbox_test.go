@@ -63,9 +63,7 @@ func BenchmarkSandboxCost(b *testing.B) {
 					n := o.node(id)
 					var pid int
 					for deadline := time.Now().Add(10 * time.Second); pid <= 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-						n.mu.Lock()
-						pid = n.pid
-						n.mu.Unlock()
+						pid = n.pid()
 					}
 					// The tree settles once the program runs.
 					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {

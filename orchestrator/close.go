@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -59,7 +60,7 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	}
 	// Its intent first: a kill during the close is finished on adoption
 	// (interrupted.go). A close goes on even if it cannot be recorded.
-	if err := o.writeMark(o.closeMarkPath(id), inputMark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
+	if err := statefile.WriteMark(o.closeMarkPath(id), statefile.Mark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
 		o.log.Warn("record a close's intent", "node", id, "err", err)
 	}
 	if o.hostDown(n) {
@@ -99,9 +100,7 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node) error {
 	id := n.meta.ID
 	n.srv.Life().Lock()
 	defer n.srv.Life().Unlock()
-	n.mu.Lock()
-	pid := n.pid
-	n.mu.Unlock()
+	pid := n.pid()
 	status, _, gone := n.state()
 	live := !gone && status != tools.StatusExited && pid > 0
 	if live {

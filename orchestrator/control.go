@@ -61,9 +61,7 @@ func (o *Orchestrator) Signal(id, sig string) (tools.SignalResult, error) {
 	if err != nil {
 		return tools.SignalResult{}, err
 	}
-	n.mu.Lock()
-	pid := n.pid
-	n.mu.Unlock()
+	pid := n.pid()
 	if status, _, _ := n.state(); status == tools.StatusExited || pid <= 0 {
 		return tools.SignalResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has no running program to signal", id)
 	}

@@ -14,14 +14,12 @@ import (
 )
 
 // termwright is a node's state for termwright's tools (CONTRACT §11): the
-// last input by kind, the crash report, the refs terminal_query handed
-// out, and the application-log follower.
+// last input by kind, the crash report and the application-log follower
+// (the refs terminal_query handed out are node.refs).
 type termwright struct {
-	mu        sync.Mutex // guards lastInput, crash, refs, refOrder
+	mu        sync.Mutex // guards lastInput, crash
 	lastInput *tools.InputSummary
 	crash     *tools.Crash
-	refs      map[string]string // ref → the text it named
-	refOrder  []string          // refs oldest first, at most maxRefs
 
 	// logs is set by startLogs before the follower's goroutine starts
 	// and never changes after; it has its own mutex.
@@ -86,9 +84,7 @@ func (n *node) recordCrash(ctx context.Context, code int) {
 		if sig == 0 {
 			// tmux 3.3a can mark the pane dead before it reaped the
 			// program: then it knows no signal, and the zombie does.
-			n.mu.Lock()
-			pid := n.pid
-			n.mu.Unlock()
+			pid := n.pid()
 			if ws, ok := zombieWaitOn(n.srv, pid); ok && ws.Signaled() {
 				sig = int(ws.Signal())
 			}

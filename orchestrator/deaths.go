@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -44,45 +45,6 @@ func (n *node) requestExit(code int) {
 	n.pendingExit = &code
 	n.mu.Unlock()
 	n.requestReseed()
-}
-
-// deadFormat reads a pane's death as one word: dead flag, exit status and
-// signal, e.g. "1:7:" or "1::9" or "0::".
-const deadFormat = "#{pane_dead}:#{pane_dead_status}:#{pane_dead_signal}"
-
-// parseDead interprets deadFormat. A pane whose pty closed before tmux
-// collected the child's status is dead but not ready: its status will
-// follow (the pane-died hook fires again), so it is not reported yet.
-func parseDead(word string) (exited bool, code int) {
-	f := strings.Split(word, ":")
-	if len(f) != 3 || f[0] != "1" {
-		return false, 0
-	}
-	if v, err := strconv.Atoi(f[1]); err == nil {
-		return true, v
-	}
-	if v, err := strconv.Atoi(f[2]); err == nil {
-		return true, 128 + v
-	}
-	return false, 0
-}
-
-// checkDead interprets tmux's dead word for a pane. tmux 3.3a sometimes
-// leaves the child unreaped after the pty closed: it then has no status
-// and fires no pane-died hook, so the status is read from /proc instead.
-// The quiet-time check (heal) and every seed call this, so a program that
-// printed anything before it exited is noticed even then.
-// zombie reads the status on the pane's machine (tmuxServer.zombieStatus).
-func checkDead(word string, pid int, zombie func(int) (int, bool)) (bool, int) {
-	if exited, code := parseDead(word); exited {
-		return true, code
-	}
-	if strings.HasPrefix(word, "1:") && pid > 0 {
-		if code, ok := zombie(pid); ok {
-			return true, code
-		}
-	}
-	return false, 0
 }
 
 // watchDeaths reacts to the pane-died hook: it reads every pane's dead
@@ -137,7 +99,7 @@ func (o *Orchestrator) paneDeaths(out []string) bool {
 			continue
 		}
 		pid, _ := strconv.Atoi(f[2])
-		if exited, code := checkDead(f[1], pid, n.zombieStatus); exited {
+		if exited, code := hosts.CheckDead(f[1], pid, n.zombieStatus); exited {
 			if status, _, _ := n.state(); status != tools.StatusExited {
 				n.requestExit(code)
 			}
@@ -179,7 +141,7 @@ func (o *Orchestrator) listPanes(srv *tmuxServer) ([]string, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	lines, err := srv.Admin().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+deadFormat+" #{pane_pid}"))
+	lines, err := srv.Admin().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+hosts.DeadFormat+" #{pane_pid}"))
 	if err != nil {
 		o.log.Warn("list panes after a pane died", "socket", srv.Socket(), "err", err)
 		return nil, false

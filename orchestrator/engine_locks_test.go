@@ -62,9 +62,7 @@ func TestCloseCancelledEndsProgram(t *testing.T) {
 		id := launch(t, o, "sh", "-c", "trap '' HUP; echo up; exec sleep 600")
 		waitText(t, o, id, "up")
 		n := o.node(id)
-		n.mu.Lock()
-		pid := n.pid
-		n.mu.Unlock()
+		pid := n.pid()
 		if pid <= 0 {
 			t.Fatalf("round %d: no pid for %s", i, id)
 		}
@@ -269,9 +267,7 @@ func TestAdoptAttachFailureListed(t *testing.T) {
 	id := launch(t, o, stayArgv()...)
 	waitText(t, o, id, "up")
 	n := o.node(id)
-	n.mu.Lock()
-	pid := n.pid
-	n.mu.Unlock()
+	pid := n.pid()
 	o.Close()
 
 	o2 := openOrchestratorWith(t, srv, dir, func(c *Config) {
@@ -428,8 +424,8 @@ func TestRemoteZombieReadOnHost(t *testing.T) {
 		t.Fatalf("zombieWait on the host = %v, %v: want a zombie killed by SIGKILL", ws, ok)
 	}
 	n := &node{srv: srv}
-	if exited, code := checkDead("1::", pid, n.zombieStatus); !exited || code != 128+9 {
-		t.Fatalf("checkDead on the host = %v, %d: want exited, 137", exited, code)
+	if exited, code := hosts.CheckDead("1::", pid, n.zombieStatus); !exited || code != 128+9 {
+		t.Fatalf("CheckDead on the host = %v, %d: want exited, 137", exited, code)
 	}
 }
 

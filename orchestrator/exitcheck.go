@@ -34,9 +34,7 @@ const (
 // whether an exit the process watcher reported (code) is published now.
 // Only the pump goroutine calls it (from reseed).
 func (n *node) confirmExit(code int) (bool, int) {
-	n.mu.Lock()
-	pid := n.pid
-	n.mu.Unlock()
+	pid := n.pid()
 	// On the pane's machine: a host's pid is read there (CONTRACT §23).
 	zcode, zombie := n.zombieStatus(pid)
 	if n.hooks().exitUnconfirmed != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/record"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -35,7 +36,7 @@ func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wa
 	pt := n.scr.InputPoint()
 	rev := pt.Revision
 	n.recordInput(pt, text)
-	n.sem.markInput(rev) // a semantic wait after rev counts only later commits (semantic.go)
+	n.sem.MarkInput(rev) // a semantic wait after rev counts only later commits (semantic.go)
 	if err := send(n); err != nil {
 		return tools.InputResult{Terminal: id, Revision: rev}, err
 	}
@@ -159,7 +160,7 @@ func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.
 		if testPauseMatches(testPauseSubmit, text) {
 			o.testPause(ctx, "submit")
 		}
-		if err := mark.phase(phaseEnter); err != nil {
+		if err := mark.phase(statefile.PhaseEnter); err != nil {
 			// The text is not left to glue to the next input.
 			n.pressKeys(ctx, []string{"End", "C-u"})
 			return err

@@ -2,15 +2,14 @@ package orchestrator
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -27,10 +26,7 @@ import (
 // incarnation and its idempotency key. The tool server puts it in the
 // context so the engine's intent files carry it, and what adoption did is
 // reported per key (Interrupted).
-type Intent struct {
-	Caller string `json:"caller,omitempty"`
-	Key    string `json:"key,omitempty"`
-}
+type Intent = statefile.Intent
 
 type intentCtxKey struct{}
 
@@ -50,21 +46,6 @@ func WithIntent(ctx context.Context, caller, key string) context.Context {
 func intentOf(ctx context.Context) Intent {
 	in, _ := ctx.Value(intentCtxKey{}).(Intent)
 	return in
-}
-
-// Submit phases in nodes/ID.input.
-const (
-	phaseText  = "text"  // the text may have been sent; Enter certainly not
-	phaseEnter = "enter" // Enter is being sent: it may have arrived
-	phaseDone  = "done"  // Enter was sent (kept for a keyed call until its receipt is stored)
-)
-
-// inputMark is the content of nodes/ID.input and nodes/ID.closing.
-type inputMark struct {
-	Op      string    `json:"op"` // "submit" or "close"
-	Phase   string    `json:"phase,omitempty"`
-	Intent  Intent    `json:"intent"`
-	Started time.Time `json:"started"`
 }
 
 // Outcomes of an interrupted call, as adoption settled it.
@@ -93,51 +74,24 @@ type interruptedLog struct {
 }
 
 func (o *Orchestrator) inputMarkPath(id string) string {
-	return filepath.Join(o.cfg.StateDir, nodesDir, id+".input")
+	return statefile.Path(o.cfg.StateDir, id, statefile.Input)
 }
 
 func (o *Orchestrator) closeMarkPath(id string) string {
-	return filepath.Join(o.cfg.StateDir, nodesDir, id+".closing")
-}
-
-// writeMark writes an intent file atomically (temporary file, rename)
-// but without fsync: it guards against the orchestrator's death, which
-// keeps the page cache; a machine's crash ends the tmux sessions too, so
-// there is no line left to glue. A submit pays two or three of these.
-func (o *Orchestrator) writeMark(path string, m inputMark) error {
-	data, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	_, err = tmp.Write(data)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return statefile.Path(o.cfg.StateDir, id, statefile.Closing)
 }
 
 // submitMark records a submit's progress at n (nodes/ID.input).
 type submitMark struct {
 	o    *Orchestrator
 	path string
-	m    inputMark
+	m    statefile.Mark
 }
 
 func (o *Orchestrator) beginSubmit(ctx context.Context, n *node) (*submitMark, error) {
 	s := &submitMark{o: o, path: o.inputMarkPath(n.meta.ID),
-		m: inputMark{Op: "submit", Phase: phaseText, Intent: intentOf(ctx), Started: time.Now().UTC()}}
-	if err := o.writeMark(s.path, s.m); err != nil {
+		m: statefile.Mark{Op: "submit", Phase: statefile.PhaseText, Intent: intentOf(ctx), Started: time.Now().UTC()}}
+	if err := statefile.WriteMark(s.path, s.m); err != nil {
 		return nil, tools.Errorf(tools.KindNotRun, "terminal %q: the submit's intent could not be recorded, so nothing was sent (is the state dir's disk full?): %w", n.meta.ID, err)
 	}
 	return s, nil
@@ -146,7 +100,7 @@ func (o *Orchestrator) beginSubmit(ctx context.Context, n *node) (*submitMark, e
 // phase records that the submit reached phase.
 func (s *submitMark) phase(p string) error {
 	s.m.Phase = p
-	if err := s.o.writeMark(s.path, s.m); err != nil {
+	if err := statefile.WriteMark(s.path, s.m); err != nil {
 		return tools.Errorf(tools.KindNotRun, "the submit's progress could not be recorded, so Enter was not pressed (is the state dir's disk full?): %w", err)
 	}
 	return nil
@@ -157,27 +111,14 @@ func (s *submitMark) phase(p string) error {
 // still settles the key as submitted; an unkeyed one drops it.
 func (s *submitMark) end(sent bool) {
 	if sent && s.m.Intent.Key != "" {
-		if err := s.phase(phaseDone); err == nil {
+		if err := s.phase(statefile.PhaseDone); err == nil {
 			return
 		}
 	}
-	if !sent && s.m.Phase != phaseText {
+	if !sent && s.m.Phase != statefile.PhaseText {
 		return // Enter failed half-way: adoption must not think it is safe
 	}
 	os.Remove(s.path)
-}
-
-func readMark(path string) (inputMark, bool) {
-	var m inputMark
-	b, err := tools.ReadFileBounded(path, tools.MaxStateFileBytes)
-	if err != nil {
-		return m, false
-	}
-	if json.Unmarshal(b, &m) != nil {
-		// Torn or foreign: treat as a submit whose Enter was not sent.
-		return inputMark{Op: "submit", Phase: phaseText}, true
-	}
-	return m, true
 }
 
 // recoverInput settles a submit a killed orchestrator left at n (after
@@ -185,17 +126,17 @@ func readMark(path string) (inputMark, bool) {
 // (End, then Ctrl+U: readline, zsh's line editor and a tty's own line
 // discipline each erase the line with it), never an Enter.
 func (o *Orchestrator) recoverInput(ctx context.Context, n *node) {
-	m, ok := readMark(o.inputMarkPath(n.meta.ID))
+	m, ok := statefile.ReadMark(o.inputMarkPath(n.meta.ID))
 	if !ok {
 		return
 	}
 	in := Interrupted{Node: n.meta.ID, Op: "terminal_submit", Intent: m.Intent}
 	switch m.Phase {
-	case phaseDone:
+	case statefile.PhaseDone:
 		in.Outcome = OutcomeSubmitted
 	default:
 		in.Outcome = OutcomeCleared
-		if m.Phase == phaseEnter {
+		if m.Phase == statefile.PhaseEnter {
 			in.Outcome = OutcomeMaybe
 		}
 		if err := n.pressKeys(ctx, []string{"End", "C-u"}); err != nil {
@@ -219,7 +160,7 @@ func (o *Orchestrator) recoverInput(ctx context.Context, n *node) {
 func (o *Orchestrator) finishCloses(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, n := range o.sortedNodes() {
-		m, ok := readMark(o.closeMarkPath(n.meta.ID))
+		m, ok := statefile.ReadMark(o.closeMarkPath(n.meta.ID))
 		if !ok {
 			continue
 		}
@@ -246,7 +187,7 @@ func (o *Orchestrator) finishCloses(ctx context.Context) {
 	for _, p := range marks {
 		id := strings.TrimSuffix(filepath.Base(p), ".closing")
 		if _, err := os.Stat(o.metaPath(id)); errors.Is(err, os.ErrNotExist) {
-			m, _ := readMark(p)
+			m, _ := statefile.ReadMark(p)
 			os.Remove(p)
 			o.interrupted.mu.Lock()
 			o.interrupted.list = append(o.interrupted.list, Interrupted{Node: id, Op: "terminal_close", Intent: m.Intent, Outcome: OutcomeClosed})

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/testenv"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 )
 
 // Adoption settles a submit a killed orchestrator left, by the phase its
@@ -18,9 +19,9 @@ func TestAdoptionSettlesInterruptedSubmit(t *testing.T) {
 		phase, outcome string
 		cleared        bool
 	}{
-		{phaseText, OutcomeCleared, true},
-		{phaseEnter, OutcomeMaybe, true},
-		{phaseDone, OutcomeSubmitted, false},
+		{statefile.PhaseText, OutcomeCleared, true},
+		{statefile.PhaseEnter, OutcomeMaybe, true},
+		{statefile.PhaseDone, OutcomeSubmitted, false},
 	} {
 		t.Run(tc.phase, func(t *testing.T) {
 			srv, dir := newTestServer(t)
@@ -37,7 +38,7 @@ func TestAdoptionSettlesInterruptedSubmit(t *testing.T) {
 				return strings.Contains(strings.Join(snap.Lines, "\n"), "echo GLUE")
 			})
 			in := Intent{Caller: "op#1", Key: "k1"}
-			if err := o.writeMark(o.inputMarkPath(id), inputMark{Op: "submit", Phase: tc.phase, Intent: in, Started: time.Now()}); err != nil {
+			if err := statefile.WriteMark(o.inputMarkPath(id), statefile.Mark{Op: "submit", Phase: tc.phase, Intent: in, Started: time.Now()}); err != nil {
 				t.Fatal(err)
 			}
 			o.Close() // as if killed: the session and the files stay
@@ -48,7 +49,7 @@ func TestAdoptionSettlesInterruptedSubmit(t *testing.T) {
 				t.Fatalf("Interrupted() = %+v, want one %s submit of %s with its intent", got, tc.outcome, id)
 			}
 			o2.AckInterrupted(got)
-			if _, ok := readMark(o2.inputMarkPath(id)); ok {
+			if _, ok := statefile.ReadMark(o2.inputMarkPath(id)); ok {
 				t.Fatal("the intent file outlived its ack")
 			}
 			if _, err := o2.Submit(ctx, id, "echo ALONE", nil); err != nil {

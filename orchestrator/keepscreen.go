@@ -4,6 +4,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -49,7 +50,10 @@ func (o *Orchestrator) keepOnce(last map[*node]kept) {
 			continue // a host's nodes are the host's business
 		}
 		seen[n] = true
-		status, code, _, reason := n.exitState()
+		// One published state, read without the callers' seam (exitState's
+		// stateRead hook is for the reads that answer a call).
+		st := n.load()
+		status, code, reason := st.status, st.exitCode, st.exitReason
 		if status == tools.StatusUnreachable {
 			continue // unattached: nothing new to show
 		}
@@ -62,7 +66,7 @@ func (o *Orchestrator) keepOnce(last map[*node]kept) {
 		if k, ok := last[n]; ok && k.rev == rev && k.status == status {
 			continue
 		}
-		ks := keptScreen{Screen: n.snapshot(), Status: status, SavedAt: time.Now().UTC()}
+		ks := statefile.KeptScreen{Screen: n.snapshot(), Status: status, SavedAt: time.Now().UTC()}
 		if status == tools.StatusExited {
 			ks.ExitCode = code
 		}

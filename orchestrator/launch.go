@@ -6,15 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
-	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -73,38 +72,12 @@ func checkSize(columns, rows int) error {
 	return nil
 }
 
-func defaultShell() string {
-	if u, err := user.Current(); err == nil {
-		if b, err := os.ReadFile("/etc/passwd"); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				f := strings.Split(line, ":")
-				if len(f) >= 7 && f[0] == u.Username && f[6] != "" {
-					return f[6]
-				}
-			}
-		}
-	}
-	if s := os.Getenv("SHELL"); s != "" {
-		return s
-	}
-	return "/bin/sh"
-}
-
-var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 // checkEnv refuses a launch's bad env_mode or env names, and makes the
 // operator the owner when none is given: the checks local and remote
 // launches share.
 func checkEnv(spec *LaunchSpec) error {
-	switch spec.EnvMode {
-	case "", "replace", "inherit":
-	default:
-		return usage("env_mode %q: use replace or inherit", spec.EnvMode)
-	}
-	for k := range spec.Env {
-		if !envNameRE.MatchString(k) {
-			return usage("env name %q is not a valid variable name", k)
-		}
+	if err := launchenv.Check(spec.EnvMode, spec.Env); err != nil {
+		return err
 	}
 	if spec.Owner == "" {
 		spec.Owner = tools.OperatorNode
@@ -356,7 +329,7 @@ func (o *Orchestrator) isClosing() bool {
 type localTarget struct{ o *Orchestrator }
 
 func (localTarget) host() string         { return "" }
-func (localTarget) defaultShell() string { return defaultShell() }
+func (localTarget) defaultShell() string { return launchenv.DefaultShell() }
 
 // defaultCwd: the caller's directory is the tool server's business (a
 // node's pane path, the human CLI's own cwd); failing that, ours.
@@ -478,116 +451,17 @@ const launchQuiet = 250 * time.Millisecond
 // checkProgram refuses, before anything exists, a program that cannot
 // start: not on the PATH the node will have, not a regular executable file.
 func (o *Orchestrator) checkProgram(spec LaunchSpec) error {
-	prog := spec.Command[0]
-	if strings.Contains(prog, "/") {
-		p := prog
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(spec.Cwd, p)
-		}
-		return executable(prog, p)
-	}
-	path := ""
-	for _, kv := range o.launchEnv(spec, "", o.cfg.Socket) {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			path = v
-		}
-	}
-	for _, dir := range filepath.SplitList(path) {
-		if dir == "" {
-			dir = "."
-		}
-		if !filepath.IsAbs(dir) {
-			dir = filepath.Join(spec.Cwd, dir)
-		}
-		if executable(prog, filepath.Join(dir, prog)) == nil {
-			return nil
-		}
-	}
-	return tools.Errorf(tools.KindUsage, "program %q is not on the node's PATH (%s): install it, or give its absolute path as command[0]", prog, path).
-		WithDetails("program", prog)
+	return launchenv.CheckProgram(spec.Command[0], spec.Cwd, o.launchEnv(spec, "", o.cfg.Socket))
 }
 
-// executable reports why the file at p cannot be run as prog, or nil.
-func executable(prog, p string) error {
-	fi, err := os.Stat(p)
-	switch {
-	case err != nil:
-		return tools.Errorf(tools.KindUsage, "program %q: %w: check the path, or install it", prog, err).WithDetails("program", prog)
-	case !fi.Mode().IsRegular():
-		return tools.Errorf(tools.KindUsage, "program %q (%s) is not a regular file", prog, p).WithDetails("program", prog)
-	case fi.Mode().Perm()&0o111 == 0:
-		return tools.Errorf(tools.KindUsage, "program %q (%s) is not executable: chmod +x it", prog, p).WithDetails("program", prog)
-	}
-	return nil
-}
-
-// launchEnv builds the -e list: the minimal or inherited environment, the
-// launch's env, then TERMSPRAWL_*.
+// launchEnv builds the -e list of a local node (launchenv.Local).
 func (o *Orchestrator) launchEnv(spec LaunchSpec, id, socket string) []string {
-	vars := map[string]string{}
-	var order []string
-	set := func(k, v string) {
-		if _, ok := vars[k]; !ok {
-			order = append(order, k)
-		}
-		vars[k] = v
-	}
-	if spec.EnvMode == "inherit" {
-		for _, kv := range os.Environ() {
-			k, v, _ := strings.Cut(kv, "=")
-			if k == "TMUX" || k == "TMUX_PANE" || k == "TERM" || strings.HasPrefix(k, "TERMSPRAWL_") || !envNameRE.MatchString(k) {
-				continue
-			}
-			set(k, v)
-		}
-	} else {
-		for _, kv := range minimalEnv() {
-			k, v, _ := strings.Cut(kv, "=")
-			if k == "TERM" {
-				continue // tmux sets TERM to its default-terminal
-			}
-			set(k, v)
-		}
-	}
-	keys := make([]string, 0, len(spec.Env))
-	for k := range spec.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		set(k, spec.Env[k])
-	}
-	if o.cfg.CtlPath != "" {
-		// termsprawlctl on PATH in every node, first (CONTRACT §10).
-		dir := filepath.Dir(o.cfg.CtlPath)
-		if p := vars["PATH"]; p != "" {
-			set("PATH", dir+string(filepath.ListSeparator)+p)
-		} else {
-			set("PATH", dir)
-		}
-	}
-	set("TERMSPRAWL_SESSION_FILE", tools.SessionPath(o.cfg.StateDir, id))
-	set("TERMSPRAWL_NODE", id)
-	set("TERMSPRAWL_HOME", o.cfg.StateDir)
-	set("TERMSPRAWL_TMUX_SOCKET", socket)
-	if p := sandboxName(spec.Sandbox); p != "none" {
-		set("TERMSPRAWL_SANDBOX", p)
-	}
-	if o.cfg.CtlPath != "" {
-		set("TERMSPRAWL_CTL", o.cfg.CtlPath)
-	}
-	for k, v := range spec.ExtraEnv {
-		set(k, v)
-	}
-	out := make([]string, 0, len(order))
-	for _, k := range order {
-		out = append(out, k+"="+vars[k])
-	}
-	return out
+	return launchenv.Local{Mode: spec.EnvMode, Env: spec.Env, Extra: spec.ExtraEnv, CtlPath: o.cfg.CtlPath,
+		StateDir: o.cfg.StateDir, ID: id, Socket: socket, Sandbox: sandboxName(spec.Sandbox)}.List()
 }
 
 func (o *Orchestrator) metaPath(id string) string {
-	return filepath.Join(o.cfg.StateDir, nodesDir, id+".json")
+	return statefile.Path(o.cfg.StateDir, id, statefile.Meta)
 }
 
 func (o *Orchestrator) removeFiles(id string) {
@@ -603,7 +477,7 @@ func (o *Orchestrator) removeFiles(id string) {
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node {
 	srv := o.serverFor(meta)
-	return &node{
+	n := &node{
 		meta:      meta,
 		o:         o,
 		srv:       srv,
@@ -614,9 +488,9 @@ func (o *Orchestrator) newNode(meta NodeMeta) *node {
 		quit:      make(chan struct{}),
 		done:      make(chan struct{}),
 		closing:   make(chan struct{}),
-		status:    tools.StatusRunning,
-		statusCh:  make(chan struct{}),
 	}
+	n.st.Store(newState(tools.StatusRunning, ""))
+	return n
 }
 
 func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {

@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -47,32 +47,23 @@ func (r LaunchRecord) Launch() LaunchSpec {
 	return s
 }
 
-// keptScreen is nodes/<id>.screen.json: the last screen and when it was
-// saved; Status is exited once the program had ended on its own.
-type keptScreen struct {
-	tools.Screen
-	Status   string    `json:"status"`
-	ExitCode *int      `json:"exit_code,omitempty"`
-	SavedAt  time.Time `json:"saved_at"`
-}
-
 // lostNode is a node listed lost (or exited before its server went):
 // its metadata, launch and last screen as read at adoption.
 type lostNode struct {
 	meta      NodeMeta
 	launch    LaunchRecord
-	screen    keptScreen
+	screen    statefile.KeptScreen
 	hasScreen bool
 	status    string // tools.StatusLost, or tools.StatusExited
 	restoring bool   // a restore is under way
 }
 
 func (o *Orchestrator) launchPath(id string) string {
-	return filepath.Join(o.cfg.StateDir, nodesDir, id+".launch.json")
+	return statefile.Path(o.cfg.StateDir, id, statefile.Launch)
 }
 
 func (o *Orchestrator) screenPath(id string) string {
-	return filepath.Join(o.cfg.StateDir, nodesDir, id+".screen.json")
+	return statefile.Path(o.cfg.StateDir, id, statefile.Screen)
 }
 
 // writeLaunch keeps a launch (create, before the session exists).
@@ -96,19 +87,8 @@ func (o *Orchestrator) writeLaunch(id string, spec LaunchSpec, socket string) er
 // readLaunch reads a node's kept launch.
 func (o *Orchestrator) readLaunch(id string) (LaunchRecord, error) {
 	var r LaunchRecord
-	err := readJSON(o.launchPath(id), &r)
+	err := statefile.ReadJSON(o.launchPath(id), &r)
 	return r, err
-}
-
-func readJSON(path string, v any) error {
-	b, err := tools.ReadFileBounded(path, tools.MaxStateFileBytes)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("parse %s: %w", path, err)
-	}
-	return nil
 }
 
 // SetConversation keeps an agent's own conversation id (from its hooks)
@@ -169,7 +149,7 @@ func (o *Orchestrator) keepLost(m NodeMeta) bool {
 		return false
 	}
 	l := &lostNode{meta: m, launch: rec, status: tools.StatusLost}
-	if err := readJSON(o.screenPath(m.ID), &l.screen); err == nil {
+	if err := statefile.ReadJSON(o.screenPath(m.ID), &l.screen); err == nil {
 		l.hasScreen = true
 	}
 	if ex, ok := o.readExit(m.ID); ok {
@@ -195,29 +175,21 @@ func (o *Orchestrator) keepLost(m NodeMeta) bool {
 	return true
 }
 
-// exitRecord is nodes/<id>.exit.json: the program's own exit, written
-// when it is published, so a node that had exited before its tmux server
-// went away stays exited (CONTRACT §26).
-type exitRecord struct {
-	Code int       `json:"code"`
-	At   time.Time `json:"at"`
-}
-
 func (o *Orchestrator) exitPath(id string) string {
-	return filepath.Join(o.cfg.StateDir, nodesDir, id+".exit.json")
+	return statefile.Path(o.cfg.StateDir, id, statefile.Exit)
 }
 
 // keepExit records a node's exit.
 func (o *Orchestrator) keepExit(id string, code int) {
-	if err := tools.WriteJSONAtomic(o.exitPath(id), exitRecord{Code: code, At: time.Now().UTC()}); err != nil {
+	if err := tools.WriteJSONAtomic(o.exitPath(id), statefile.ExitRecord{Code: code, At: time.Now().UTC()}); err != nil {
 		o.log.Warn("record a node's exit", "node", id, "err", err)
 	}
 }
 
 // readExit reads a node's recorded exit.
-func (o *Orchestrator) readExit(id string) (exitRecord, bool) {
-	var r exitRecord
-	return r, readJSON(o.exitPath(id), &r) == nil
+func (o *Orchestrator) readExit(id string) (statefile.ExitRecord, bool) {
+	var r statefile.ExitRecord
+	return r, statefile.ReadJSON(o.exitPath(id), &r) == nil
 }
 
 // loseNode lists a local node whose tmux server died while termsprawl
@@ -235,7 +207,7 @@ func (o *Orchestrator) loseNode(n *node, reason string) {
 	}
 	now := time.Now().UTC()
 	l := &lostNode{meta: m, launch: rec, status: tools.StatusLost, hasScreen: true,
-		screen: keptScreen{Screen: n.snapshot(), Status: tools.StatusRunning, SavedAt: now}}
+		screen: statefile.KeptScreen{Screen: n.snapshot(), Status: tools.StatusRunning, SavedAt: now}}
 	if status == tools.StatusExited && code != nil {
 		l.status = tools.StatusExited
 		l.screen.Status, l.screen.ExitCode = tools.StatusExited, code

@@ -11,6 +11,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -248,10 +249,10 @@ func TestKeeperWritesChangedScreensOnly(t *testing.T) {
 			}
 		}
 	}
-	read := func() (keptScreen, int64) {
+	read := func() (statefile.KeptScreen, int64) {
 		t.Helper()
-		var ks keptScreen
-		if err := readJSON(o.screenPath(id), &ks); err != nil {
+		var ks statefile.KeptScreen
+		if err := statefile.ReadJSON(o.screenPath(id), &ks); err != nil {
 			t.Fatal(err)
 		}
 		return ks, o.screensKept.Load()

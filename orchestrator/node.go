@@ -3,73 +3,23 @@ package orchestrator
 import (
 	"errors"
 	"log/slog"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/orchestrator/semstore"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
+	"github.com/termsprawl/termsprawl/orchestrator/termquery"
 	"github.com/termsprawl/termsprawl/orchestrator/textwait"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // NodeMeta is what the orchestrator keeps about a node on disk
-// (<state>/nodes/<id>.json), so a restarted orchestrator knows who owns it.
-type NodeMeta struct {
-	ID      string   `json:"id"`
-	Name    string   `json:"name"`
-	Command []string `json:"command"`
-	Cwd     string   `json:"cwd"`
-	Owner   string   `json:"owner"`            // launching node id, or "operator"
-	Parent  string   `json:"parent,omitempty"` // launching node id when a node launched it
-	Agent   string   `json:"agent,omitempty"`  // agent kind for agent nodes
-	// Policy is the named table of permission rules the node was
-	// launched with (CONTRACT §28).
-	Policy  string    `json:"policy,omitempty"`
-	Created time.Time `json:"created"`
-	// Socket is the tmux server (shard) the node's session is on; empty
-	// in metadata written before shards: the configured socket.
-	Socket string `json:"socket,omitempty"`
-	// Ancestors are the incarnations of the launching node and of the
-	// nodes that launched it, nearest first: they may drive this node.
-	Ancestors []string `json:"ancestors,omitempty"`
-	// Epoch counts the orchestrator lives that mirrored this node; it is
-	// the high part of the node's revisions, so revisions never repeat
-	// across restarts (see revisionBase).
-	Epoch uint64 `json:"epoch,omitempty"`
-	// Logs are the application logs the node follows (CONTRACT §11).
-	Logs []tools.LogSpec `json:"logs,omitempty"`
-	// Host is the machine the session is on (a name of Config.Hosts);
-	// empty: this one.
-	Host string `json:"host,omitempty"`
-	// Recording is the directory the node is being recorded into: a
-	// restarted orchestrator goes on recording there.
-	Recording string `json:"recording,omitempty"`
-	// LostAt is when an orchestrator found the node's tmux server gone
-	// (lost.go): it stays lost until restored or forgotten.
-	LostAt time.Time `json:"lost_at,omitzero"`
-	// Sandbox is the profile its program runs under (CONTRACT §27);
-	// empty in metadata written before sandboxes: none.
-	Sandbox string `json:"sandbox,omitempty"`
-}
-
-// Incarnation names this life of the node: its id and creation time. A
-// later node that reuses the id has another incarnation.
-func (m NodeMeta) Incarnation() string {
-	return m.ID + "@" + strconv.FormatInt(m.Created.UnixNano(), 36)
-}
-
-// input is text sent to a node, kept so a text wait is never satisfied by
-// the terminal's echo of it.
-type input struct {
-	rev uint64 // the node's revision just before it was sent
-	textwait.Input
-}
-
-// maxInputs bounds the inputs kept per node for echo masking.
-const maxInputs = 64
+// (<state>/nodes/<id>.json; statefile.NodeMeta).
+type NodeMeta = statefile.NodeMeta
 
 // node is one terminal: one tmux session, its control client, its mirror.
 type node struct {
@@ -150,31 +100,33 @@ type node struct {
 	scanMu sync.Mutex
 	scans  []*textwait.Reg
 
+	// stateMu orders the writers of st, the node's published state
+	// (nodestate.go); readers load st without a lock.
+	stateMu sync.Mutex
+	st      atomic.Pointer[nodeState]
+
+	// inputs are kept for echo masking, under their own lock.
+	inputs textwait.Inputs
+
 	mu          sync.Mutex // guards the fields below
-	status      string
-	exitCode    *int
-	pid         int
-	statusCh    chan struct{} // closed when status changes
-	inputs      []input
-	inputSeq    uint64 // the seq of the last input recorded
-	gone        bool   // the tmux session no longer exists
-	exitReason  string // why the program ended, when not by itself (the server died)
-	reseeds     int    // how often the mirror was reseeded (observability)
-	seedRev     uint64 // the mirror's revision right after the last seed
-	healed      int    // how often a quiet check found the mirror wrong
-	pendingExit *int   // exit reported by requestExit, published after a reseed
+	reseeds     int        // how often the mirror was reseeded (observability)
+	seedRev     uint64     // the mirror's revision right after the last seed
+	healed      int        // how often a quiet check found the mirror wrong
+	pendingExit *int       // exit reported by requestExit, published after a reseed
 	// edgeRev is a revision at which tmux reported the cursor one past the
 	// last column (a pending wrap that x/vt does not show, e.g. with
 	// autowrap off); the snapshot of that revision reports it as tmux does.
 	edgeRev uint64
+	// lastRecDir is the directory of the node's latest recording.
+	lastRecDir string
 
 	rd readiness // the program's start: input waits for it (ready.go)
 
-	tw termwright // crash report, last input, query refs, logs (termtools.go)
+	tw termwright // crash report, last input, logs (crash.go)
+	// refs are the refs terminal_query handed out (orchestrator/termquery).
+	refs termquery.Refs
 	// sem holds the program's semantic tree commits (semantic.go).
-	sem semStore
-	// lastRecDir is the directory of the node's latest recording.
-	lastRecDir string
+	sem semstore.Store
 }
 
 func (n *node) session() string { return "ts-" + n.meta.ID }
@@ -200,135 +152,16 @@ func (n *node) isClosing() bool {
 	}
 }
 
-// state returns status, exit code and whether the session is gone.
-func (n *node) state() (string, *int, bool) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.status, n.exitCode, n.gone
-}
-
-// exitState is the node's status, exit code, whether its session is gone
-// and why its program ended when not by itself, read under one lock: a
-// concurrent exit (markLost sets status and reason together) is seen
-// whole or not at all, never as a running node with an exit reason.
-func (n *node) exitState() (status string, code *int, gone bool, reason string) {
-	n.mu.Lock()
-	status, code, gone, reason = n.status, n.exitCode, n.gone, n.exitReason
-	n.mu.Unlock()
-	if n.hooks().stateRead != nil {
-		n.hooks().stateRead(n)
-	}
-	return status, code, gone, reason
-}
-
-func (n *node) statusWait() (string, <-chan struct{}) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.status, n.statusCh
-}
-
-// setStatus records the program's status and tells the OnStatus hook
-// when it changed.
-func (n *node) setStatus(status string, code *int) {
-	if n.updateStatus(status, code) && n.o != nil {
-		if status == tools.StatusExited && code != nil && n.meta.Host == "" {
-			n.o.keepExit(n.meta.ID, *code) // the recorded exit (lost.go)
-		}
-		n.o.statusChanged()
-	}
-}
-
-func (n *node) updateStatus(status string, code *int) bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.status == status && (code == nil || (n.exitCode != nil && *n.exitCode == *code)) {
-		return false
-	}
-	n.status = status
-	if code != nil {
-		c := *code
-		n.exitCode = &c
-		if status == tools.StatusExited {
-			n.recordExit(c)
-		}
-	}
-	close(n.statusCh)
-	n.statusCh = make(chan struct{})
-	return true
-}
-
-func (n *node) markGone() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.gone {
-		return
-	}
-	n.gone = true
-	n.beginClose()
-	if n.status != tools.StatusExited {
-		n.status = tools.StatusExited
-	}
-	close(n.statusCh)
-	n.statusCh = make(chan struct{})
-}
-
-// markLost records that the node's program was lost with its tmux server:
-// the node stays listed, exited, with the reason, until it is closed.
-func (n *node) markLost(reason string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.gone {
-		return
-	}
-	n.gone = true
-	n.exitReason = reason
-	n.status = tools.StatusExited
-	close(n.statusCh)
-	n.statusCh = make(chan struct{})
-}
-
-// markListedLost ends a mirror whose node loseNode listed lost: its
-// waiters see status lost (wait.go), not an exit.
-func (n *node) markListedLost(reason string) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if n.gone {
-		return
-	}
-	n.gone = true
-	n.exitReason = reason
-	n.status = tools.StatusLost
-	close(n.statusCh)
-	n.statusCh = make(chan struct{})
-}
-
 // recordInput keeps text about to be sent at point pt (the mirror's
 // InputPoint just before it is sent), for echo masking.
 func (n *node) recordInput(pt screen.Point, text string) {
-	if text == "" {
-		return
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.inputSeq++
-	n.inputs = append(n.inputs, input{rev: pt.Revision, Input: textwait.Input{Seq: n.inputSeq, At: pt.TextEnd, Prefix: pt.Prefix, Text: text}})
-	if len(n.inputs) > maxInputs {
-		n.inputs = append([]input(nil), n.inputs[len(n.inputs)-maxInputs:]...)
-	}
+	n.inputs.Record(pt.Revision, pt.TextEnd, pt.Prefix, text)
 }
 
 // inputsAfter returns the inputs sent at or after revision rev whose
 // seq is above seq, and the seq of the last input recorded.
 func (n *node) inputsAfter(rev, seq uint64) ([]textwait.Input, uint64) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	var out []textwait.Input
-	for _, in := range n.inputs {
-		if in.rev >= rev && in.Seq > seq {
-			out = append(out, in.Input)
-		}
-	}
-	return out, n.inputSeq
+	return n.inputs.After(rev, seq)
 }
 
 // snapshot is the mirror's snapshot, with the cursor as tmux reports it

@@ -3,18 +3,14 @@ package orchestrator
 import (
 	"context"
 	"strconv"
-	"strings"
 
+	"github.com/termsprawl/termsprawl/orchestrator/notify"
 	"github.com/termsprawl/termsprawl/tmuxctl"
-	"github.com/termsprawl/termsprawl/tools"
 )
 
 // NotifyDelayMS is how long a message to humans stays on their status
 // line, in milliseconds (any key press dismisses it sooner).
 const NotifyDelayMS = 10000
-
-// maxNotifyRunes bounds one message: it is one line of a status bar.
-const maxNotifyRunes = 200
 
 // NotifyHumans shows msg for a while on the status line of every human
 // client attached to any of termsprawl's tmux servers (control clients,
@@ -25,7 +21,7 @@ const maxNotifyRunes = 200
 // block a control client's queue in tmux 3.3a), with the text's `#`
 // doubled so tmux shows it instead of expanding formats.
 func (o *Orchestrator) NotifyHumans(ctx context.Context, msg string) (int, error) {
-	text := notifyText(msg)
+	text := notify.StatusText(msg)
 	if text == "" {
 		return 0, nil
 	}
@@ -46,18 +42,4 @@ func (o *Orchestrator) NotifyHumans(ctx context.Context, msg string) (int, error
 		}
 	}
 	return told, firstErr
-}
-
-// notifyText makes msg one safe status line (see NotifyHumans).
-// Line breaks and tabs become spaces; every other control is made
-// visible (tools.VisibleLine, CONTRACT §26).
-func notifyText(msg string) string {
-	msg = tools.VisibleLine(strings.Join(strings.Fields(msg), " "))
-	if r := []rune(msg); len(r) > maxNotifyRunes {
-		// Cut in the middle: a message ends with what matters (a
-		// command's tail, how to answer).
-		head := (maxNotifyRunes - 1) / 3
-		msg = string(r[:head]) + "…" + string(r[len(r)-(maxNotifyRunes-1-head):])
-	}
-	return strings.ReplaceAll(msg, "#", "##")
 }

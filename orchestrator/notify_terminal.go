@@ -3,10 +3,9 @@ package orchestrator
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"strings"
-	"syscall"
+
+	"github.com/termsprawl/termsprawl/orchestrator/notify"
 )
 
 // NotifyTerminals writes seq (desktop-notification escape sequences, OSC
@@ -27,7 +26,7 @@ func (o *Orchestrator) NotifyTerminals(ctx context.Context, seq []byte) (int, er
 					continue
 				}
 				seen[tty] = true
-				if err := writeTTY(tty, seq); err != nil {
+				if err := notify.WriteTTY(tty, seq); err != nil {
 					errs = append(errs, err)
 					continue
 				}
@@ -36,22 +35,4 @@ func (o *Orchestrator) NotifyTerminals(ctx context.Context, seq []byte) (int, er
 		}
 	}
 	return told, errors.Join(errs...)
-}
-
-// writeTTY writes b to a terminal device without making it this
-// process's controlling terminal and without blocking on a stuck one.
-func writeTTY(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NOCTTY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return fmt.Errorf("open the client's terminal: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
-		return fmt.Errorf("%s is not a terminal", path)
-	}
-	if _, err := f.Write(b); err != nil {
-		return fmt.Errorf("write to the client's terminal %s: %w", path, err)
-	}
-	return nil
 }

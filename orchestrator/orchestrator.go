@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"io"
 	"log/slog"
 	"os"
@@ -15,9 +14,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
+	"github.com/termsprawl/termsprawl/orchestrator/memtrim"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -27,7 +30,7 @@ const (
 	DefaultMaxNodes = 1024
 	DefaultColumns  = 120
 	DefaultRows     = 40
-	nodesDir        = "nodes"
+	nodesDir        = statefile.NodesDir
 )
 
 // Config configures an Orchestrator.
@@ -130,7 +133,7 @@ type Orchestrator struct {
 	log   *slog.Logger
 	// output counts the output every pump took in, to return memory to
 	// the system after floods (memory.go).
-	output outputMeter
+	output memtrim.Meter
 
 	// shards are the private tmux servers, each holding at most
 	// cfg.ShardSize nodes, so one tmux crash takes at most that many
@@ -182,31 +185,6 @@ type Orchestrator struct {
 	wg   sync.WaitGroup
 }
 
-// minimalEnvNames is the environment a node gets in env_mode "replace"
-// (plus TERMSPRAWL_* and the launch's own env).
-var minimalEnvNames = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "TERM", "TMPDIR"}
-
-func minimalEnv() []string {
-	var env []string
-	for _, k := range minimalEnvNames {
-		if v, ok := os.LookupEnv(k); ok {
-			env = append(env, k+"="+v)
-		}
-	}
-	return env
-}
-
-// tmuxEnv is the environment of the tmux commands that start and probe
-// the private servers: minimalEnv and TMUX_TMPDIR, so a server is made
-// where its control clients (tmuxctl) and socketDir look for it.
-func tmuxEnv() []string {
-	env := minimalEnv()
-	if v, ok := os.LookupEnv("TMUX_TMPDIR"); ok {
-		env = append(env, "TMUX_TMPDIR="+v)
-	}
-	return env
-}
-
 // New starts (or adopts) the private tmux server and re-adopts every
 // session that carries @termsprawl_node.
 func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
@@ -241,8 +219,8 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		cfg.ShardSize = DefaultShardSize
 	}
 	deaths := make(chan struct{}, 1)
-	firstRan := hosts.Running(ctx, cfg.Tmux, cfg.Socket, tmuxEnv())
-	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg), tmuxEnv(), deaths)
+	firstRan := hosts.Running(ctx, cfg.Tmux, cfg.Socket, launchenv.Tmux())
+	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg), launchenv.Tmux(), deaths)
 	if err != nil {
 		return nil, err
 	}
@@ -289,7 +267,7 @@ func (o *Orchestrator) Close() {
 	if o.hooks.shutdown != nil {
 		o.hooks.shutdown()
 	}
-	o.output.stop() // no return of memory after Close (memory.go)
+	o.output.Stop() // no return of memory after Close (memory.go)
 	// Host supervisors adopt sessions: stop them first.
 	o.stopHosts()
 	o.mu.Lock()

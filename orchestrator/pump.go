@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -120,7 +121,7 @@ func (n *node) heal() {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	outs, marks, err := n.client.RunManyMarked(ctx,
-		tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{cursor_x} #{cursor_y} #{pane_width} #{pane_height} "+deadFormat+" #{pane_pid}"),
+		tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{cursor_x} #{cursor_y} #{pane_width} #{pane_height} "+hosts.DeadFormat+" #{pane_pid}"),
 		tmuxctl.Command("capture-pane", "-p", "-t", n.pane))
 	if err != nil || len(outs) != 2 || len(outs[0]) != 1 {
 		n.log.Debug("heal: no answer", "err", err)
@@ -133,7 +134,7 @@ func (n *node) heal() {
 	var cx, cy, w, h, pid int
 	var dead string
 	fmt.Sscanf(outs[0][0], "%d %d %d %d %s %d", &cx, &cy, &w, &h, &dead, &pid)
-	if exited, code := checkDead(dead, pid, n.zombieStatus); exited {
+	if exited, code := hosts.CheckDead(dead, pid, n.zombieStatus); exited {
 		if status, _, _ := n.state(); status != tools.StatusExited {
 			n.requestExit(code) // reseeds, then publishes the exit
 			n.reseedLogged("exit")
@@ -181,7 +182,7 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 	}
 	n.recordOutput(ch)
 	if ch.Total > n.applied {
-		n.o.output.add(ch.Total - n.applied) // dropped backlog too: its buffer grew
+		n.o.output.Add(ch.Total - n.applied) // dropped backlog too: its buffer grew
 	}
 	n.applied = ch.Total
 	if n.asleep.Load() {

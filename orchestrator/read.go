@@ -103,7 +103,7 @@ func (o *Orchestrator) Snapshot(ctx context.Context, id string) (tools.Snapshot,
 	}
 	n.observe(ctx)
 	status, code, _, reason := n.exitState()
-	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.crashReport(), Semantic: n.semanticLines()}, nil
+	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.crashReport(), Semantic: n.sem.Lines()}, nil
 }
 
 // CaptureSince returns the rows changed after revision cursor.
@@ -117,7 +117,7 @@ func (o *Orchestrator) CaptureSince(ctx context.Context, id string, cursor uint6
 	if err != nil {
 		return tools.Changes{}, revisionErr(id, "cursor", cursor, err)
 	}
-	ch.Semantic = n.semanticChanges(cursor)
+	ch.Semantic = n.sem.Changes(cursor)
 	return ch, nil
 }
 

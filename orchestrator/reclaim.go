@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 )
 
@@ -68,7 +69,7 @@ func (o *Orchestrator) endShard(ctx context.Context, s *tmuxServer) {
 		syscall.Kill(pid, sig)
 		deadline := time.Now().Add(reclaimWait / 2)
 		for time.Now().Before(deadline) {
-			if !hosts.Running(ctx, o.cfg.Tmux, socket, tmuxEnv()) {
+			if !hosts.Running(ctx, o.cfg.Tmux, socket, launchenv.Tmux()) {
 				o.log.Info("empty tmux shard ended", "socket", socket)
 				if o.hooks.reclaimed != nil {
 					o.hooks.reclaimed(socket)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -40,11 +41,11 @@ func TestEmptyShardsAreReclaimed(t *testing.T) {
 		t.Fatalf("%d shards after closing every node, want 1", n)
 	}
 	for _, s := range sockets[1:] {
-		if hosts.Running(ctx, "tmux", s, minimalEnv()) {
+		if hosts.Running(ctx, "tmux", s, launchenv.Minimal()) {
 			t.Fatalf("shard %s still answers after its last node closed", s)
 		}
 	}
-	if !hosts.Running(ctx, "tmux", sockets[0], minimalEnv()) {
+	if !hosts.Running(ctx, "tmux", sockets[0], launchenv.Minimal()) {
 		t.Fatal("the first shard ended too")
 	}
 	kids := tmuxControlChildren()

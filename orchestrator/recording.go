@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/record"
+	"github.com/termsprawl/termsprawl/orchestrator/traces"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -25,7 +26,7 @@ import (
 // A recorded node does not sleep: a sleeping node gets no output.
 
 // TracesDir is the folder of recordings under the state dir.
-const TracesDir = "traces"
+const TracesDir = traces.TracesDir
 
 // recording is a node's recording in progress.
 type recording struct {

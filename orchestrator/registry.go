@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -292,7 +293,7 @@ func (o *Orchestrator) shardFor(ctx context.Context, r *reservation) (*tmuxServe
 
 // addShard starts (or connects to) the server of socket and adds it.
 func (o *Orchestrator) addShard(ctx context.Context, socket string) (*tmuxServer, error) {
-	s, err := hosts.StartLocal(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, serverConf(o.cfg), tmuxEnv(), o.deaths)
+	s, err := hosts.StartLocal(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, serverConf(o.cfg), launchenv.Tmux(), o.deaths)
 	if err != nil {
 		return nil, err
 	}

@@ -6,12 +6,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -164,36 +163,10 @@ func exitCode(err error) int {
 	return -1
 }
 
-// launchEnv is the -e list of a remote node: the launch's env, then
-// TERMSPRAWL_* with paths on the host. The remote tmux server's own
-// environment (the ssh login's) is the base in both env modes.
+// launchEnv is the -e list of a remote node (launchenv.Remote).
 func (h *remoteHost) launchEnv(spec LaunchSpec, id string, p hosts.Probe, rdir string) []string {
-	var out []string
-	keys := sortedKeys(spec.Env)
-	for _, k := range keys {
-		out = append(out, k+"="+spec.Env[k])
-	}
-	if p.Ctl != "" {
-		out = append(out, "PATH="+path.Dir(p.Ctl)+":"+p.Path, "TERMSPRAWL_CTL="+p.Ctl)
-	}
-	out = append(out, "TERMSPRAWL_SESSION_FILE="+remoteSessionPath(rdir, id), "TERMSPRAWL_NODE="+id,
-		"TERMSPRAWL_HOME="+rdir, "TERMSPRAWL_TMUX_SOCKET="+h.Spec().RemoteSocket(), "TERMSPRAWL_HOST="+h.Spec().Name)
-	if p := sandboxName(spec.Sandbox); p != "none" {
-		out = append(out, "TERMSPRAWL_SANDBOX="+p)
-	}
-	for _, k := range sortedKeys(spec.ExtraEnv) {
-		out = append(out, k+"="+spec.ExtraEnv[k])
-	}
-	return out
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
+	return launchenv.Remote{Env: spec.Env, Extra: spec.ExtraEnv, Ctl: p.Ctl, Path: p.Path, ID: id, SessionFile: remoteSessionPath(rdir, id),
+		Home: rdir, Socket: h.Spec().RemoteSocket(), Host: h.Spec().Name, Sandbox: sandboxName(spec.Sandbox)}.List()
 }
 
 func remoteSessionPath(rdir, id string) string { return rdir + "/sessions/" + id + ".json" }
@@ -362,9 +335,7 @@ func (o *Orchestrator) serverFor(meta NodeMeta) hosts.Server {
 func (n *node) reachable() error {
 	if n.meta.Host == "" {
 		if n.client == nil {
-			n.mu.Lock()
-			reason := n.exitReason
-			n.mu.Unlock()
+			reason := n.load().exitReason
 			return tools.Errorf(tools.KindUnavailable, "terminal %q is not mirrored: %s", n.meta.ID, reason)
 		}
 		return nil

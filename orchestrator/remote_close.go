@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -75,9 +76,7 @@ func (o *Orchestrator) finishPendingClose(n *node, srv hosts.Server) error {
 	if o.node(n.meta.ID) != n || !n.closePending.Load() {
 		return nil // finished meanwhile
 	}
-	n.mu.Lock()
-	pid := n.pid
-	n.mu.Unlock()
+	pid := n.pid()
 	session := n.session()
 	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "="+session+":", "remain-on-exit", "off"))
 	if err := o.finishSession(ctx, srv, session, pid, pid > 0); err != nil {
@@ -111,7 +110,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 			failed[n.meta.ID] = tools.Errorf(tools.KindNotFound, "no terminal %q: another close took it", n.meta.ID)
 			continue
 		}
-		if err := o.writeMark(o.closeMarkPath(n.meta.ID), inputMark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
+		if err := statefile.WriteMark(o.closeMarkPath(n.meta.ID), statefile.Mark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
 			o.log.Warn("record a close's intent", "node", n.meta.ID, "err", err)
 		}
 		mine = append(mine, n)
@@ -120,9 +119,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 	defer srv.Life().Unlock()
 	pids := map[string]int{}
 	for _, n := range mine {
-		n.mu.Lock()
-		pid := n.pid
-		n.mu.Unlock()
+		pid := n.pid()
 		if status, _, gone := n.state(); !gone && status != tools.StatusExited && pid > 0 {
 			pids[n.meta.ID] = pid
 			srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off"))

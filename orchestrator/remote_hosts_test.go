@@ -3,8 +3,6 @@ package orchestrator
 import (
 	"context"
 	"errors"
-	"github.com/termsprawl/termsprawl/internal/testenv"
-	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,7 +13,9 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tools"
 )
 

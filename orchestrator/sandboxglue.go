@@ -2,6 +2,7 @@ package orchestrator
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,8 +12,9 @@ import (
 	"sync"
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
-	"github.com/termsprawl/termsprawl/tmuxctl"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -59,7 +61,7 @@ func (o *Orchestrator) bwrap(ctx context.Context) (string, error) {
 // sandboxCacheDir is where a node's private caches live: with its other
 // files, removed when it is closed.
 func (o *Orchestrator) sandboxCacheDir(id string) string {
-	return filepath.Join(o.cfg.StateDir, nodesDir, id+".cache")
+	return statefile.Path(o.cfg.StateDir, id, statefile.Cache)
 }
 
 // removeCache removes a node's private caches, making read-only
@@ -202,54 +204,20 @@ func (h *remoteHost) sandboxed(ctx context.Context, spec LaunchSpec, id string, 
 		}
 	}
 	paths = append(paths, keep...)
-	q := tmuxctl.ShellQuote
-	script := "b=$(command -v bwrap) || exit 5\n" +
-		"\"$b\" --unshare-user --uid 1000 --gid 1000 --unshare-pid --die-with-parent --ro-bind / / --dev /dev --proc /proc -- true >/dev/null 2>&1 || exit 6\n" +
-		"echo \"bwrap $b\"; echo \"ids $(id -u) $(id -g)\"; t=${TMUX_TMPDIR:-/tmp}/tmux-$(id -u); [ -d \"$t\" ] && echo \"d $t\"; [ -d /tmp/tmux-$(id -u) ] && echo \"d /tmp/tmux-$(id -u)\"\n" +
-		"for p in"
-	for _, pth := range paths {
-		script += " " + q(pth)
-	}
-	script += "; do if [ -d \"$p\" ]; then echo \"d $p\"; elif [ -e \"$p\" ]; then echo \"f $p\"; fi; done\n"
-	out, err := h.Exec(ctx, script, nil)
-	switch code := exitCode(err); {
-	case err == nil:
-	case code == 5 || code == 6:
-		why := "has no bwrap"
-		if code == 6 {
-			why = "has a bwrap that refuses to start a sandbox (user namespaces disabled?)"
-		}
-		return nil, tools.Errorf(tools.KindUnavailable, "node not launched: host %s %s, so the %s sandbox cannot start there: install bubblewrap on %s (`apt-get install bubblewrap`), or launch with `--sandbox none` (it then runs unsandboxed there)", name, why, p, name).
+	sp, err := h.ProbeSandbox(ctx, paths)
+	switch {
+	case errors.Is(err, hosts.ErrNoBwrap) || errors.Is(err, hosts.ErrBwrapRefuses):
+		return nil, tools.Errorf(tools.KindUnavailable, "node not launched: host %s %v, so the %s sandbox cannot start there: install bubblewrap on %s (`apt-get install bubblewrap`), or launch with `--sandbox none` (it then runs unsandboxed there)", name, err, p, name).
 			WithDetails("host", name).WithDetails("sandbox", string(p))
-	default:
-		return nil, tools.Errorf(tools.KindUnavailable, "host %s: probe the sandbox: %w", name, err)
+	case err != nil:
+		return nil, tools.Errorf(tools.KindUnavailable, "host %s: %w", name, err)
 	}
-	kinds := map[string]byte{}
-	var bwrap string
-	uid, gid := 0, 0
-	var tmuxDirs []string
-	for _, l := range strings.Split(string(out), "\n") {
-		k, v, _ := strings.Cut(l, " ")
-		switch k {
-		case "bwrap":
-			bwrap = v
-		case "ids":
-			fmt.Sscan(v, &uid, &gid)
-		case "d", "f":
-			kinds[v] = k[0]
-			if strings.Contains(v, "/tmux-") {
-				tmuxDirs = append(tmuxDirs, v)
-			}
-		}
-	}
+	uid, gid := sp.UID, sp.GID
 	if uid == 0 {
 		uid = sandbox.RootMappedID
 	}
 	if gid == 0 {
 		gid = sandbox.RootMappedID
-	}
-	if bwrap == "" {
-		return nil, tools.Errorf(tools.KindUnavailable, "host %s: the sandbox probe did not name bwrap", name)
 	}
 	visible := []string{session, rdir + "/endpoint.json", rdir + "/agent-tools"}
 	if probe.Ctl != "" {
@@ -257,11 +225,11 @@ func (h *remoteHost) sandboxed(ctx context.Context, spec LaunchSpec, id string, 
 		visible = append(visible, path.Dir(probe.Ctl))
 	}
 	s := sandbox.Spec{Profile: p, Home: home, Dir: spec.Cwd, StateDir: rdir, Visible: visible,
-		TmuxDirs: tmuxDirs, UID: uid, GID: gid, Keep: keep, Kind: func(p string) byte { return kinds[p] }}
+		TmuxDirs: sp.TmuxDirs, UID: uid, GID: gid, Keep: keep, Kind: func(p string) byte { return sp.Kinds[p] }}
 	if p == sandbox.Workspace {
 		// No private caches on a host (nothing is made there): they stay
 		// read-only, as the rest of the home directory.
 		s.CacheDir = "/nonexistent"
 	}
-	return sandbox.Command(bwrap, s, argv)
+	return sandbox.Command(sp.Bwrap, s, argv)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/orchestrator/termio"
 	"github.com/termsprawl/termsprawl/tmuxctl"
@@ -52,10 +53,10 @@ func (n *node) attach(ctx context.Context) error {
 const seedFormat = "#{pane_width} #{pane_height} #{cursor_x} #{cursor_y} #{cursor_flag} #{alternate_on} " +
 	"#{keypad_cursor_flag} #{mouse_standard_flag}#{mouse_button_flag}#{mouse_all_flag}#{mouse_utf8_flag} #{mouse_sgr_flag} " +
 	"#{scroll_region_upper} #{scroll_region_lower} #{alternate_saved_x} #{alternate_saved_y} " +
-	deadFormat + " #{pane_pid} #{pane_title}"
+	hosts.DeadFormat + " #{pane_pid} #{pane_title}"
 
 // parseSeed turns the display-message line into a SeedState plus the
-// pane's dead flag and exit status (see checkDead) and pid.
+// pane's dead flag and exit status (see hosts.CheckDead) and pid.
 func parseSeed(line string, zombie func(int) (int, bool)) (st screen.SeedState, dead bool, status, pid int, err error) {
 	f := strings.SplitN(line, " ", 16) // the title, last, may hold spaces
 	if len(f) != 16 {
@@ -85,7 +86,7 @@ func parseSeed(line string, zombie func(int) (int, bool)) (st screen.SeedState, 
 		st.PrimaryCursorY = 0
 	}
 	pid = num(14)
-	dead, status = checkDead(f[13], pid, zombie)
+	dead, status = hosts.CheckDead(f[13], pid, zombie)
 	st.Title = f[15]
 	return st, dead, status, pid, err
 }
@@ -143,12 +144,12 @@ func (n *node) reseed(ctx context.Context) error {
 	n.stale = false
 	n.lastSeed = time.Now()
 	n.asleep.Store(false)
+	newPid := pid > 0 && pid != n.pid()
+	n.setPid(pid)
 	n.mu.Lock()
 	n.reseeds++
 	n.seedRev = n.scr.Revision()
 	defer n.evalScans() // after the status, below
-	newPid := pid > 0 && pid != n.pid
-	n.pid = pid
 	pending := n.pendingExit
 	n.pendingExit = nil
 	n.mu.Unlock()

@@ -4,12 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/semantic"
+	"github.com/termsprawl/termsprawl/orchestrator/semstore"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -17,140 +15,6 @@ import (
 // kept per node (the latest and a bounded history), and the tools that
 // target nodes of the tree. Validation, locators, lines and diffs are the
 // pure room orchestrator/semantic.
-
-// maxSemCommits is how many commits a node keeps (capture_since, refs,
-// waits), and maxSemBytes how many bytes of trees (as published) at most:
-// older commits go first, the latest always stays.
-const (
-	maxSemCommits = 64
-	maxSemBytes   = 8 << 20
-)
-
-// semCommit is one published tree, stamped with the screen revision.
-type semCommit struct {
-	seq  uint64 // 1 for the node's first commit
-	rev  uint64 // the screen revision at the commit
-	size int    // bytes of the tree as published
-	root *semantic.Node
-	at   time.Time
-}
-
-// semStore holds a node's commits.
-type semStore struct {
-	mu      sync.Mutex
-	seq     uint64
-	commits []semCommit   // oldest first, at most maxSemCommits
-	bytes   int           // their sizes' sum, at most maxSemBytes (but the latest)
-	changed chan struct{} // closed (and replaced) at each commit
-	// marks are the latest commit's seq when an input was sent at a
-	// screen revision: a commit stamped with that same revision may come
-	// before or after the input, and only the mark tells.
-	marks []semMark
-}
-
-// semMark is the commit counter when an input was sent at rev.
-type semMark struct{ rev, seq uint64 }
-
-// markInput notes that an input is being sent at screen revision rev.
-func (s *semStore) markInput(rev uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.marks = append(s.marks, semMark{rev: rev, seq: s.seq})
-	if extra := len(s.marks) - maxSemCommits; extra > 0 {
-		s.marks = append([]semMark(nil), s.marks[extra:]...)
-	}
-}
-
-// baselineAt is the seq a wait or capture with baseline revision rev
-// starts after: the commits the first input sent at rev had seen, else
-// the newest commit stamped at or before rev; revision 0 is the node's
-// start, before every commit.
-func (s *semStore) baselineAt(rev uint64) uint64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	// The first input at rev: what came after it is after rev (a later
-	// input at the same revision, even one refused, must not hide it).
-	for _, m := range s.marks {
-		if m.rev == rev {
-			return m.seq
-		}
-	}
-	if rev == 0 {
-		return 0 // after: 0 — every commit counts, even one stamped before any output was mirrored
-	}
-	for i := len(s.commits) - 1; i >= 0; i-- {
-		if s.commits[i].rev <= rev {
-			return s.commits[i].seq
-		}
-	}
-	if len(s.commits) > 0 && s.commits[0].seq > 1 {
-		return s.commits[0].seq - 1 // older than the kept commits: the oldest kept counts as after
-	}
-	return 0
-}
-
-// latest returns the newest commit, or false when there is none.
-func (s *semStore) latest() (semCommit, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.commits) == 0 {
-		return semCommit{}, false
-	}
-	return s.commits[len(s.commits)-1], true
-}
-
-// after returns the commits newer than seq and the channel closed by the
-// next commit.
-func (s *semStore) after(seq uint64) ([]semCommit, <-chan struct{}) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.changed == nil {
-		s.changed = make(chan struct{})
-	}
-	var out []semCommit
-	for _, c := range s.commits {
-		if c.seq > seq {
-			out = append(out, c)
-		}
-	}
-	return out, s.changed
-}
-
-// bySeq is the kept commit with seq.
-func (s *semStore) bySeq(seq uint64) (semCommit, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, c := range s.commits {
-		if c.seq == seq {
-			return c, true
-		}
-	}
-	return semCommit{}, false
-}
-
-func (s *semStore) add(c semCommit) semCommit {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.seq++
-	c.seq = s.seq
-	s.commits = append(s.commits, c)
-	s.bytes += c.size
-	extra := max(len(s.commits)-maxSemCommits, 0)
-	for b := s.bytes; extra < len(s.commits)-1 && b > maxSemBytes; extra++ {
-		b -= s.commits[extra].size
-	}
-	if extra > 0 {
-		for _, d := range s.commits[:extra] {
-			s.bytes -= d.size
-		}
-		s.commits = append([]semCommit(nil), s.commits[extra:]...)
-	}
-	if s.changed != nil {
-		close(s.changed)
-	}
-	s.changed = make(chan struct{})
-	return c
-}
 
 // PublishSemantic commits a tree for node id, which must be the caller's
 // own node (the tool server passes the caller's node; no other node's
@@ -170,371 +34,60 @@ func (o *Orchestrator) PublishSemantic(id string, raw json.RawMessage) (tools.Se
 		}
 		return tools.SemanticPublished{}, usage("semantic_publish: %v", err)
 	}
-	c := n.sem.add(semCommit{rev: n.scr.Revision(), size: len(raw), root: root, at: time.Now()})
-	n.recordSemantic(c.rev, raw)
-	return tools.SemanticPublished{Terminal: id, Revision: c.rev, Commit: c.seq, Nodes: len(semantic.Flatten(root))}, nil
+	c := n.sem.Add(semstore.Commit{Rev: n.scr.Revision(), Size: len(raw), Root: root, At: time.Now()})
+	n.recordSemantic(c.Rev, raw)
+	return tools.SemanticPublished{Terminal: id, Revision: c.Rev, Commit: c.Seq, Nodes: len(semantic.Flatten(root))}, nil
 }
 
-// semanticAvailability is terminal_capabilities' semantic_tree.
-func (n *node) semanticAvailability() string {
-	if _, ok := n.sem.latest(); ok {
-		return "available"
-	}
-	return "unavailable"
+// SemanticAction is terminal_fill, terminal_check or terminal_uncheck.
+type SemanticAction = semstore.Action
+
+// semTerminal is a node as the semantic waits and actions see it.
+type semTerminal struct {
+	o  *Orchestrator
+	n  *node
+	id string
 }
 
-// semanticLines are the latest tree's compact lines (nil without a tree).
-func (n *node) semanticLines() []string {
-	c, ok := n.sem.latest()
-	if !ok {
-		return nil
-	}
-	return semantic.Lines(c.root, c.rev)
+func (t semTerminal) Revision() uint64       { return t.n.scr.Revision() }
+func (t semTerminal) Ended() <-chan struct{} { return t.n.closing }
+func (t semTerminal) EndErr() error {
+	return t.n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q ended while waiting for a semantic commit", t.n.meta.ID))
+}
+func (t semTerminal) Click(ctx context.Context, row, col int) error {
+	_, err := t.o.Mouse(ctx, t.id, MouseSpec{Kind: "click", At: &tools.Cell{Row: row, Column: col}}, nil)
+	return err
+}
+func (t semTerminal) Press(ctx context.Context, keys string) error {
+	_, err := t.o.Press(ctx, t.id, keys, nil)
+	return err
+}
+func (t semTerminal) Type(ctx context.Context, text string) error {
+	_, err := t.o.Type(ctx, t.id, text, nil)
+	return err
 }
 
-// semanticChanges are the tree's changes since revision cursor (nil
-// without a tree).
-func (n *node) semanticChanges(cursor uint64) *tools.SemanticChanges {
-	cur, ok := n.sem.latest()
-	if !ok {
-		return nil
-	}
-	var old *semantic.Node
-	var since uint64
-	if c, ok := n.sem.bySeq(n.sem.baselineAt(cursor)); ok {
-		old, since = c.root, c.rev
-	}
-	d := semantic.Diff(old, since, cur.root, cur.rev)
-	return &tools.SemanticChanges{Revision: cur.rev, Since: since, Added: d.Added, Removed: d.Removed, Changed: d.Changed}
-}
-
-// errSemanticUnavailable refuses a locator for a program without a probe.
-func errSemanticUnavailable(id string) error {
-	return tools.Errorf(tools.KindNotRun, "semantic_tree: unavailable: the program in %q has published no semantic tree (it has no probe), so there are no roles or names to target; use its screen text instead: terminal_query {text or pattern} and the mouse operations' at or ref; nothing was sent", id).
-		WithDetails("reason", "semantic-tree-unavailable").WithDetails("semantic_tree", "unavailable")
-}
-
-func locatorOf(l tools.SemanticLocator) semantic.Locator {
-	return semantic.Locator{Role: l.Role, Name: l.Name, TestID: l.TestID, Label: l.Label, Text: l.Text, Nth: l.Nth}
-}
-
-func matchOf(f semantic.Flat, rev uint64) tools.SemanticMatch {
-	st := tools.SemanticState{}
-	if f.State != nil {
-		st = tools.SemanticState(*f.State)
-	}
-	return tools.SemanticMatch{Ref: semantic.RefOf(f.ID, rev), Role: f.Role, Name: f.Name, Value: f.Value, TestID: f.TestID, Label: f.Label,
-		Bounds: tools.SemanticBounds(f.Bounds), State: st, Line: semantic.Line(f, rev)}
-}
-
-// querySemantic is terminal_query with a locator: every match in the
-// latest commit.
-func (n *node) querySemantic(id string, l tools.SemanticLocator) (tools.QueryResult, error) {
-	c, ok := n.sem.latest()
-	if !ok {
-		return tools.QueryResult{}, errSemanticUnavailable(id)
-	}
-	loc := locatorOf(l)
-	ms, err := semantic.Find(c.root, loc)
-	if err != nil {
-		return tools.QueryResult{}, usage("locator: %v", err)
-	}
-	if len(ms) > 1 {
-		// A locator names one node (CONTRACT §22), in a query as in an
-		// action: several are a conflict that lists them.
-		return tools.QueryResult{}, ambiguous(id, loc, ms, c.rev)
-	}
-	res := tools.QueryResult{Terminal: id, Revision: c.rev, Matches: []tools.QueryMatch{}, Nodes: []tools.SemanticMatch{}}
-	for _, f := range ms {
-		res.Nodes = append(res.Nodes, matchOf(f, c.rev))
-	}
-	return res, nil
-}
-
-// locate is the one node a locator names in the latest commit: none is
-// not_found, several (without nth) conflict ambiguous-locator.
-func (n *node) locate(id string, l tools.SemanticLocator) (semantic.Flat, semCommit, error) {
-	c, ok := n.sem.latest()
-	if !ok {
-		return semantic.Flat{}, c, errSemanticUnavailable(id)
-	}
-	loc := locatorOf(l)
-	f, ms, err := semantic.One(c.root, loc)
-	switch {
-	case errors.Is(err, semantic.ErrAmbiguous):
-		return f, c, ambiguous(id, loc, ms, c.rev)
-	case err != nil:
-		return f, c, usage("locator: %v", err)
-	case len(ms) == 0:
-		return f, c, tools.Errorf(tools.KindNotFound, "no node of %q's semantic tree matches %s (commit at revision %d); terminal_snapshot shows the tree", id, loc, c.rev).
-			WithDetails("reason", "no-match")
-	}
-	return f, c, nil
-}
-
-// ambiguous is the conflict of a locator that matches several nodes: it
-// lists them (at most 20).
-func ambiguous(id string, loc semantic.Locator, ms []semantic.Flat, rev uint64) error {
-	lines := make([]string, 0, min(len(ms), 20))
-	for _, m := range ms[:min(len(ms), 20)] {
-		lines = append(lines, semantic.Line(m, rev))
-	}
-	return tools.Errorf(tools.KindConflict, "ambiguous-locator: %s matches %d nodes of %q; narrow it (name, test_id) or pick one with nth", loc, len(ms), id).
-		WithDetails("reason", "ambiguous-locator").WithDetails("matches", lines)
-}
-
-// resolveSemanticRef resolves semantic:ID@REV: the node must still be in
-// the latest commit, else conflict stale-ref.
-func (n *node) resolveSemanticRef(id, ref string) (semantic.Flat, semCommit, error) {
-	nodeID, rev, _, err := semantic.ParseRef(ref)
-	if err != nil {
-		return semantic.Flat{}, semCommit{}, usage("%v; pass a ref exactly as terminal_query or terminal_snapshot returned it", err)
-	}
-	c, ok := n.sem.latest()
-	if !ok {
-		return semantic.Flat{}, c, errSemanticUnavailable(id)
-	}
-	if rev > c.rev {
-		return semantic.Flat{}, c, usage("ref %s is from revision %d, newer than %q's latest commit (%d): pass a ref this terminal returned", ref, rev, id, c.rev)
-	}
-	f, ok := semantic.Lookup(c.root, nodeID)
-	if !ok {
-		return f, c, tools.Errorf(tools.KindConflict, "stale-ref: node %q of %s is no longer in the semantic tree (latest commit at revision %d); call terminal_query with a locator again", nodeID, ref, c.rev).
-			WithDetails("reason", "stale-ref").WithDetails("ref", ref)
-	}
-	return f, c, nil
-}
-
-// semanticTarget turns a locator or a semantic ref into the cell a
-// pointer action aims at.
-func (n *node) semanticTarget(id string, l *tools.SemanticLocator, ref string) (*tools.Cell, error) {
-	var f semantic.Flat
-	var err error
-	if l != nil {
-		f, _, err = n.locate(id, *l)
-	} else {
-		f, _, err = n.resolveSemanticRef(id, ref)
-	}
-	if err != nil {
-		return nil, err
-	}
-	row, col := semantic.Center(f.Bounds)
-	return &tools.Cell{Row: row, Column: col}, nil
-}
-
-// semanticWaitTimeout bounds the verification of fill and check.
-const semanticWaitTimeout = 5 * time.Second
-
-// waitCommit waits for a commit newer than seq whose tree satisfies ok,
-// and returns it.
-func (n *node) waitCommit(ctx context.Context, seq uint64, timeout time.Duration, ok func(root *semantic.Node) bool) (semCommit, bool, error) {
-	t := time.NewTimer(timeout)
-	defer t.Stop()
-	for {
-		cs, changed := n.sem.after(seq)
-		for _, c := range cs {
-			if ok(c.root) {
-				return c, true, nil
-			}
-			seq = c.seq
-		}
-		select {
-		case <-changed:
-		case <-t.C:
-			return semCommit{}, false, nil
-		case <-n.closing:
-			return semCommit{}, false, n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q ended while waiting for a semantic commit", n.meta.ID))
-		case <-ctx.Done():
-			return semCommit{}, false, ctx.Err()
-		}
-	}
-}
-
-// WaitSemantic is terminal_wait_for {wait: semantic}: satisfied only by a
-// commit after the baseline. Without after the baseline is the latest
-// commit at the call; with after it is baselineAt(after): the commits the
-// first input sent at that revision had seen, else the newest commit
-// stamped at or before it — and after: 0, the node's start, counts every
-// commit kept.
+// WaitSemantic is terminal_wait_for {wait: semantic} (semstore.Store.Wait).
 func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.WaitSpec) (tools.WaitResult, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.WaitResult{}, err
 	}
-	if spec.Locator == nil || spec.State == "" {
-		return tools.WaitResult{}, usage("wait=semantic needs locator and state")
+	res, err := n.sem.Wait(ctx, semTerminal{o, n, id}, id, spec)
+	if res.Wait != "" {
+		res.Status, res.ExitCode, _ = n.state()
 	}
-	loc := locatorOf(*spec.Locator)
-	if _, err := loc.Compile(); err != nil {
-		return tools.WaitResult{}, usage("locator: %v", err)
-	}
-	start := time.Now()
-	var base uint64
-	if spec.After != nil {
-		base = n.sem.baselineAt(*spec.After)
-	} else if c, ok := n.sem.latest(); ok {
-		base = c.seq
-	}
-	timeout := tools.DefaultWaitTimeout
-	if spec.TimeoutMS > 0 {
-		timeout = time.Duration(spec.TimeoutMS) * time.Millisecond
-	}
-	var after uint64
-	if spec.After != nil {
-		after = *spec.After
-	} else {
-		after = n.scr.Revision()
-	}
-	var matched string
-	c, ok, err := n.waitCommit(ctx, base, timeout, func(root *semantic.Node) bool {
-		ms, _ := semantic.Find(root, loc)
-		if semantic.Holds(spec.State, ms) {
-			if len(ms) > 0 {
-				matched = semantic.Line(ms[0], 0)
-			}
-			return true
-		}
-		return false
-	})
-	if err != nil {
-		return tools.WaitResult{}, err
-	}
-	status, code, _ := n.state()
-	res := tools.WaitResult{Wait: tools.WaitSemantic, After: after, Status: status, ExitCode: code, ElapsedMS: time.Since(start).Milliseconds()}
-	if !ok {
-		res.TimedOut = true
-		res.Revision = n.scr.Revision()
-		e := tools.Errorf(tools.KindTimeout, "timed out after %s: no commit of %q's semantic tree after the baseline had %s %s", timeout, id, loc, spec.State).
-			WithDetails("semantic_tree", n.semanticAvailability())
-		if n.semanticAvailability() == "unavailable" {
-			e = e.WithDetails("advice", "the program has published no semantic tree (no probe): wait for screen text instead")
-		}
-		return res, e.WithDetails("semantic", n.semanticLines())
-	}
-	res.Matched, res.Revision = true, c.rev
-	if matched != "" {
-		// The line of the commit that satisfied the wait, with its ref.
-		f, _ := semantic.Find(c.root, loc)
-		if len(f) > 0 {
-			matched = semantic.Line(f[0], c.rev)
-		}
-	}
-	res.Match = strings.TrimLeft(matched, " ")
-	return res, nil
-}
-
-// SemanticAction is terminal_fill, terminal_check or terminal_uncheck.
-type SemanticAction struct {
-	Kind    string // fill, check, uncheck
-	Locator tools.SemanticLocator
-	Text    string
+	return res, err
 }
 
 // ActSemantic performs a SemanticAction through real input and verifies
-// it from a later commit.
+// it from a later commit (semstore.Store.Act).
 func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAction) (tools.SemanticActionResult, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.SemanticActionResult{}, err
 	}
-	f, c, err := n.locate(id, a.Locator)
-	if err != nil {
-		return tools.SemanticActionResult{}, err
-	}
-	res := tools.SemanticActionResult{Terminal: id, Revision: n.scr.Revision(), Ref: semantic.RefOf(f.ID, c.rev)}
-	st := semantic.State{}
-	if f.State != nil {
-		st = *f.State
-	}
-	if st.Disabled {
-		return res, tools.Errorf(tools.KindNotRun, "%s %q is disabled; nothing was sent", f.Role, f.Name).WithDetails("reason", "disabled")
-	}
-	click := func() error {
-		row, col := semantic.Center(f.Bounds)
-		_, err := o.Mouse(ctx, id, MouseSpec{Kind: "click", At: &tools.Cell{Row: row, Column: col}}, nil)
-		return err
-	}
-	nodeIs := func(pred func(semantic.Flat) bool) func(*semantic.Node) bool {
-		return func(root *semantic.Node) bool {
-			g, ok := semantic.Lookup(root, f.ID)
-			return ok && pred(g)
-		}
-	}
-	flag := func(g semantic.Flat, get func(semantic.State) bool) bool {
-		return g.State != nil && get(*g.State)
-	}
-	verify := func(seq uint64, what string, pred func(semantic.Flat) bool) error {
-		vc, ok, err := n.waitCommit(ctx, seq, semanticWaitTimeout, nodeIs(pred))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return tools.Errorf(tools.KindTimeout, "terminal_%s: input was sent but no commit within %s showed %s %q %s; terminal_snapshot shows the tree", a.Kind, semanticWaitTimeout, f.Role, f.ID, what).
-				WithDetails("ref", res.Ref).WithDetails("semantic", n.semanticLines())
-		}
-		res.Verified = semantic.RefOf(f.ID, vc.rev)
-		return nil
-	}
-	switch a.Kind {
-	case "fill":
-		if f.Role != "textbox" {
-			return res, usage("terminal_fill: %s is a %s, not a textbox", semantic.Line(f, c.rev), f.Role)
-		}
-		if !st.Focused {
-			if err := click(); err != nil {
-				return res, err
-			}
-			if err := verify(c.seq, "focused", func(g semantic.Flat) bool { return flag(g, func(s semantic.State) bool { return s.Focused }) }); err != nil {
-				return res, err
-			}
-		}
-		cur, _ := n.sem.latest()
-		if g, ok := semantic.Lookup(cur.root, f.ID); ok && g.Value == a.Text {
-			// Already the value: retyping it would leave the same tree,
-			// and a probe sends no commit for an unchanged tree.
-			res.Sent, res.Value = !st.Focused, a.Text
-			res.Verified = semantic.RefOf(f.ID, cur.rev)
-			return res, nil
-		}
-		if _, err := o.Press(ctx, id, "End C-u", nil); err != nil {
-			return res, err
-		}
-		if a.Text != "" {
-			if _, err := o.Type(ctx, id, a.Text, nil); err != nil {
-				return res, err
-			}
-		}
-		res.Sent = true
-		res.Value = a.Text
-		if err := verify(cur.seq, fmt.Sprintf("value %q", a.Text), func(g semantic.Flat) bool { return g.Value == a.Text }); err != nil {
-			return res, err
-		}
-	case "check", "uncheck":
-		if f.Role != "checkbox" && f.Role != "radio" {
-			return res, usage("terminal_%s: %s is a %s, not a checkbox or radio", a.Kind, semantic.Line(f, c.rev), f.Role)
-		}
-		want := a.Kind == "check"
-		if a.Kind == "uncheck" && f.Role == "radio" {
-			return res, usage("terminal_uncheck: a radio is unchecked by checking another one of its group")
-		}
-		res.Checked = &want
-		if st.Checked == want {
-			res.Verified = res.Ref
-			return res, nil
-		}
-		if err := click(); err != nil {
-			return res, err
-		}
-		res.Sent = true
-		if err := verify(c.seq, map[bool]string{true: "checked", false: "unchecked"}[want], func(g semantic.Flat) bool {
-			return flag(g, func(s semantic.State) bool { return s.Checked }) == want
-		}); err != nil {
-			return res, err
-		}
-	default:
-		return res, usage("unknown semantic action %q", a.Kind)
-	}
-	return res, nil
+	return n.sem.Act(ctx, semTerminal{o, n, id}, id, a)
 }
 
 // recordSemantic notes a commit in the node's recording.
@@ -569,14 +122,14 @@ func (o *Orchestrator) SemanticTree(id string) (uint64, []tools.SemanticMatch, b
 	if n == nil {
 		return 0, nil, false
 	}
-	c, ok := n.sem.latest()
+	c, ok := n.sem.Latest()
 	if !ok {
 		return 0, nil, false
 	}
-	flat := semantic.Flatten(c.root)
+	flat := semantic.Flatten(c.Root)
 	out := make([]tools.SemanticMatch, len(flat))
 	for i, f := range flat {
-		out[i] = matchOf(f, c.rev)
+		out[i] = semstore.MatchOf(f, c.Rev)
 	}
-	return c.rev, out, true
+	return c.Rev, out, true
 }

@@ -30,6 +30,14 @@ func TestUnobservedNodeSleeps(t *testing.T) {
 	// (rightly) sent none of it.
 	count := filepath.Join(t.TempDir(), "count")
 	id := launch(t, o, "sh", "-c", "i=0; while :; do printf 'tick-%d %0300d\\n' $i 0; echo $i > "+count+".new; mv "+count+".new "+count+"; i=$((i+1)); sleep 0.02; done")
+	// The program writes its count into the test's folder until it ends:
+	// close it (a close returns once its pid is gone) before the folder
+	// is removed (cleanups run in reverse).
+	t.Cleanup(func() {
+		if err := o.CloseNode(context.Background(), id); err != nil {
+			t.Errorf("close %s: %v", id, err)
+		}
+	})
 	n := o.node(id)
 	// asleep is decided first (so no observer is lost), the emulator is
 	// released after the switch-off: wait for both.

@@ -6,44 +6,11 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
-
-func TestQueryLines(t *testing.T) {
-	t.Parallel()
-	lines := []string{"[ OK ]  [ Cancel ]", "日本 OK", "", "okOKok"}
-	got := queryLines(lines, 7, "OK", nil)
-	want := []tools.QueryMatch{
-		{Row: 0, Column: 2, Length: 2, Text: "OK", Ref: "screen:0,2,2@7"},
-		// two wide characters and a space before it: cell 5
-		{Row: 1, Column: 5, Length: 2, Text: "OK", Ref: "screen:1,5,2@7"},
-		{Row: 3, Column: 2, Length: 2, Text: "OK", Ref: "screen:3,2,2@7"},
-	}
-	if a, b := mustJSON(t, got), mustJSON(t, want); a != b {
-		t.Fatalf("text query:\n got %s\nwant %s", a, b)
-	}
-	re := regexpMust(t, `\[ *(\w+) *\]`)
-	got = queryLines(lines, 7, "", re)
-	if len(got) != 2 || got[1].Text != "[ Cancel ]" || got[1].Column != 8 || got[1].Length != 10 {
-		t.Fatalf("regex query: %+v", got)
-	}
-	// A match over a wide character counts its two cells.
-	got = queryLines(lines, 1, "本", nil)
-	if len(got) != 1 || got[0].Column != 2 || got[0].Length != 2 {
-		t.Fatalf("wide match: %+v", got)
-	}
-	if cellText(lines, 1, 5, 2) != "OK" || cellText(lines, 1, 2, 2) != "本" || cellText(lines, 9, 0, 1) != "" {
-		t.Fatal("cellText")
-	}
-	// Zero-length regex matches are no matches.
-	if got := queryLines(lines, 1, "", regexpMust(t, `x*`)); len(got) != 0 {
-		t.Fatalf("empty matches: %+v", got)
-	}
-}
 
 // terminal_query on a live node: positions, nth, no match, revision.
 func TestQueryLive(t *testing.T) {
@@ -199,15 +166,6 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-func regexpMust(t *testing.T, p string) *regexp.Regexp {
-	t.Helper()
-	re, err := regexp.Compile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return re
 }
 
 // A recorded node: mouse and raw inputs are events by kind and size, and

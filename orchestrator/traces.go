@@ -1,145 +1,43 @@
 package orchestrator
 
 import (
-	"encoding/base64"
-	"errors"
-	"path/filepath"
-	"strings"
-
-	"github.com/termsprawl/termsprawl/orchestrator/render"
-	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/orchestrator/traces"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// Traces: recordings reopened for reading (CONTRACT §13). At most
-// record.MaxOpenTraces are open at once, holding at most
-// record.TraceMemoryBudget together, for the orchestrator's life; ids
-// ("trace-1", …) do not survive a restart (open the path again).
+// The trace tools (CONTRACT §13) are orchestrator/traces over the
+// engine's registry (o.traces) and its budgeted renderer.
 
-// tracePath resolves trace_open's path: an absolute path as it is, a bare
-// name (no slash) in <state>/traces. Anything else is refused: the
-// orchestrator has no working directory of the caller's.
-func (o *Orchestrator) tracePath(p string) (string, error) {
-	switch {
-	case filepath.IsAbs(p):
-		return filepath.Clean(p), nil
-	case !strings.ContainsRune(p, '/') && p != "." && p != "..":
-		return filepath.Join(o.cfg.StateDir, TracesDir, p), nil
-	}
-	return "", usage("trace path %q is relative: give an absolute path, or the name of a recording in %s", p, filepath.Join(o.cfg.StateDir, TracesDir))
+// FrameSpec says which moment of a trace to show, and how to draw it.
+type FrameSpec = traces.FrameSpec
+
+func (o *Orchestrator) traceTools() *traces.Tools {
+	return &traces.Tools{StateDir: o.cfg.StateDir, Reg: o.traces, Render: renderPNG}
 }
 
 // TraceOpen opens a recording directory, a .zip of one or a bare .cast.
 func (o *Orchestrator) TraceOpen(path string) (tools.TraceOpened, error) {
-	p, err := o.tracePath(path)
-	if err != nil {
-		return tools.TraceOpened{}, err
-	}
-	id, t, evicted, err := o.traces.Open(p)
-	if err != nil {
-		return tools.TraceOpened{}, err
-	}
-	// Keyframes are built in the background while the caller reads the
-	// overview, so the first trace_frame_at near the end does not replay
-	// the whole cast. The goroutine ends when they are built or the trace
-	// is closed (also while it waits its turn: Warm then returns at once).
-	go func() {
-		// One trace warms at a time: a replay makes several times its
-		// cast in short-lived garbage, and four at once multiplied the
-		// process's peak.
-		warmSlot <- struct{}{}
-		defer func() { <-warmSlot }()
-		t.Warm()
-	}()
-	opened := tools.TraceOpened{Trace: id, Path: t.Path(), Meta: t.Meta()}
-	if len(evicted) > 0 {
-		opened.Evicted, opened.AlsoEvicted = evicted[0], evicted[1:]
-	}
-	return opened, nil
+	return o.traceTools().Open(path)
 }
 
 // TraceClose closes an open trace and frees its memory; closed is false
 // when it was not open (closed before, or evicted).
 func (o *Orchestrator) TraceClose(id string) (tools.TraceClosed, error) {
-	if err := o.traces.Close(id); err != nil {
-		if tools.KindOf(err) == tools.KindNotFound {
-			return tools.TraceClosed{Trace: id}, nil
-		}
-		return tools.TraceClosed{}, err
-	}
-	return tools.TraceClosed{Trace: id, Closed: true}, nil
+	return o.traceTools().Close(id)
 }
-
-// warmSlot lets one trace build its keyframes at a time (TraceOpen).
-var warmSlot = make(chan struct{}, 1)
 
 // TraceOverview summarises an open trace.
 func (o *Orchestrator) TraceOverview(id string) (tools.TraceOverview, error) {
-	t, err := o.traces.Get(id)
-	if err != nil {
-		return tools.TraceOverview{}, err
-	}
-	ov := t.Overview()
-	ov.Trace = id
-	return ov, nil
-}
-
-// FrameSpec says which moment of a trace to show, and how to draw it.
-type FrameSpec struct {
-	TimeMS     *int64
-	Marker     string
-	Screenshot bool
-	Scale      int
-	Theme      string
+	return o.traceTools().Overview(id)
 }
 
 // TraceFrameAt rebuilds the screen at a moment of an open trace, through
 // the same mirror as live nodes, with a screenshot when asked for.
 func (o *Orchestrator) TraceFrameAt(id string, spec FrameSpec) (tools.TraceFrame, error) {
-	if spec.TimeMS != nil && spec.Marker != "" {
-		return tools.TraceFrame{}, usage("give time_ms or marker, not both")
-	}
-	t, err := o.traces.Get(id)
-	if err != nil {
-		return tools.TraceFrame{}, err
-	}
-	if !spec.Screenshot {
-		s, at, err := t.FrameAt(spec.TimeMS, spec.Marker)
-		if err != nil {
-			return tools.TraceFrame{}, err
-		}
-		return tools.TraceFrame{Trace: id, TimeMS: at, Screen: s}, nil
-	}
-	var (
-		s    tools.Screen
-		img  []byte
-		f    render.Facts
-		rerr error
-	)
-	at, err := t.WithFrame(spec.TimeMS, spec.Marker, func(scr *screen.Screen) {
-		s = scr.Snapshot()
-		img, f, rerr = renderPNG(scr.Cells(), render.Options{Scale: spec.Scale, Theme: spec.Theme})
-	})
-	if err != nil {
-		return tools.TraceFrame{}, err
-	}
-	switch {
-	case errors.Is(rerr, tools.ErrMemoryBudget):
-		return tools.TraceFrame{}, rerr
-	case errors.Is(rerr, render.ErrTooLarge):
-		return tools.TraceFrame{}, tools.Errorf(tools.KindRejected, "screenshot of %s: %w", id, rerr).WithDetails("reason", "capacity")
-	case rerr != nil:
-		return tools.TraceFrame{}, tools.Errorf(tools.KindUsage, "screenshot of %s: %w", id, rerr)
-	}
-	return tools.TraceFrame{Trace: id, TimeMS: at, Screen: s, Image: base64.StdEncoding.EncodeToString(img),
-		Screenshot: &tools.ScreenshotFacts{Width: f.Width, Height: f.Height, SelfContained: f.SelfContained, FallbackCharacters: f.FallbackCharacters}}, nil
+	return o.traceTools().FrameAt(id, spec)
 }
 
 // TraceDiff is the rows that changed between two moments of a trace.
 func (o *Orchestrator) TraceDiff(id string, fromMS, toMS int64) (tools.Changes, error) {
-	t, err := o.traces.Get(id)
-	if err != nil {
-		return tools.Changes{}, err
-	}
-	return t.Diff(fromMS, toMS)
+	return o.traceTools().Diff(id, fromMS, toMS)
 }

@@ -49,21 +49,6 @@ func TestParseSeed(t *testing.T) {
 	}
 }
 
-func TestParseDead(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		word   string
-		exited bool
-		code   int
-	}{
-		{"0::", false, 0}, {"1:7:", true, 7}, {"1:0:", true, 0}, {"1::9", true, 137}, {"1::", false, 0}, {"", false, 0}, {"1:x:", false, 0},
-	} {
-		if e, c := parseDead(tt.word); e != tt.exited || c != tt.code {
-			t.Errorf("parseDead(%q) = %v %d, want %v %d", tt.word, e, c, tt.exited, tt.code)
-		}
-	}
-}
-
 // Regex waits are multi-line: ^ and $ match at line boundaries, so
 // ^(ok|FAIL) finds a line that starts with ok (CONTRACT §10).
 func TestRegexWaitIsMultiLine(t *testing.T) {

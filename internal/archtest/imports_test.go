@@ -30,7 +30,23 @@ var allowed = map[string][]string{
 		// semantic trees: validation, locators, lines, diffs (CONTRACT §22)
 		module + "/orchestrator/semantic",
 		// bubblewrap sandboxes around agents' programs (CONTRACT §27)
-		module + "/orchestrator/sandbox"},
+		module + "/orchestrator/sandbox",
+		// fleet search over captures and recordings (CONTRACT §30)
+		module + "/orchestrator/fleetsearch",
+		// a node's semantic tree commits (CONTRACT §22)
+		module + "/orchestrator/semstore",
+		// terminal_query's matches and refs (CONTRACT §11)
+		module + "/orchestrator/termquery",
+		// the trace tools over record's registry (CONTRACT §13)
+		module + "/orchestrator/traces",
+		// the disk formats of the node files (a leaf room)
+		module + "/orchestrator/statefile",
+		// the status text and tty write of messages to humans (CONTRACT §20)
+		module + "/orchestrator/notify",
+		// the return of memory after a flood of output
+		module + "/orchestrator/memtrim",
+		// a program's environment and checks before it starts
+		module + "/orchestrator/launchenv"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
@@ -50,6 +66,27 @@ var allowed = map[string][]string{
 	// A profile to a bubblewrap argv, and bwrap's probe (CONTRACT §27):
 	// the standard library only, never nodes.
 	"orchestrator/sandbox": {},
+	// Fleet search (CONTRACT §30): the matcher, the ordered merge, the
+	// memory budget and the recordings' scan; a node is a Capture
+	// function the engine hands in, never a node or tmux.
+	"orchestrator/fleetsearch": {module + "/tools", module + "/orchestrator/record", "github.com/charmbracelet/x/ansi"},
+	// A node program's environment and start checks: the contract's
+	// values only, never nodes or tmux.
+	"orchestrator/launchenv": {module + "/tools"},
+	// The return of memory after a flood: the standard library only.
+	"orchestrator/memtrim": {},
+	// The node files' formats under the state dir: pure functions of
+	// (dir, id) and the contract's values; never nodes.
+	"orchestrator/statefile": {module + "/tools"},
+	// The trace tools: record's registry and traces, render's types for
+	// the screenshot the engine draws; never nodes.
+	"orchestrator/traces": {module + "/tools", module + "/orchestrator/record", module + "/orchestrator/render", module + "/orchestrator/screen"},
+	// terminal_query's text side: the contract's values and x/ansi's
+	// grapheme widths, never nodes.
+	"orchestrator/termquery": {module + "/tools", "github.com/charmbracelet/x/ansi"},
+	// A node's semantic tree commits and the semantic tools' answers from
+	// them: the trees' room and the contract's values, never nodes.
+	"orchestrator/semstore": {module + "/orchestrator/semantic", module + "/tools"},
 	// Semantic trees (CONTRACT §22): pure, the standard library only.
 	"orchestrator/semantic": {module + "/tools"},
 	// The probe programs link to publish their trees: the client, and
@@ -66,7 +103,10 @@ var allowed = map[string][]string{
 	"orchestrator/toolserver": {module + "/tools", module + "/orchestrator", module + "/orchestrator/monitor",
 		module + "/orchestrator/agentstate", module + "/orchestrator/notify", module + "/orchestrator/worktree",
 		module + "/orchestrator/config", module + "/orchestrator/trust", module + "/orchestrator/sandbox",
-		module + "/orchestrator/policy", module + "/orchestrator/usage"},
+		module + "/orchestrator/policy", module + "/orchestrator/usage", module + "/orchestrator/tables"},
+	// The tool server's tables on disk (their group-commit persister):
+	// the contract's values only, never nodes, the engine or HTTP.
+	"orchestrator/tables": {module + "/tools"},
 	// Git worktrees (CONTRACT §21): the user's git CLI only, never nodes,
 	// the engine or the tool server.
 	"orchestrator/worktree": {},

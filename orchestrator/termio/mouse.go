@@ -245,3 +245,82 @@ func EncodeAction(a Action, mm tools.MouseMode) ([]byte, bool) {
 	}
 	return out, true
 }
+
+// MouseSpec is a mouse operation's request, as the tool server decoded it.
+type MouseSpec struct {
+	Kind      string      // click, hover, wheel, drag
+	At        *tools.Cell // at, or drag's from
+	To        *tools.Cell // drag's to
+	Ref       string
+	Button    string
+	Count     int
+	Modifiers []string
+	DeltaY    int
+	// Locator names a node of the semantic tree instead of At or Ref.
+	Locator *tools.SemanticLocator
+}
+
+// DragTo is a drag's end, nil for other actions.
+func (a *Action) DragTo() *tools.Cell {
+	if a.Kind != "drag" {
+		return nil
+	}
+	return &a.To
+}
+
+// ActionOf checks and translates a MouseSpec.
+func ActionOf(spec MouseSpec) (Action, error) {
+	a := Action{Kind: spec.Kind, Count: max(spec.Count, 1)}
+	switch spec.Kind {
+	case "click", "hover", "wheel", "drag":
+	default:
+		return a, tools.Errorf(tools.KindUsage, "unknown mouse action %q", spec.Kind)
+	}
+	targets := 0
+	for _, set := range []bool{spec.At != nil, spec.Ref != "", spec.Locator != nil} {
+		if set {
+			targets++
+		}
+	}
+	if targets != 1 && spec.Kind != "drag" {
+		return a, tools.Errorf(tools.KindUsage, "give exactly one of \"at\" ({row, column}), \"ref\" (from terminal_query) and \"locator\" (a node of the semantic tree)")
+	}
+	if spec.At != nil {
+		a.At = *spec.At
+	}
+	if spec.Kind == "drag" {
+		if spec.At == nil || spec.To == nil {
+			return a, tools.Errorf(tools.KindUsage, "terminal_drag needs from and to")
+		}
+		a.To = *spec.To
+	}
+	switch spec.Button {
+	case "", "left":
+		a.Button = ansi.MouseLeft
+	case "middle":
+		a.Button = ansi.MouseMiddle
+	case "right":
+		a.Button = ansi.MouseRight
+	default:
+		return a, tools.Errorf(tools.KindUsage, "button %q: use left, middle or right", spec.Button)
+	}
+	for _, m := range spec.Modifiers {
+		switch m {
+		case "shift":
+			a.Shift = true
+		case "alt":
+			a.Alt = true
+		case "ctrl":
+			a.Ctrl = true
+		default:
+			return a, tools.Errorf(tools.KindUsage, "modifier %q: use shift, alt or ctrl", m)
+		}
+	}
+	if spec.Kind == "wheel" {
+		if spec.DeltaY == 0 {
+			return a, tools.Errorf(tools.KindUsage, "delta_y must not be 0: positive scrolls down, negative up")
+		}
+		a.WheelDown, a.Notches = spec.DeltaY > 0, min(max(spec.DeltaY, -spec.DeltaY), tools.MaxWheelDelta)
+	}
+	return a, nil
+}

@@ -58,7 +58,7 @@ func (s *Server) watchRules(node, incarnation, kind string) {
 		return
 	}
 	key := watchKey("rules", incarnation)
-	if !s.agents.claimWatch(key) {
+	if !s.agents.ClaimWatch(key) {
 		return
 	}
 	go s.rulesWatcher(node, incarnation, kind, key)
@@ -66,12 +66,12 @@ func (s *Server) watchRules(node, incarnation, kind string) {
 
 // rulesWatcher is the loop: quiet, judge, wait for a change.
 func (s *Server) rulesWatcher(node, incarnation, kind, key string) {
-	defer s.agents.releaseWatch(key)
+	defer s.agents.ReleaseWatch(key)
 	for s.ctx.Err() == nil {
-		if m, ok := s.o.Meta(node); !ok || m.Incarnation() != incarnation {
+		if m, ok := s.eng.agents.Meta(node); !ok || m.Incarnation() != incarnation {
 			return
 		}
-		p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(agentstate.RuleQuiet / time.Millisecond)}, turnWaitSlice)
+		p, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(agentstate.RuleQuiet / time.Millisecond)}, turnWaitSlice)
 		if err != nil {
 			return
 		}
@@ -91,7 +91,7 @@ func (s *Server) rulesWatcher(node, incarnation, kind, key string) {
 		}
 		s.judgeRules(node, incarnation, kind)
 		// The next judgement is of a changed screen.
-		rp, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice)
+		rp, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice)
 		if err != nil {
 			return
 		}
@@ -104,7 +104,7 @@ func (s *Server) rulesWatcher(node, incarnation, kind, key string) {
 			if err != nil && !(errors.As(err, &te) && te.Kind == tools.KindTimeout) {
 				return
 			}
-			if rp, err = s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice); err != nil {
+			if rp, err = s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice); err != nil {
 				return
 			}
 		}
@@ -114,7 +114,7 @@ func (s *Server) rulesWatcher(node, incarnation, kind, key string) {
 // judgeRules matches the rules against the quiet screen; a match whose
 // state differs from the agent's is applied as evidence.
 func (s *Server) judgeRules(node, incarnation, kind string) {
-	snap, err := s.o.Snapshot(s.ctx, node)
+	snap, err := s.eng.agents.Snapshot(s.ctx, node)
 	if err != nil {
 		return
 	}
@@ -123,7 +123,7 @@ func (s *Server) judgeRules(node, incarnation, kind string) {
 	if i < 0 {
 		return
 	}
-	st, ok := s.agents.stateOfLife(node, incarnation)
+	st, ok := s.agents.StateOfLife(node, incarnation)
 	if ok && st.State == rules[i].State {
 		return
 	}
@@ -140,14 +140,14 @@ func (s *Server) judgeRules(node, incarnation, kind string) {
 // prompt makes it error.
 func (s *Server) checkFailedTurn(node, incarnation string) {
 	go func() {
-		p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(turnQuiet / time.Millisecond)}, turnWaitSlice)
+		p, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(turnQuiet / time.Millisecond)}, turnWaitSlice)
 		if err != nil {
 			return
 		}
 		if r, err := p.Run(s.ctx); err != nil || !r.Matched {
 			return
 		}
-		snap, err := s.o.Snapshot(s.ctx, node)
+		snap, err := s.eng.agents.Snapshot(s.ctx, node)
 		if err != nil {
 			return
 		}
@@ -155,7 +155,7 @@ func (s *Server) checkFailedTurn(node, incarnation string) {
 		if line == "" {
 			return
 		}
-		if st, ok := s.agents.stateOfLife(node, incarnation); !ok || st.State != tools.AgentIdle {
+		if st, ok := s.agents.StateOfLife(node, incarnation); !ok || st.State != tools.AgentIdle {
 			return
 		}
 		detail := "its end hook came, and the screen shows after the prompt: " + oneLine(line, 200)

@@ -61,45 +61,42 @@ func (s *Server) evidence(node, incarnation string, ev tools.Evidence, message, 
 	if ev.At == "" {
 		ev.At = time.Now().UTC().Format(time.RFC3339Nano)
 	}
-	m, ok := s.o.Meta(node)
+	m, ok := s.eng.agents.Meta(node)
 	if !ok || m.Incarnation() != incarnation {
 		return agentState{}
 	}
-	t := s.agents
-	t.mu.Lock()
-	prev := t.states[node]
-	if prev.Incarnation != incarnation {
-		prev = agentState{Incarnation: incarnation}
-	}
-	cur := agentstate.Result{State: prev.State, Since: prev.Since}
-	if cur.State == tools.AgentUnknown {
-		cur.State = ""
-	}
-	next, changed := agentstate.Step(cur, ev)
-	st := prev
-	// A new slice each time: a stored Evidence is never written again, so
-	// the persister's copy of the table reads it outside t.mu (agents.go).
-	keep := prev.Evidence[max(0, len(prev.Evidence)+1-maxEvidence):]
-	st.Evidence = append(append(make([]tools.Evidence, 0, len(keep)+1), keep...), ev)
-	st.Updated = time.Now().UTC()
 	var tr *transition
-	if changed {
-		st.State, st.Since = next.State, next.Since
-		st.Message = message
-		if next.State == tools.AgentWorking && prev.State != tools.AgentWorking && prev.State != tools.AgentWaiting {
-			st.TurnStart = next.Since
+	st := s.agents.Update(node, func(prev agentState, _ bool) agentState {
+		if prev.Incarnation != incarnation {
+			prev = agentState{Incarnation: incarnation}
 		}
-		tr = &transition{node: node, incarnation: incarnation, from: prev.State, to: next.State,
-			turnStart: prev.TurnStart, message: st.Message, dialog: dialog, ev: ev, workedSince: prev.Since}
-	} else if message != "" && ev.Source == tools.SourceHook {
-		st.Message = message
-	}
-	t.setLocked(node, st)
-	t.mu.Unlock()
-	// A reported state is written soon, never waited for: the next
-	// report, or the process and screen evidence, makes good what a
-	// kill -9 loses (persist.go).
-	t.disk.mark()
+		cur := agentstate.Result{State: prev.State, Since: prev.Since}
+		if cur.State == tools.AgentUnknown {
+			cur.State = ""
+		}
+		next, changed := agentstate.Step(cur, ev)
+		st := prev
+		// A new slice each time: a stored Evidence is never written again, so
+		// the persister's copy of the table reads it outside its mutex.
+		keep := prev.Evidence[max(0, len(prev.Evidence)+1-maxEvidence):]
+		st.Evidence = append(append(make([]tools.Evidence, 0, len(keep)+1), keep...), ev)
+		st.Updated = time.Now().UTC()
+		if changed {
+			st.State, st.Since = next.State, next.Since
+			st.Message = message
+			if next.State == tools.AgentWorking && prev.State != tools.AgentWorking && prev.State != tools.AgentWaiting {
+				st.TurnStart = next.Since
+			}
+			tr = &transition{node: node, incarnation: incarnation, from: prev.State, to: next.State,
+				turnStart: prev.TurnStart, message: st.Message, dialog: dialog, ev: ev, workedSince: prev.Since}
+		} else if message != "" && ev.Source == tools.SourceHook {
+			st.Message = message
+		}
+		return st
+	})
+	// A reported state is written soon, never waited for (Update): the
+	// next report, or the process and screen evidence, makes good what a
+	// kill -9 loses.
 	if tr != nil {
 		s.kickStream() // the dashboard's rows at once (events.go)
 		s.stateChanged(*tr, m.Agent, m.Name)
@@ -134,35 +131,10 @@ func hookEvidence(event, state string) tools.Evidence {
 // watchKey names a watcher of one node life.
 func watchKey(kind, incarnation string) string { return kind + "\x00" + incarnation }
 
-// claimWatch marks a watcher as running; false if one already runs.
-func (t *agentTable) claimWatch(key string) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.watching[key] {
-		return false
-	}
-	t.watching[key] = true
-	return true
-}
-
-func (t *agentTable) releaseWatch(key string) {
-	t.mu.Lock()
-	delete(t.watching, key)
-	t.mu.Unlock()
-}
-
-// stateOfLife is the node's state if it belongs to incarnation.
-func (t *agentTable) stateOfLife(node, incarnation string) (agentState, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	st, ok := t.states[node]
-	return st, ok && st.Incarnation == incarnation
-}
-
 // watchExit starts the exit watcher of an agent node's life (once).
 func (s *Server) watchExit(node, incarnation string) {
 	key := watchKey("exit", incarnation)
-	if !s.agents.claimWatch(key) {
+	if !s.agents.ClaimWatch(key) {
 		return
 	}
 	go s.exitWatcher(node, incarnation, key)
@@ -172,8 +144,8 @@ func (s *Server) watchExit(node, incarnation string) {
 // life. It ends when the program ends, the node is gone or the server
 // closes.
 func (s *Server) exitWatcher(node, incarnation, key string) {
-	defer s.agents.releaseWatch(key)
-	p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitExit}, 100*365*24*time.Hour)
+	defer s.agents.ReleaseWatch(key)
+	p, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitExit}, 100*365*24*time.Hour)
 	if err != nil {
 		return
 	}
@@ -187,7 +159,7 @@ func (s *Server) exitWatcher(node, incarnation, key string) {
 // processEnded records the program's end: crashed (with its crash
 // report) or exited.
 func (s *Server) processEnded(node, incarnation string) {
-	info, err := s.o.Info(s.ctx, node)
+	info, err := s.eng.agents.Info(s.ctx, node)
 	if err != nil || info.Status != tools.StatusExited {
 		return
 	}
@@ -215,7 +187,7 @@ func (s *Server) processEnded(node, incarnation string) {
 // watchTurn starts the turn watcher of a working agent (once at a time).
 func (s *Server) watchTurn(node, incarnation string) {
 	key := watchKey("turn", incarnation)
-	if !s.agents.claimWatch(key) {
+	if !s.agents.ClaimWatch(key) {
 		return
 	}
 	go s.turnWatcher(node, incarnation, key)
@@ -226,13 +198,13 @@ func (s *Server) watchTurn(node, incarnation string) {
 // server closes; each wait is bounded by turnWaitSlice so a changed state
 // is seen.
 func (s *Server) turnWatcher(node, incarnation, key string) {
-	defer s.agents.releaseWatch(key)
+	defer s.agents.ReleaseWatch(key)
 	for s.ctx.Err() == nil {
-		st, ok := s.agents.stateOfLife(node, incarnation)
+		st, ok := s.agents.StateOfLife(node, incarnation)
 		if !ok || (st.State != tools.AgentWorking && st.State != tools.AgentStarting) {
 			return
 		}
-		p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(turnQuietLate / time.Millisecond)}, turnWaitSlice)
+		p, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: int(turnQuietLate / time.Millisecond)}, turnWaitSlice)
 		if err != nil {
 			return
 		}
@@ -257,7 +229,7 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 		if !s.judgeScreen(node, incarnation) {
 			// Still busy: wait for the screen to change before the next
 			// quiet wait, so a still screen is judged once.
-			if rp, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice); err == nil {
+			if rp, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, turnWaitSlice); err == nil {
 				_, _ = rp.Run(s.ctx)
 			}
 		}
@@ -269,7 +241,7 @@ func (s *Server) turnWatcher(node, incarnation, key string) {
 // until the state is turnQuiet old, and reports whether it stayed still
 // (false: it changed, or the wait failed).
 func (s *Server) youngTurnStill(node, incarnation string) bool {
-	st, ok := s.agents.stateOfLife(node, incarnation)
+	st, ok := s.agents.StateOfLife(node, incarnation)
 	if !ok || st.Since.IsZero() {
 		return true
 	}
@@ -277,7 +249,7 @@ func (s *Server) youngTurnStill(node, incarnation string) bool {
 	if rest <= 0 {
 		return true
 	}
-	p, err := s.o.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, rest)
+	p, err := s.eng.agents.PrepareWait(node, tools.WaitSpec{Wait: tools.WaitRender}, rest)
 	if err != nil {
 		return false
 	}
@@ -288,7 +260,7 @@ func (s *Server) youngTurnStill(node, incarnation string) bool {
 // judgeScreen looks at a quiet screen of a working agent; true when it
 // showed the turn's end (and the evidence was applied).
 func (s *Server) judgeScreen(node, incarnation string) bool {
-	snap, err := s.o.Snapshot(s.ctx, node)
+	snap, err := s.eng.agents.Snapshot(s.ctx, node)
 	if err != nil {
 		return false
 	}
@@ -298,7 +270,7 @@ func (s *Server) judgeScreen(node, incarnation string) bool {
 		return false
 	}
 	// The state may have moved meanwhile (the Stop hook came first).
-	st, ok := s.agents.stateOfLife(node, incarnation)
+	st, ok := s.agents.StateOfLife(node, incarnation)
 	if !ok || (st.State != tools.AgentWorking && st.State != tools.AgentStarting) {
 		return true
 	}
@@ -321,14 +293,14 @@ func (s *Server) judgeScreen(node, incarnation string) bool {
 // watcher of those working; an agent whose program ended meanwhile is
 // told so.
 func (s *Server) startAgentWatchers() {
-	for _, m := range s.o.Nodes() {
+	for _, m := range s.eng.agents.Nodes() {
 		if m.Agent == "" {
 			continue
 		}
 		inc := m.Incarnation()
 		s.watchExit(m.ID, inc)
 		s.watchRules(m.ID, inc, m.Agent)
-		if st, ok := s.agents.stateOfLife(m.ID, inc); ok && st.State == tools.AgentWorking {
+		if st, ok := s.agents.StateOfLife(m.ID, inc); ok && st.State == tools.AgentWorking {
 			s.watchTurn(m.ID, inc)
 		}
 	}
@@ -339,9 +311,9 @@ func (s *Server) startAgentWatchers() {
 // evidence said (the exit watcher may not have told yet).
 func (s *Server) agentView(ctx context.Context, info tools.NodeInfo, st agentState, explain bool) tools.AgentInfo {
 	if info.Status == tools.StatusExited && st.State != tools.AgentExited {
-		if m, ok := s.o.Meta(info.Terminal); ok {
+		if m, ok := s.eng.agents.Meta(info.Terminal); ok {
 			s.processEnded(info.Terminal, m.Incarnation())
-			if again, ok := s.agents.stateOfLife(info.Terminal, m.Incarnation()); ok {
+			if again, ok := s.agents.StateOfLife(info.Terminal, m.Incarnation()); ok {
 				st = again
 			}
 		}
@@ -377,9 +349,7 @@ func (s *Server) annotateNodes(ctx context.Context, nodes []tools.NodeInfo) {
 			continue
 		}
 		nodes[i].Usage = s.usageOf(n.Terminal)
-		t.mu.Lock()
-		st, ok := t.states[n.Terminal]
-		t.mu.Unlock()
+		st, ok := t.State(n.Terminal)
 		if !ok {
 			continue
 		}

@@ -1105,7 +1105,7 @@ func TestAPIAgents(t *testing.T) {
 		t.Fatalf("agent_send receipt %s", raw)
 	}
 	apiWaitScreen(t, op, beta, "please-review-42")
-	var tk task
+	var tk tools.Task
 	apiOK(t, sb, "agent_task", apiM{"task": sent.Task}, &tk)
 	if tk.From != alpha || tk.To != beta || tk.State != "pending" || tk.Text != "please-review-42" {
 		t.Fatalf("agent_task %+v", tk)

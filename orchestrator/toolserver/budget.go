@@ -167,7 +167,7 @@ func (s *Server) scopeSums(bg config.Budget, now time.Time) budgetUse {
 	b.mu.Unlock()
 	for node, w := range work {
 		if kind == "kind" {
-			if nm, _ := s.o.Meta(node); nm.Agent != name {
+			if nm, _ := s.eng.budget.Meta(node); nm.Agent != name {
 				continue
 			}
 		}
@@ -236,7 +236,7 @@ func (s *Server) budgetPausedNow(m orchestrator.NodeMeta) (string, bool) {
 // budgetNote is agent_status's budget line for a node ("" when no budget
 // is at 80 %).
 func (s *Server) budgetNote(node string) string {
-	m, ok := s.o.Meta(node)
+	m, ok := s.eng.budget.Meta(node)
 	if !ok || m.Agent == "" {
 		return ""
 	}
@@ -263,7 +263,7 @@ func (s *Server) usageGrew(node string) {
 	if s.conf == nil || len(s.conf.Current().Budgets) == 0 {
 		return
 	}
-	changed, ok := s.o.Meta(node)
+	changed, ok := s.eng.budget.Meta(node)
 	if !ok {
 		return
 	}
@@ -276,7 +276,7 @@ func (s *Server) usageGrew(node string) {
 		targets := []orchestrator.NodeMeta{changed}
 		if kind != "node" {
 			targets = nil
-			for _, m := range s.o.Nodes() {
+			for _, m := range s.eng.budget.Nodes() {
 				if budgetApplies(bg, m) {
 					targets = append(targets, m)
 				}
@@ -344,11 +344,11 @@ func (s *Server) budgetAct(bg config.Budget, m orchestrator.NodeMeta) {
 		if m.Agent == "claude" || m.Agent == "codex" || m.Agent == "gemini" || m.Agent == "opencode" {
 			key = "Escape" // their interrupt; Ctrl+C would end them
 		}
-		if _, err := s.o.Press(ctx, m.ID, key, nil); err != nil {
+		if _, err := s.eng.budget.Press(ctx, m.ID, key, nil); err != nil {
 			s.log.Warn("budget: interrupt", "node", m.ID, "err", err)
 		}
 	case config.ActionStop:
-		if err := s.o.CloseNode(ctx, m.ID); err != nil {
+		if err := s.eng.budget.CloseNode(ctx, m.ID); err != nil {
 			s.log.Warn("budget: stop", "node", m.ID, "err", err)
 		}
 	}
@@ -403,7 +403,7 @@ func budgetRaiseOp(c *call, a budgetRaiseArgs) (tools.BudgetRaised, any, error) 
 	if err != nil {
 		return tools.BudgetRaised{}, nil, tools.Errorf(tools.KindNotRun, "save %s: %v", budgetsFile, err)
 	}
-	m, _ := c.s.o.Meta(a.Node)
+	m, _ := c.s.eng.budget.Meta(a.Node)
 	_ = c.s.audit.Append(policy.Entry{Node: a.Node, Kind: m.Agent, Decision: "raise", By: policy.ByHuman, Surface: "cli",
 		Why: fmt.Sprintf("the human raised the node's budgets by $%.2f, %d tokens, %s of work (now $%.2f, %d, %s in all)", cost, a.Tokens, work, r.CostUSD, r.Tokens, r.Work)})
 	go c.s.usageGrew(a.Node)

@@ -42,7 +42,7 @@ func fleetSearch(c *call, a fleetSearchArgs) (tools.FleetSearchResult, error) {
 		spec.OnlyNodes = true
 		seen := map[string]bool{}
 		for _, word := range a.Nodes {
-			id, err := c.s.o.Resolve(word)
+			id, err := c.s.eng.fleet.Resolve(word)
 			if err != nil {
 				return tools.FleetSearchResult{}, err
 			}
@@ -56,7 +56,7 @@ func fleetSearch(c *call, a fleetSearchArgs) (tools.FleetSearchResult, error) {
 		}
 	} else {
 		host, confined := c.realm()
-		for _, m := range c.s.o.Nodes() {
+		for _, m := range c.s.eng.fleet.Nodes() {
 			if !confined || m.Host == host {
 				spec.Nodes = append(spec.Nodes, m.ID)
 			}
@@ -67,9 +67,9 @@ func fleetSearch(c *call, a fleetSearchArgs) (tools.FleetSearchResult, error) {
 		// on the caller's host (the recordings of gone nodes and of
 		// other machines are not the caller's to read).
 		spec.MayReadRecording = func(m tools.TraceMeta) bool {
-			nm, ok := c.s.o.Meta(m.Node)
+			nm, ok := c.s.eng.fleet.Meta(m.Node)
 			return ok && nm.Host == host
 		}
 	}
-	return c.s.o.Search(c.ctx, spec)
+	return c.s.eng.fleet.Search(c.ctx, spec)
 }

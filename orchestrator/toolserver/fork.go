@@ -27,7 +27,7 @@ func agentFork(c *call, a agentForkArgs) (tools.ForkResult, any, error) {
 	if err := c.mustDrive(a.Node); err != nil {
 		return tools.ForkResult{}, nil, err
 	}
-	meta, rec, err := c.s.o.NodeLaunch(a.Node)
+	meta, rec, err := c.s.eng.lost.NodeLaunch(a.Node)
 	if err != nil {
 		return tools.ForkResult{}, nil, err
 	}
@@ -56,7 +56,7 @@ func agentFork(c *call, a agentForkArgs) (tools.ForkResult, any, error) {
 		if meta.Host != "" {
 			return tools.ForkResult{}, nil, tools.Errorf(tools.KindUsage, "worktree is for nodes on this machine, not on host %s: fork %s without worktree", meta.Host, a.Node)
 		}
-		dir := cmp.Or(c.s.o.CurrentPath(c.ctx, a.Node), meta.Cwd)
+		dir := cmp.Or(c.s.eng.lost.CurrentPath(c.ctx, a.Node), meta.Cwd)
 		top, head, err := WorktreeGit.Head(c.ctx, dir)
 		if err != nil {
 			return tools.ForkResult{}, nil, refusal(fmt.Errorf("fork %s into a worktree: %w", a.Node, err))
@@ -91,7 +91,7 @@ func agentFork(c *call, a agentForkArgs) (tools.ForkResult, any, error) {
 // starts from its launch, its exit is watched.
 func (c *call) forked(info tools.NodeInfo, from, conversation, cwd string, copied int) (tools.ForkResult, any, error) {
 	s := c.s
-	if m, ok := s.o.Meta(info.Terminal); ok {
+	if m, ok := s.eng.lost.Meta(info.Terminal); ok {
 		s.evidence(info.Terminal, m.Incarnation(), tools.Evidence{Source: tools.SourceProcess, Event: agentstate.ProcLaunched}, "forked from "+from, "")
 		s.watchExit(info.Terminal, m.Incarnation())
 		cwd = m.Cwd

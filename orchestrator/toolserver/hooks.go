@@ -30,4 +30,7 @@ type hooks struct {
 	// started and its mirror attached, just before the node is registered
 	// (apiStart wires it to the engine's seam through engine).
 	beforeRegister func(id string)
+	// nodeGone runs on the engine event feed's goroutine before a gone
+	// node's state is dropped (feed.go).
+	nodeGone func(id string)
 }

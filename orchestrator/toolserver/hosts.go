@@ -17,7 +17,7 @@ func hostHandlers() map[string]handler {
 }
 
 func hostList(c *call, _ noArgs) (tools.HostList, error) {
-	l := tools.HostList{Hosts: c.s.o.HostList(c.ctx)}
+	l := tools.HostList{Hosts: c.s.eng.hosts.HostList(c.ctx)}
 	if mine, confined := c.realm(); confined {
 		l.Hosts = slices.DeleteFunc(l.Hosts, func(h tools.HostInfo) bool { return h.Name != mine })
 	}
@@ -36,9 +36,9 @@ func hostRemove(c *call, a hostRemoveArgs) (tools.HostRemoved, any, error) {
 	if c.caller.Role != tools.RoleOperator {
 		return tools.HostRemoved{}, nil, tools.Errorf(tools.KindForbidden, "host_remove is for the operator (termsprawl hosts rm %s): it ends or forgets every node on the host", a.Host)
 	}
-	r, err := c.s.o.RemoveHost(c.ctx, a.Host, a.CloseNodes)
+	r, err := c.s.eng.hosts.RemoveHost(c.ctx, a.Host, a.CloseNodes)
 	if err != nil {
 		return r, nil, err
 	}
-	return r, tools.HostList{Hosts: c.s.o.HostList(c.ctx)}, nil
+	return r, tools.HostList{Hosts: c.s.eng.hosts.HostList(c.ctx)}, nil
 }

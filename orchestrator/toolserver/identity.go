@@ -39,25 +39,26 @@ func (s *Server) dropToken(incarnation string) {
 // Authenticate compares the token with every known one in constant time.
 // A node's token is valid only while that same incarnation lives.
 func (s *Server) Authenticate(token string) (tools.Identity, bool) {
-	s.mu.Lock()
-	var found tools.Identity
-	ok := false
-	for tok, ident := range s.tokens {
-		if tools.TokenEqual(tok, token) {
-			found, ok = ident, true
+	found, ok := s.lookupToken(token)
+	if !ok {
+		// A node born just now: its token is read on the engine event
+		// feed (feed.go). Bounded, so an unknown token is not held long.
+		ctx, cancel := context.WithTimeout(s.ctx, launchAuthWait)
+		if s.feed.sync(ctx) == nil {
+			found, ok = s.lookupToken(token)
 		}
+		cancel()
 	}
-	s.mu.Unlock()
 	if ok && found.Role != tools.RoleOperator {
-		m, live := s.o.Meta(found.Node)
+		m, live := s.eng.identity.Meta(found.Node)
 		if !live && s.hooks.notLive != nil {
 			s.hooks.notLive(found.Node)
 		}
-		if !live && s.o.AwaitLaunch(context.Background(), found.Node, launchAuthWait) {
+		if !live && s.eng.identity.AwaitLaunch(context.Background(), found.Node, launchAuthWait) {
 			// Born but not yet registered: its program called before its
 			// launch was done (a probe's first publish); the launch has
 			// settled now.
-			m, live = s.o.Meta(found.Node)
+			m, live = s.eng.identity.Meta(found.Node)
 		}
 		if !live || m.Incarnation() != found.Incarnation {
 			ok = false // the node is gone: its token died with it
@@ -67,6 +68,20 @@ func (s *Server) Authenticate(token string) (tools.Identity, bool) {
 		return tools.Identity{}, false
 	}
 	return found, true
+}
+
+// lookupToken compares the token with every known one in constant time.
+func (s *Server) lookupToken(token string) (tools.Identity, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var found tools.Identity
+	ok := false
+	for tok, ident := range s.tokens {
+		if tools.TokenEqual(tok, token) {
+			found, ok = ident, true
+		}
+	}
+	return found, ok
 }
 
 // launchAuthWait bounds how long a call with the token of a node still
@@ -93,9 +108,9 @@ func canDrive(caller tools.Identity, m orchestrator.NodeMeta) bool {
 
 // mustDrive is canDrive as an error.
 func (c *call) mustDrive(id string) error {
-	m, ok := c.s.o.Meta(id)
+	m, ok := c.s.eng.identity.Meta(id)
 	if !ok {
-		if err := c.s.o.LostError(id); err != nil {
+		if err := c.s.eng.identity.LostError(id); err != nil {
 			// Lost after a reboot (restore.go): the operator's to restore
 			// or forget (the engine answers conflict to anything else).
 			if c.caller.Role == tools.RoleOperator {
@@ -152,7 +167,7 @@ func (c *call) resolve(a any) error {
 	if o, ok := a.(interface{ optional() bool }); ok && o.optional() && *n.ref() == "" {
 		return nil
 	}
-	id, err := c.s.o.Resolve(*n.ref())
+	id, err := c.s.eng.identity.Resolve(*n.ref())
 	if err != nil {
 		var te *tools.Error
 		if o, ok := a.(interface{ orOther() bool }); ok && o.orOther() && errors.As(err, &te) && te.Kind == tools.KindNotFound {
@@ -181,20 +196,20 @@ func identityHandlers() map[string]handler {
 func sessionInfo(c *call, _ noArgs) (tools.SessionInfo, error) {
 	s := c.s
 	info := tools.SessionInfo{Node: c.caller.Node, Role: c.caller.Role, InstanceID: s.instance, Version: s.version,
-		TmuxSocket: s.o.Socket(), Operations: tools.OperationNames(),
+		TmuxSocket: s.eng.identity.Socket(), Operations: tools.OperationNames(),
 		PreferencesFile: tools.PreferencesPath(s.stateDir), StateDir: s.stateDir,
 		// Nodes are spread over shards: the operator's hint names no
 		// server that could be the wrong one.
 		Attach: "tmux -L SOCKET attach-session -t ts-NODE (SOCKET: the node's tmux_socket in terminal_list)"}
 	if c.caller.Role != tools.RoleOperator {
 		info.TmuxSession = "ts-" + c.caller.Node
-		if m, ok := s.o.Meta(c.caller.Node); ok && m.Socket != "" {
+		if m, ok := s.eng.identity.Meta(c.caller.Node); ok && m.Socket != "" {
 			info.TmuxSocket = m.Socket // the node's shard
 			info.Attach = "tmux -L " + m.Socket + " attach-session -t ts-" + c.caller.Node
 		}
 	}
-	info.MirrorReseeds, info.MirrorHeals = s.o.MirrorCounts()
-	info.TmuxServerDeaths, info.LastTmuxServerDeath = s.o.ServerHealth()
+	info.MirrorReseeds, info.MirrorHeals = s.eng.identity.MirrorCounts()
+	info.TmuxServerDeaths, info.LastTmuxServerDeath = s.eng.identity.ServerHealth()
 	if c.caller.Role == tools.RoleOperator {
 		info.MonitorURL = s.monitorURL()
 	}

@@ -4,13 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"slices"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/monitor"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -35,38 +31,23 @@ func (s *Server) monitorURL() string {
 
 // MonitorSide is monitor.Side: agent states, pending dialogs, watches.
 func (s *Server) MonitorSide() monitor.SideState {
-	st := monitor.SideState{Agents: map[string]monitor.AgentState{}, Dialogs: s.dialogs.list()}
-	s.agents.mu.Lock()
-	for id, a := range s.agents.states {
+	st := monitor.SideState{Agents: map[string]monitor.AgentState{}, Dialogs: s.dialogs.List()}
+	for id, a := range s.agents.States() {
 		st.Agents[id] = monitor.AgentState{State: a.State, Message: a.Message, Updated: a.Updated,
 			Since: a.Since, NeedsHuman: a.State == tools.AgentWaiting}
 	}
-	s.agents.mu.Unlock()
-	st.Watches = s.watches.view()
+	st.Watches = s.watchViews()
 	st.Worktrees = s.streamWorktrees() // worktree_stream.go
 	return st
 }
 
-// view lists the watches for the monitor, oldest first.
-func (w *watchTable) view() []monitor.Watch {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	out := make([]monitor.Watch, 0, len(w.m))
-	for _, wt := range w.m {
-		fired := false
-		select {
-		case <-wt.done:
-			fired = true
-		default:
-		}
-		out = append(out, monitor.Watch{ID: wt.id, Terminal: wt.terminal, Owner: wt.owner.Node, What: describeWait(wt.spec), Fired: fired})
+// watchViews lists the watches for the monitor, oldest first.
+func (s *Server) watchViews() []monitor.Watch {
+	list := s.watches.List()
+	out := make([]monitor.Watch, 0, len(list))
+	for _, w := range list {
+		out = append(out, monitor.Watch{ID: w.ID, Terminal: w.Terminal, Owner: w.Owner, What: describeWait(w.Spec), Fired: w.Fired})
 	}
-	// Ids are watch-N: order by N.
-	num := func(id string) int {
-		n, _ := strconv.Atoi(strings.TrimPrefix(id, "watch-"))
-		return n
-	}
-	slices.SortFunc(out, func(a, b monitor.Watch) int { return num(a.ID) - num(b.ID) })
 	return out
 }
 
@@ -84,7 +65,7 @@ func describeWait(sp tools.WaitSpec) string {
 }
 
 // monitorEngine is monitor.Engine over the orchestrator.
-type monitorEngine struct{ o *orchestrator.Orchestrator }
+type monitorEngine struct{ o monitorSource }
 
 func (e monitorEngine) Peek() []tools.NodeInfo { return e.o.Peek() }
 
@@ -103,7 +84,7 @@ func (e monitorEngine) Show(ctx context.Context, id string) (monitor.Shown, erro
 // mountMonitor builds the monitor of this server, served beside /call on
 // the same listener; it returns the handler for every request.
 func (s *Server) mountMonitor(saved monitor.Saved, hostPort func() string, next http.Handler) (*monitor.Monitor, http.Handler, error) {
-	m, err := monitor.New(monitor.Config{Saved: saved, Engine: monitorEngine{s.o}, Side: s, HostPort: hostPort, Log: s.log, Poll: testMonitorPoll})
+	m, err := monitor.New(monitor.Config{Saved: saved, Engine: monitorEngine{s.eng.monitor}, Side: s, HostPort: hostPort, Log: s.log, Poll: testMonitorPoll})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -51,7 +51,7 @@ func (s *Server) notifyTmux(ctx context.Context, e notify.Event) (string, error)
 	if e.Text != "" {
 		msg += ": " + e.Text
 	}
-	n, err := s.o.NotifyHumans(ctx, msg)
+	n, err := s.eng.notify.NotifyHumans(ctx, msg)
 	if err != nil {
 		return "", err
 	}
@@ -59,7 +59,7 @@ func (s *Server) notifyTmux(ctx context.Context, e notify.Event) (string, error)
 }
 
 func (s *Server) notifyTerminal(ctx context.Context, e notify.Event) (string, error) {
-	n, err := s.o.NotifyTerminals(ctx, notify.OSC(e.Title, e.Text))
+	n, err := s.eng.notify.NotifyTerminals(ctx, notify.OSC(e.Title, e.Text))
 	if err != nil && n == 0 {
 		return "", err
 	}

@@ -1,299 +1,29 @@
 package toolserver
 
-import (
-	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io/fs"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"sync"
+import "github.com/termsprawl/termsprawl/orchestrator/tables"
 
-	"github.com/termsprawl/termsprawl/orchestrator"
-	"github.com/termsprawl/termsprawl/tools"
-)
-
-// The tool server's own tables on disk, so that an orchestrator restart
-// keeps agents' tasks, open dialogs, "always" answers, watches and
-// reported states (CONTRACT §16):
+// The tool server's own tables on disk (orchestrator/tables), so that an
+// orchestrator restart keeps agents' tasks, open dialogs, "always"
+// answers, watches and reported states (CONTRACT §16):
 //
 //	<state>/toolserver/dialogs.json   open and recently ended dialogs, "always" answers
 //	<state>/toolserver/agents.json    reported states and tasks
 //	<state>/toolserver/watches.json   live watches and fired ones not yet read
 //	<state>/toolserver/worktrees.json the worktrees termsprawl made (worktree.go)
-//
-// Every entry carries the incarnation it belongs to. A table is written
-// whole and atomically (temp file, fsync, rename) by its persister: the
-// table's change calls mark (written soon, the caller goes on) or sync
-// (the caller waits until a write that began after the call is on disk;
-// concurrent callers share that write). The persister marshals the table
-// under the table's mutex and writes outside it, one write at a time, so
-// the file always holds one state of the table and a slow disk never
-// holds a report or a read. Tasks, dialogs, "always" answers, watches and
-// worktrees are synced before they are handed out; agents' reported
-// states are marked, so a kill -9 loses at most the reports of the last
-// write's few milliseconds, which the process and screen evidence
-// corrects (docs/CHOICES.md). Close writes what is marked and ends the
-// persister: a clean shutdown loses nothing. Tables are read once at
-// start with a size bound; entries of incarnations that are no longer
-// alive (the node closed while no orchestrator ran) are dropped at load,
-// so a new node that reuses an id inherits nothing.
-
-// persistDir is the directory of the tables under the state dir.
-const persistDir = "toolserver"
-
-// maxPersistBytes bounds one table file at load (the quotas keep real
-// tables far below it).
-const maxPersistBytes = 16 << 20
 
 // Table file names.
 const (
-	dialogsFile = "dialogs.json"
-	agentsFile  = "agents.json"
-	watchesFile = "watches.json"
+	dialogsFile = tables.DialogsFile
+	agentsFile  = tables.AgentsFile
+	watchesFile = tables.WatchesFile
 )
 
-// store reads and writes the table files.
-type store struct {
-	dir string // "" keeps everything in memory (no state dir)
-	log *slog.Logger
-}
-
-func newStore(stateDir string, log *slog.Logger) *store {
-	if stateDir == "" {
-		return &store{log: log}
-	}
-	return &store{dir: filepath.Join(stateDir, persistDir), log: log}
-}
-
-// write writes data as the named table. A failure is logged and
-// returned; most callers go on (the table in memory stays right, and the
-// next change writes it again), but one that hands out something that
-// must survive a restart (a dialog id) refuses it.
-func (st *store) write(name string, data []byte) error {
-	if st == nil || st.dir == "" {
-		return nil
-	}
-	if err := os.MkdirAll(st.dir, 0o700); err != nil {
-		st.log.Warn("persist table", "file", name, "err", err)
-		return fmt.Errorf("persist %s: %w", name, err)
-	}
-	if err := tools.WriteFileAtomic(filepath.Join(st.dir, name), data); err != nil {
-		st.log.Warn("persist table", "file", name, "err", err)
-		return fmt.Errorf("persist %s: %w", name, err)
-	}
-	return nil
-}
-
-// marshalTable is a table's file content (indented JSON and a newline).
-func marshalTable(name string, v any) ([]byte, error) {
-	data, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("persist %s: marshal: %w", name, err)
-	}
-	return append(data, '\n'), nil
-}
-
-// persister writes one table's file: group commit. mark and sync are
-// called without the table's mutex (snapshot takes it). Its goroutine
-// starts at the first change and ends in close, after a last write of
-// what is marked; after close, mark and sync write at once themselves.
-type persister struct {
-	name     string
-	store    *store
-	snapshot func() ([]byte, error) // the table's content; takes the table's mutex
-
-	// beforeWrite, when set (tests), runs before each write, after the
-	// snapshot.
-	beforeWrite func()
-
-	writeMu sync.Mutex // held across one snapshot and its write: one write at a time, in order
-
-	mu      sync.Mutex // guards dirty, next, running, closed
-	dirty   bool       // changed since the last snapshot began
-	next    *flight    // the write that begins next
-	running bool       // the goroutine was started
-	closed  bool
-
-	kick  chan struct{} // one pending wake of the goroutine
-	stop  chan struct{} // closed by close
-	ended chan struct{} // closed when the goroutine returned
-}
-
-// flight is one write; done is closed when it ended, err is then its
-// outcome.
-type flight struct {
-	done chan struct{}
-	err  error
-}
-
-func newPersister(st *store, name string, snapshot func() ([]byte, error)) *persister {
-	return &persister{name: name, store: st, snapshot: snapshot, next: &flight{done: make(chan struct{})},
-		kick: make(chan struct{}, 1), stop: make(chan struct{}), ended: make(chan struct{})}
-}
-
-// off reports whether nothing is written (no state dir).
-func (p *persister) off() bool { return p.store == nil || p.store.dir == "" }
-
-// mark records a change to write soon; it does not wait for the disk.
-func (p *persister) mark() {
-	if p.off() {
-		return
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		_ = p.writeNow()
-		return
-	}
-	p.dirty = true
-	p.startLocked()
-	p.mu.Unlock()
-	p.wake()
-}
-
-// sync records a change and waits until a write that began after the call
-// ended; it returns that write's error, or ctx's if it ends first (the
-// write still happens).
-func (p *persister) sync(ctx context.Context) error {
-	return p.wait(ctx, p.begin())
-}
-
-// begin is sync's first half: the change is recorded, and the write that
-// will hold it returned (nil when nothing is written: no state dir).
-func (p *persister) begin() *flight {
-	if p.off() {
-		return nil
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		f := &flight{done: make(chan struct{}), err: p.writeNow()}
-		close(f.done)
-		return f
-	}
-	p.dirty = true
-	f := p.next
-	p.startLocked()
-	p.mu.Unlock()
-	p.wake()
-	return f
-}
-
-// wait is sync's second half.
-func (p *persister) wait(ctx context.Context, f *flight) error {
-	if f == nil {
-		return nil
-	}
-	select {
-	case <-f.done:
-		return f.err
-	case <-ctx.Done():
-		return fmt.Errorf("persist %s: %w", p.name, ctx.Err())
-	}
-}
-
-func (p *persister) startLocked() {
-	if !p.running {
-		p.running = true
-		go p.loop()
-	}
-}
-
-func (p *persister) wake() {
-	select {
-	case p.kick <- struct{}{}:
-	default: // a wake is pending: the change rides on it
-	}
-}
-
-// loop is the persister's goroutine: one write per wake while changes
-// come, and a last one at close.
-func (p *persister) loop() {
-	defer close(p.ended)
-	for {
-		select {
-		case <-p.kick:
-			p.flush()
-		case <-p.stop:
-			p.flush()
-			return
-		}
-	}
-}
-
-// flush writes the table if it changed; the waiters of the write are
-// told its outcome.
-func (p *persister) flush() {
-	p.mu.Lock()
-	if !p.dirty {
-		p.mu.Unlock()
-		return
-	}
-	p.dirty = false
-	f := p.next
-	p.next = &flight{done: make(chan struct{})}
-	p.mu.Unlock()
-	f.err = p.writeNow()
-	close(f.done)
-}
-
-// writeNow snapshots the table and writes it.
-func (p *persister) writeNow() error {
-	p.writeMu.Lock()
-	defer p.writeMu.Unlock()
-	data, err := p.snapshot()
-	if err != nil {
-		p.store.log.Warn("persist table", "file", p.name, "err", err)
-		return err
-	}
-	if p.beforeWrite != nil {
-		p.beforeWrite()
-	}
-	return p.store.write(p.name, data)
-}
-
-// close writes what is marked and ends the goroutine; later changes are
-// written by their callers. It may be called more than once.
-func (p *persister) close() {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return
-	}
-	p.closed = true
-	running := p.running
-	p.mu.Unlock()
-	if running {
-		close(p.stop)
-		<-p.ended
-	}
-}
-
-// load reads the named table into v; a missing file leaves v as it is.
-func (st *store) load(name string, v any) error {
-	if st == nil || st.dir == "" {
-		return nil
-	}
-	path := filepath.Join(st.dir, name)
-	b, err := tools.ReadFileBounded(path, maxPersistBytes)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("read %s: %w", path, err)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("decode %s: %w (move it away to start with empty tables)", path, err)
-	}
-	return nil
-}
+// persistDir is the tables' directory under the state dir.
+const persistDir = tables.Dir
 
 // liveIncarnations are the incarnations whose state may be restored: every
 // node the engine knows, and the operator.
-func liveIncarnations(o *orchestrator.Orchestrator) map[string]bool {
+func liveIncarnations(o nodeDirectory) map[string]bool {
 	live := map[string]bool{operatorIdentity.Incarnation: true}
 	for _, m := range o.Nodes() {
 		live[m.Incarnation()] = true
@@ -305,14 +35,14 @@ func liveIncarnations(o *orchestrator.Orchestrator) map[string]bool {
 // A table that cannot be read is logged and starts empty (the file is
 // left for a human to look at; the next change overwrites it).
 func (s *Server) restore() {
-	live := liveIncarnations(s.o)
-	if err := s.dialogs.restore(s.store, live); err != nil {
+	live := liveIncarnations(s.eng.nodes)
+	if err := s.dialogs.Restore(s.store, live); err != nil {
 		s.log.Warn("restore dialogs", "err", err)
 	}
-	if err := s.agents.restore(s.store, live); err != nil {
+	if err := s.agents.Restore(s.store, live); err != nil {
 		s.log.Warn("restore agents", "err", err)
 	}
-	if err := s.restoreWatches(live); err != nil {
+	if err := s.watches.Restore(live, s.prepareWatch, s.log); err != nil {
 		s.log.Warn("restore watches", "err", err)
 	}
 }

@@ -129,7 +129,7 @@ func (s *Server) decidePermission(c *call, a dialogRequestArgs) (out tools.Dialo
 	if c.caller.Role == tools.RoleOperator || a.Tool == "" {
 		return out, false, false, nil
 	}
-	m, ok := s.o.Meta(c.caller.Node)
+	m, ok := s.eng.nodes.Meta(c.caller.Node)
 	if !ok || m.Incarnation() != c.caller.Incarnation {
 		return out, false, false, nil
 	}
@@ -186,7 +186,7 @@ func (s *Server) dialogDecided(d tools.Dialog, out tools.DialogOutcome) {
 		return
 	}
 	kind := ""
-	if m, ok := s.o.Meta(d.Node); ok {
+	if m, ok := s.eng.nodes.Meta(d.Node); ok {
 		kind = m.Agent
 	}
 	by := cmp.Or(out.DecidedBy, policy.ByHuman)
@@ -214,7 +214,7 @@ func (s *Server) auditRemembered(c *call, a dialogRequestArgs) error {
 		return nil
 	}
 	kind := ""
-	if m, ok := s.o.Meta(c.caller.Node); ok {
+	if m, ok := s.eng.nodes.Meta(c.caller.Node); ok {
 		kind = m.Agent
 	}
 	if err := s.audit.Append(policy.Entry{Node: c.caller.Node, Kind: kind, Tool: a.Tool, Input: a.Input, Decision: tools.AnswerAllow, By: policy.ByAlways,
@@ -230,7 +230,7 @@ func (s *Server) auditRemembered(c *call, a dialogRequestArgs) error {
 func (c *call) launchPolicy(name string) (string, error) {
 	if c.caller.Role != tools.RoleOperator {
 		own := ""
-		if m, ok := c.s.o.Meta(c.caller.Node); ok {
+		if m, ok := c.s.eng.nodes.Meta(c.caller.Node); ok {
 			own = m.Policy
 		}
 		if name != "" && name != own {

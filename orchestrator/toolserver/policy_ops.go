@@ -30,11 +30,11 @@ func policyTest(c *call, a policyTestArgs) (tools.PolicyTest, error) {
 	switch {
 	case a.Node != "":
 		var ok bool
-		if m, ok = c.s.o.Meta(a.Node); !ok {
+		if m, ok = c.s.eng.nodes.Meta(a.Node); !ok {
 			return tools.PolicyTest{}, tools.Errorf(tools.KindNotFound, "no node %q: see terminal_list", a.Node)
 		}
 	case c.caller.Role != tools.RoleOperator:
-		m, _ = c.s.o.Meta(c.caller.Node)
+		m, _ = c.s.eng.nodes.Meta(c.caller.Node)
 	}
 	home, _ := os.UserHomeDir()
 	req, err := policy.RequestFromRule(a.Request, m.Cwd, home)

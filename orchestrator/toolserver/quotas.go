@@ -4,20 +4,18 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/termsprawl/termsprawl/orchestrator/tables"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // Per-node quotas: one node cannot use up a table every node shares.
 // Receipts have theirs in tools.MaxReceiptsPerCaller.
 const (
-	// maxWatchesPerNode bounds the live watches one node started; the
-	// operator, one human for every node, has maxWatchesOperator.
-	maxWatchesPerNode  = 32
-	maxWatchesOperator = 256
-	// maxWatches bounds all live watches together.
-	maxWatches = 4096
+	// maxWatchesPerNode bounds the live watches one node started (the
+	// watch table's quotas are orchestrator/tables').
+	maxWatchesPerNode = tables.MaxWatchesPerNode
 	// maxDialogsPerNode bounds one node's pending dialogs.
-	maxDialogsPerNode = 8
+	maxDialogsPerNode = tables.MaxDialogsPerNode
 )
 
 // maxTasksPerSender bounds the pending tasks one node sent (a variable so
@@ -54,7 +52,7 @@ type nodeQuota struct {
 func (s *Server) reserveNode(caller tools.Identity, chain []string) (release func(), err error) {
 	q := &s.nodeQuota
 	limit, reserve := nodesPerAgent(s.maxNodes), nodesReserve(s.maxNodes)
-	nodes := s.o.Nodes()
+	nodes := s.eng.nodes.Nodes()
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.pending == nil {

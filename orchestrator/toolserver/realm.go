@@ -22,11 +22,11 @@ func (c *call) realm() (host string, confined bool) {
 	if c.caller.Role == tools.RoleOperator {
 		return "", false
 	}
-	m, ok := c.s.o.Meta(c.caller.Node)
+	m, ok := c.s.eng.hosts.Meta(c.caller.Node)
 	if !ok || m.Host == "" {
 		return "", false
 	}
-	return m.Host, !c.s.o.HostGrantsElsewhere(m.Host)
+	return m.Host, !c.s.eng.hosts.HostGrantsElsewhere(m.Host)
 }
 
 // hostLabel names a host in messages.
@@ -82,7 +82,7 @@ func (c *call) inRealm(id string) error {
 	if !confined {
 		return nil
 	}
-	m, ok := c.s.o.Meta(id)
+	m, ok := c.s.eng.hosts.Meta(id)
 	if !ok || m.Host == host {
 		return nil
 	}
@@ -99,7 +99,7 @@ func (c *call) keepToRealm(v any) any {
 		return v
 	}
 	outside := func(node string) bool {
-		m, ok := c.s.o.Meta(node)
+		m, ok := c.s.eng.hosts.Meta(node)
 		return !ok || m.Host != host
 	}
 	switch l := v.(type) {

@@ -54,7 +54,7 @@ func terminalRestore(c *call, a restoreArgs) (tools.RestoreResult, any, error) {
 func (s *Server) RestoreLost(ctx context.Context) ([]tools.RestoreResult, []error) {
 	var out []tools.RestoreResult
 	var errs []error
-	for _, id := range s.o.LostIDs() {
+	for _, id := range s.eng.lost.LostIDs() {
 		r, err := s.restoreNode(ctx, id, "")
 		if err != nil {
 			errs = append(errs, err)
@@ -68,7 +68,7 @@ func (s *Server) RestoreLost(ctx context.Context) ([]tools.RestoreResult, []erro
 // restoreNode starts lost node id again; an agent with a conversation id
 // resumes it.
 func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.RestoreResult, error) {
-	meta, rec, err := s.o.LostLaunch(id)
+	meta, rec, err := s.eng.lost.LostLaunch(id)
 	if err != nil {
 		return tools.RestoreResult{}, err
 	}
@@ -94,7 +94,7 @@ func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.Restore
 			return tools.RestoreResult{}, fmt.Errorf("restore %s: %w", id, err)
 		}
 	}
-	info, err := s.o.Restore(ctx, id, orchestrator.RestoreOptions{Cwd: cwd, Command: cmd})
+	info, err := s.eng.lost.Restore(ctx, id, orchestrator.RestoreOptions{Cwd: cwd, Command: cmd})
 	if err != nil {
 		return tools.RestoreResult{}, err
 	}
@@ -106,7 +106,7 @@ func (s *Server) restoreNode(ctx context.Context, id, cwd string) (tools.Restore
 	if h, ok := strings.CutPrefix(rec.ExtraEnv["OTEL_EXPORTER_OTLP_HEADERS"], usage.Header+"="); ok && h != "" {
 		s.usage.Adopt(h, info.Terminal, rec.Agent)
 	}
-	if m, ok := s.o.Meta(info.Terminal); ok {
+	if m, ok := s.eng.lost.Meta(info.Terminal); ok {
 		s.loadToken(m)
 		if m.Agent != "" {
 			s.evidence(info.Terminal, m.Incarnation(), tools.Evidence{Source: tools.SourceProcess, Event: agentstate.ProcLaunched}, "restored", "")
@@ -200,7 +200,7 @@ func terminalForget(c *call, a terminalArg) (tools.ForgetResult, any, error) {
 	if err := c.operatorOnly(); err != nil {
 		return tools.ForgetResult{}, nil, err
 	}
-	if err := c.s.o.Forget(a.Terminal); err != nil {
+	if err := c.s.eng.lost.Forget(a.Terminal); err != nil {
 		return tools.ForgetResult{}, nil, err
 	}
 	return tools.ForgetResult{Terminal: a.Terminal, Forgotten: true}, tools.ClosedState{Terminal: a.Terminal, Status: "closed"}, nil

@@ -13,7 +13,7 @@ import (
 // agentSandboxDefault is an agent launch's profile when none is asked:
 // config.toml's [sandbox] default, else workspace.
 func (s *Server) agentSandboxDefault() string {
-	if p := s.o.SandboxSettings().Default; p != "" {
+	if p := s.eng.sandbox.SandboxSettings().Default; p != "" {
 		return p
 	}
 	return string(sandbox.Workspace)
@@ -28,7 +28,7 @@ func (c *call) sandboxFloor(spec *orchestrator.LaunchSpec) {
 		return
 	}
 	floor := sandbox.None
-	if m, ok := c.s.o.Meta(c.caller.Node); ok && m.Sandbox != "" {
+	if m, ok := c.s.eng.sandbox.Meta(c.caller.Node); ok && m.Sandbox != "" {
 		floor = sandbox.Profile(m.Sandbox)
 	}
 	spec.Sandbox = string(sandbox.AtLeast(sandbox.Profile(spec.Sandbox), floor))

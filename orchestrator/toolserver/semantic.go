@@ -32,11 +32,11 @@ func semanticPublish(c *call, a publishArgs) (tools.SemanticPublished, error) {
 		return tools.SemanticPublished{}, tools.Errorf(tools.KindForbidden, "semantic_publish is for a node's own program (its probe, with the node's TERMSPRAWL_SESSION_FILE); the operator has no tree to publish").
 			WithDetails("reason", "not-a-node")
 	}
-	m, ok := c.s.o.Meta(c.caller.Node)
+	m, ok := c.s.eng.semantic.Meta(c.caller.Node)
 	if !ok || m.Incarnation() != c.caller.Incarnation {
 		return tools.SemanticPublished{}, tools.Errorf(tools.KindNotFound, "node %q of this session no longer runs; nothing was committed", c.caller.Node)
 	}
-	return c.s.o.PublishSemantic(c.caller.Node, a.Tree)
+	return c.s.eng.semantic.PublishSemantic(c.caller.Node, a.Tree)
 }
 
 type semanticActionArgs struct {
@@ -47,7 +47,7 @@ type semanticActionArgs struct {
 
 func semanticAction(kind string) func(c *call, a semanticActionArgs) (tools.SemanticActionResult, any, error) {
 	return func(c *call, a semanticActionArgs) (tools.SemanticActionResult, any, error) {
-		r, err := c.s.o.ActSemantic(c.ctx, a.Terminal, orchestrator.SemanticAction{Kind: kind, Locator: a.Locator, Text: a.Text})
+		r, err := c.s.eng.semantic.ActSemantic(c.ctx, a.Terminal, orchestrator.SemanticAction{Kind: kind, Locator: a.Locator, Text: a.Text})
 		if err != nil {
 			return r, nil, err
 		}

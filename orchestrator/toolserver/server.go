@@ -17,6 +17,7 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/notify"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
+	"github.com/termsprawl/termsprawl/orchestrator/tables"
 	"github.com/termsprawl/termsprawl/orchestrator/trust"
 	"github.com/termsprawl/termsprawl/orchestrator/usage"
 	"github.com/termsprawl/termsprawl/tools"
@@ -26,7 +27,8 @@ import (
 type Server struct {
 	// hooks are the test seams (hooks.go); never nil, empty outside tests.
 	hooks    *hooks
-	o        *orchestrator.Orchestrator
+	o        *orchestrator.Orchestrator // the wiring only (this file, serve.go)
+	eng      engines                    // the domains' views of o (engine.go)
 	log      *slog.Logger
 	stateDir string
 	version  string
@@ -42,12 +44,16 @@ type Server struct {
 	mu     sync.Mutex // guards tokens
 	tokens map[string]tools.Identity
 
-	store   *store // the tables on disk (persist.go)
-	watches *watchTable
-	agents  *agentTable
-	dialogs *dialogTable
+	store   *tables.Store // the tables on disk (persist.go)
+	watches *tables.Watches
+	agents  *tables.Agents
+	dialogs *tables.Dialogs
 
 	monitor monitorLink // the web monitor's URL (monitor.go)
+
+	// feed is the engine's news (born, gone, status), handled on its own
+	// goroutine (feed.go).
+	feed *eventFeed
 
 	// slots are the per-token limits /call and /mcp share (requests in
 	// flight, /call's rate): tools.CallSlots.
@@ -72,7 +78,7 @@ type Server struct {
 
 	wtOnce sync.Once // makes wt (worktree.go)
 	wt     *wtTable
-	wtDisk *persister // wt's file, made with the server so that Close ends it (persist.go)
+	wtDisk *tables.Persister // wt's file, made with the server so that Close ends it (persist.go)
 
 }
 
@@ -87,14 +93,14 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	st := newStore(cfg.StateDir, o.Logger())
-	s := &Server{hooks: &hooks{}, o: o, log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
+	st := tables.NewStore(cfg.StateDir, o.Logger())
+	s := &Server{hooks: &hooks{}, o: o, eng: enginesOf(o), log: o.Logger(), stateDir: cfg.StateDir, version: cfg.Version, ctlPath: cfg.CtlPath,
 		instance: instance, receipts: rs, ctx: ctx, cancel: cancel,
 		tokens: map[string]tools.Identity{op.Token: operatorIdentity},
-		store:  st, watches: newWatchTable(st), agents: newAgentTable(st), dialogs: newDialogTable(st),
+		store:  st, watches: tables.NewWatches(ctx, st), agents: tables.NewAgents(st),
 		slots: tools.NewCallSlots(tools.MaxConnections), lanes: tools.NewLanes(), maxNodes: cmp.Or(max(cfg.MaxNodes, 0), orchestrator.DefaultMaxNodes)}
-	s.wtDisk = newPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
-	s.dialogs.onOpen, s.dialogs.onEnd, s.dialogs.onDecided = s.dialogOpened, s.dialogEnded, s.dialogDecided
+	s.wtDisk = tables.NewPersister(st, worktreesFile, func() ([]byte, error) { return s.wtTab().snapshot() })
+	s.dialogs = tables.NewDialogs(st, tables.DialogHooks{Opened: s.dialogOpened, Ended: s.dialogEnded, Decided: s.dialogDecided})
 	s.trust = trust.Open(cfg.StateDir)
 	if s.conf = cfg.Settings; s.conf == nil {
 		if s.conf, err = config.Open(cfg.StateDir, ConfigChecks()...); err != nil {
@@ -116,12 +122,16 @@ func New(o *orchestrator.Orchestrator, cfg orchestrator.Config, instance string,
 		return nil, err
 	}
 	s.handlers = s.buildHandlers()
-	o.OnGone(s.nodeGone)
-	o.OnStatus(s.kickStream) // a program's exit reaches the streams at once
-	// A node's token is known from the moment its session file exists,
-	// before its program starts: an agent's first call never races its
-	// launch.
-	o.OnBorn(s.loadToken)
+	// The engine's news comes through the feed (feed.go): its callbacks
+	// only queue, so no token read, receipt or table write runs on the
+	// engine's goroutines. A node's token is known from the moment its
+	// session file exists, before its program starts: Authenticate waits
+	// for the feed before it refuses a token it does not know, so an
+	// agent's first call never races its launch.
+	s.feed = newEventFeed(s.engineEvent)
+	o.OnGone(func(m orchestrator.NodeMeta) { s.feed.post(engineEvent{kind: eventGone, node: m}) })
+	o.OnStatus(func() { s.feed.post(engineEvent{kind: eventStatus}) })
+	o.OnBorn(func(m orchestrator.NodeMeta) { s.feed.post(engineEvent{kind: eventBorn, node: m}) })
 	for _, m := range o.Nodes() {
 		s.loadToken(m)
 	}
@@ -176,8 +186,9 @@ func (s *Server) settleInterrupted() {
 // callers), and ends the notifier. It may be called more than once.
 func (s *Server) Close() {
 	s.cancel()
-	for _, p := range []*persister{s.agents.disk, s.dialogs.disk, s.watches.disk, s.wtDisk} {
-		p.close()
+	s.feed.close() // the news queued so far is handled; later news by its poster
+	for _, p := range []*tables.Persister{s.agents.Persister(), s.dialogs.Persister(), s.watches.Persister(), s.wtDisk} {
+		p.Close()
 	}
 	s.notifier.Close()
 	_ = s.audit.Close()
@@ -193,9 +204,9 @@ func (s *Server) nodeGone(m orchestrator.NodeMeta) {
 	defer s.kickStream()
 	inc := m.Incarnation()
 	s.dropToken(inc)
-	s.watches.forget(inc)
-	s.dialogs.forget(inc) // first: ending its dialogs touches its agent state
-	s.agents.forget(m.ID, inc)
+	s.watches.Forget(inc)
+	s.dialogs.Forget(inc) // first: ending its dialogs touches its agent state
+	s.agents.Forget(m.ID, inc)
 	s.usage.Forget(m.ID)
 	if err := s.receipts.ForgetCaller(inc); err != nil {
 		s.log.Warn("forget receipts of a closed node", "node", m.ID, "err", err)
@@ -206,6 +217,9 @@ func (s *Server) nodeGone(m orchestrator.NodeMeta) {
 func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Operation, args json.RawMessage) tools.Result {
 	ctx, cancel := mergeCtx(ctx, s.ctx)
 	defer cancel()
+	// What the engine told before this call (a node gone, born) is
+	// handled before the call looks at the tables.
+	_ = s.feed.sync(ctx)
 	h, ok := s.handlers[op.Name]
 	if !ok {
 		return tools.ErrResult(tools.Errorf(tools.KindInternal, "operation %s has no handler", op.Name))
@@ -236,6 +250,10 @@ func (s *Server) Handle(ctx context.Context, caller tools.Identity, op *tools.Op
 		}
 		return tools.Receipt{Action: op.Name, Result: result, IdempotencyKey: key, State: state}.Encode()
 	})
+	// A node this call closed or launched is dropped from (or known to)
+	// the tables before the call answers, as when the engine's callbacks
+	// did that work themselves.
+	_ = s.feed.sync(ctx)
 	if err != nil {
 		if receipt != nil {
 			// The mutation happened but its receipt could not be stored.

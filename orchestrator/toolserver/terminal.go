@@ -19,19 +19,19 @@ func terminalHandlers() map[string]handler {
 		"terminal_wait_for":      reader(terminalWaitFor),
 		"terminal_scrollback":    reader(terminalScrollback),
 		"terminal_type": mutator(inputOp(func(c *call, a inputArgs) (tools.InputResult, error) {
-			return c.s.o.Type(c.ctx, a.Terminal, a.Text, a.Wait)
+			return c.s.eng.terminals.Type(c.ctx, a.Terminal, a.Text, a.Wait)
 		})),
 		"terminal_press": mutator(inputOp(func(c *call, a inputArgs) (tools.InputResult, error) {
-			return c.s.o.Press(c.ctx, a.Terminal, a.Keys, a.Wait)
+			return c.s.eng.terminals.Press(c.ctx, a.Terminal, a.Keys, a.Wait)
 		})),
 		"terminal_paste": mutator(inputOp(func(c *call, a inputArgs) (tools.InputResult, error) {
-			return c.s.o.Paste(c.ctx, a.Terminal, a.Text, a.Wait)
+			return c.s.eng.terminals.Paste(c.ctx, a.Terminal, a.Text, a.Wait)
 		})),
 		"terminal_submit": mutator(inputOp(func(c *call, a inputArgs) (tools.InputResult, error) {
-			return c.s.o.Submit(c.ctx, a.Terminal, a.Text, a.Wait)
+			return c.s.eng.terminals.Submit(c.ctx, a.Terminal, a.Text, a.Wait)
 		})),
 		"terminal_interrupt": mutator(inputOp(func(c *call, a inputArgs) (tools.InputResult, error) {
-			return c.s.o.Interrupt(c.ctx, a.Terminal, a.Wait)
+			return c.s.eng.terminals.Interrupt(c.ctx, a.Terminal, a.Wait)
 		})),
 		"terminal_resize":   mutator(terminalResize),
 		"terminal_signal":   mutator(terminalSignal),
@@ -44,7 +44,7 @@ func terminalHandlers() map[string]handler {
 // stateOf is the fresh snapshot every receipt carries, or ClosedState
 // when the terminal is gone.
 func (c *call) stateOf(id string) any {
-	snap, err := c.s.o.Snapshot(c.ctx, id)
+	snap, err := c.s.eng.terminals.Snapshot(c.ctx, id)
 	if err != nil {
 		return tools.ClosedState{Terminal: id, Status: "closed"}
 	}
@@ -60,9 +60,9 @@ func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 		return tools.NodeInfo{}, err
 	}
 	c.sandboxFloor(&spec)
-	if m, _ := c.s.o.Meta(c.caller.Node); spec.Cwd == "" && c.caller.Role != tools.RoleOperator && m.Host == spec.Host {
+	if m, _ := c.s.eng.terminals.Meta(c.caller.Node); spec.Cwd == "" && c.caller.Role != tools.RoleOperator && m.Host == spec.Host {
 		// A node's launches start where its program is (CONTRACT §10).
-		spec.Cwd = c.s.o.CurrentPath(c.ctx, c.caller.Node)
+		spec.Cwd = c.s.eng.terminals.CurrentPath(c.ctx, c.caller.Node)
 	}
 	if spec.Host == "" && len(spec.Logs) > 0 {
 		// Logs inside the state dir are refused before anything is made
@@ -72,7 +72,7 @@ func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 			cwd, _ = os.Getwd()
 		}
 		if filepath.IsAbs(cwd) {
-			if err := c.s.o.CheckLogs(spec.Logs, cwd); err != nil {
+			if err := c.s.eng.terminals.CheckLogs(spec.Logs, cwd); err != nil {
 				return tools.NodeInfo{}, err
 			}
 		}
@@ -80,7 +80,7 @@ func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 	if c.caller.Role != tools.RoleOperator {
 		spec.Parent = c.caller.Node
 		spec.Ancestors = []string{c.caller.Incarnation}
-		if m, ok := c.s.o.Meta(c.caller.Node); ok {
+		if m, ok := c.s.eng.terminals.Meta(c.caller.Node); ok {
 			spec.Ancestors = append(spec.Ancestors, m.Ancestors...)
 		}
 	}
@@ -99,7 +99,7 @@ func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 			return tools.NodeInfo{}, err
 		}
 	}
-	info, err := c.s.o.Launch(c.ctx, spec)
+	info, err := c.s.eng.terminals.Launch(c.ctx, spec)
 	if err != nil {
 		c.s.launchFailed(c.ctx, wt, madeWt)
 		return tools.NodeInfo{}, err
@@ -107,13 +107,13 @@ func (c *call) launchFor(spec orchestrator.LaunchSpec) (tools.NodeInfo, error) {
 	if wt != nil {
 		c.s.attachWorktree(wt, info.Terminal)
 	}
-	if m, ok := c.s.o.Meta(info.Terminal); ok {
+	if m, ok := c.s.eng.terminals.Meta(info.Terminal); ok {
 		c.s.loadToken(m)
 	}
 	if spec.Name != "" && info.Terminal != spec.Name {
 		// The name was taken: say so, or the caller's next call by that
 		// name reaches the other node (CONTRACT §10 naming).
-		for _, r := range c.s.o.Peek() {
+		for _, r := range c.s.eng.terminals.Peek() {
 			if r.Terminal != info.Terminal && (r.Terminal == spec.Name || r.Name == spec.Name) {
 				info.NameTaken = append(info.NameTaken, r.Terminal)
 			}
@@ -131,8 +131,8 @@ func terminalLaunch(c *call, spec orchestrator.LaunchSpec) (tools.NodeInfo, any,
 }
 
 func terminalList(c *call, _ noArgs) (tools.NodeList, error) {
-	all := c.s.o.List(c.ctx)
-	c.s.agents.describe(all)
+	all := c.s.eng.terminals.List(c.ctx)
+	c.s.agents.Describe(all)
 	c.s.annotateNodes(c.ctx, all)              // agents' states (agentstate.go)
 	c.s.annotateWorktrees(all)                 // worktrees, from a cache (worktree.go)
 	return tools.NodeList{Terminals: all}, nil // kept to the caller's realm by reader (keepToRealm)
@@ -147,7 +147,7 @@ type snapshotArgs struct {
 }
 
 func terminalSnapshot(c *call, a snapshotArgs) (tools.Snapshot, error) {
-	o := c.s.o
+	o := c.s.eng.terminals
 	snap, err := o.Snapshot(c.ctx, a.Terminal)
 	if err != nil {
 		return snap, err
@@ -181,7 +181,7 @@ type readArgs struct {
 }
 
 func terminalRead(c *call, a readArgs) (tools.ReadResult, error) {
-	return c.s.o.Read(c.ctx, a.Terminal, a.MaxChars)
+	return c.s.eng.terminals.Read(c.ctx, a.Terminal, a.MaxChars)
 }
 
 type captureArgs struct {
@@ -190,7 +190,7 @@ type captureArgs struct {
 }
 
 func terminalCaptureSince(c *call, a captureArgs) (tools.Changes, error) {
-	return c.s.o.CaptureSince(c.ctx, a.Terminal, a.Cursor)
+	return c.s.eng.terminals.CaptureSince(c.ctx, a.Terminal, a.Cursor)
 }
 
 type waitArgs struct {
@@ -200,9 +200,9 @@ type waitArgs struct {
 
 func terminalWaitFor(c *call, a waitArgs) (tools.WaitResult, error) {
 	if a.Wait == tools.WaitSemantic {
-		return c.s.o.WaitSemantic(c.ctx, a.Terminal, a.WaitSpec)
+		return c.s.eng.terminals.WaitSemantic(c.ctx, a.Terminal, a.WaitSpec)
 	}
-	return c.s.o.WaitFor(c.ctx, a.Terminal, a.WaitSpec)
+	return c.s.eng.terminals.WaitFor(c.ctx, a.Terminal, a.WaitSpec)
 }
 
 type scrollbackArgs struct {
@@ -213,7 +213,7 @@ type scrollbackArgs struct {
 }
 
 func terminalScrollback(c *call, a scrollbackArgs) (tools.ScrollbackResult, error) {
-	return c.s.o.Scrollback(c.ctx, a.Terminal, a.From, a.To, a.Search)
+	return c.s.eng.terminals.Scrollback(c.ctx, a.Terminal, a.From, a.To, a.Search)
 }
 
 // inputArgs are the arguments of the input operations.
@@ -243,7 +243,7 @@ type resizeArgs struct {
 }
 
 func terminalResize(c *call, a resizeArgs) (tools.ResizeResult, any, error) {
-	snap, err := c.s.o.Resize(c.ctx, a.Terminal, a.Columns, a.Rows)
+	snap, err := c.s.eng.terminals.Resize(c.ctx, a.Terminal, a.Columns, a.Rows)
 	if err != nil {
 		return tools.ResizeResult{}, nil, err
 	}
@@ -256,7 +256,7 @@ type signalArgs struct {
 }
 
 func terminalSignal(c *call, a signalArgs) (tools.SignalResult, any, error) {
-	r, err := c.s.o.Signal(a.Terminal, a.Signal)
+	r, err := c.s.eng.terminals.Signal(a.Terminal, a.Signal)
 	if err != nil {
 		return r, nil, err
 	}
@@ -264,17 +264,17 @@ func terminalSignal(c *call, a signalArgs) (tools.SignalResult, any, error) {
 }
 
 func terminalClose(c *call, a terminalArg) (tools.CloseResult, any, error) {
-	if m, ok := c.s.o.Meta(a.Terminal); ok {
-		c.s.dialogs.endOpen(m.Incarnation()) // before its program ends
+	if m, ok := c.s.eng.terminals.Meta(a.Terminal); ok {
+		c.s.dialogs.EndOpen(m.Incarnation()) // before its program ends
 	}
-	if err := c.s.o.CloseNode(c.ctx, a.Terminal); err != nil {
+	if err := c.s.eng.terminals.CloseNode(c.ctx, a.Terminal); err != nil {
 		return tools.CloseResult{}, nil, err
 	}
 	return tools.CloseResult{Terminal: a.Terminal, Closed: true}, tools.ClosedState{Terminal: a.Terminal, Status: "closed"}, nil
 }
 
 func terminalExternal(c *call, a terminalArg) (tools.ExternalResult, any, error) {
-	r, err := c.s.o.External(a.Terminal)
+	r, err := c.s.eng.terminals.External(a.Terminal)
 	if err != nil {
 		return r, nil, err
 	}
@@ -282,7 +282,7 @@ func terminalExternal(c *call, a terminalArg) (tools.ExternalResult, any, error)
 }
 
 func terminalFocus(c *call, a terminalArg) (tools.FocusResult, any, error) {
-	r, err := c.s.o.Focus(c.ctx, a.Terminal)
+	r, err := c.s.eng.terminals.Focus(c.ctx, a.Terminal)
 	if err != nil {
 		return r, nil, err
 	}

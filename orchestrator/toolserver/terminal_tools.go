@@ -21,7 +21,7 @@ func terminalToolHandlers() map[string]handler {
 }
 
 func terminalCapabilities(c *call, a terminalArg) (tools.Capabilities, error) {
-	return c.s.o.Capabilities(c.ctx, a.Terminal)
+	return c.s.eng.terminals.Capabilities(c.ctx, a.Terminal)
 }
 
 type queryArgs struct {
@@ -30,7 +30,7 @@ type queryArgs struct {
 }
 
 func terminalQuery(c *call, a queryArgs) (tools.QueryResult, error) {
-	return c.s.o.Query(c.ctx, a.Terminal, a.QuerySpec)
+	return c.s.eng.terminals.Query(c.ctx, a.Terminal, a.QuerySpec)
 }
 
 // mouseArgs are the arguments of the four mouse operations.
@@ -55,7 +55,7 @@ func mouseOp(kind string) func(c *call, a mouseArgs) (tools.MouseResult, any, er
 		if kind == "drag" {
 			spec.At = a.From
 		}
-		r, err := c.s.o.Mouse(c.ctx, a.Terminal, spec, a.Wait)
+		r, err := c.s.eng.terminals.Mouse(c.ctx, a.Terminal, spec, a.Wait)
 		if err != nil {
 			return r, nil, err
 		}
@@ -78,7 +78,7 @@ func terminalWriteRaw(c *call, a rawArgs) (tools.InputResult, any, error) {
 			return tools.InputResult{}, nil, tools.Errorf(tools.KindUsage, "terminal_write_raw: argument \"base64\" does not decode: %w", err)
 		}
 	}
-	r, err := c.s.o.WriteRaw(c.ctx, a.Terminal, data, a.Wait)
+	r, err := c.s.eng.terminals.WriteRaw(c.ctx, a.Terminal, data, a.Wait)
 	if err != nil {
 		return r, nil, err
 	}

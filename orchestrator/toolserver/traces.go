@@ -24,7 +24,7 @@ type recordArgs struct {
 }
 
 func terminalRecord(c *call, a recordArgs) (tools.RecordResult, any, error) {
-	r, err := c.s.o.Record(c.ctx, a.Terminal, a.On)
+	r, err := c.s.eng.traces.Record(c.ctx, a.Terminal, a.On)
 	if err != nil {
 		return r, nil, err
 	}
@@ -37,7 +37,7 @@ type markArgs struct {
 }
 
 func terminalMark(c *call, a markArgs) (tools.MarkResult, any, error) {
-	m, err := c.s.o.Mark(a.Terminal, a.Label)
+	m, err := c.s.eng.traces.Mark(a.Terminal, a.Label)
 	if err != nil {
 		return m, nil, err
 	}
@@ -49,7 +49,7 @@ type traceOpenArgs struct {
 }
 
 func traceOpen(c *call, a traceOpenArgs) (tools.TraceOpened, error) {
-	return c.s.o.TraceOpen(a.Path)
+	return c.s.eng.traces.TraceOpen(a.Path)
 }
 
 type traceArg struct {
@@ -57,11 +57,11 @@ type traceArg struct {
 }
 
 func traceClose(c *call, a traceArg) (tools.TraceClosed, error) {
-	return c.s.o.TraceClose(a.Trace)
+	return c.s.eng.traces.TraceClose(a.Trace)
 }
 
 func traceOverview(c *call, a traceArg) (tools.TraceOverview, error) {
-	return c.s.o.TraceOverview(a.Trace)
+	return c.s.eng.traces.TraceOverview(a.Trace)
 }
 
 type frameArgs struct {
@@ -74,10 +74,10 @@ type frameArgs struct {
 }
 
 func traceFrameAt(c *call, a frameArgs) (tools.TraceFrame, error) {
-	f, err := c.s.o.TraceFrameAt(a.Trace, orchestrator.FrameSpec{TimeMS: a.TimeMS, Marker: a.Marker,
+	f, err := c.s.eng.traces.TraceFrameAt(a.Trace, orchestrator.FrameSpec{TimeMS: a.TimeMS, Marker: a.Marker,
 		Screenshot: a.Screenshot, Scale: a.Scale, Theme: a.Theme})
 	if err == nil {
-		f.Semantic = c.s.o.TraceSemanticAt(a.Trace, f.TimeMS) // the tree of that moment (CONTRACT §22)
+		f.Semantic = c.s.eng.traces.TraceSemanticAt(a.Trace, f.TimeMS) // the tree of that moment (CONTRACT §22)
 	}
 	return f, err
 }
@@ -89,5 +89,5 @@ type diffArgs struct {
 }
 
 func traceDiff(c *call, a diffArgs) (tools.Changes, error) {
-	return c.s.o.TraceDiff(a.Trace, a.FromMS, a.ToMS)
+	return c.s.eng.traces.TraceDiff(a.Trace, a.FromMS, a.ToMS)
 }

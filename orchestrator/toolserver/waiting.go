@@ -29,18 +29,18 @@ func (s *Server) notifyWaiting(node, what, dialogID string) {
 		// The agent's own "needs your permission" notification follows its
 		// dialog by a few seconds: the dialog's line (its id and the answer
 		// key) stays on the status line instead of a vaguer one.
-		for _, d := range s.dialogs.list() {
+		for _, d := range s.dialogs.List() {
 			if d.Node == node {
 				return
 			}
 		}
 	}
-	_, answer := s.o.Keys()
+	_, answer := s.eng.agents.Keys()
 	msg := waitingMessage(node, what, dialogID, answer)
 	go func() {
 		ctx, cancel := context.WithTimeout(s.ctx, notifyTimeout)
 		defer cancel()
-		if _, err := s.o.NotifyHumans(ctx, msg); err != nil {
+		if _, err := s.eng.agents.NotifyHumans(ctx, msg); err != nil {
 			s.log.Debug("notify humans", "node", node, "err", err)
 		}
 	}()
@@ -75,7 +75,7 @@ func oneLine(s string, max int) string {
 // waiting and the humans are told.
 func (s *Server) dialogOpened(d tools.Dialog, incarnation string) {
 	defer s.kickStream()
-	if m, ok := s.o.Meta(d.Node); ok && m.Incarnation() == incarnation && m.Agent != "" {
+	if m, ok := s.eng.agents.Meta(d.Node); ok && m.Incarnation() == incarnation && m.Agent != "" {
 		s.evidence(d.Node, incarnation, tools.Evidence{Source: tools.SourceDialog, Event: agentstate.DialogOpened, Detail: d.ID + ": " + oneLine(d.Title, maxNotifyTitle)},
 			"asks: "+oneLine(d.Title, maxNotifyTitle), d.ID)
 	}
@@ -86,7 +86,7 @@ func (s *Server) dialogOpened(d tools.Dialog, incarnation string) {
 // again (its hooks report the next state).
 func (s *Server) dialogEnded(d tools.Dialog, incarnation string, out tools.DialogOutcome) {
 	defer s.kickStream()
-	if m, ok := s.o.Meta(d.Node); ok && m.Incarnation() == incarnation && m.Agent != "" {
+	if m, ok := s.eng.agents.Meta(d.Node); ok && m.Incarnation() == incarnation && m.Agent != "" {
 		msg := fmt.Sprintf("%s: %s", out.Answer.Mode, oneLine(d.Title, maxNotifyTitle))
 		if out.TimedOut {
 			msg = "timed out (denied): " + oneLine(d.Title, maxNotifyTitle)

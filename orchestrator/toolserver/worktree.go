@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
+	"github.com/termsprawl/termsprawl/orchestrator/tables"
 	"github.com/termsprawl/termsprawl/orchestrator/trust"
 	"github.com/termsprawl/termsprawl/orchestrator/worktree"
 	"github.com/termsprawl/termsprawl/tools"
@@ -70,18 +71,18 @@ type wtTable struct {
 	entries    []*wtEntry
 	status     map[string]wtCached // by path
 	refreshing bool
-	recording  map[string]bool // by path: a turn's diff under way
-	disk       *persister      // worktrees.json (persist.go): every change synced
-	dir        string          // <state>/worktrees: the turns' diff texts ("" keeps none)
+	recording  map[string]bool   // by path: a turn's diff under way
+	disk       *tables.Persister // worktrees.json (persist.go): every change synced
+	dir        string            // <state>/worktrees: the turns' diff texts ("" keeps none)
 }
 
-func newWtTable(st *store, stateDir string, disk *persister) *wtTable {
+func newWtTable(st *tables.Store, stateDir string, disk *tables.Persister) *wtTable {
 	t := &wtTable{status: map[string]wtCached{}, recording: map[string]bool{}, disk: disk}
 	if stateDir != "" {
 		t.dir = filepath.Join(stateDir, "worktrees")
 	}
 	var saved []*wtEntry
-	if err := st.load(worktreesFile, &saved); err == nil {
+	if err := st.Load(worktreesFile, &saved); err == nil {
 		for _, e := range saved {
 			if e != nil && e.Path != "" {
 				t.entries = append(t.entries, e)
@@ -95,13 +96,13 @@ func newWtTable(st *store, stateDir string, disk *persister) *wtTable {
 func (t *wtTable) snapshot() ([]byte, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return marshalTable(worktreesFile, t.entries)
+	return tables.Marshal(worktreesFile, t.entries)
 }
 
 // save writes the table (group commit); t.mu is not held. A failure is
 // logged (persist.go): the table in memory stays right and the next
 // change writes it again.
-func (t *wtTable) save(ctx context.Context) { _ = t.disk.sync(ctx) }
+func (t *wtTable) save(ctx context.Context) { _ = t.disk.Sync(ctx) }
 
 func (s *Server) wtTab() *wtTable {
 	s.wtOnce.Do(func() { s.wt = newWtTable(s.store, s.stateDir, s.wtDisk) })
@@ -113,7 +114,7 @@ func (s *Server) liveNode(e *wtEntry) (orchestrator.NodeMeta, bool) {
 	if e.Node == "" {
 		return orchestrator.NodeMeta{}, false
 	}
-	m, ok := s.o.Meta(e.Node)
+	m, ok := s.eng.worktrees.Meta(e.Node)
 	return m, ok && m.Incarnation() == e.Incarnation
 }
 
@@ -274,7 +275,7 @@ func (s *Server) reuseWorktree(spec *orchestrator.LaunchSpec) (*wtEntry, error) 
 
 // attachWorktree ties a launched node to its worktree.
 func (s *Server) attachWorktree(e *wtEntry, id string) {
-	m, _ := s.o.Meta(id)
+	m, _ := s.eng.worktrees.Meta(id)
 	t := s.wtTab()
 	t.mu.Lock()
 	e.Node, e.Incarnation = id, m.Incarnation()
@@ -314,7 +315,7 @@ func (s *Server) annotateWorktrees(rows []tools.NodeInfo) {
 	t.mu.Unlock()
 	for i := range rows {
 		// Only the node life that made it (a later node may reuse the id).
-		if m, ok := s.o.Meta(rows[i].Terminal); ok && len(byNode) > 0 {
+		if m, ok := s.eng.worktrees.Meta(rows[i].Terminal); ok && len(byNode) > 0 {
 			if e := byNode[m.ID+"\x00"+m.Incarnation()]; e != nil {
 				rows[i].Worktree = &tools.WorktreeState{Path: e.Path, Branch: e.Branch, Base: e.Base}
 			}
@@ -328,13 +329,7 @@ func (s *Server) annotateWorktrees(rows []tools.NodeInfo) {
 		if ws == nil {
 			continue
 		}
-		if cs, ok := t.status[ws.Path]; ok {
-			ws.Dirty, ws.Ahead, ws.Behind = cs.st.Dirty, cs.st.Ahead, cs.st.Behind
-			ws.Checked = cs.at.UTC().Format(time.RFC3339)
-			stale = stale || time.Since(cs.at) > wtStatusFresh
-		} else {
-			stale = true
-		}
+		stale = t.fillStatusLocked(ws) || stale
 	}
 	if stale && !t.refreshing {
 		t.refreshing = true
@@ -383,6 +378,19 @@ func (s *Server) worktreeTurnEnded(node, incarnation string) {
 			s.log.Warn("worktree turn diff", "node", node, "err", err)
 		}
 	}()
+}
+
+// fillStatusLocked puts the cached git status of ws's path into ws; it
+// reports whether that status is missing or older than wtStatusFresh
+// (a refresh is due). t.mu is held.
+func (t *wtTable) fillStatusLocked(ws *tools.WorktreeState) (stale bool) {
+	cs, ok := t.status[ws.Path]
+	if !ok {
+		return true
+	}
+	ws.Dirty, ws.Ahead, ws.Behind = cs.st.Dirty, cs.st.Ahead, cs.st.Behind
+	ws.Checked = cs.at.UTC().Format(time.RFC3339)
+	return time.Since(cs.at) > wtStatusFresh
 }
 
 func (t *wtTable) byNode(node, incarnation string) *wtEntry {
@@ -446,8 +454,8 @@ func (s *Server) recordTurn(ctx context.Context, e *wtEntry) (tools.WorktreeTurn
 func (c *call) findWorktree(ref string, drive bool) (*wtEntry, error) {
 	t := c.s.wtTab()
 	var found *wtEntry
-	if id, err := c.s.o.Resolve(ref); err == nil {
-		if m, ok := c.s.o.Meta(id); ok {
+	if id, err := c.s.eng.worktrees.Resolve(ref); err == nil {
+		if m, ok := c.s.eng.worktrees.Meta(id); ok {
 			found = t.byNode(id, m.Incarnation())
 			if found == nil {
 				return nil, tools.Errorf(tools.KindNotFound, "node %q has no worktree: launch with --worktree (worktree {} on terminal_launch / agent_launch) to get one; termsprawl worktrees lists them", ref)
@@ -560,7 +568,7 @@ func worktreeDiff(c *call, a worktreeDiffArgs) (tools.WorktreeDiff, error) {
 	}
 	var d worktree.Diff
 	_, live := c.s.liveNode(e)
-	m, _ := c.s.o.Meta(e.Node)
+	m, _ := c.s.eng.worktrees.Meta(e.Node)
 	if live && m.Agent == "" && !a.Stat {
 		// A node without an agent has no turn ends: each look records one.
 		_, d, err = c.s.recordTurn(c.ctx, e)
@@ -769,7 +777,7 @@ func worktreeFinish(c *call, a worktreeFinishArgs) (tools.WorktreeFinished, any,
 		Removed: out.Removed, BranchDeleted: out.BranchDeleted, Discarded: out.Discarded, Message: out.Message}
 	if _, ok := c.s.liveNode(e); ok {
 		r.Node = e.Node
-		if err := c.s.o.CloseNode(c.ctx, e.Node); err != nil {
+		if err := c.s.eng.worktrees.CloseNode(c.ctx, e.Node); err != nil {
 			r.Message += "; closing node " + e.Node + " failed: " + err.Error()
 		} else {
 			r.Message += "; closed node " + e.Node

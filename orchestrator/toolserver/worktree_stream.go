@@ -2,7 +2,6 @@ package toolserver
 
 import (
 	"slices"
-	"time"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -33,13 +32,7 @@ func (s *Server) streamWorktrees() map[string]tools.WorktreeState {
 	stale := false
 	for _, e := range live {
 		ws := out[e.Node]
-		if cs, ok := t.status[e.Path]; ok {
-			ws.Dirty, ws.Ahead, ws.Behind = cs.st.Dirty, cs.st.Ahead, cs.st.Behind
-			ws.Checked = cs.at.UTC().Format(time.RFC3339)
-			stale = stale || time.Since(cs.at) > wtStatusFresh
-		} else {
-			stale = true
-		}
+		stale = t.fillStatusLocked(&ws) || stale
 		out[e.Node] = ws
 	}
 	if stale && !t.refreshing {
