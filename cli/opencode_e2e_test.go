@@ -208,7 +208,11 @@ func TestOpencodeWired(t *testing.T) {
 	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Escape"}`)
 	pressed := time.Now()
 	e.waitWhy(node, 10*time.Second, "idle after Esc Esc", func(a tools.AgentInfo) bool {
-		return a.State == tools.AgentIdle && len(a.Why) > 0 && a.Why[0].Event == "Stop" && strings.Contains(a.Why[0].Detail+a.Message, "interrupted")
+		// The interrupt's Stop, maybe followed by session.idle's (no
+		// earlier turn was interrupted).
+		return a.State == tools.AgentIdle && slices.ContainsFunc(a.Why, func(w tools.Evidence) bool {
+			return w.Event == "Stop" && strings.Contains(w.Detail, "interrupted")
+		})
 	})
 	t.Logf("the interrupt seen after %v", time.Since(pressed).Round(time.Millisecond))
 
