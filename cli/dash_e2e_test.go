@@ -369,6 +369,7 @@ func TestDashboardE2E(t *testing.T) {
 	d.typ("fresh")
 	d.press("Enter") // to the directory
 	d.press("Enter") // to the worktree (empty: none)
+	d.press("Enter") // to the trust setup (empty: no approval)
 	d.press("Enter") // to the command (empty: the shell)
 	d.press("Enter") // launch
 	if !testenv.Until(20*time.Second, func() bool {

@@ -90,6 +90,7 @@ func TestDashboardSizesE2E(t *testing.T) {
 		d.typ(name)
 		d.press("Enter") // the directory
 		d.press("Enter") // the worktree
+		d.press("Enter") // the trust setup
 		d.press("Enter") // the command
 		d.typ("bash --norc --noprofile")
 		d.press("Enter")

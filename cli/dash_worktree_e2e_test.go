@@ -35,6 +35,7 @@ func TestDashboardWorktreeE2E(t *testing.T) {
 	d.typ(repo)
 	d.press("Tab")
 	d.typ("a..b")
+	d.press("Enter") // to the trust field (empty: no approval)
 	d.press("Enter") // to the command (empty: the shell)
 	d.press("Enter")
 	d.waitText("launch refused")
@@ -45,9 +46,11 @@ func TestDashboardWorktreeE2E(t *testing.T) {
 	// The form stays open on the command field: back to the worktree,
 	// fix it, launch.
 	d.press("BTab")
+	d.press("BTab")
 	d.press("C-e")
 	d.press("C-u")
 	d.typ("feat")
+	d.press("Enter")
 	d.press("Enter")
 	d.press("Enter")
 	var fixer tools.NodeInfo

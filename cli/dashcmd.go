@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -36,6 +37,9 @@ type DashParams struct {
 	// DetachKey and AnswerKey are the attached clients' keys (config.toml
 	// [keys]), named in the help.
 	DetachKey, AnswerKey string
+	// Trust approves the .termsprawl/ files of dir's repository at their
+	// current content (termsprawl trust) and says what it approved.
+	Trust func(dir string) (string, error)
 }
 
 // dashRun runs the dashboard until the human quits; nil in termsprawlctl.
@@ -55,6 +59,27 @@ func dashArgs(args []string) []string {
 		return []string{"dash"}
 	}
 	return args
+}
+
+// dashTrust is the dashboard's approval of a repository's setup and
+// policy (its launch form's "trust setup"): refused inside a node, as
+// termsprawl trust is.
+func (h *human) dashTrust(dir string) (string, error) {
+	if h.insideNode {
+		return "", errors.New("approving a repository's setup and policy is the human's: " + h.inNodeHint())
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%s is not a directory: give the repository's directory", vis(dir))
+	}
+	root, got, err := h.approveRepo(dir)
+	if err != nil {
+		return "", err
+	}
+	names := make([]string, 0, len(got))
+	for _, a := range got {
+		names = append(names, a.Name)
+	}
+	return fmt.Sprintf("approved %s of %s at their current content", strings.Join(names, " and "), vis(root)), nil
 }
 
 // dash runs the dashboard as the operator.
@@ -102,6 +127,7 @@ func (h *human) dash(c dashCmd) int {
 		NoColor: noColor && os.Getenv("NO_COLOR") != "",
 	}
 	p.DetachKey, p.AnswerKey = h.keys()
+	p.Trust = h.dashTrust
 	err := dashRun(h.ctx, p)
 	switch {
 	case errors.Is(err, tools.ErrNotRunning):

@@ -15,8 +15,9 @@ import (
 
 // `termsprawl trust DIR` and `termsprawl worktree trust DIR`: the human
 // approves a repository's .termsprawl/ files at their current content
-// (CONTRACT §26). It is the human CLI's alone: no operation writes
-// trust.json, so an agent's launch never approves.
+// (CONTRACT §26). It is the human's alone (this command, --trust-setup,
+// the dashboard's launch form): no operation writes trust.json, so an
+// agent's launch never approves.
 
 type trustCmd struct {
 	Dir string `arg:"" name:"DIR" predictor:"dir" help:"The repository (any directory in it; a linked worktree counts as its repository)."`
@@ -53,6 +54,26 @@ func repoRootOf(dir string) string {
 	return abs
 }
 
+// approveRepo approves the .termsprawl/ files of dir's repository at
+// their current content (the human's act: the CLI's trust and
+// --trust-setup, the dashboard's launch form). Its error is in the
+// human's words, outside text made visible.
+func (h *human) approveRepo(dir string) (root string, got []trust.Approved, err error) {
+	root = repoRootOf(dir)
+	if err := os.MkdirAll(h.stateDir, 0o700); err != nil {
+		return root, nil, err
+	}
+	got, err = trust.Open(h.stateDir).Approve(root)
+	switch {
+	case errors.Is(err, trust.ErrNothing):
+		return root, nil, fmt.Errorf("%s has no %s/%s nor %s/%s: nothing to approve (give the directory of the repository that has them)",
+			vis(root), trust.Dir, trust.WorktreeFile, trust.Dir, trust.PolicyFile)
+	case err != nil:
+		return root, nil, errors.New(tools.VisibleLine(err.Error()))
+	}
+	return root, got, nil
+}
+
 // approve approves the repository holding dir and prints what it
 // approved, with hashes, to out; the exit code.
 func (h *human) approve(dir string, out io.Writer) int {
@@ -63,19 +84,9 @@ func (h *human) approve(dir string, out io.Writer) int {
 		fmt.Fprintf(h.stderr, "%s: %s is not a directory: give the repository's directory (termsprawl trust DIR)\n", h.prefix(), vis(dir))
 		return ExitUsage
 	}
-	root := repoRootOf(dir)
-	if err := os.MkdirAll(h.stateDir, 0o700); err != nil {
-		fmt.Fprintf(h.stderr, "%s: %v\n", h.prefix(), err)
-		return ExitNo
-	}
-	got, err := trust.Open(h.stateDir).Approve(root)
-	switch {
-	case errors.Is(err, trust.ErrNothing):
-		fmt.Fprintf(h.stderr, "%s: %s has no %s/%s nor %s/%s: nothing to approve (give the directory of the repository that has them)\n",
-			h.prefix(), vis(root), trust.Dir, trust.WorktreeFile, trust.Dir, trust.PolicyFile)
-		return ExitNo
-	case err != nil:
-		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), tools.VisibleText(err.Error()))
+	root, got, err := h.approveRepo(dir)
+	if err != nil {
+		fmt.Fprintf(h.stderr, "%s: %s\n", h.prefix(), err)
 		return ExitNo
 	}
 	fmt.Fprintf(out, "approved for %s, at their current content:\n", vis(root))

@@ -1,8 +1,11 @@
 package dash
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	tea "charm.land/bubbletea/v2"
@@ -97,6 +100,7 @@ func TestModelLaunchWorktreeRefused(t *testing.T) {
 		tm.Send(key("tab"))
 	}
 	tm.Type("fix")
+	tm.Send(key("enter")) // to the trust field (empty: no approval)
 	tm.Send(key("enter")) // to the command field (empty: the shell)
 	tm.Send(key("enter"))
 	c := f.nextCall("terminal_launch")
@@ -106,15 +110,84 @@ func TestModelLaunchWorktreeRefused(t *testing.T) {
 	waitModel(t, tm, "the refusal in the form", func(m *Model) bool {
 		return m.mode == modeLaunch && strings.Contains(ansi.Strip(m.Render()), "launch refused: /tmp is not in a git repository")
 	})
-	tm.Send(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}) // back to the worktree field
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}) // back to the trust field
+	tm.Send(tea.KeyPressMsg{Code: tea.KeyTab, Mod: tea.ModShift}) // and to the worktree field
 	for range 3 {
 		tm.Send(tea.KeyPressMsg{Code: tea.KeyBackspace})
 	}
 	tm.Type("+")
 	tm.Send(key("tab"))
+	tm.Send(key("tab"))
 	tm.Send(key("enter"))
 	c = f.nextCall("terminal_launch")
 	if w, ok := c.args["worktree"].(map[string]any); !ok || len(w) != 0 {
 		t.Fatalf("launch with +: %v", c.args)
+	}
+}
+
+// The launch form's trust field is the human's approval of the
+// repository's .termsprawl/ files (CONTRACT §26), given before the
+// launch: y approves the directory's repository, then launches; without
+// a directory, with another word, or when the approval fails, nothing is
+// approved or launched and the form says why.
+func TestModelLaunchTrustSetup(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name, dir, answer string
+		trustErr          error
+		approves          bool
+		refusal           string
+	}{
+		{name: "approved", dir: "/src/app", answer: "y", approves: true},
+		{name: "no directory", answer: "y", refusal: "trust setup needs the repository"},
+		{name: "another word", dir: "/src/app", answer: "maybe", refusal: "trust setup is y or empty"},
+		{name: "approval fails", dir: "/src/app", answer: "yes", trustErr: errors.New("/src/app has no .termsprawl/worktree.json nor .termsprawl/policy.toml"), approves: true, refusal: "not approved: /src/app has no"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFake(t)
+			f.setReply(func(c call) tools.Result {
+				return tools.OKResult(json.RawMessage(`{"action":"terminal_launch","result":{"terminal":"new1","name":"new1"}}`))
+			})
+			var mu sync.Mutex
+			var trusted []string
+			f.trust = func(dir string) (string, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				trusted = append(trusted, dir)
+				if tc.trustErr != nil {
+					return "", tc.trustErr
+				}
+				return "approved worktree.json of " + dir + " at their current content", nil
+			}
+			tm, _ := start(t, f, fleet(), 120, 30)
+			tm.Send(key("n"))
+			waitModel(t, tm, "the form", frameHas("trust setup: "+TrustHint))
+			tm.Send(key("tab"))
+			tm.Send(key("tab"))
+			tm.Type(tc.dir)
+			tm.Send(key("tab"))
+			tm.Type("fix")
+			tm.Send(key("tab"))
+			tm.Type(tc.answer)
+			tm.Send(key("enter")) // to the command field
+			tm.Send(key("enter"))
+			if tc.refusal != "" {
+				waitModel(t, tm, "the refusal", func(m *Model) bool { return strings.Contains(m.launchErr, tc.refusal) })
+				f.noCall()
+			} else {
+				if c := f.nextCall("terminal_launch"); c.args["cwd"] != tc.dir {
+					t.Fatalf("launch %v", c.args)
+				}
+				waitModel(t, tm, "launched, saying what was approved", func(m *Model) bool {
+					return strings.Contains(m.message, "launched new1 · approved worktree.json of "+tc.dir)
+				})
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if got := len(trusted) > 0; got != tc.approves || (got && trusted[0] != tc.dir) {
+				t.Fatalf("approved %q, want approval %v of %s", trusted, tc.approves, tc.dir)
+			}
+		})
 	}
 }

@@ -49,6 +49,11 @@ type Options struct {
 	// DetachKey and AnswerKey are the keys of an attached client
 	// (config.toml [keys]; "": the defaults), named in the help.
 	DetachKey, AnswerKey string
+	// Trust approves the .termsprawl/ files (worktree.json's setup,
+	// policy.toml) of dir's repository at their current content, the
+	// human's act (CONTRACT §26), and says what it approved; nil: the
+	// launch form offers no approval.
+	Trust func(dir string) (string, error)
 }
 
 // The preview's tabs.
@@ -175,6 +180,7 @@ func New(ctx context.Context, opts Options) *Model {
 	m := &Model{opts: opts, ctx: ctx, width: MinWidth, height: MinHeight, inbox: make(chan tea.Msg, 16)}
 	m.launch[fieldKind].Prompt, m.launch[fieldName].Prompt, m.launch[fieldDir].Prompt, m.launch[fieldWorktree].Prompt, m.launch[fieldCommand].Prompt = "kind: ", "name: ", "directory: ", "worktree: ", "command: "
 	m.launch[fieldWorktree].Placeholder = WorktreeHint
+	m.launch[fieldTrust].Prompt, m.launch[fieldTrust].Placeholder = "trust setup: ", TrustHint
 	m.launch[fieldCommand].Placeholder = CommandHint
 	return m
 }
@@ -242,6 +248,9 @@ func (m *Model) node(id string) (tools.StreamNode, bool) {
 // automatic name.
 const WorktreeHint = "empty: none · NAME: branch termsprawl/NAME · +: automatic name"
 
+// TrustHint is the launch form's trust field's placeholder.
+const TrustHint = "y: approve the repository's .termsprawl/ setup and policy as they are now"
+
 // CommandHint is the launch form's command field's placeholder.
 const CommandHint = "empty: the shell or the agent's own · custom needs one"
 
@@ -251,6 +260,7 @@ const (
 	fieldName
 	fieldDir
 	fieldWorktree
+	fieldTrust
 	fieldCommand
 	numLaunchFields
 )
@@ -1042,6 +1052,31 @@ func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 			m.launchErr = "a custom agent needs a command: type its program and arguments in the command field"
 			return nil
 		}
+		approved := ""
+		switch strings.ToLower(strings.TrimSpace(m.launch[fieldTrust].Value())) {
+		case "", "n", "no":
+		case "y", "yes":
+			// The human's approval, here and now, before the launch (as
+			// --trust-setup): the launch's worktree then runs its setup.
+			dir, _ := args["cwd"].(string)
+			switch {
+			case m.opts.Trust == nil:
+				m.launchErr = "this dashboard cannot approve: run termsprawl trust DIR in a shell"
+				return nil
+			case dir == "":
+				m.launchErr = "trust setup needs the repository: type its directory in the directory field"
+				return nil
+			}
+			said, err := m.opts.Trust(dir)
+			if err != nil {
+				m.launchErr = "not approved: " + err.Error()
+				return nil
+			}
+			approved = " · " + said
+		default:
+			m.launchErr = "trust setup is y or empty: y approves the repository's .termsprawl/ files as they are now"
+			return nil
+		}
 		op := "terminal_launch"
 		if kindWord != "" && kindWord != tools.KindShell {
 			op, args["agent"] = "agent_launch", kindWord
@@ -1062,7 +1097,7 @@ func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 			}
 			var r tools.ReceiptOf[tools.NodeInfo]
 			if tools.DecodeValue(res.Value, &r) == nil && r.Result.Terminal != "" {
-				m.message = "launched " + r.Result.Terminal
+				m.message = "launched " + r.Result.Terminal + approved
 				if _, listed := m.node(r.Result.Terminal); listed {
 					m.selectNode(r.Result.Terminal) // the stream was first
 				} else {
@@ -1070,7 +1105,7 @@ func (m *Model) launchKey(k tea.KeyPressMsg) tea.Cmd {
 				}
 				return
 			}
-			m.message = "launched"
+			m.message = "launched" + approved
 		})
 	}
 	if m.launchAt == fieldKind {

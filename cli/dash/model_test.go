@@ -31,6 +31,7 @@ type fake struct {
 	mu     sync.Mutex
 	reply  func(call) tools.Result
 	shows  chan string
+	trust  func(dir string) (string, error) // Options.Trust (nil: none)
 }
 
 func newFake(t *testing.T) *fake {
@@ -52,7 +53,8 @@ func (f *fake) options() Options {
 			}
 			return tools.OKResult(json.RawMessage(`{}`))
 		},
-		Now: func() time.Time { return time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC) },
+		Now:   func() time.Time { return time.Date(2026, 12, 2, 1, 0, 0, 0, time.UTC) },
+		Trust: f.trust,
 	}
 }
 
@@ -428,6 +430,7 @@ func TestModelCloseLaunchRecord(t *testing.T) {
 	tm.Send(key("tab"))
 	tm.Type("/tmp")
 	tm.Send(key("enter")) // to the worktree field
+	tm.Send(key("enter")) // to the trust field
 	tm.Send(key("enter")) // to the command field
 	waitModel(t, tm, "the command field", frameHas(CommandHint))
 	tm.Type("codex --model  o3")

@@ -50,5 +50,5 @@ func mcpEngine(version string) toolserver.MCPEngineFactory {
 // termsprawlctl (which links cli) never links Bubble Tea.
 func runDashboard(ctx context.Context, p cli.DashParams) error {
 	return dash.Run(ctx, dash.RunConfig{Session: p.Session, Options: dash.Options{
-		Call: p.Call, Attach: p.Attach, Self: p.Self, NoColor: p.NoColor, DetachKey: p.DetachKey, AnswerKey: p.AnswerKey}})
+		Call: p.Call, Attach: p.Attach, Self: p.Self, NoColor: p.NoColor, DetachKey: p.DetachKey, AnswerKey: p.AnswerKey, Trust: p.Trust}})
 }
