@@ -193,13 +193,18 @@ func TestLiteCtlHandsOffToTermsprawl(t *testing.T) {
 		t.Errorf("hook with no orchestrator: exit %d\n%s%s", code, out, errs)
 	}
 	// No termsprawl beside it nor on PATH.
+	// A hard link, not a copy: a copy's write descriptor, inherited for
+	// a moment by a process a parallel test forks, makes its exec fail
+	// with "text file busy".
 	alone := filepath.Join(t.TempDir(), "termsprawlctl")
-	data, err := os.ReadFile(e.ctl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(alone, data, 0o755); err != nil {
-		t.Fatal(err)
+	if err := os.Link(e.ctl, alone); err != nil { // another file system: a copy
+		data, err := os.ReadFile(e.ctl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(alone, data, 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	noPath := append(slices.Clone(e.env), "PATH=/nonexistent")
 	code, _, errs = run(alone, "", noPath, "guide")
