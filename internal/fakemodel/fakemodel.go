@@ -125,45 +125,59 @@ func (r *Request) ToolResults() []ContentBlock {
 
 // Server is a running fake.
 type Server struct {
-	URL    string
-	script Script
-	srv    *http.Server
-	ln     net.Listener
-
-	mu       sync.Mutex // guards requests, paths and next
-	requests []*Request
-	paths    []string
-	next     int
+	URL               string
+	script            Script
+	srv               *http.Server
+	recorder[Request] // the /v1/messages requests; its mu also guards next
+	next              int
 }
 
 // Start serves script on 127.0.0.1 (a free port). Close stops it.
 func Start(script Script) (*Server, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Server{script: script}
+	srv, base, err := serve(s)
 	if err != nil {
-		return nil, fmt.Errorf("fakemodel: listen: %w", err)
+		return nil, err
 	}
-	s := &Server{URL: "http://" + ln.Addr().String(), script: script, ln: ln}
-	s.srv = &http.Server{Handler: s}
-	// The serving goroutine ends when Close shuts the server down.
-	go func() { _ = s.srv.Serve(ln) }()
+	s.srv, s.URL = srv, base
 	return s, nil
 }
 
 // Close stops the server.
 func (s *Server) Close() error { return s.srv.Close() }
 
-// Requests are the /v1/messages requests received so far.
-func (s *Server) Requests() []*Request {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*Request(nil), s.requests...)
+// recorder keeps what a stand-in received: its decoded requests of
+// type R and the method and path of every request, in order.
+type recorder[R any] struct {
+	mu       sync.Mutex // guards requests and paths (and the embedder's own fields it names)
+	requests []*R
+	paths    []string
+}
+
+// Requests are the model requests received so far.
+func (c *recorder[R]) Requests() []*R {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]*R(nil), c.requests...)
 }
 
 // Paths are the method and path of every request received, in order.
-func (s *Server) Paths() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.paths...)
+func (c *recorder[R]) Paths() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]string(nil), c.paths...)
+}
+
+// serve runs h on 127.0.0.1 at a free port; the serving goroutine ends
+// when the returned server is closed. base is its http:// URL.
+func serve(h http.Handler) (*http.Server, string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, "", fmt.Errorf("fakemodel: listen: %w", err)
+	}
+	srv := &http.Server{Handler: h}
+	go func() { _ = srv.Serve(ln) }()
+	return srv, "http://" + ln.Addr().String(), nil
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 )
 
 // The Gemini API stand-in (Gemini CLI, GOOGLE_GEMINI_BASE_URL pointed
@@ -121,43 +119,25 @@ type GeminiScript func(req *GeminiRequest) Reply
 
 // Gemini is a running Gemini API stand-in.
 type Gemini struct {
-	URL    string
-	script GeminiScript
-	srv    *http.Server
-
-	mu       sync.Mutex // guards requests and paths
-	requests []*GeminiRequest
-	paths    []string
+	URL                     string
+	script                  GeminiScript
+	srv                     *http.Server
+	recorder[GeminiRequest] // the streamed requests (the CLI's turns)
 }
 
 // StartGemini serves script on 127.0.0.1 (a free port).
 func StartGemini(script GeminiScript) (*Gemini, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Gemini{script: script}
+	srv, base, err := serve(s)
 	if err != nil {
-		return nil, fmt.Errorf("fakemodel: listen: %w", err)
+		return nil, err
 	}
-	s := &Gemini{URL: "http://" + ln.Addr().String(), script: script}
-	s.srv = &http.Server{Handler: s}
-	go func() { _ = s.srv.Serve(ln) }() // ends at Close
+	s.srv, s.URL = srv, base
 	return s, nil
 }
 
 // Close stops the server.
 func (s *Gemini) Close() error { return s.srv.Close() }
-
-// Requests are the streamed requests (the CLI's turns) received so far.
-func (s *Gemini) Requests() []*GeminiRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*GeminiRequest(nil), s.requests...)
-}
-
-// Paths are the method and path of every request received, in order.
-func (s *Gemini) Paths() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.paths...)
-}
 
 func geminiResponse(parts []map[string]any, finish string) map[string]any {
 	c := map[string]any{"content": map[string]any{"role": "model", "parts": parts}, "index": 0}

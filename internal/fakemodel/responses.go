@@ -4,10 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 )
 
 // The OpenAI Responses API stand-in (Codex): POST …/responses, streamed
@@ -136,44 +134,26 @@ type ResponsesScript func(req *ResponsesRequest) Reply
 
 // Responses is a running Responses API stand-in.
 type Responses struct {
-	URL    string // base URL, ending in /v1
-	script ResponsesScript
-	srv    *http.Server
-
-	mu       sync.Mutex // guards requests, paths and next
-	requests []*ResponsesRequest
-	paths    []string
-	next     int
+	URL                        string // base URL, ending in /v1
+	script                     ResponsesScript
+	srv                        *http.Server
+	recorder[ResponsesRequest] // the responses requests; its mu also guards next
+	next                       int
 }
 
 // StartResponses serves script on 127.0.0.1 (a free port).
 func StartResponses(script ResponsesScript) (*Responses, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	s := &Responses{script: script}
+	srv, base, err := serve(s)
 	if err != nil {
-		return nil, fmt.Errorf("fakemodel: listen: %w", err)
+		return nil, err
 	}
-	s := &Responses{URL: "http://" + ln.Addr().String() + "/v1", script: script}
-	s.srv = &http.Server{Handler: s}
-	go func() { _ = s.srv.Serve(ln) }() // ends at Close
+	s.srv, s.URL = srv, base+"/v1"
 	return s, nil
 }
 
 // Close stops the server.
 func (s *Responses) Close() error { return s.srv.Close() }
-
-// Requests are the responses requests received so far.
-func (s *Responses) Requests() []*ResponsesRequest {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]*ResponsesRequest(nil), s.requests...)
-}
-
-// Paths are the method and path of every request received, in order.
-func (s *Responses) Paths() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]string(nil), s.paths...)
-}
 
 func (s *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
