@@ -24,18 +24,23 @@ type PolicyTest struct {
 
 // AuditEntry is one decision of the audit log (<state>/audit.jsonl).
 type AuditEntry struct {
-	Time     time.Time `json:"time"`
-	Node     string    `json:"node"`
-	Kind     string    `json:"kind,omitempty"`
-	Tool     string    `json:"tool,omitempty"`
-	Input    string    `json:"input,omitempty"`
-	Decision string    `json:"decision"`
-	By       string    `json:"by"`
-	Rule     string    `json:"rule,omitempty"`
-	Scope    string    `json:"scope,omitempty"`
-	Surface  string    `json:"surface,omitempty"`
-	Dialog   string    `json:"dialog,omitempty"`
-	Why      string    `json:"why"`
+	Time time.Time `json:"time"`
+	Node string    `json:"node"`
+	// Kind is the agent kind ("claude", "codex", …; "" for a shell).
+	Kind string `json:"kind,omitempty"`
+	Tool string `json:"tool,omitempty"`
+	// Input is the tool's full input (canonical JSON text).
+	Input string `json:"input,omitempty"`
+	// Decision is allow, deny, ask (a dialog opened) or an action
+	// (pause, stop, notify) for a budget.
+	Decision string `json:"decision"`
+	By       string `json:"by"`
+	Rule     string `json:"rule,omitempty"`
+	Scope    string `json:"scope,omitempty"`
+	// Surface is where a human answered: cli, dashboard, picker, mcp.
+	Surface string `json:"surface,omitempty"`
+	Dialog  string `json:"dialog,omitempty"`
+	Why     string `json:"why"`
 }
 
 // AuditList is audit_list's value.

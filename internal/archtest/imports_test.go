@@ -126,7 +126,7 @@ var allowed = map[string][]string{
 	// Usage from agents' OpenTelemetry (CONTRACT §28): the OTLP protobuf
 	// types (no gRPC) and protobuf's codecs; knows nothing of nodes.
 	"orchestrator/usage":  {"go.opentelemetry.io/proto/otlp/", "google.golang.org/protobuf/"},
-	"orchestrator/policy": {module + "/orchestrator/config", "mvdan.cc/sh/v3/", "github.com/BurntSushi/toml"},
+	"orchestrator/policy": {module + "/orchestrator/config", "mvdan.cc/sh/v3/", "github.com/BurntSushi/toml", module + "/tools"},
 	// The read-only web monitor: the contract's value types and the cell
 	// grid; it reads the engine and the tool server only through the
 	// interfaces it defines (Engine, Side), so it imports neither.

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/termsprawl/termsprawl/tools"
 )
 
 // AuditFile is the audit log's name in the state directory.
@@ -36,26 +38,9 @@ const (
 	ByAgent   = "agent"   // the agent withdrew or denied it itself
 )
 
-// Entry is one line of the audit log.
-type Entry struct {
-	Time time.Time `json:"time"`
-	Node string    `json:"node"`
-	// Kind is the agent kind ("claude", "codex", …; "" for a shell).
-	Kind string `json:"kind,omitempty"`
-	Tool string `json:"tool,omitempty"`
-	// Input is the tool's full input (canonical JSON text).
-	Input string `json:"input,omitempty"`
-	// Decision is allow, deny, ask (a dialog opened) or an action
-	// (pause, stop, notify) for a budget.
-	Decision string `json:"decision"`
-	By       string `json:"by"`
-	Rule     string `json:"rule,omitempty"`
-	Scope    string `json:"scope,omitempty"`
-	// Surface is where a human answered: cli, dashboard, picker, mcp.
-	Surface string `json:"surface,omitempty"`
-	Dialog  string `json:"dialog,omitempty"`
-	Why     string `json:"why"`
-}
+// Entry is one line of the audit log: the contract's value, as
+// audit_list answers it.
+type Entry = tools.AuditEntry
 
 // Audit appends entries to <state>/audit.jsonl: each line written with
 // O_APPEND and fsync'd before Append returns, so a decision is on disk

@@ -86,9 +86,6 @@ func auditList(c *call, a auditListArgs) (tools.AuditList, error) {
 	if err != nil {
 		return tools.AuditList{}, tools.Errorf(tools.KindNotRun, "%v", err)
 	}
-	out := tools.AuditList{Entries: make([]tools.AuditEntry, 0, len(entries)), Skipped: skipped}
-	for _, e := range entries {
-		out.Entries = append(out.Entries, tools.AuditEntry(e))
-	}
-	return out, nil
+	// An empty log answers entries: [] (never null).
+	return tools.AuditList{Entries: append(make([]tools.AuditEntry, 0, len(entries)), entries...), Skipped: skipped}, nil
 }
