@@ -117,6 +117,15 @@ func TestGeminiWired(t *testing.T) {
 			e.env[i] = "TERMSPRAWL_HOME=" + e.state
 		}
 	}
+	// Gemini CLI starts without its TUI, reading a prompt from stdin,
+	// when its environment says CI (measured: CI=true, as .ci/run sets,
+	// exits 42 "No input provided via stdin"); an agent node gets
+	// termsprawl's environment, so termsprawl runs here without it, as on
+	// a developer's machine.
+	e.env = slices.DeleteFunc(e.env, func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return name == "CI" || name == "CONTINUOUS_INTEGRATION" || strings.HasPrefix(name, "CI_")
+	})
 	hold := make(chan struct{})
 	fake, err := fakemodel.StartGemini(geminiScript(hold))
 	if err != nil {
