@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,22 @@ func newSandboxWorld(t *testing.T) sandboxWorld {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(tmuxDir) })
-	w := sandboxWorld{home: t.TempDir(), repo: filepath.Join(t.TempDir(), "repo"), tmuxDir: tmuxDir}
+	// The home directory is removed once nothing writes it any more: an
+	// unsandboxed program ending with its node (bash, git) may still be
+	// writing there as the test ends.
+	home, err := os.MkdirTemp("", "tsbx-home")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		testenv.Until(10*time.Second, func() bool { return os.RemoveAll(home) == nil })
+		if _, err := os.Stat(home); err == nil {
+			var left []string
+			filepath.WalkDir(home, func(p string, d fs.DirEntry, err error) error { left = append(left, p); return nil })
+			t.Errorf("the home directory could not be removed; left: %q", left)
+		}
+	})
+	w := sandboxWorld{home: home, repo: filepath.Join(t.TempDir(), "repo"), tmuxDir: tmuxDir}
 	os.MkdirAll(filepath.Join(w.home, ".ssh"), 0o700)
 	os.WriteFile(filepath.Join(w.home, ".ssh", "id_ed25519"), []byte("DECOY-PRIVATE-KEY\n"), 0o600)
 	os.WriteFile(filepath.Join(w.home, ".bashrc"), []byte("# the human's rc\n"), 0o644)
@@ -122,7 +138,9 @@ func TestSandboxAttacks(t *testing.T) {
 		t.Run(c.profile, func(t *testing.T) {
 			w := newSandboxWorld(t)
 			e := newE2E(t)
-			e.env = append(e.env, "HOME="+w.home)
+			// No history file: an unsandboxed bash writes one into the
+			// home directory as the nodes end, racing the test's cleanup.
+			e.env = append(e.env, "HOME="+w.home, "HISTFILE=")
 			up, _ := e.up()
 			defer e.down(up)
 			var ep tools.Endpoint
