@@ -27,7 +27,7 @@ func (o *Orchestrator) Resize(ctx context.Context, id string, columns, rows int)
 	if err != nil {
 		return tools.Snapshot{}, err
 	}
-	if _, err := n.client.Run(ctx, tmuxctl.Command("resize-window", "-t", "="+n.session()+":", "-x", strconv.Itoa(columns), "-y", strconv.Itoa(rows))); err != nil {
+	if _, err := n.cmd().Run(ctx, tmuxctl.Command("resize-window", "-t", "="+n.session()+":", "-x", strconv.Itoa(columns), "-y", strconv.Itoa(rows))); err != nil {
 		return tools.Snapshot{}, n.tmuxErr("resize", err)
 	}
 	deadline := time.NewTimer(2 * time.Second)

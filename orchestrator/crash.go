@@ -128,7 +128,7 @@ func derefCode(p *int) any {
 func (n *node) deadSignal(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	out, err := n.client.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{pane_dead_signal}"))
+	out, err := n.cmd().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{pane_dead_signal}"))
 	if err != nil || len(out) != 1 {
 		return 0
 	}

@@ -75,7 +75,7 @@ func (o *Orchestrator) Type(ctx context.Context, id, text string, wait *tools.Wa
 }
 
 func (n *node) typeText(ctx context.Context, text string) error {
-	if _, err := n.client.Run(ctx, tmuxctl.Command("send-keys", "-t", n.pane, "-l", "--", text)); err != nil {
+	if _, err := n.cmd().Run(ctx, tmuxctl.Command("send-keys", "-t", n.pane, "-l", "--", text)); err != nil {
 		return n.tmuxErr("type", err)
 	}
 	return nil
@@ -94,7 +94,7 @@ func (o *Orchestrator) Press(ctx context.Context, id, keys string, wait *tools.W
 
 func (n *node) pressKeys(ctx context.Context, keys []string) error {
 	args := append([]string{"-t", n.pane}, keys...)
-	if _, err := n.client.Run(ctx, tmuxctl.Command("send-keys", args...)); err != nil {
+	if _, err := n.cmd().Run(ctx, tmuxctl.Command("send-keys", args...)); err != nil {
 		return n.tmuxErr("press", err)
 	}
 	return nil
@@ -113,7 +113,7 @@ func (o *Orchestrator) Paste(ctx context.Context, id, text string, wait *tools.W
 func (n *node) pasteText(ctx context.Context, text string) error {
 	buf := "termsprawl-paste-" + n.meta.ID
 	// -p brackets only if the program asked for it; -d deletes the buffer.
-	_, err := n.client.RunMany(ctx,
+	_, err := n.cmd().RunMany(ctx,
 		tmuxctl.Command("set-buffer", "-b", buf, "--", text),
 		tmuxctl.Command("paste-buffer", "-p", "-d", "-b", buf, "-t", n.pane))
 	if err != nil {

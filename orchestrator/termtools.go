@@ -184,7 +184,7 @@ func (n *node) sendRaw(ctx context.Context, data []byte) error {
 		cmds = append(cmds, tmuxctl.Command("send-keys", args...))
 		data = data[k:]
 	}
-	if _, err := n.client.RunMany(ctx, cmds...); err != nil {
+	if _, err := n.cmd().RunMany(ctx, cmds...); err != nil {
 		return n.tmuxErr("write raw bytes", err)
 	}
 	return nil
