@@ -187,10 +187,10 @@ func (n *node) requestReseed() {
 
 func (n *node) info(clients int) tools.NodeInfo {
 	status, code, _, reason := n.exitState()
-	snap := n.snapshot()
+	rev, cols, rows := n.scr.Dims()
 	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.Socket(), Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
 		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
-		Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host, Crash: n.crashReport(),
+		Columns: cols, Rows: rows, Revision: rev, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host, Crash: n.crashReport(),
 		Sandbox: sandboxName(n.meta.Sandbox), Since: sinceText(n.meta.Created)}
 }
 

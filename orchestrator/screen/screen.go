@@ -422,6 +422,14 @@ func (s *Screen) Snapshot() Snapshot {
 	}
 }
 
+// Dims is the screen's revision and size: Snapshot without the copy of
+// its lines (terminal_list reads it for every node).
+func (s *Screen) Dims() (rev uint64, cols, rows int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rev, s.cols, s.rows
+}
+
 // checkRev validates a base revision against the kept history. Called with
 // mu held.
 func (s *Screen) checkRev(rev uint64) error {
