@@ -62,15 +62,9 @@ func BenchmarkSandboxCost(b *testing.B) {
 				for _, id := range ids {
 					n := o.node(id)
 					var pid int
-					for deadline := time.Now().Add(10 * time.Second); pid <= 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-						pid = n.pid()
-					}
+					testenv.Until(10*time.Second, func() bool { pid = n.pid(); return pid > 0 })
 					// The tree settles once the program runs.
-					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-						if treeHas(pid, "sleep") {
-							break
-						}
-					}
+					testenv.Until(10*time.Second, func() bool { return treeHas(pid, "sleep") })
 					pss += treePSS(pid)
 				}
 				b.ReportMetric(float64(took.Microseconds())/1000/float64(nodes), "ms/launch")

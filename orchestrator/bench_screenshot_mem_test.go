@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -33,14 +34,10 @@ func BenchmarkScreenshotMemory(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(100 * time.Millisecond) {
-		if snap, err := o.Snapshot(context.Background(), info.Terminal); err == nil && strings.Contains(strings.Join(snap.Lines, "\n"), "COLOURS-DONE") {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the colours never printed")
-		}
-	}
+	testenv.Eventually(b, time.Minute, func() bool {
+		snap, err := o.Snapshot(context.Background(), info.Terminal)
+		return err == nil && strings.Contains(strings.Join(snap.Lines, "\n"), "COLOURS-DONE")
+	}, testenv.Msg("the colours never printed"))
 	for b.Loop() {
 		runtime.GC()
 		debug.FreeOSMemory()

@@ -3,6 +3,7 @@ package orchestrator
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"slices"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -56,28 +58,27 @@ func TestRemoteCloseDuringOutage(t *testing.T) {
 		t.Fatalf("a second close while unreachable: %v", err)
 	}
 	f.Unblock()
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		l := o.List(tctx(t))
-		alive := 0
+	alive := 0
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		l = o.List(tctx(t))
+		alive = 0
 		for _, id := range ids {
 			if _, err := f.Tmux("has-session", "-t", "=ts-"+id); err == nil {
 				alive++
 			}
 		}
 		if len(l) == 0 && alive == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("60 s after the host came back: listed %+v, %d sessions alive on the host", l, alive)
+			return true
 		}
 		for _, n := range l {
 			if n.Status != tools.StatusClosing || !slices.Contains(ids, n.Terminal) {
 				t.Fatalf("while the closes finish: %+v", l)
 			}
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return false
+	}, func() string {
+		return fmt.Sprintf("60 s after the host came back: listed %+v, %d sessions alive on the host", l, alive)
+	})
 }
 
 // The host goes away half-way through a close (after the mirror was
@@ -111,15 +112,10 @@ func TestRemoteCloseLosesTheHost(t *testing.T) {
 		t.Fatalf("the program did not keep running: %v", err)
 	}
 	f.Unblock()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		_, err := f.Tmux("has-session", "-t", "=ts-"+id)
-		if len(o.List(tctx(t))) == 0 && err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("60 s after the host came back: %+v", o.List(tctx(t)))
-		}
-	}
+		return len(o.List(tctx(t))) == 0 && err != nil
+	}, func() string { return fmt.Sprintf("60 s after the host came back: %+v", o.List(tctx(t))) })
 }
 
 // hosts rm --close-nodes of 64 nodes whose programs ignore the hang-up

@@ -2,6 +2,7 @@ package orchestrator_test
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -44,15 +45,11 @@ func TestShardsLimitTheBlastRadius(t *testing.T) {
 	}
 	// Listed lost at once (CONTRACT §26): a wait on one says so.
 	for _, id := range lost {
-		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			_, err := o.WaitFor(orchestrator.TestContext(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000})
-			if err != nil && strings.Contains(err.Error(), "is lost") {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("node %s of the killed shard: %v, want lost", id, err)
-			}
-		}
+		var err error
+		testenv.Eventually(t, 20*time.Second, func() bool {
+			_, err = o.WaitFor(orchestrator.TestContext(t), id, tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 20000})
+			return err != nil && strings.Contains(err.Error(), "is lost")
+		}, func() string { return fmt.Sprintf("node %s of the killed shard: %v, want lost", id, err) })
 	}
 	for _, n := range o.List(orchestrator.TestContext(t)) {
 		wantLost := n.TmuxSocket == shard2.Socket

@@ -218,16 +218,12 @@ func TestDialogTellsAttachedHumans(t *testing.T) {
 	// another node shows, the vaguer one never does.
 	apiOK(t, s.session(asker), "agent_report", apiM{"event": "Notification", "message": "Claude needs your permission to use Bash"}, nil)
 	apiFail(t, s.session(watched), "dialog_request", apiM{"kind": "permission", "title": "sentinel", "timeout_ms": 60000, "wait_ms": 20}, tools.KindTimeout)
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		msgs := tmux.Must("show-messages")
+	var msgs string
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		msgs = tmux.Must("show-messages")
 		if strings.Contains(msgs, "is waiting for you") {
 			t.Fatalf("the dialog's line was replaced by a vaguer one:\n%s", msgs)
 		}
-		if strings.Contains(msgs, "sentinel") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the sentinel dialog's line never showed:\n%s", msgs)
-		}
-	}
+		return strings.Contains(msgs, "sentinel")
+	}, func() string { return "the sentinel dialog's line never showed:\n" + msgs })
 }

@@ -3,6 +3,7 @@ package toolserver
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
 	"github.com/termsprawl/termsprawl/orchestrator/usage"
@@ -48,14 +50,10 @@ func telemetryOf(t *testing.T, s *apiServe, op string) (node, endpoint, header s
 		t.Fatal(err)
 	}
 	var snap tools.Snapshot
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if snap = apiSnapshot(t, op, info.Terminal); strings.Contains(strings.Join(snap.Lines, ""), "T=1") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the node did not print its telemetry environment: %q", snap.Lines)
-		}
-	}
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		snap = apiSnapshot(t, op, info.Terminal)
+		return strings.Contains(strings.Join(snap.Lines, ""), "T=1")
+	}, func() string { return fmt.Sprintf("the node did not print its telemetry environment: %q", snap.Lines) })
 	m := regexp.MustCompile(`E=(\S+) H=` + usage.Header + `=(\S+) P=http/protobuf`).FindStringSubmatch(strings.Join(snap.Lines, ""))
 	if m == nil {
 		t.Fatalf("no telemetry environment on the screen: %q", snap.Lines)
@@ -223,17 +221,10 @@ action = "stop"
 	if code := export(t, endpoint, tokB, "application/x-protobuf", pb); code != 200 {
 		t.Fatal(code)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, 30*time.Second, func() bool {
 		apiOK(t, op, "terminal_list", nil, &l)
-		if len(l.Terminals) == 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the stop budget left nodes running: %+v", l.Terminals)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return len(l.Terminals) == 0
+	}, func() string { return fmt.Sprintf("the stop budget left nodes running: %+v", l.Terminals) })
 }
 
 // TestWorkBudget: an agent's working time counts against a work budget;
@@ -257,15 +248,10 @@ func TestWorkBudget(t *testing.T) {
 	time.Sleep(5 * time.Millisecond) // a working span longer than the 1 ms budget (not an assertion)
 	apiOK(t, sess, "agent_report", apiM{"state": "idle"}, nil)
 	var pt tools.PolicyTest
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testenv.Eventually(t, 20*time.Second, func() bool {
 		apiOK(t, op, "policy_test", apiM{"request": "Bash(ls)", "node": node}, &pt)
-		if pt.Verdict == "deny" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the work budget did not pause the node: %+v", pt)
-		}
-	}
+		return pt.Verdict == "deny"
+	}, func() string { return fmt.Sprintf("the work budget did not pause the node: %+v", pt) })
 	if !strings.Contains(pt.Why, "work") {
 		t.Fatalf("policy_test: %+v", pt)
 	}
