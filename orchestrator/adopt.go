@@ -281,8 +281,3 @@ func (o *Orchestrator) readMeta(id string) (NodeMeta, error) {
 	}
 	return m, nil
 }
-
-// revisionBase is the revision a node's mirror starts at in its epoch-th
-// orchestrator life: epoch in the high 32 bits. 2^21 restarts stay below
-// 2^53, the largest integer a JSON number carries exactly everywhere.
-func revisionBase(epoch uint64) uint64 { return epoch << 32 }

@@ -75,12 +75,3 @@ type hooks struct {
 	// lost, if set, runs when loseNode has listed a node.
 	lost func(id string)
 }
-
-// hooks are the node's engine's test seams; none for a node built without
-// an engine (unit tests of one node).
-func (n *node) hooks() *hooks {
-	if n.o == nil || n.o.hooks == nil {
-		return &hooks{}
-	}
-	return n.o.hooks
-}

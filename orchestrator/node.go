@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/orchestrator/semstore"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
@@ -216,4 +217,12 @@ func (n *node) tmuxErr(op string, err error) error {
 		err = errUnexpectedReply
 	}
 	return tools.Errorf(tools.KindUnavailable, "%s on %q: %w", op, n.meta.ID, err)
+}
+
+// sandboxName is a profile as kept and shown: "none" for none or "".
+func sandboxName(p string) string {
+	if p == "" {
+		return string(sandbox.None)
+	}
+	return p
 }

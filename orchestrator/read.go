@@ -2,14 +2,12 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
-	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -119,24 +117,6 @@ func (o *Orchestrator) CaptureSince(ctx context.Context, id string, cursor uint6
 	}
 	ch.Semantic = n.sem.Changes(cursor)
 	return ch, nil
-}
-
-// revisionErr turns the mirror's revision error into the contract's: a
-// revision older than the kept history (or from an earlier life of the
-// orchestrator: revisions never repeat) is conflict/history-truncated, one
-// newer than any handed out a usage error.
-func revisionErr(id, arg string, rev uint64, err error) error {
-	if errors.Is(err, screen.ErrHistoryTruncated) {
-		e := tools.Errorf(tools.KindConflict, "history-truncated: revision %d of %q is older than the kept history; call terminal_snapshot and continue from its revision: %w", rev, id, err).
-			WithDetails("reason", "history-truncated")
-		// The oldest revision still answerable: a reader that wants
-		// what is kept (the dashboard's logs tab) asks again from it.
-		if re := (*screen.RevisionError)(nil); errors.As(err, &re) {
-			e = e.WithDetails("oldest", re.Oldest)
-		}
-		return e
-	}
-	return tools.Errorf(tools.KindUsage, "%s %d of %q: %w; pass a revision this terminal returned", arg, rev, id, err)
 }
 
 // DefaultReadChars is terminal_read's default max_chars.

@@ -13,16 +13,6 @@ import (
 // Control+C M-x PageUp F5 S-Tab") into tmux key names (termio.ParseKeys).
 func ParseKeys(spec string) ([]string, error) { return termio.ParseKeys(spec) }
 
-// keepStreamMouse keeps, across a seed, the mouse modes tmux cannot
-// report: X10 tracking when tmux sees no tracking, and urxvt encoding.
-func keepStreamMouse(st *screen.SeedState, m screen.Modes) {
-	if st.MouseTracking == 0 && m.MouseTracking == 9 {
-		st.MouseTracking = 9
-		st.Mouse = true
-	}
-	st.MouseURXVT = m.MouseURXVT
-}
-
 // mouseModeOf is the contract's view of the mirror's mouse modes.
 func mouseModeOf(m screen.Modes) tools.MouseMode {
 	return termio.Modes{Tracking: m.MouseTracking, SGR: m.MouseSGR, URXVT: m.MouseURXVT, UTF8: m.MouseUTF8}.MouseMode()
