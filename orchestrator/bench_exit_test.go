@@ -28,7 +28,7 @@ func BenchmarkFloodLastLine(b *testing.B) {
 	tmux := tmuxPath(b)
 	var unconfirmed atomic.Int64
 	o, srv := newBenchOrchestratorWith(b, 0, func(c *Config) {
-		c.hooks = &hooks{exitUnconfirmed: func(*node, bool) { unconfirmed.Add(1) }}
+		c.hooks = &hooks{NodeHooks: NodeHooks{ExitUnconfirmed: func(*node, bool) { unconfirmed.Add(1) }}}
 	})
 	failed := 0
 	for i := range b.N {

@@ -89,7 +89,7 @@ func TestLaunchWatchOutsideLock(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	holding, release := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
-	o.hooks.earlyExit = func(n *node) {
+	o.hooks.EarlyExit = func(n *node) {
 		if first.CompareAndSwap(false, true) { // only the first launch
 			close(holding)
 			<-release
@@ -97,7 +97,7 @@ func TestLaunchWatchOutsideLock(t *testing.T) {
 	}
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); o.hooks.earlyExit = nil })
+	t.Cleanup(func() { free(); o.hooks.EarlyExit = nil })
 
 	firstDone := make(chan error, 1)
 	go func() {
@@ -271,14 +271,14 @@ func TestAdoptAttachFailureListed(t *testing.T) {
 	o.Close()
 
 	o2 := openOrchestratorWith(t, srv, dir, func(c *Config) {
-		c.hooks = &hooks{attach: func(n *node) error {
+		c.hooks = &hooks{NodeHooks: NodeHooks{Attach: func(n *node) error {
 			if n.meta.ID == id {
 				return errors.New("attach refused by the test")
 			}
 			return nil
-		}}
+		}}}
 	})
-	o2.hooks.attach = nil
+	o2.hooks.Attach = nil
 	var row *tools.NodeInfo
 	for _, r := range o2.List(tctx(t)) {
 		if r.Terminal == id {

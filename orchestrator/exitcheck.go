@@ -37,8 +37,8 @@ func (n *node) confirmExit(code int) (bool, int) {
 	pid := n.pid()
 	// On the pane's machine: a host's pid is read there (CONTRACT §23).
 	zcode, zombie := n.zombieStatus(pid)
-	if n.hooks().exitUnconfirmed != nil {
-		n.hooks().exitUnconfirmed(n, zombie)
+	if n.hooks().ExitUnconfirmed != nil {
+		n.hooks().ExitUnconfirmed(n, zombie)
 	}
 	if !zombie {
 		// tmux reaped it (its pane-died hook reports the exit with the

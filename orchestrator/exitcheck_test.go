@@ -27,7 +27,7 @@ func TestWatcherExitWaitsForTmux(t *testing.T) {
 	after := n.scr.Revision()
 
 	checked := make(chan bool, 8)
-	o.hooks.exitUnconfirmed = func(hn *node, zombie bool) {
+	o.hooks.ExitUnconfirmed = func(hn *node, zombie bool) {
 		if hn == n {
 			checked <- zombie
 		}

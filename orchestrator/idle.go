@@ -27,8 +27,8 @@ func (n *node) decideSleep(idle time.Duration) (bool, time.Duration) {
 // stays readable. The next observation or reseed wakes the node (output
 // back on, then a race-free seed). Only the pump calls it.
 func (n *node) sleep() {
-	if n.hooks().sleeping != nil {
-		n.hooks().sleeping(n)
+	if n.hooks().Sleeping != nil {
+		n.hooks().Sleeping(n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -384,70 +384,6 @@ func (localTarget) retry(ctx context.Context, srv hosts.Server, err error) bool 
 
 func (localTarget) fail(err error) error { return err }
 
-// earlyExit watches a new node for up to d: if its program exits in that
-// time, the launch says so with the last screen lines. It returns early,
-// with nil, once the program has printed and then gone quiet for
-// launchQuiet (it is waiting for input: it started).
-func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit {
-	if d <= 0 {
-		return nil
-	}
-	if n.hooks().earlyExit != nil {
-		n.hooks().earlyExit(n)
-	}
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	quiet := time.NewTimer(time.Hour)
-	defer quiet.Stop()
-	tailWait := time.NewTimer(8 * deadReseed) // past the last dead-pane seed
-	defer tailWait.Stop()
-	for {
-		rev, changed := n.scr.WaitState()
-		status, statusCh := n.statusWait()
-		if status == tools.StatusExited {
-			if len(n.excerpt(1)) == 0 && tailWait != nil {
-				// Dead before its last output reached the mirror: the
-				// second seed brings it (see deadReseed).
-				select {
-				case <-changed:
-				case <-tailWait.C:
-					tailWait = nil
-				case <-ctx.Done():
-					tailWait = nil
-				}
-				continue
-			}
-			_, code, _ := n.state()
-			e := &tools.EarlyExit{ScreenTail: n.excerpt(10)}
-			if code != nil {
-				e.ExitCode = *code
-			}
-			return e
-		}
-		if rev > revisionBase(n.meta.Epoch) {
-			quiet.Reset(launchQuiet)
-		}
-		select {
-		case <-changed:
-		case <-statusCh:
-		case <-quiet.C:
-			return nil
-		case <-deadline.C:
-			return nil
-		case <-n.closing:
-			return nil
-		case <-n.o.stop:
-			return nil
-		case <-ctx.Done():
-			return nil
-		}
-	}
-}
-
-// launchQuiet is how long a new program that printed must stay quiet for
-// its launch to stop watching for an early exit.
-const launchQuiet = 250 * time.Millisecond
-
 // checkProgram refuses, before anything exists, a program that cannot
 // start: not on the PATH the node will have, not a regular executable file.
 func (o *Orchestrator) checkProgram(spec LaunchSpec) error {
@@ -479,7 +415,7 @@ func (o *Orchestrator) newNode(meta NodeMeta) *node {
 	srv := o.serverFor(meta)
 	n := &node{
 		meta:      meta,
-		o:         o,
+		env:       nodeEnv{o},
 		srv:       srv,
 		log:       o.log.With("node", meta.ID),
 		reseedReq: make(chan struct{}, 1),

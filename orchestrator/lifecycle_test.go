@@ -42,7 +42,7 @@ func TestWaitEndsWhenCloseBegins(t *testing.T) {
 	var turns atomic.Int64
 	inLoop := make(chan struct{}, 1)
 	detached, release := make(chan struct{}), make(chan struct{})
-	o.hooks.waitLoop = func(*node) {
+	o.hooks.WaitLoop = func(*node) {
 		turns.Add(1)
 		select {
 		case inLoop <- struct{}{}:
@@ -52,7 +52,7 @@ func TestWaitEndsWhenCloseBegins(t *testing.T) {
 	o.hooks.closed = func(*node) { close(detached); <-release }
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); o.hooks.waitLoop, o.hooks.closed = nil, nil })
+	t.Cleanup(func() { free(); o.hooks.WaitLoop, o.hooks.closed = nil, nil })
 
 	waited := make(chan error, 1)
 	go func() {
@@ -97,9 +97,9 @@ func TestWaitDuringSleepSwitchOff(t *testing.T) {
 	t.Cleanup(func() { free() })
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) {
 		c.IdleAfter = 200 * time.Millisecond
-		c.hooks = &hooks{sleeping: func(*node) {
+		c.hooks = &hooks{NodeHooks: NodeHooks{Sleeping: func(*node) {
 			once.Do(func() { close(deciding); <-release })
-		}}
+		}}}
 	})
 	id := launch(t, o, "sh", "-c", "read x; echo MARK-$x; sleep 60")
 	n := o.node(id)

@@ -16,5 +16,5 @@ package orchestrator
 func (n *node) trim() {
 	n.stream.Trim()
 	n.scr.TrimMemory()
-	n.o.output.Quiet()
+	n.env.Meter().Quiet()
 }

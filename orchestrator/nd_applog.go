@@ -20,7 +20,7 @@ func (n *node) startLogs() {
 	if len(n.meta.Logs) == 0 {
 		return
 	}
-	lf, err := applog.Follow(n.meta.Logs, n.scr, n.done, n.log, n.o.cfg.StateDir)
+	lf, err := applog.Follow(n.meta.Logs, n.scr, n.done, n.log, n.env.Limits().StateDir)
 	if err != nil {
 		n.log.Warn("cannot follow logs", "err", err)
 		return

@@ -6,18 +6,15 @@ import "github.com/termsprawl/termsprawl/orchestrator/proc"
 // pane's program ends; its status is then read from /proc if tmux has not
 // reaped it, or tmux's pane-died hook follows.
 func (n *node) watchProcess(pid int) {
-	if n.o.procs == nil || n.meta.Host != "" {
+	if n.env.Procs() == nil || n.meta.Host != "" {
 		return // a remote pane's pid is not ours to watch: tmux's hook tells
 	}
-	err := n.o.procs.Watch(pid, func() {
+	err := n.env.Procs().Watch(pid, func() {
 		if code, ok := proc.ZombieStatus(pid); ok {
 			n.requestExit(code)
 			return
 		}
-		select {
-		case n.o.deaths <- struct{}{}:
-		default:
-		}
+		n.env.PaneDied()
 	})
 	if err != nil {
 		n.log.Debug("cannot watch the pane's process", "pid", pid, "err", err)

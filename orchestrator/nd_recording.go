@@ -57,7 +57,7 @@ func (n *node) saveMeta() error {
 	if rec := n.rec.Load(); rec != nil {
 		m.Recording = rec.dir
 	}
-	if err := tools.WriteJSONAtomicOrInPlace(n.o.metaPath(m.ID), m); err != nil {
+	if err := tools.WriteJSONAtomicOrInPlace(n.env.MetaPath(m.ID), m); err != nil {
 		return fmt.Errorf("write node metadata of %s: %w", m.ID, err)
 	}
 	return nil
@@ -69,13 +69,13 @@ func (n *node) saveMeta() error {
 // position the mirror shows on goes to the recording.
 func (n *node) startRecording() error {
 	now := time.Now()
-	dir, err := n.o.newRecordingDir(n.meta.Name, now)
+	dir, err := n.env.NewRecordingDir(n.meta.Name, now)
 	if err != nil {
 		return err
 	}
 	snap := n.snapshot()
 	r, err := record.Start(dir, record.Meta{Node: n.meta.ID, Command: n.meta.Command,
-		Columns: snap.Columns, Rows: snap.Rows, Start: now, Version: n.o.cfg.Version})
+		Columns: snap.Columns, Rows: snap.Rows, Start: now, Version: n.env.Limits().Version})
 	if err != nil {
 		return tools.Errorf(tools.KindUnavailable, "start recording %s: %w", n.meta.ID, err)
 	}

@@ -25,7 +25,7 @@ type NodeMeta = statefile.NodeMeta
 // node is one terminal: one tmux session, its control client, its mirror.
 type node struct {
 	meta   NodeMeta
-	o      *Orchestrator
+	env    Env
 	srv    hosts.Server // the shard or host server the session is on
 	client *tmuxctl.Client
 	// events and clientDone are the client's notifications and end for

@@ -61,7 +61,7 @@ func (n *node) state() (string, *int, bool) {
 // seen whole or not at all, never as a running node with an exit reason.
 func (n *node) exitState() (status string, code *int, gone bool, reason string) {
 	s := n.load()
-	if h := n.hooks().stateRead; h != nil {
+	if h := n.hooks().StateRead; h != nil {
 		h(n)
 	}
 	return s.status, s.exitCode, s.gone, s.exitReason
@@ -90,11 +90,11 @@ func (n *node) setPid(pid int) {
 // setStatus records the program's status and tells the OnStatus hook
 // when it changed.
 func (n *node) setStatus(status string, code *int) {
-	if n.updateStatus(status, code) && n.o != nil {
+	if n.updateStatus(status, code) && n.env != nil {
 		if status == tools.StatusExited && code != nil && n.meta.Host == "" {
-			n.o.keepExit(n.meta.ID, *code) // the recorded exit (lost.go)
+			n.env.KeepExit(n.meta.ID, *code) // the recorded exit (lost.go)
 		}
-		n.o.statusChanged()
+		n.env.StatusChanged()
 	}
 }
 

@@ -31,14 +31,14 @@ func (n *node) pump() {
 	heal.Stop()
 	defer heal.Stop()
 	// doze fires when the node may have gone unobserved for IdleAfter.
-	idle := n.o.cfg.IdleAfter
+	idle := n.env.Limits().IdleAfter
 	doze := time.NewTimer(time.Hour)
 	doze.Stop()
 	defer doze.Stop()
 	// rest fires when output has been quiet for RestAfter (rest.go).
 	rest := time.NewTimer(time.Hour)
-	if n.o.cfg.RestAfter > 0 {
-		rest.Reset(n.o.cfg.RestAfter)
+	if n.env.Limits().RestAfter > 0 {
+		rest.Reset(n.env.Limits().RestAfter)
 	} else {
 		rest.Stop()
 	}
@@ -58,8 +58,8 @@ func (n *node) pump() {
 			n.apply(n.stream.Take())
 			n.evalScans()
 			heal.Reset(healQuiet)
-			if n.o.cfg.RestAfter > 0 {
-				rest.Reset(n.o.cfg.RestAfter)
+			if n.env.Limits().RestAfter > 0 {
+				rest.Reset(n.env.Limits().RestAfter)
 			}
 		case <-rest.C:
 			n.rest()
@@ -78,8 +78,8 @@ func (n *node) pump() {
 		case done := <-n.wakeReq:
 			if n.asleep.Load() || n.scr.Asleep() {
 				n.reseedLogged("observed")
-				if n.o.cfg.RestAfter > 0 {
-					rest.Reset(n.o.cfg.RestAfter)
+				if n.env.Limits().RestAfter > 0 {
+					rest.Reset(n.env.Limits().RestAfter)
 				}
 			}
 			close(done)
@@ -96,7 +96,7 @@ func (n *node) pump() {
 			// Apply what arrived before the end.
 			n.apply(n.stream.Take())
 			n.evalScans()
-			n.o.clientEnded(n)
+			n.env.ClientEnded(n)
 			return
 		}
 	}
@@ -182,7 +182,7 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 	}
 	n.recordOutput(ch)
 	if ch.Total > n.applied {
-		n.o.output.Add(ch.Total - n.applied) // dropped backlog too: its buffer grew
+		n.env.Meter().Add(ch.Total - n.applied) // dropped backlog too: its buffer grew
 	}
 	n.applied = ch.Total
 	if n.asleep.Load() {

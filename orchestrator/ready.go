@@ -115,7 +115,7 @@ func minTime(a, b time.Time) time.Time {
 // (Config.LaunchWatch), else only whether it is ready now.
 func (n *node) launchReady(ctx context.Context) *bool {
 	deadline := n.readyBy()
-	if n.o.cfg.LaunchWatch < 0 {
+	if n.env.Limits().LaunchWatch < 0 {
 		deadline = time.Now()
 	}
 	ready := n.waitReady(ctx, deadline)

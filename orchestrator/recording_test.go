@@ -279,7 +279,7 @@ func TestRecordOnRunningNodeAndNoSleep(t *testing.T) {
 	slept := make(chan string, 16)
 	o := openOrchestratorWith(t, srv, state, func(c *Config) {
 		c.IdleAfter = 200 * time.Millisecond
-		c.hooks = &hooks{sleeping: func(n *node) { slept <- n.meta.ID }}
+		c.hooks = &hooks{NodeHooks: NodeHooks{Sleeping: func(n *node) { slept <- n.meta.ID }}}
 	})
 	id := launch(t, o, bashArgv()...)
 	inputAndWait(t, o.Submit, id, "echo already-$((2*21))", &tools.WaitSpec{Wait: tools.WaitText, Text: "already-42", TimeoutMS: 20000})

@@ -331,24 +331,6 @@ func (o *Orchestrator) serverFor(meta NodeMeta) hosts.Server {
 	return o.servers()[0]
 }
 
-// reachable is nil unless the node's host cannot be reached now.
-func (n *node) reachable() error {
-	if n.meta.Host == "" {
-		if n.client == nil {
-			reason := n.load().exitReason
-			return tools.Errorf(tools.KindUnavailable, "terminal %q is not mirrored: %s", n.meta.ID, reason)
-		}
-		return nil
-	}
-	if status, _, _ := n.state(); status != tools.StatusUnreachable {
-		return nil
-	}
-	e := tools.Errorf(tools.KindUnavailable, "terminal %q is on host %s, which is unreachable now (the program keeps running there; termsprawl reconnects): %w", n.meta.ID, n.meta.Host, ErrHostUnreachable).
-		WithDetails("host", n.meta.Host)
-	e.Retryable = true
-	return e
-}
-
 // remoteLost is clientEnded's hook: true when n's client ended because
 // its host's connection is gone (the node is then unreachable and the
 // host reconnects); false for a local node or a live connection.

@@ -25,8 +25,8 @@ func (n *node) rest() {
 	}
 	n.scr.Sleep()
 	n.log.Debug("mirror resting: output quiet")
-	if n.hooks().rested != nil {
-		n.hooks().rested(n)
+	if n.hooks().Rested != nil {
+		n.hooks().Rested(n)
 	}
 }
 

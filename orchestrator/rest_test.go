@@ -24,7 +24,7 @@ func TestQuietNodeRests(t *testing.T) {
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) {
 		c.RestAfter = 100 * time.Millisecond
 		c.IdleAfter = -1
-		c.hooks = &hooks{rested: func(n *node) { rested <- n }}
+		c.hooks = &hooks{NodeHooks: NodeHooks{Rested: func(n *node) { rested <- n }}}
 	})
 	id := launch(t, o, "sh", "-c", `printf '\033[31mRED\033[0m plain\n'; read x; echo "after-$x"; sleep 60`)
 	waitText(t, o, id, "RED plain")

@@ -18,8 +18,8 @@ import (
 // attach starts the node's control client and its pump, and seeds the
 // mirror before returning.
 func (n *node) attach(ctx context.Context) error {
-	if n.hooks().attach != nil {
-		if err := n.hooks().attach(n); err != nil {
+	if n.hooks().Attach != nil {
+		if err := n.hooks().Attach(n); err != nil {
 			return err
 		}
 	}

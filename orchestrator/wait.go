@@ -120,8 +120,8 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 			}
 			return result(false, ""), tools.Errorf(tools.KindNotFound, "terminal %q was closed while the %s wait was in progress", n.meta.ID, c.Wait)
 		}
-		if n.hooks().waitLoop != nil {
-			n.hooks().waitLoop(n)
+		if n.hooks().WaitLoop != nil {
+			n.hooks().WaitLoop(n)
 		}
 		rev, changed := n.scr.WaitState()
 		status, statusCh := n.statusWait()
@@ -184,8 +184,8 @@ func (n *node) waitCompiled(ctx context.Context, c compiled) (tools.WaitResult, 
 			if total := n.stream.Total(); total != lastTotal || n.stream.Pending() {
 				lastTotal = total
 				quietTimer.Reset(c.quiet)
-				if n.hooks().quietAgain != nil {
-					n.hooks().quietAgain(n)
+				if n.hooks().QuietAgain != nil {
+					n.hooks().QuietAgain(n)
 				}
 				continue
 			}

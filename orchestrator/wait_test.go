@@ -73,13 +73,13 @@ func TestQuietWaitCountsAppliedOutput(t *testing.T) {
 	id := launch(t, o, "cat")
 	inLoop := make(chan struct{}, 1)
 	var again atomic.Int64
-	o.hooks.waitLoop = func(*node) {
+	o.hooks.WaitLoop = func(*node) {
 		select {
 		case inLoop <- struct{}{}:
 		default:
 		}
 	}
-	o.hooks.quietAgain = func(*node) { again.Add(1) }
+	o.hooks.QuietAgain = func(*node) { again.Add(1) }
 	waited := make(chan tools.WaitResult, 1)
 	go func() {
 		r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 300, TimeoutMS: 30000})
