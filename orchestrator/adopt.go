@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
@@ -189,7 +191,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 			o.log.Debug("restore remain-on-exit", "node", id, "err", err)
 		}
 		n := o.newNode(meta)
-		if err := n.attach(ctx); err != nil {
+		if err := n.Attach(ctx); err != nil {
 			// Its session runs: keep it listed, so it can be seen and
 			// closed (not invisible until the next restart).
 			o.log.Warn("cannot adopt node: listed unattached", "node", id, "err", err)
@@ -225,7 +227,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 // CloseNode ends its session from tmux's own account of the pane
 // (endSession); the next orchestrator tries to adopt it again.
 func (o *Orchestrator) unattached(meta NodeMeta, err error) {
-	o.listUnreachable(meta, revisionBase(meta.Epoch),
+	o.listUnreachable(meta, node.RevisionBase(meta.Epoch),
 		"termsprawl could not attach its mirror of the session ("+err.Error()+"): the program may still run; terminal_close ends it, a restart tries again")
 }
 
@@ -236,9 +238,9 @@ func (o *Orchestrator) unattached(meta NodeMeta, err error) {
 // listed.
 func (o *Orchestrator) listUnreachable(meta NodeMeta, base uint64, reason string) {
 	n := o.newNode(meta)
-	n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: base})
-	n.st.Store(newState(tools.StatusUnreachable, reason))
-	close(n.done)
+	n.Scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: base})
+	n.St.Store(node.NewState(tools.StatusUnreachable, reason))
+	close(n.Done)
 	o.mu.Lock()
 	o.nodes[meta.ID] = n
 	o.mu.Unlock()

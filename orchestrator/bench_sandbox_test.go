@@ -63,7 +63,7 @@ func BenchmarkSandboxCost(b *testing.B) {
 					n := o.node(id)
 					var pid int
 					for deadline := time.Now().Add(10 * time.Second); pid <= 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-						pid = n.pid()
+						pid = n.Pid()
 					}
 					// The tree settles once the program runs.
 					for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {

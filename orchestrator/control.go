@@ -27,20 +27,20 @@ func (o *Orchestrator) Resize(ctx context.Context, id string, columns, rows int)
 	if err != nil {
 		return tools.Snapshot{}, err
 	}
-	if _, err := n.client.Run(ctx, tmuxctl.Command("resize-window", "-t", "="+n.session()+":", "-x", strconv.Itoa(columns), "-y", strconv.Itoa(rows))); err != nil {
-		return tools.Snapshot{}, n.tmuxErr("resize", err)
+	if _, err := n.Client.Run(ctx, tmuxctl.Command("resize-window", "-t", "="+n.Session()+":", "-x", strconv.Itoa(columns), "-y", strconv.Itoa(rows))); err != nil {
+		return tools.Snapshot{}, n.TmuxErr("resize", err)
 	}
 	deadline := time.NewTimer(2 * time.Second)
 	defer deadline.Stop()
-	for !n.isClosing() {
-		_, changed := n.scr.WaitState()
-		if s := n.snapshot(); s.Columns == columns && s.Rows == rows {
+	for !n.IsClosing() {
+		_, changed := n.Scr.WaitState()
+		if s := n.Snapshot(); s.Columns == columns && s.Rows == rows {
 			break
 		}
 		select {
 		case <-changed:
 			continue
-		case <-n.closing:
+		case <-n.Closing:
 		case <-deadline.C:
 		case <-ctx.Done():
 		}
@@ -61,11 +61,11 @@ func (o *Orchestrator) Signal(id, sig string) (tools.SignalResult, error) {
 	if err != nil {
 		return tools.SignalResult{}, err
 	}
-	pid := n.pid()
-	if status, _, _ := n.state(); status == tools.StatusExited || pid <= 0 {
+	pid := n.Pid()
+	if status, _, _ := n.State(); status == tools.StatusExited || pid <= 0 {
 		return tools.SignalResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has no running program to signal", id)
 	}
-	if n.meta.Host != "" {
+	if n.Meta.Host != "" {
 		return o.remoteSignal(n, pid, strings.ToUpper(sig), s)
 	}
 	// The pane's program leads its own process group (tmux made it a
@@ -90,12 +90,12 @@ func (o *Orchestrator) Focus(ctx context.Context, id string) (tools.FocusResult,
 	elsewhere := 0
 	for srv, sessions := range o.humanClients(ctx) {
 		for _, names := range sessions {
-			if srv != n.srv {
+			if srv != n.Srv {
 				elsewhere += len(names)
 				continue
 			}
 			for _, c := range names {
-				if _, err := n.srv.Admin().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.session())); err == nil {
+				if _, err := n.Srv.Admin().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.Session())); err == nil {
 					switched = append(switched, c)
 				}
 			}

@@ -65,9 +65,9 @@ func (o *Orchestrator) paneDeaths(out []string) bool {
 			continue
 		}
 		pid, _ := strconv.Atoi(f[2])
-		if exited, code := hosts.CheckDead(f[1], pid, n.zombieStatus); exited {
-			if status, _, _ := n.state(); status != tools.StatusExited {
-				n.requestExit(code)
+		if exited, code := hosts.CheckDead(f[1], pid, n.ZombieStatus); exited {
+			if status, _, _ := n.State(); status != tools.StatusExited {
+				n.RequestExit(code)
 			}
 			continue
 		}

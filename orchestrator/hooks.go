@@ -1,5 +1,7 @@
 package orchestrator
 
+import "github.com/termsprawl/termsprawl/orchestrator/node"
+
 // hooks are the engine's test seams: functions the package's tests set on
 // one Orchestrator (o.hooks, or Config.hooks for the ones that run while
 // New adopts and connects) to widen a race window or count a step. They
@@ -9,16 +11,16 @@ package orchestrator
 // nil unless a test set it.
 type hooks struct {
 	// NodeHooks are the seams that run inside a node (orchestrator/node).
-	NodeHooks
+	node.Hooks
 	// listSessions, if set, replaces tmux's answer to list-sessions.
 	listSessions func([]string) []string
 	// closed, if set, runs in CloseNode after the node's screen was
 	// detached (tests widen the window between detach and the end of the
 	// close with it).
-	closed func(n *node)
+	closed func(n *node.Node)
 	// reattach runs when a reattach starts, before it takes any lock;
 	// reattached when it returns.
-	reattach, reattached func(old *node)
+	reattach, reattached func(old *node.Node)
 	// listPanes, if set, runs before one server's list-panes in
 	// listPanesAll (tests block a host there).
 	listPanes func(srv *tmuxServer)

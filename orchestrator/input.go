@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
@@ -11,37 +13,37 @@ import (
 
 // sendInput runs the tmux commands of an input operation, then the
 // optional wait with the revision before the input as its baseline.
-func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wait *tools.WaitSpec, send func(n *node) error) (tools.InputResult, error) {
+func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wait *tools.WaitSpec, send func(n *node.Node) error) (tools.InputResult, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.InputResult{}, err
 	}
-	var c compiled
+	var c node.Compiled
 	if wait != nil {
 		if wait.After != nil {
 			return tools.InputResult{}, usage("an input operation's wait takes no \"after\": its baseline is the revision before the input")
 		}
-		if c, err = compileWait(*wait); err != nil {
+		if c, err = node.CompileWait(*wait); err != nil {
 			return tools.InputResult{}, err
 		}
 	}
-	if status, _, gone := n.state(); gone || status == tools.StatusExited {
-		return tools.InputResult{}, n.withCrash(tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id))
+	if status, _, gone := n.State(); gone || status == tools.StatusExited {
+		return tools.InputResult{}, n.WithCrash(tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id))
 	}
 	// Held until the program shows that it reads (ready.go).
-	n.waitReady(ctx, n.readyBy())
-	n.observe(ctx)
-	pt := n.scr.InputPoint()
+	n.WaitReady(ctx, n.ReadyBy())
+	n.Observe(ctx)
+	pt := n.Scr.InputPoint()
 	rev := pt.Revision
-	n.recordInput(pt, text)
-	n.sem.MarkInput(rev) // a semantic wait after rev counts only later commits (semantic.go)
+	n.RecordInput(pt, text)
+	n.Sem.MarkInput(rev) // a semantic wait after rev counts only later commits (semantic.go)
 	if err := send(n); err != nil {
 		return tools.InputResult{Terminal: id, Revision: rev}, err
 	}
 	res := tools.InputResult{Terminal: id, Revision: rev}
 	if wait != nil {
 		c.After = &rev
-		w, err := n.waitCompiled(ctx, c)
+		w, err := n.WaitCompiled(ctx, c)
 		if err != nil && w.Wait == "" {
 			return res, err
 		}
@@ -52,11 +54,11 @@ func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wa
 
 // noted wraps an input's send so a recording notes the input, by kind and
 // size only, once it was sent.
-func noted(kind string, size int, keys []string, send func(n *node) error) func(n *node) error {
-	return func(n *node) error {
+func noted(kind string, size int, keys []string, send func(n *node.Node) error) func(n *node.Node) error {
+	return func(n *node.Node) error {
 		err := send(n)
 		if err == nil {
-			n.recordInputEvent(kind, size, keys)
+			n.RecordInputEvent(kind, size, keys)
 		}
 		return err
 	}
@@ -67,7 +69,7 @@ func (o *Orchestrator) Type(ctx context.Context, id, text string, wait *tools.Wa
 	if text == "" {
 		return tools.InputResult{}, usage("text is empty: nothing to type")
 	}
-	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputType, len(text), nil, func(n *node) error { n.noteInput("text", clipText(text)); return n.typeText(ctx, text) }))
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputType, len(text), nil, func(n *node.Node) error { n.NoteInput("text", node.ClipText(text)); return n.TypeText(ctx, text) }))
 	r.Bytes = len(text)
 	return r, err
 }
@@ -78,7 +80,10 @@ func (o *Orchestrator) Press(ctx context.Context, id, keys string, wait *tools.W
 	if err != nil {
 		return tools.InputResult{}, tools.Errorf(tools.KindUsage, "%w", err)
 	}
-	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, len(parsed), parsed, func(n *node) error { n.noteInput("keys", strings.Join(parsed, " ")); return n.pressKeys(ctx, parsed) }))
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, len(parsed), parsed, func(n *node.Node) error {
+		n.NoteInput("keys", strings.Join(parsed, " "))
+		return n.PressKeys(ctx, parsed)
+	}))
 	r.Keys = parsed
 	return r, err
 }
@@ -88,7 +93,7 @@ func (o *Orchestrator) Paste(ctx context.Context, id, text string, wait *tools.W
 	if text == "" {
 		return tools.InputResult{}, usage("text is empty: nothing to paste")
 	}
-	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputPaste, len(text), nil, func(n *node) error { n.noteInput("paste", sizeText(text)); return n.pasteText(ctx, text) }))
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputPaste, len(text), nil, func(n *node.Node) error { n.NoteInput("paste", node.SizeText(text)); return n.PasteText(ctx, text) }))
 	r.Bytes = len(text)
 	return r, err
 }
@@ -96,7 +101,7 @@ func (o *Orchestrator) Paste(ctx context.Context, id, text string, wait *tools.W
 // Submit types (or, for multi-line text, pastes) the text, lets the
 // program take it, then presses Enter exactly once.
 func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
-	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputSubmit, len(text), nil, func(n *node) (err error) {
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputSubmit, len(text), nil, func(n *node.Node) (err error) {
 		// Its intent first: a kill between the text and Enter is settled
 		// on adoption (interrupted.go).
 		mark, err := o.beginSubmit(ctx, n)
@@ -105,27 +110,27 @@ func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.
 		}
 		sent := false
 		defer func() { mark.end(sent) }()
-		n.noteInput(submitKind(text))
+		n.NoteInput(node.SubmitKind(text))
 		if text != "" {
 			if strings.ContainsAny(text, "\n\r") {
-				err = n.pasteText(ctx, text)
+				err = n.PasteText(ctx, text)
 			} else {
-				err = n.typeText(ctx, text)
+				err = n.TypeText(ctx, text)
 			}
 			if err != nil {
 				return err
 			}
-			n.settle(ctx)
+			n.Settle(ctx)
 		}
 		if testPauseMatches(testPauseSubmit, text) {
 			o.testPause(ctx, "submit")
 		}
 		if err := mark.phase(statefile.PhaseEnter); err != nil {
 			// The text is not left to glue to the next input.
-			n.pressKeys(ctx, []string{"End", "C-u"})
+			n.PressKeys(ctx, []string{"End", "C-u"})
 			return err
 		}
-		if err := n.pressKeys(ctx, []string{"Enter"}); err != nil {
+		if err := n.PressKeys(ctx, []string{"Enter"}); err != nil {
 			return err
 		}
 		sent = true
@@ -137,7 +142,7 @@ func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.
 
 // Interrupt presses Ctrl+C.
 func (o *Orchestrator) Interrupt(ctx context.Context, id string, wait *tools.WaitSpec) (tools.InputResult, error) {
-	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, 1, []string{"C-c"}, func(n *node) error { n.noteInput("keys", "C-c"); return n.pressKeys(ctx, []string{"C-c"}) }))
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, 1, []string{"C-c"}, func(n *node.Node) error { n.NoteInput("keys", "C-c"); return n.PressKeys(ctx, []string{"C-c"}) }))
 	r.Keys = []string{"C-c"}
 	return r, err
 }

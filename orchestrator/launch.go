@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
@@ -199,7 +201,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	id := r.id
 	meta := NodeMeta{ID: id, Name: cmp.Or(spec.Name, id), Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
 		Parent: spec.Parent, Agent: spec.Agent, Policy: spec.Policy, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host(),
-		Sandbox: sandboxName(spec.Sandbox)}
+		Sandbox: node.SandboxName(spec.Sandbox)}
 	if l := spec.restore; l != nil {
 		// A new incarnation; revisions above the old node's; its
 		// recording goes on (with a gap).
@@ -219,9 +221,9 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	r.register(n)
 	srv.Life().Unlock()
 	o.log.Info("launched node", "node", id, "host", meta.Host, "command", spec.Command[0], "owner", spec.Owner)
-	info := n.info(0)
-	info.Exited = n.earlyExit(ctx, o.cfg.LaunchWatch)
-	info.Ready = n.launchReady(ctx)
+	info := n.Info(0)
+	info.Exited = n.EarlyExit(ctx, o.cfg.LaunchWatch)
+	info.Ready = n.LaunchReady(ctx)
 	return info, nil
 }
 
@@ -229,7 +231,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 // mirror, under srv's lifecycle lock: it returns with the lock held on
 // success (the caller registers the node, then unlocks), released on
 // failure after everything it made was undone.
-func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Server, spec LaunchSpec, meta NodeMeta) (*node, error) {
+func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Server, spec LaunchSpec, meta NodeMeta) (*node.Node, error) {
 	id := meta.ID
 	srv.Life().Lock()
 	ok := false
@@ -298,8 +300,8 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 		return nil, t.fail(fmt.Errorf("create tmux session for %s: %w", id, err))
 	}
 	n := o.newNode(meta)
-	n.recordOnAttach = spec.Record
-	if err := n.attach(ctx); err != nil {
+	n.RecordOnAttach = spec.Record
+	if err := n.Attach(ctx); err != nil {
 		undo()
 		return nil, t.fail(err)
 	}
@@ -309,7 +311,7 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 	if err := ctx.Err(); err != nil {
 		// Its caller gave up: nobody would know of this node. Rolled
 		// back like a close (our client leaves first).
-		n.detach()
+		n.Detach()
 		undo()
 		o.log.Info("launch rolled back: its caller gave up before the node was registered", "node", id)
 		return nil, tools.Errorf(tools.KindNotRun, "launch of %s: the request ended before the node was registered, so it was rolled back (nothing runs): %w", id, err)
@@ -393,7 +395,7 @@ func (o *Orchestrator) checkProgram(spec LaunchSpec) error {
 // launchEnv builds the -e list of a local node (launchenv.Local).
 func (o *Orchestrator) launchEnv(spec LaunchSpec, id, socket string) []string {
 	return launchenv.Local{Mode: spec.EnvMode, Env: spec.Env, Extra: spec.ExtraEnv, CtlPath: o.cfg.CtlPath,
-		StateDir: o.cfg.StateDir, ID: id, Socket: socket, Sandbox: sandboxName(spec.Sandbox)}.List()
+		StateDir: o.cfg.StateDir, ID: id, Socket: socket, Sandbox: node.SandboxName(spec.Sandbox)}.List()
 }
 
 func (o *Orchestrator) metaPath(id string) string {
@@ -411,21 +413,21 @@ func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.exitPath(id))
 }
 
-func (o *Orchestrator) newNode(meta NodeMeta) *node {
+func (o *Orchestrator) newNode(meta NodeMeta) *node.Node {
 	srv := o.serverFor(meta)
-	n := &node{
-		meta:      meta,
-		env:       nodeEnv{o},
-		srv:       srv,
-		log:       o.log.With("node", meta.ID),
-		reseedReq: make(chan struct{}, 1),
-		recReq:    make(chan recStart),
-		wakeReq:   make(chan chan struct{}),
-		quit:      make(chan struct{}),
-		done:      make(chan struct{}),
-		closing:   make(chan struct{}),
+	n := &node.Node{
+		Meta:      meta,
+		Env:       nodeEnv{o},
+		Srv:       srv,
+		Log:       o.log.With("node", meta.ID),
+		ReseedReq: make(chan struct{}, 1),
+		RecReq:    make(chan node.RecStart),
+		WakeReq:   make(chan chan struct{}),
+		Quit:      make(chan struct{}),
+		Done:      make(chan struct{}),
+		Closing:   make(chan struct{}),
 	}
-	n.st.Store(newState(tools.StatusRunning, ""))
+	n.St.Store(node.NewState(tools.StatusRunning, ""))
 	return n
 }
 

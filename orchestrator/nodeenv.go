@@ -3,6 +3,8 @@ package orchestrator
 import (
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/memtrim"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 )
@@ -10,9 +12,9 @@ import (
 // nodeEnv is the engine as its nodes see it (node.Env).
 type nodeEnv struct{ o *Orchestrator }
 
-func (e nodeEnv) Limits() Limits {
+func (e nodeEnv) Limits() node.Limits {
 	c := e.o.cfg
-	return Limits{IdleAfter: c.IdleAfter, RestAfter: c.RestAfter, LaunchWatch: c.LaunchWatch, Version: c.Version, StateDir: c.StateDir}
+	return node.Limits{IdleAfter: c.IdleAfter, RestAfter: c.RestAfter, LaunchWatch: c.LaunchWatch, Version: c.Version, StateDir: c.StateDir}
 }
 
 func (e nodeEnv) Meter() *memtrim.Meter { return &e.o.output }
@@ -28,15 +30,15 @@ func (e nodeEnv) PaneDied() {
 func (e nodeEnv) Stopping() <-chan struct{}    { return e.o.stop }
 func (e nodeEnv) StatusChanged()               { e.o.statusChanged() }
 func (e nodeEnv) KeepExit(id string, code int) { e.o.keepExit(id, code) }
-func (e nodeEnv) ClientEnded(n *node)          { e.o.clientEnded(n) }
+func (e nodeEnv) ClientEnded(n *node.Node)     { e.o.clientEnded(n) }
 func (e nodeEnv) MetaPath(id string) string    { return e.o.metaPath(id) }
 func (e nodeEnv) NewRecordingDir(name string, t time.Time) (string, error) {
 	return e.o.newRecordingDir(name, t)
 }
 
-func (e nodeEnv) Hooks() *NodeHooks {
+func (e nodeEnv) Hooks() *node.Hooks {
 	if e.o.hooks == nil {
-		return &NodeHooks{}
+		return &node.Hooks{}
 	}
-	return &e.o.hooks.NodeHooks
+	return &e.o.hooks.Hooks
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -56,11 +58,11 @@ func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
 	nodes := o.sortedNodes()
 	out := make([]tools.NodeInfo, 0, len(nodes))
 	for _, n := range nodes {
-		pending := n.closePending.Load()
-		if n.isClosing() && !pending {
+		pending := n.ClosePending.Load()
+		if n.IsClosing() && !pending {
 			continue // being closed: gone for every new operation
 		}
-		info := n.info(len(clients[n.srv][n.session()]))
+		info := n.Info(len(clients[n.Srv][n.Session()]))
 		if pending {
 			info.Status = tools.StatusClosing // until its host confirms (remote_close.go)
 		}
@@ -78,7 +80,7 @@ func (o *Orchestrator) Info(ctx context.Context, id string) (tools.NodeInfo, err
 	if err != nil {
 		return tools.NodeInfo{}, err
 	}
-	return n.info(len(o.humanClients(ctx)[n.srv][n.session()])), nil
+	return n.Info(len(o.humanClients(ctx)[n.Srv][n.Session()])), nil
 }
 
 // Owner returns the node's owner and parent, for permission checks.
@@ -87,7 +89,7 @@ func (o *Orchestrator) Owner(id string) (owner string, ok bool) {
 	if n == nil {
 		return "", false
 	}
-	return n.meta.Owner, true
+	return n.Meta.Owner, true
 }
 
 // Snapshot returns the node's screen.
@@ -99,9 +101,9 @@ func (o *Orchestrator) Snapshot(ctx context.Context, id string) (tools.Snapshot,
 		}
 		return tools.Snapshot{}, err
 	}
-	n.observe(ctx)
-	status, code, _, reason := n.exitState()
-	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.crashReport(), Semantic: n.sem.Lines()}, nil
+	n.Observe(ctx)
+	status, code, _, reason := n.ExitState()
+	return tools.Snapshot{Terminal: id, Screen: n.Snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.CrashReport(), Semantic: n.Sem.Lines()}, nil
 }
 
 // CaptureSince returns the rows changed after revision cursor.
@@ -110,12 +112,12 @@ func (o *Orchestrator) CaptureSince(ctx context.Context, id string, cursor uint6
 	if err != nil {
 		return tools.Changes{}, err
 	}
-	n.observe(ctx)
-	ch, err := n.changesWithLogs(cursor)
+	n.Observe(ctx)
+	ch, err := n.ChangesWithLogs(cursor)
 	if err != nil {
-		return tools.Changes{}, revisionErr(id, "cursor", cursor, err)
+		return tools.Changes{}, node.RevisionErr(id, "cursor", cursor, err)
 	}
-	ch.Semantic = n.sem.Changes(cursor)
+	ch.Semantic = n.Sem.Changes(cursor)
 	return ch, nil
 }
 
@@ -131,10 +133,10 @@ func (o *Orchestrator) Read(ctx context.Context, id string, maxChars int) (tools
 	if maxChars <= 0 {
 		maxChars = DefaultReadChars
 	}
-	rev := n.scr.Revision()
-	lines, err := n.client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-2000", "-t", n.pane))
+	rev := n.Scr.Revision()
+	lines, err := n.Client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-2000", "-t", n.Pane))
 	if err != nil {
-		return tools.ReadResult{}, n.tmuxErr("read", err)
+		return tools.ReadResult{}, n.TmuxErr("read", err)
 	}
 	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
 		lines = lines[:len(lines)-1]
@@ -165,9 +167,9 @@ func (o *Orchestrator) Scrollback(ctx context.Context, id string, from, to *int,
 	if err != nil {
 		return tools.ScrollbackResult{}, err
 	}
-	out, err := n.client.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{history_size} #{pane_height}"))
+	out, err := n.Client.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{history_size} #{pane_height}"))
 	if err != nil || len(out) != 1 {
-		return tools.ScrollbackResult{}, n.tmuxErr("scrollback", err)
+		return tools.ScrollbackResult{}, n.TmuxErr("scrollback", err)
 	}
 	var hist, height int
 	fmt.Sscanf(out[0], "%d %d", &hist, &height)
@@ -185,9 +187,9 @@ func (o *Orchestrator) Scrollback(ctx context.Context, id string, from, to *int,
 	if start > end {
 		return res, nil // the range holds no line (e.g. no history yet)
 	}
-	lines, err := n.client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-S", strconv.Itoa(start), "-E", strconv.Itoa(end), "-t", n.pane))
+	lines, err := n.Client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-S", strconv.Itoa(start), "-E", strconv.Itoa(end), "-t", n.Pane))
 	if err != nil {
-		return tools.ScrollbackResult{}, n.tmuxErr("scrollback", err)
+		return tools.ScrollbackResult{}, n.TmuxErr("scrollback", err)
 	}
 	for i, l := range lines {
 		l = strings.TrimRight(l, " ")
@@ -209,12 +211,12 @@ func (o *Orchestrator) WaitFor(ctx context.Context, id string, spec tools.WaitSp
 	if err != nil {
 		return tools.WaitResult{}, err
 	}
-	r, err := n.waitFor(ctx, spec)
+	r, err := n.WaitFor(ctx, spec)
 	if err != nil {
 		return r, err
 	}
 	if r.TimedOut {
-		return r, timeoutError(id, r)
+		return r, node.TimeoutError(id, r)
 	}
 	return r, nil
 }

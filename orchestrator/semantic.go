@@ -6,6 +6,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/semantic"
 	"github.com/termsprawl/termsprawl/orchestrator/semstore"
 	"github.com/termsprawl/termsprawl/tools"
@@ -25,7 +27,7 @@ func (o *Orchestrator) PublishSemantic(id string, raw json.RawMessage) (tools.Se
 	if err != nil {
 		return tools.SemanticPublished{}, err
 	}
-	snap := n.snapshot()
+	snap := n.Snapshot()
 	root, err := semantic.Decode(raw, snap.Columns, snap.Rows)
 	if err != nil {
 		var se *semantic.Error
@@ -34,8 +36,8 @@ func (o *Orchestrator) PublishSemantic(id string, raw json.RawMessage) (tools.Se
 		}
 		return tools.SemanticPublished{}, usage("semantic_publish: %v", err)
 	}
-	c := n.sem.Add(semstore.Commit{Rev: n.scr.Revision(), Size: len(raw), Root: root, At: time.Now()})
-	n.recordSemantic(c.Rev, raw)
+	c := n.Sem.Add(semstore.Commit{Rev: n.Scr.Revision(), Size: len(raw), Root: root, At: time.Now()})
+	n.RecordSemantic(c.Rev, raw)
 	return tools.SemanticPublished{Terminal: id, Revision: c.Rev, Commit: c.Seq, Nodes: len(semantic.Flatten(root))}, nil
 }
 
@@ -48,9 +50,9 @@ func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.W
 	if err != nil {
 		return tools.WaitResult{}, err
 	}
-	res, err := n.sem.Wait(ctx, semTerminal{o, n, id}, id, spec)
+	res, err := n.Sem.Wait(ctx, semTerminal{o, n, id}, id, spec)
 	if res.Wait != "" {
-		res.Status, res.ExitCode, _ = n.state()
+		res.Status, res.ExitCode, _ = n.State()
 	}
 	return res, err
 }
@@ -62,7 +64,7 @@ func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAct
 	if err != nil {
 		return tools.SemanticActionResult{}, err
 	}
-	return n.sem.Act(ctx, semTerminal{o, n, id}, id, a)
+	return n.Sem.Act(ctx, semTerminal{o, n, id}, id, a)
 }
 
 // TraceSemanticAt is the compact lines of the tree a trace's program had
@@ -90,7 +92,7 @@ func (o *Orchestrator) SemanticTree(id string) (uint64, []tools.SemanticMatch, b
 	if n == nil {
 		return 0, nil, false
 	}
-	c, ok := n.sem.Latest()
+	c, ok := n.Sem.Latest()
 	if !ok {
 		return 0, nil, false
 	}
@@ -105,16 +107,16 @@ func (o *Orchestrator) SemanticTree(id string) (uint64, []tools.SemanticMatch, b
 // semTerminal is a node as the semantic waits and actions see it.
 type semTerminal struct {
 	o  *Orchestrator
-	n  *node
+	n  *node.Node
 	id string
 }
 
-func (t semTerminal) Revision() uint64 { return t.n.scr.Revision() }
+func (t semTerminal) Revision() uint64 { return t.n.Scr.Revision() }
 
-func (t semTerminal) Ended() <-chan struct{} { return t.n.closing }
+func (t semTerminal) Ended() <-chan struct{} { return t.n.Closing }
 
 func (t semTerminal) EndErr() error {
-	return t.n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q ended while waiting for a semantic commit", t.n.meta.ID))
+	return t.n.WithCrash(tools.Errorf(tools.KindNotFound, "terminal %q ended while waiting for a semantic commit", t.n.Meta.ID))
 }
 
 func (t semTerminal) Click(ctx context.Context, row, col int) error {

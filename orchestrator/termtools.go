@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/termio"
 	"github.com/termsprawl/termsprawl/orchestrator/termquery"
@@ -23,15 +25,15 @@ func (o *Orchestrator) Capabilities(ctx context.Context, id string) (tools.Capab
 	if err != nil {
 		return tools.Capabilities{}, err
 	}
-	n.observe(ctx)
-	snap := n.snapshot()
-	status, _, _ := n.state()
-	labels, missing := n.logLabels()
-	info := n.info(0)
+	n.Observe(ctx)
+	snap := n.Snapshot()
+	status, _, _ := n.State()
+	labels, missing := n.LogLabels()
+	info := n.Info(0)
 	return tools.Capabilities{
 		Terminal: id, Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Status: status,
-		Modes: snap.Modes, Mouse: mouseModeOf(n.scr.Modes()), SemanticTree: n.sem.Availability(),
-		Recording: info.Recording != nil, Logs: labels, LogsMissing: missing, Crash: n.crashReport(),
+		Modes: snap.Modes, Mouse: mouseModeOf(n.Scr.Modes()), SemanticTree: n.Sem.Availability(),
+		Recording: info.Recording != nil, Logs: labels, LogsMissing: missing, Crash: n.CrashReport(),
 	}, nil
 }
 
@@ -52,7 +54,7 @@ func (o *Orchestrator) Query(ctx context.Context, id string, q QuerySpec) (tools
 		return tools.QueryResult{}, err
 	}
 	if q.Locator != nil {
-		return n.sem.Query(id, *q.Locator)
+		return n.Sem.Query(id, *q.Locator)
 	}
 	var re *regexp.Regexp
 	if q.Pattern != "" {
@@ -62,8 +64,8 @@ func (o *Orchestrator) Query(ctx context.Context, id string, q QuerySpec) (tools
 	} else if q.Text == "" {
 		return tools.QueryResult{}, usage("give text or pattern to find")
 	}
-	n.observe(ctx)
-	snap := n.snapshot()
+	n.Observe(ctx)
+	snap := n.Snapshot()
 	res := tools.QueryResult{Terminal: id, Revision: snap.Revision, Matches: termquery.Lines(snap.Lines, snap.Revision, q.Text, re)}
 	if q.Nth > 0 {
 		if q.Nth > len(res.Matches) {
@@ -72,7 +74,7 @@ func (o *Orchestrator) Query(ctx context.Context, id string, q QuerySpec) (tools
 			res.Matches = res.Matches[q.Nth-1 : q.Nth]
 		}
 	}
-	n.refs.Remember(res.Matches)
+	n.Refs.Remember(res.Matches)
 	return res, nil
 }
 
@@ -89,16 +91,16 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 		return tools.MouseResult{}, err
 	}
 	var res tools.MouseResult
-	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error {
-		snap := n.snapshot()
+	r, err := o.sendInput(ctx, id, "", wait, func(n *node.Node) error {
+		snap := n.Snapshot()
 		if spec.Locator != nil || strings.HasPrefix(spec.Ref, "semantic:") {
-			c, err := n.sem.Target(id, spec.Locator, spec.Ref)
+			c, err := n.Sem.Target(id, spec.Locator, spec.Ref)
 			if err != nil {
 				return err
 			}
 			a.At = *c
 		} else if spec.Ref != "" {
-			c, err := n.resolveRef(spec.Ref, snap.Lines)
+			c, err := n.ResolveRef(spec.Ref, snap.Lines)
 			if err != nil {
 				return err
 			}
@@ -110,7 +112,7 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 					c.Row, c.Column, snap.Columns, snap.Rows, snap.Rows-1, snap.Columns-1)
 			}
 		}
-		mm := mouseModeOf(n.scr.Modes())
+		mm := mouseModeOf(n.Scr.Modes())
 		if ok, needs := a.Allowed(mm.Tracking); !ok {
 			return tools.Errorf(tools.KindNotRun, "input-mode-disabled: terminal_%s needs %s and the program in %q has not enabled it (its mouse tracking is %s); nothing was sent. terminal_capabilities shows the program's mouse modes; drive it with terminal_press or terminal_type instead",
 				spec.Kind, needs, id, mm.Tracking).WithDetails("reason", "input-mode-disabled").WithDetails("mouse", mm)
@@ -124,11 +126,11 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 			to := a.To
 			res.To = &to
 		}
-		n.noteInput("mouse", fmt.Sprintf("%s %s at %d,%d", spec.Kind, cmp.Or(spec.Button, "left"), a.At.Row, a.At.Column))
-		if err := n.sendRaw(ctx, data); err != nil {
+		n.NoteInput("mouse", fmt.Sprintf("%s %s at %d,%d", spec.Kind, cmp.Or(spec.Button, "left"), a.At.Row, a.At.Column))
+		if err := n.SendRaw(ctx, data); err != nil {
 			return err
 		}
-		n.recordInputEvent(record.InputMouse, len(data), nil) // a recording notes it by kind and size
+		n.RecordInputEvent(record.InputMouse, len(data), nil) // a recording notes it by kind and size
 		return nil
 	})
 	res.Terminal, res.Revision, res.Wait = id, r.Revision, r.Wait
@@ -140,9 +142,9 @@ func (o *Orchestrator) WriteRaw(ctx context.Context, id string, data []byte, wai
 	if len(data) == 0 {
 		return tools.InputResult{}, usage("no bytes to write: give text or base64")
 	}
-	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputRaw, len(data), nil, func(n *node) error {
-		n.noteInput("raw", fmt.Sprintf("%d bytes", len(data)))
-		return n.sendRaw(ctx, data)
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputRaw, len(data), nil, func(n *node.Node) error {
+		n.NoteInput("raw", fmt.Sprintf("%d bytes", len(data)))
+		return n.SendRaw(ctx, data)
 	}))
 	r.Bytes = len(data)
 	return r, err

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -24,7 +26,7 @@ func TestCompileWait(t *testing.T) {
 		{tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 40001}, false},
 		{tools.WaitSpec{Wait: tools.WaitExit, TimeoutMS: 40000}, true},
 	} {
-		if _, err := compileWait(tt.spec); (err == nil) != tt.ok {
+		if _, err := node.CompileWait(tt.spec); (err == nil) != tt.ok {
 			t.Errorf("compileWait(%+v) = %v, want ok=%v", tt.spec, err, tt.ok)
 		}
 	}
@@ -32,7 +34,7 @@ func TestCompileWait(t *testing.T) {
 
 func TestParseSeed(t *testing.T) {
 	t.Parallel()
-	st, dead, code, pid, err := parseSeed("80 24 10 3 1 1 1 010 1 0 23 4294967295 4294967295 1:7: 1234 my title here", proc.ZombieStatus)
+	st, dead, code, pid, err := node.ParseSeed("80 24 10 3 1 1 1 010 1 0 23 4294967295 4294967295 1:7: 1234 my title here", proc.ZombieStatus)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,10 +43,10 @@ func TestParseSeed(t *testing.T) {
 		!dead || code != 7 || pid != 1234 || st.Title != "my title here" {
 		t.Fatalf("parseSeed = %+v dead=%v code=%d pid=%d", st, dead, code, pid)
 	}
-	if _, _, _, _, err := parseSeed("80 24", proc.ZombieStatus); err == nil {
+	if _, _, _, _, err := node.ParseSeed("80 24", proc.ZombieStatus); err == nil {
 		t.Fatal("short line accepted")
 	}
-	if _, _, _, _, err := parseSeed("x 24 10 3 1 1 1 010 1 0 23 0 0 0:: 1 t", proc.ZombieStatus); err == nil {
+	if _, _, _, _, err := node.ParseSeed("x 24 10 3 1 1 1 010 1 0 23 0 0 0:: 1 t", proc.ZombieStatus); err == nil {
 		t.Fatal("non-numeric width accepted")
 	}
 }
@@ -73,13 +75,13 @@ func TestQuietWaitCountsAppliedOutput(t *testing.T) {
 	id := launch(t, o, "cat")
 	inLoop := make(chan struct{}, 1)
 	var again atomic.Int64
-	o.hooks.WaitLoop = func(*node) {
+	o.hooks.WaitLoop = func(*node.Node) {
 		select {
 		case inLoop <- struct{}{}:
 		default:
 		}
 	}
-	o.hooks.QuietAgain = func(*node) { again.Add(1) }
+	o.hooks.QuietAgain = func(*node.Node) { again.Add(1) }
 	waited := make(chan tools.WaitResult, 1)
 	go func() {
 		r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitQuiet, QuietMS: 300, TimeoutMS: 30000})

@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 // time, the launch says so with the last screen lines. It returns early,
 // with nil, once the program has printed and then gone quiet for
 // launchQuiet (it is waiting for input: it started).
-func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit {
+func (n *Node) EarlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit {
 	if d <= 0 {
 		return nil
 	}
@@ -25,7 +25,7 @@ func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 	tailWait := time.NewTimer(8 * deadReseed) // past the last dead-pane seed
 	defer tailWait.Stop()
 	for {
-		rev, changed := n.scr.WaitState()
+		rev, changed := n.Scr.WaitState()
 		status, statusCh := n.statusWait()
 		if status == tools.StatusExited {
 			if len(n.excerpt(1)) == 0 && tailWait != nil {
@@ -40,14 +40,14 @@ func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 				}
 				continue
 			}
-			_, code, _ := n.state()
+			_, code, _ := n.State()
 			e := &tools.EarlyExit{ScreenTail: n.excerpt(10)}
 			if code != nil {
 				e.ExitCode = *code
 			}
 			return e
 		}
-		if rev > revisionBase(n.meta.Epoch) {
+		if rev > RevisionBase(n.Meta.Epoch) {
 			quiet.Reset(launchQuiet)
 		}
 		select {
@@ -57,9 +57,9 @@ func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 			return nil
 		case <-deadline.C:
 			return nil
-		case <-n.closing:
+		case <-n.Closing:
 			return nil
-		case <-n.env.Stopping():
+		case <-n.Env.Stopping():
 			return nil
 		case <-ctx.Done():
 			return nil

@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"time"
@@ -16,39 +16,39 @@ const logsReadyWait = 2 * time.Second
 // startLogs starts following the node's logs, if it has any, until its
 // pump ends. Nothing inside the state dir is ever followed, whatever the
 // paths became since the launch (the follower checks each open).
-func (n *node) startLogs() {
-	if len(n.meta.Logs) == 0 {
+func (n *Node) startLogs() {
+	if len(n.Meta.Logs) == 0 {
 		return
 	}
-	lf, err := applog.Follow(n.meta.Logs, n.scr, n.done, n.log, n.env.Limits().StateDir)
+	lf, err := applog.Follow(n.Meta.Logs, n.Scr, n.Done, n.Log, n.Env.Limits().StateDir)
 	if err != nil {
-		n.log.Warn("cannot follow logs", "err", err)
+		n.Log.Warn("cannot follow logs", "err", err)
 		return
 	}
-	n.tw.logs = lf
+	n.TW.Logs = lf
 	select {
 	case <-lf.Ready():
 	case <-time.After(logsReadyWait):
-		n.log.Warn("the logs' first open is slow: following them in the background", "wait", logsReadyWait)
+		n.Log.Warn("the logs' first open is slow: following them in the background", "wait", logsReadyWait)
 	}
 }
 
 // changesWithLogs is the screen's changes since cursor plus, for a node
 // with logs, the log lines read from cursor on.
-func (n *node) changesWithLogs(cursor uint64) (tools.Changes, error) {
-	if lf := n.tw.logs; lf != nil {
+func (n *Node) ChangesWithLogs(cursor uint64) (tools.Changes, error) {
+	if lf := n.TW.Logs; lf != nil {
 		return lf.ChangesSince(cursor)
 	}
-	return n.scr.ChangesSince(cursor)
+	return n.Scr.ChangesSince(cursor)
 }
 
 // logLabels are the node's log labels and those whose file is missing.
-func (n *node) logLabels() (labels, missing []string) {
-	if lf := n.tw.logs; lf != nil {
+func (n *Node) LogLabels() (labels, missing []string) {
+	if lf := n.TW.Logs; lf != nil {
 		return lf.Labels()
 	}
 	labels = []string{}
-	for _, s := range n.meta.Logs {
+	for _, s := range n.Meta.Logs {
 		labels = append(labels, s.Label)
 	}
 	return labels, nil

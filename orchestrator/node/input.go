@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -7,29 +7,29 @@ import (
 	"github.com/termsprawl/termsprawl/tmuxctl"
 )
 
-func (n *node) typeText(ctx context.Context, text string) error {
-	if _, err := n.client.Run(ctx, tmuxctl.Command("send-keys", "-t", n.pane, "-l", "--", text)); err != nil {
-		return n.tmuxErr("type", err)
+func (n *Node) TypeText(ctx context.Context, text string) error {
+	if _, err := n.Client.Run(ctx, tmuxctl.Command("send-keys", "-t", n.Pane, "-l", "--", text)); err != nil {
+		return n.TmuxErr("type", err)
 	}
 	return nil
 }
 
-func (n *node) pressKeys(ctx context.Context, keys []string) error {
-	args := append([]string{"-t", n.pane}, keys...)
-	if _, err := n.client.Run(ctx, tmuxctl.Command("send-keys", args...)); err != nil {
-		return n.tmuxErr("press", err)
+func (n *Node) PressKeys(ctx context.Context, keys []string) error {
+	args := append([]string{"-t", n.Pane}, keys...)
+	if _, err := n.Client.Run(ctx, tmuxctl.Command("send-keys", args...)); err != nil {
+		return n.TmuxErr("press", err)
 	}
 	return nil
 }
 
-func (n *node) pasteText(ctx context.Context, text string) error {
-	buf := "termsprawl-paste-" + n.meta.ID
+func (n *Node) PasteText(ctx context.Context, text string) error {
+	buf := "termsprawl-paste-" + n.Meta.ID
 	// -p brackets only if the program asked for it; -d deletes the buffer.
-	_, err := n.client.RunMany(ctx,
+	_, err := n.Client.RunMany(ctx,
 		tmuxctl.Command("set-buffer", "-b", buf, "--", text),
-		tmuxctl.Command("paste-buffer", "-p", "-d", "-b", buf, "-t", n.pane))
+		tmuxctl.Command("paste-buffer", "-p", "-d", "-b", buf, "-t", n.Pane))
 	if err != nil {
-		return n.tmuxErr("paste", err)
+		return n.TmuxErr("paste", err)
 	}
 	return nil
 }
@@ -47,12 +47,12 @@ const (
 
 // settle waits until the screen has been quiet for submitQuiet, and at
 // least submitMinDelay has passed, bounded by submitMaxDelay.
-func (n *node) settle(ctx context.Context) {
+func (n *Node) Settle(ctx context.Context) {
 	start := time.Now()
 	hard := time.NewTimer(submitMaxDelay)
 	defer hard.Stop()
-	for !n.isClosing() {
-		_, changed := n.scr.WaitState()
+	for !n.IsClosing() {
+		_, changed := n.Scr.WaitState()
 		wait := submitQuiet
 		if rest := submitMinDelay - time.Since(start); rest > wait {
 			wait = rest
@@ -69,7 +69,7 @@ func (n *node) settle(ctx context.Context) {
 		case <-hard.C:
 			t.Stop()
 			return
-		case <-n.closing:
+		case <-n.Closing:
 			t.Stop()
 			return
 		case <-ctx.Done():

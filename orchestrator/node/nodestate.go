@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import "github.com/termsprawl/termsprawl/tools"
 
@@ -8,33 +8,33 @@ import "github.com/termsprawl/termsprawl/tools"
 // atomic pointer (node.st) each time one of them changes, so a reader
 // loads the whole state in one step and never sees a status of one
 // moment with the reason of another (TestStatusAndExitReasonNeverTear).
-type nodeState struct {
-	status     string
-	exitCode   *int
+type State struct {
+	Status     string
+	ExitCode   *int
 	pid        int
 	gone       bool   // the tmux session no longer exists
-	exitReason string // why the program ended, when not by itself (the server died)
+	ExitReason string // why the program ended, when not by itself (the server died)
 	// changed is closed when a state with another status (or exit code,
 	// or end) is published; states that change only the pid share it.
 	changed chan struct{}
 }
 
 // newState is the state a node starts in.
-func newState(status, reason string) *nodeState {
-	return &nodeState{status: status, exitReason: reason, changed: make(chan struct{})}
+func NewState(status, reason string) *State {
+	return &State{Status: status, ExitReason: reason, changed: make(chan struct{})}
 }
 
 // load returns the node's current state, read in one step.
-func (n *node) load() *nodeState { return n.st.Load() }
+func (n *Node) Load() *State { return n.St.Load() }
 
 // update publishes the state f makes of a copy of the current one;
 // f reports whether it changed anything. With signal, the waiters on
 // the old state's changed channel are woken. Writers take turns under
 // n.stateMu; readers take no lock.
-func (n *node) update(signal bool, f func(s *nodeState) bool) bool {
+func (n *Node) update(signal bool, f func(s *State) bool) bool {
 	n.stateMu.Lock()
 	defer n.stateMu.Unlock()
-	old := n.st.Load()
+	old := n.St.Load()
 	next := *old
 	if !f(&next) {
 		return false
@@ -42,7 +42,7 @@ func (n *node) update(signal bool, f func(s *nodeState) bool) bool {
 	if signal {
 		next.changed = make(chan struct{})
 	}
-	n.st.Store(&next)
+	n.St.Store(&next)
 	if signal {
 		close(old.changed)
 	}
@@ -50,35 +50,35 @@ func (n *node) update(signal bool, f func(s *nodeState) bool) bool {
 }
 
 // state returns status, exit code and whether the session is gone.
-func (n *node) state() (string, *int, bool) {
-	s := n.load()
-	return s.status, s.exitCode, s.gone
+func (n *Node) State() (string, *int, bool) {
+	s := n.Load()
+	return s.Status, s.ExitCode, s.gone
 }
 
 // exitState is the node's status, exit code, whether its session is gone
 // and why its program ended when not by itself, from one published
 // state: a concurrent exit (markLost sets status and reason together) is
 // seen whole or not at all, never as a running node with an exit reason.
-func (n *node) exitState() (status string, code *int, gone bool, reason string) {
-	s := n.load()
+func (n *Node) ExitState() (status string, code *int, gone bool, reason string) {
+	s := n.Load()
 	if h := n.hooks().StateRead; h != nil {
 		h(n)
 	}
-	return s.status, s.exitCode, s.gone, s.exitReason
+	return s.Status, s.ExitCode, s.gone, s.ExitReason
 }
 
 // statusWait returns the status and a channel closed when it changes.
-func (n *node) statusWait() (string, <-chan struct{}) {
-	s := n.load()
-	return s.status, s.changed
+func (n *Node) statusWait() (string, <-chan struct{}) {
+	s := n.Load()
+	return s.Status, s.changed
 }
 
 // pid is the pid of the node's program (0: not known).
-func (n *node) pid() int { return n.load().pid }
+func (n *Node) Pid() int { return n.Load().pid }
 
 // setPid publishes the program's pid (waiters are not woken).
-func (n *node) setPid(pid int) {
-	n.update(false, func(s *nodeState) bool {
+func (n *Node) SetPid(pid int) {
+	n.update(false, func(s *State) bool {
 		if s.pid == pid {
 			return false
 		}
@@ -89,24 +89,24 @@ func (n *node) setPid(pid int) {
 
 // setStatus records the program's status and tells the OnStatus hook
 // when it changed.
-func (n *node) setStatus(status string, code *int) {
-	if n.updateStatus(status, code) && n.env != nil {
-		if status == tools.StatusExited && code != nil && n.meta.Host == "" {
-			n.env.KeepExit(n.meta.ID, *code) // the recorded exit (lost.go)
+func (n *Node) SetStatus(status string, code *int) {
+	if n.updateStatus(status, code) && n.Env != nil {
+		if status == tools.StatusExited && code != nil && n.Meta.Host == "" {
+			n.Env.KeepExit(n.Meta.ID, *code) // the recorded exit (lost.go)
 		}
-		n.env.StatusChanged()
+		n.Env.StatusChanged()
 	}
 }
 
-func (n *node) updateStatus(status string, code *int) bool {
-	return n.update(true, func(s *nodeState) bool {
-		if s.status == status && (code == nil || (s.exitCode != nil && *s.exitCode == *code)) {
+func (n *Node) updateStatus(status string, code *int) bool {
+	return n.update(true, func(s *State) bool {
+		if s.Status == status && (code == nil || (s.ExitCode != nil && *s.ExitCode == *code)) {
 			return false
 		}
-		s.status = status
+		s.Status = status
 		if code != nil {
 			c := *code
-			s.exitCode = &c
+			s.ExitCode = &c
 			if status == tools.StatusExited {
 				n.recordExit(c) // in the recording before the exit is published
 			}
@@ -116,34 +116,34 @@ func (n *node) updateStatus(status string, code *int) bool {
 }
 
 // markGone records that the node's tmux session no longer exists.
-func (n *node) markGone() {
-	n.update(true, func(s *nodeState) bool {
+func (n *Node) MarkGone() {
+	n.update(true, func(s *State) bool {
 		if s.gone {
 			return false
 		}
 		s.gone = true
-		n.beginClose()
-		s.status = tools.StatusExited
+		n.BeginClose()
+		s.Status = tools.StatusExited
 		return true
 	})
 }
 
 // markLost records that the node's program was lost with its tmux server:
 // the node stays listed, exited, with the reason, until it is closed.
-func (n *node) markLost(reason string) { n.markEnded(tools.StatusExited, reason) }
+func (n *Node) MarkLost(reason string) { n.markEnded(tools.StatusExited, reason) }
 
 // markListedLost ends a mirror whose node loseNode listed lost: its
 // waiters see status lost (wait.go), not an exit.
-func (n *node) markListedLost(reason string) { n.markEnded(tools.StatusLost, reason) }
+func (n *Node) MarkListedLost(reason string) { n.markEnded(tools.StatusLost, reason) }
 
-func (n *node) markEnded(status, reason string) {
-	n.update(true, func(s *nodeState) bool {
+func (n *Node) markEnded(status, reason string) {
+	n.update(true, func(s *State) bool {
 		if s.gone {
 			return false
 		}
 		s.gone = true
-		s.exitReason = reason
-		s.status = status
+		s.ExitReason = reason
+		s.Status = status
 		return true
 	})
 }

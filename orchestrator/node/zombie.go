@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 
 // zombieWaitOn is zombieWait on srv's machine: a host's pid is read on
 // the host (CONTRACT §23), never in this machine's /proc.
-func zombieWaitOn(srv hosts.Server, pid int) (syscall.WaitStatus, bool) {
+func ZombieWaitOn(srv hosts.Server, pid int) (syscall.WaitStatus, bool) {
 	if pid <= 0 {
 		return 0, false
 	}
@@ -28,4 +28,4 @@ func zombieWaitOn(srv hosts.Server, pid int) (syscall.WaitStatus, bool) {
 }
 
 // zombieStatus is zombieStatus on the node's server's machine.
-func (n *node) zombieStatus(pid int) (int, bool) { return proc.WaitCode(zombieWaitOn(n.srv, pid)) }
+func (n *Node) ZombieStatus(pid int) (int, bool) { return proc.WaitCode(ZombieWaitOn(n.Srv, pid)) }

@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -6,24 +6,24 @@ import (
 )
 
 // detach ends the node's client and pump, leaving the session running.
-func (n *node) detach() {
-	if n.client == nil { // a node of a host not reached yet (remote.go)
-		n.scr.Close()
+func (n *Node) Detach() {
+	if n.Client == nil { // a node of a host not reached yet (remote.go)
+		n.Scr.Close()
 		return
 	}
 	n.quitOnce.Do(func() {
 		// tmux 3.3a can crash when a client leaves with the pane's output
 		// queued for it: pause the pane for this client first.
 		n.detaching.Store(true)
-		if n.client.Err() == nil && !n.asleep.Load() {
+		if n.Client.Err() == nil && !n.Asleep.Load() {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			n.client.Pause(ctx, n.pane)
+			n.Client.Pause(ctx, n.Pane)
 			cancel()
 		}
-		close(n.quit)
+		close(n.Quit)
 	})
 	n.leaveClient()
-	<-n.done
-	n.stopRecording()
-	n.scr.Close()
+	<-n.Done
+	n.StopRecording()
+	n.Scr.Close()
 }

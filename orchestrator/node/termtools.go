@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -10,9 +10,9 @@ import (
 
 // resolveRef checks a ref terminal_query handed out against the screen
 // (termquery.Resolve).
-func (n *node) resolveRef(s string, lines []string) (tools.Cell, error) {
-	return n.refs.Resolve(s, lines, n.scr.Revision(), func(rev uint64, row int) (bool, error) {
-		ch, err := n.scr.ChangesSince(rev)
+func (n *Node) ResolveRef(s string, lines []string) (tools.Cell, error) {
+	return n.Refs.Resolve(s, lines, n.Scr.Revision(), func(rev uint64, row int) (bool, error) {
+		ch, err := n.Scr.ChangesSince(rev)
 		if err != nil {
 			return false, err
 		}
@@ -30,20 +30,20 @@ const rawChunk = 1024
 
 // sendRaw writes bytes to the pane with send-keys -H: tmux passes each
 // byte on as it is, with no key encoding.
-func (n *node) sendRaw(ctx context.Context, data []byte) error {
+func (n *Node) SendRaw(ctx context.Context, data []byte) error {
 	var cmds []string
 	for len(data) > 0 {
 		k := min(len(data), rawChunk)
 		args := make([]string, 0, k+3)
-		args = append(args, "-t", n.pane, "-H")
+		args = append(args, "-t", n.Pane, "-H")
 		for _, b := range data[:k] {
 			args = append(args, hex.EncodeToString([]byte{b}))
 		}
 		cmds = append(cmds, tmuxctl.Command("send-keys", args...))
 		data = data[k:]
 	}
-	if _, err := n.client.RunMany(ctx, cmds...); err != nil {
-		return n.tmuxErr("write raw bytes", err)
+	if _, err := n.Client.RunMany(ctx, cmds...); err != nil {
+		return n.TmuxErr("write raw bytes", err)
 	}
 	return nil
 }

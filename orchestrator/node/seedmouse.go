@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import "github.com/termsprawl/termsprawl/orchestrator/screen"
 

@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"errors"
@@ -10,13 +10,13 @@ import (
 // revisionBase is the revision a node's mirror starts at in its epoch-th
 // orchestrator life: epoch in the high 32 bits. 2^21 restarts stay below
 // 2^53, the largest integer a JSON number carries exactly everywhere.
-func revisionBase(epoch uint64) uint64 { return epoch << 32 }
+func RevisionBase(epoch uint64) uint64 { return epoch << 32 }
 
 // revisionErr turns the mirror's revision error into the contract's: a
 // revision older than the kept history (or from an earlier life of the
 // orchestrator: revisions never repeat) is conflict/history-truncated, one
 // newer than any handed out a usage error.
-func revisionErr(id, arg string, rev uint64, err error) error {
+func RevisionErr(id, arg string, rev uint64, err error) error {
 	if errors.Is(err, screen.ErrHistoryTruncated) {
 		e := tools.Errorf(tools.KindConflict, "history-truncated: revision %d of %q is older than the kept history; call terminal_snapshot and continue from its revision: %w", rev, id, err).
 			WithDetails("reason", "history-truncated")

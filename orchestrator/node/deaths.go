@@ -1,23 +1,23 @@
-package orchestrator
+package node
 
 import "github.com/termsprawl/termsprawl/orchestrator/proc"
 
 // watchProcess asks the orchestrator's process watcher to tell when the
 // pane's program ends; its status is then read from /proc if tmux has not
 // reaped it, or tmux's pane-died hook follows.
-func (n *node) watchProcess(pid int) {
-	if n.env.Procs() == nil || n.meta.Host != "" {
+func (n *Node) watchProcess(pid int) {
+	if n.Env.Procs() == nil || n.Meta.Host != "" {
 		return // a remote pane's pid is not ours to watch: tmux's hook tells
 	}
-	err := n.env.Procs().Watch(pid, func() {
+	err := n.Env.Procs().Watch(pid, func() {
 		if code, ok := proc.ZombieStatus(pid); ok {
-			n.requestExit(code)
+			n.RequestExit(code)
 			return
 		}
-		n.env.PaneDied()
+		n.Env.PaneDied()
 	})
 	if err != nil {
-		n.log.Debug("cannot watch the pane's process", "pid", pid, "err", err)
+		n.Log.Debug("cannot watch the pane's process", "pid", pid, "err", err)
 	}
 }
 
@@ -25,9 +25,9 @@ func (n *node) watchProcess(pid int) {
 // first and then publishes the status, so whoever wakes on the exit sees
 // the program's final screen: tmux 3.3a can drop a dying pane's last
 // output for control clients, so that screen is taken from tmux itself.
-func (n *node) requestExit(code int) {
-	n.mu.Lock()
+func (n *Node) RequestExit(code int) {
+	n.Mu.Lock()
 	n.pendingExit = &code
-	n.mu.Unlock()
-	n.requestReseed()
+	n.Mu.Unlock()
+	n.RequestReseed()
 }

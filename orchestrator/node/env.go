@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"time"
@@ -27,13 +27,13 @@ type Env interface {
 	// KeepExit keeps a node's exit code on disk (the recorded exit).
 	KeepExit(id string, code int)
 	// ClientEnded tells the engine the node's control client ended.
-	ClientEnded(n *node)
+	ClientEnded(n *Node)
 	// MetaPath is the path of a node's meta file.
 	MetaPath(id string) string
 	// NewRecordingDir makes a new recording's directory.
 	NewRecordingDir(name string, t time.Time) (string, error)
 	// Hooks are the node's test seams (never nil).
-	Hooks() *NodeHooks
+	Hooks() *Hooks
 }
 
 // Limits are the engine's settings a node reads.
