@@ -7,10 +7,8 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -27,24 +25,8 @@ func (o *Orchestrator) Resize(ctx context.Context, id string, columns, rows int)
 	if err != nil {
 		return tools.Snapshot{}, err
 	}
-	if _, err := n.Client.Run(ctx, tmuxctl.Command("resize-window", "-t", "="+n.Session()+":", "-x", strconv.Itoa(columns), "-y", strconv.Itoa(rows))); err != nil {
-		return tools.Snapshot{}, n.TmuxErr("resize", err)
-	}
-	deadline := time.NewTimer(2 * time.Second)
-	defer deadline.Stop()
-	for !n.IsClosing() {
-		_, changed := n.Scr.WaitState()
-		if s := n.Snapshot(); s.Columns == columns && s.Rows == rows {
-			break
-		}
-		select {
-		case <-changed:
-			continue
-		case <-n.Closing:
-		case <-deadline.C:
-		case <-ctx.Done():
-		}
-		break
+	if err := n.Resize(ctx, columns, rows); err != nil {
+		return tools.Snapshot{}, err
 	}
 	return o.Snapshot(ctx, id)
 }

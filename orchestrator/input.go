@@ -11,45 +11,13 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// sendInput runs the tmux commands of an input operation, then the
-// optional wait with the revision before the input as its baseline.
+// sendInput runs an input operation on node id (node.SendInput).
 func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wait *tools.WaitSpec, send func(n *node.Node) error) (tools.InputResult, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.InputResult{}, err
 	}
-	var c node.Compiled
-	if wait != nil {
-		if wait.After != nil {
-			return tools.InputResult{}, usage("an input operation's wait takes no \"after\": its baseline is the revision before the input")
-		}
-		if c, err = node.CompileWait(*wait); err != nil {
-			return tools.InputResult{}, err
-		}
-	}
-	if status, _, gone := n.State(); gone || status == tools.StatusExited {
-		return tools.InputResult{}, n.WithCrash(tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id))
-	}
-	// Held until the program shows that it reads (ready.go).
-	n.WaitReady(ctx, n.ReadyBy())
-	n.Observe(ctx)
-	pt := n.Scr.InputPoint()
-	rev := pt.Revision
-	n.RecordInput(pt, text)
-	n.Sem.MarkInput(rev) // a semantic wait after rev counts only later commits (semantic.go)
-	if err := send(n); err != nil {
-		return tools.InputResult{Terminal: id, Revision: rev}, err
-	}
-	res := tools.InputResult{Terminal: id, Revision: rev}
-	if wait != nil {
-		c.After = &rev
-		w, err := n.WaitCompiled(ctx, c)
-		if err != nil && w.Wait == "" {
-			return res, err
-		}
-		res.Wait = &w
-	}
-	return res, nil
+	return n.SendInput(ctx, text, wait, send)
 }
 
 // noted wraps an input's send so a recording notes the input, by kind and

@@ -2,8 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -124,87 +122,6 @@ func (o *Orchestrator) CaptureSince(ctx context.Context, id string, cursor uint6
 // DefaultReadChars is terminal_read's default max_chars.
 const DefaultReadChars = tools.DefaultReadChars
 
-// Read returns the most recent output (history and screen, from tmux).
-func (o *Orchestrator) Read(ctx context.Context, id string, maxChars int) (tools.ReadResult, error) {
-	n, err := o.lookup(id)
-	if err != nil {
-		return tools.ReadResult{}, err
-	}
-	if maxChars <= 0 {
-		maxChars = DefaultReadChars
-	}
-	rev := n.Scr.Revision()
-	lines, err := n.Client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-2000", "-t", n.Pane))
-	if err != nil {
-		return tools.ReadResult{}, n.TmuxErr("read", err)
-	}
-	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
-		lines = lines[:len(lines)-1]
-	}
-	for i := range lines {
-		lines[i] = strings.TrimRight(lines[i], " ")
-	}
-	text := strings.Join(lines, "\n")
-	r := []rune(text)
-	res := tools.ReadResult{Terminal: id, Revision: rev}
-	if len(r) > maxChars {
-		r = r[len(r)-maxChars:]
-		res.Truncated = true
-	}
-	res.Text = string(r)
-	return res, nil
-}
-
-// MaxScrollbackLines bounds terminal_scrollback's answer (the newest lines
-// are kept).
-const MaxScrollbackLines = 2000
-
-// Scrollback reads lines from tmux's history and screen. from and to use
-// tmux's numbering (0 = first visible row, negative = history); nil means
-// the start of history and the last visible row.
-func (o *Orchestrator) Scrollback(ctx context.Context, id string, from, to *int, search string) (tools.ScrollbackResult, error) {
-	n, err := o.lookup(id)
-	if err != nil {
-		return tools.ScrollbackResult{}, err
-	}
-	out, err := n.Client.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{history_size} #{pane_height}"))
-	if err != nil || len(out) != 1 {
-		return tools.ScrollbackResult{}, n.TmuxErr("scrollback", err)
-	}
-	var hist, height int
-	fmt.Sscanf(out[0], "%d %d", &hist, &height)
-	start, end := -hist, height-1
-	if from != nil {
-		start = max(*from, -hist)
-	}
-	if to != nil {
-		end = min(*to, height-1)
-	}
-	if from != nil && to != nil && *from > *to {
-		return tools.ScrollbackResult{}, usage("from %d is after to %d (history has %d lines, the screen %d rows)", *from, *to, hist, height)
-	}
-	res := tools.ScrollbackResult{Terminal: id, HistorySize: hist, Lines: []tools.ScrollbackLine{}}
-	if start > end {
-		return res, nil // the range holds no line (e.g. no history yet)
-	}
-	lines, err := n.Client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-S", strconv.Itoa(start), "-E", strconv.Itoa(end), "-t", n.Pane))
-	if err != nil {
-		return tools.ScrollbackResult{}, n.TmuxErr("scrollback", err)
-	}
-	for i, l := range lines {
-		l = strings.TrimRight(l, " ")
-		if search != "" && !strings.Contains(l, search) {
-			continue
-		}
-		res.Lines = append(res.Lines, tools.ScrollbackLine{Line: start + i, Text: l})
-	}
-	if len(res.Lines) > MaxScrollbackLines {
-		res.Lines = res.Lines[len(res.Lines)-MaxScrollbackLines:]
-		res.Truncated = true
-	}
-	return res, nil
-}
-
 // WaitFor waits on a node.
 func (o *Orchestrator) WaitFor(ctx context.Context, id string, spec tools.WaitSpec) (tools.WaitResult, error) {
 	n, err := o.lookup(id)
@@ -219,4 +136,28 @@ func (o *Orchestrator) WaitFor(ctx context.Context, id string, spec tools.WaitSp
 		return r, node.TimeoutError(id, r)
 	}
 	return r, nil
+}
+
+// Read returns the most recent output (history and screen, from tmux).
+func (o *Orchestrator) Read(ctx context.Context, id string, maxChars int) (tools.ReadResult, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.ReadResult{}, err
+	}
+	return n.Read(ctx, maxChars)
+}
+
+// MaxScrollbackLines bounds terminal_scrollback's answer (the newest lines
+// are kept).
+const MaxScrollbackLines = node.MaxScrollbackLines
+
+// Scrollback reads lines from tmux's history and screen. from and to use
+// tmux's numbering (0 = first visible row, negative = history); nil means
+// the start of history and the last visible row.
+func (o *Orchestrator) Scrollback(ctx context.Context, id string, from, to *int, search string) (tools.ScrollbackResult, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.ScrollbackResult{}, err
+	}
+	return n.Scrollback(ctx, from, to, search)
 }

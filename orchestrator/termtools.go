@@ -4,79 +4,18 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/termio"
-	"github.com/termsprawl/termsprawl/orchestrator/termquery"
 
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // termwright's terminal tools (CONTRACT §11): capabilities, query, the
 // mouse, raw bytes.
-
-// Capabilities says what the terminal and its program support now.
-func (o *Orchestrator) Capabilities(ctx context.Context, id string) (tools.Capabilities, error) {
-	n, err := o.lookup(id)
-	if err != nil {
-		return tools.Capabilities{}, err
-	}
-	n.Observe(ctx)
-	snap := n.Snapshot()
-	status, _, _ := n.State()
-	labels, missing := n.LogLabels()
-	info := n.Info(0)
-	return tools.Capabilities{
-		Terminal: id, Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Status: status,
-		Modes: snap.Modes, Mouse: mouseModeOf(n.Scr.Modes()), SemanticTree: n.Sem.Availability(),
-		Recording: info.Recording != nil, Logs: labels, LogsMissing: missing, Crash: n.CrashReport(),
-	}, nil
-}
-
-// QuerySpec is what terminal_query looks for: Text or Pattern, and
-// optionally only the Nth match (1-based).
-type QuerySpec struct {
-	Text    string `json:"text"`
-	Pattern string `json:"pattern"`
-	Nth     int    `json:"nth"`
-	// Locator finds nodes of the semantic tree instead (CONTRACT §22).
-	Locator *tools.SemanticLocator `json:"locator"`
-}
-
-// Query finds text or a regex on the visible screen.
-func (o *Orchestrator) Query(ctx context.Context, id string, q QuerySpec) (tools.QueryResult, error) {
-	n, err := o.lookup(id)
-	if err != nil {
-		return tools.QueryResult{}, err
-	}
-	if q.Locator != nil {
-		return n.Sem.Query(id, *q.Locator)
-	}
-	var re *regexp.Regexp
-	if q.Pattern != "" {
-		if re, err = regexp.Compile(q.Pattern); err != nil {
-			return tools.QueryResult{}, usage("pattern %q is not a valid Go RE2 regular expression: %v", q.Pattern, err)
-		}
-	} else if q.Text == "" {
-		return tools.QueryResult{}, usage("give text or pattern to find")
-	}
-	n.Observe(ctx)
-	snap := n.Snapshot()
-	res := tools.QueryResult{Terminal: id, Revision: snap.Revision, Matches: termquery.Lines(snap.Lines, snap.Revision, q.Text, re)}
-	if q.Nth > 0 {
-		if q.Nth > len(res.Matches) {
-			res.Matches = []tools.QueryMatch{}
-		} else {
-			res.Matches = res.Matches[q.Nth-1 : q.Nth]
-		}
-	}
-	n.Refs.Remember(res.Matches)
-	return res, nil
-}
 
 // MouseSpec is a mouse operation's request, decoded by the tool server
 // (termio.MouseSpec).
@@ -112,7 +51,7 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 					c.Row, c.Column, snap.Columns, snap.Rows, snap.Rows-1, snap.Columns-1)
 			}
 		}
-		mm := mouseModeOf(n.Scr.Modes())
+		mm := node.MouseModeOf(n.Scr.Modes())
 		if ok, needs := a.Allowed(mm.Tracking); !ok {
 			return tools.Errorf(tools.KindNotRun, "input-mode-disabled: terminal_%s needs %s and the program in %q has not enabled it (its mouse tracking is %s); nothing was sent. terminal_capabilities shows the program's mouse modes; drive it with terminal_press or terminal_type instead",
 				spec.Kind, needs, id, mm.Tracking).WithDetails("reason", "input-mode-disabled").WithDetails("mouse", mm)
@@ -148,4 +87,25 @@ func (o *Orchestrator) WriteRaw(ctx context.Context, id string, data []byte, wai
 	}))
 	r.Bytes = len(data)
 	return r, err
+}
+
+// Capabilities says what the terminal and its program support now.
+func (o *Orchestrator) Capabilities(ctx context.Context, id string) (tools.Capabilities, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.Capabilities{}, err
+	}
+	return n.Capabilities(ctx)
+}
+
+// QuerySpec is what terminal_query looks for (node.QuerySpec).
+type QuerySpec = node.QuerySpec
+
+// Query finds text or a regex on the visible screen.
+func (o *Orchestrator) Query(ctx context.Context, id string, q QuerySpec) (tools.QueryResult, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.QueryResult{}, err
+	}
+	return n.Query(ctx, q)
 }
