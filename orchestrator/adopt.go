@@ -225,7 +225,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 // attach (adoption): a blank mirror, no client, status unreachable with
 // the reason. Operations other than close answer unavailable (reachable);
 // CloseNode ends its session from tmux's own account of the pane
-// (endSession); the next orchestrator tries to adopt it again.
+// (hosts.EndSession); the next orchestrator tries to adopt it again.
 func (o *Orchestrator) unattached(meta NodeMeta, err error) {
 	o.listUnreachable(meta, node.RevisionBase(meta.Epoch),
 		"termsprawl could not attach its mirror of the session ("+err.Error()+"): the program may still run; terminal_close ends it, a restart tries again")

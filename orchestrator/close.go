@@ -1,14 +1,9 @@
 package orchestrator
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
@@ -133,12 +128,12 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node.Node) error {
 	case n.Client == nil:
 		// Listed unattached (adopt.go): tmux tells its pane's pid and
 		// whether it is dead.
-		if !o.endSession(ctx, n.Srv, n.Session(), 0) {
+		if !hosts.EndSession(ctx, n.Srv, n.Session(), 0, o.log) {
 			return tools.Errorf(tools.KindUnavailable, "close %s: its session did not end in time", id)
 		}
 	default:
-		o.waitClientGone(ctx, n.Srv, clientPid)
-		if err := o.finishSession(ctx, n.Srv, n.Session(), pid, live); err != nil {
+		hosts.WaitClientGone(ctx, n.Srv, clientPid)
+		if err := hosts.FinishSession(ctx, n.Srv, n.Session(), pid, live, o.log); err != nil {
 			o.log.Error("close did not finish: the node is kept", "node", id, "err", err)
 			return tools.Errorf(tools.KindUnavailable, "close %s: %w", id, err)
 		}
@@ -153,163 +148,13 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node.Node) error {
 	return nil
 }
 
-// finishSession ends a session whose clients are gone: a live program is
-// hung up on, then killed, and tmux destroys its pane and session itself;
-// kill-session is sent only to a pane tmux reports dead. It returns nil
-// once tmux confirms the session gone and the program (pid, 0: none) is
-// gone, or why not.
-func (o *Orchestrator) finishSession(ctx context.Context, srv hosts.Server, session string, pid int, live bool) error {
-	ended := !live
-	// Hang up like a closing terminal; kill what ignores that.
-	for _, step := range []struct {
-		sig  syscall.Signal
-		wait time.Duration
-	}{{syscall.SIGHUP, closeGrace}, {syscall.SIGKILL, closeTimeout}} {
-		if ended {
-			break
-		}
-		srv.Signal(ctx, pid, step.sig)
-		ended = o.waitSessionGone(ctx, srv, session, step.wait)
-	}
-	if !ended && o.paneDead(ctx, srv, session) {
-		ended = true // remain-on-exit kept it: dead, so safe to kill
-	}
-	if ended {
-		// A dead pane left by remain-on-exit, or nothing: safe.
-		if _, err := srv.Admin().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+session)); err != nil {
-			o.log.Debug("kill-session of a dead pane", "session", session, "err", err)
-		}
-	}
-	if !o.waitSessionGone(ctx, srv, session, closeGrace) {
-		return fmt.Errorf("tmux still has session %s (its program did not end): %w", session, cmp.Or(ctx.Err(), errNotConfirmed))
-	}
-	if !o.waitPidGone(ctx, srv, pid, closeGrace) {
-		return fmt.Errorf("the program of session %s (pid %d) still runs: %w", session, pid, cmp.Or(ctx.Err(), errNotConfirmed))
-	}
-	return nil
-}
-
-// errNotConfirmed: tmux or the machine did not confirm an end in time.
-var errNotConfirmed = errors.New("not confirmed in time")
-
-// endSession rolls back a session a launch created (its mirror never
-// attached or failed) the way a close ends one: no kill-session on a live
-// pane. pid 0: read it from tmux. It reports whether the end is confirmed.
-func (o *Orchestrator) endSession(ctx context.Context, srv hosts.Server, session string, pid int) bool {
-	admin := srv.Admin()
-	out, err := admin.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+session+":", "#{pane_pid} #{pane_dead}"))
-	if err != nil {
-		var ce *tmuxctl.CommandError
-		return errors.As(err, &ce) // no such session: nothing to end
-	}
-	dead := false
-	if len(out) == 1 {
-		f := strings.Fields(out[0])
-		if len(f) == 2 {
-			if pid == 0 {
-				pid, _ = strconv.Atoi(f[0])
-			}
-			dead = f[1] == "1"
-		}
-	}
-	if !dead {
-		admin.Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "="+session+":", "remain-on-exit", "off"))
-	}
-	o.waitNoClients(ctx, srv, session)
-	if err := o.finishSession(ctx, srv, session, pid, !dead && pid > 0); err != nil {
-		o.log.Error("roll back a launch's session", "session", session, "err", err)
-		return false
-	}
-	return true
-}
-
-// pause waits d or until ctx ends (false).
-func pause(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// waitClientGone waits (checking every closePoll, for at most closeGrace)
-// until the tmux server no longer lists the control client with process
-// id pid: the client process can exit before the server has let go of
-// its state, and a pane destroyed in between crashes tmux 3.3a.
-func (o *Orchestrator) waitClientGone(ctx context.Context, srv hosts.Server, pid int) {
-	want := strconv.Itoa(pid)
-	deadline := time.Now().Add(closeGrace)
-	for {
-		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{client_pid}"))
-		if err != nil || !slices.Contains(out, want) || time.Now().After(deadline) || !pause(ctx, closePoll) {
-			return
-		}
-	}
-}
-
-// waitNoClients waits, like waitClientGone, until no client is attached
-// to session (a failed attach's control client may linger in tmux).
-func (o *Orchestrator) waitNoClients(ctx context.Context, srv hosts.Server, session string) {
-	deadline := time.Now().Add(closeGrace)
-	for {
-		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-t", "="+session, "-F", "#{client_pid}"))
-		if err != nil || len(out) == 0 || time.Now().After(deadline) || !pause(ctx, closePoll) {
-			return
-		}
-	}
-}
-
-// waitSessionGone checks every closePoll, for at most d, whether tmux has
-// ended the session. (Nothing of ours is attached to it any more to be
-// told, and this runs only while a terminal is being closed.)
-func (o *Orchestrator) waitSessionGone(ctx context.Context, srv hosts.Server, session string, d time.Duration) bool {
-	deadline := time.Now().Add(d)
-	for {
-		if _, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session)); err != nil {
-			var ce *tmuxctl.CommandError
-			if errors.As(err, &ce) {
-				return true // "can't find session": gone
-			}
-		}
-		if time.Now().After(deadline) || !pause(ctx, closePoll) {
-			return false
-		}
-	}
-}
-
-// paneDead reports whether tmux says session's pane is dead.
-func (o *Orchestrator) paneDead(ctx context.Context, srv hosts.Server, session string) bool {
-	out, err := srv.Admin().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+session+":", "#{pane_dead}"))
-	return err == nil && len(out) == 1 && strings.TrimSpace(out[0]) == "1"
-}
-
-// waitPidGone checks every closePoll, for at most d, whether process pid
-// has ended (on its machine: a host's pid is looked up there).
-func (o *Orchestrator) waitPidGone(ctx context.Context, srv hosts.Server, pid int, d time.Duration) bool {
-	if pid <= 0 {
-		return true
-	}
-	deadline := time.Now().Add(d)
-	for {
-		if srv.PidGone(ctx, pid) {
-			return true
-		}
-		if time.Now().After(deadline) || !pause(ctx, closePoll) {
-			return false
-		}
-	}
-}
-
 // CloseNode's waits: how long a program may take to exit after SIGHUP
-// before it gets SIGKILL, how long tmux may then take to end the session,
-// and the whole close's own deadline.
+// before it gets SIGKILL and how long tmux may then take to end the
+// session (orchestrator/hosts' session ends), and the whole close's own
+// deadline.
 const (
-	closeGrace    = time.Second
-	closeTimeout  = 5 * time.Second
-	closePoll     = 20 * time.Millisecond
+	closeGrace    = hosts.CloseGrace
+	closeTimeout  = hosts.CloseTimeout
 	closeDeadline = 20 * time.Second
 )
 

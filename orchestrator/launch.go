@@ -262,7 +262,7 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 		defer cancel()
 		o.stillborn(meta)
 		t.removeFiles(uctx, id)
-		o.endSession(uctx, srv, "ts-"+id, 0)
+		hosts.EndSession(uctx, srv, "ts-"+id, 0, o.log)
 	}
 	if err := t.writeFiles(ctx, id); err != nil {
 		undo()

@@ -81,7 +81,7 @@ func (o *Orchestrator) finishPendingClose(n *node.Node, srv hosts.Server) error 
 	pid := n.Pid()
 	session := n.Session()
 	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "="+session+":", "remain-on-exit", "off"))
-	if err := o.finishSession(ctx, srv, session, pid, pid > 0); err != nil {
+	if err := hosts.FinishSession(ctx, srv, session, pid, pid > 0, o.log); err != nil {
 		return fmt.Errorf("close %s: %w", n.Meta.ID, err)
 	}
 	n.ClosePending.Store(false)
@@ -158,7 +158,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 					left++
 				}
 			}
-			if (l != nil && left == 0) || time.Now().After(deadline) || !pause(ctx, 50*time.Millisecond) {
+			if (l != nil && left == 0) || time.Now().After(deadline) || !hosts.Pause(ctx, 50*time.Millisecond) {
 				return l
 			}
 		}
@@ -171,7 +171,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 	// A pane left dead (remain-on-exit kept it) is safe to kill.
 	l := live()
 	for _, n := range mine {
-		if l[n.Session()] && o.paneDead(ctx, srv, n.Session()) {
+		if l[n.Session()] && hosts.PaneDead(ctx, srv, n.Session()) {
 			srv.Admin().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.Session()))
 		}
 	}
@@ -183,9 +183,9 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 		case l == nil:
 			failed[id] = fmt.Errorf("close %s: the host did not answer: %w", id, ErrHostUnreachable)
 		case l[n.Session()]:
-			failed[id] = fmt.Errorf("close %s: tmux still has session %s (its program did not end): %w", id, n.Session(), errNotConfirmed)
-		case !o.waitPidGone(ctx, srv, pids[id], closeGrace):
-			failed[id] = fmt.Errorf("close %s: its program (pid %d) still runs: %w", id, pids[id], errNotConfirmed)
+			failed[id] = fmt.Errorf("close %s: tmux still has session %s (its program did not end): %w", id, n.Session(), hosts.ErrNotConfirmed)
+		case !hosts.WaitPidGone(ctx, srv, pids[id], closeGrace):
+			failed[id] = fmt.Errorf("close %s: its program (pid %d) still runs: %w", id, pids[id], hosts.ErrNotConfirmed)
 		default:
 			n.MarkGone()
 			o.mu.Lock()
