@@ -33,7 +33,7 @@ func (n *Node) startLogs() {
 	}
 }
 
-// changesWithLogs is the screen's changes since cursor plus, for a node
+// ChangesWithLogs is the screen's changes since cursor plus, for a node
 // with logs, the log lines read from cursor on.
 func (n *Node) ChangesWithLogs(cursor uint64) (tools.Changes, error) {
 	if lf := n.TW.Logs; lf != nil {
@@ -42,7 +42,7 @@ func (n *Node) ChangesWithLogs(cursor uint64) (tools.Changes, error) {
 	return n.Scr.ChangesSince(cursor)
 }
 
-// logLabels are the node's log labels and those whose file is missing.
+// LogLabels are the node's log labels and those whose file is missing.
 func (n *Node) LogLabels() (labels, missing []string) {
 	if lf := n.TW.Logs; lf != nil {
 		return lf.Labels()

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// detach ends the node's client and pump, leaving the session running.
+// Detach ends the node's client and pump, leaving the session running.
 func (n *Node) Detach() {
 	if n.Client == nil { // a node of a host not reached yet (remote.go)
 		n.Scr.Close()

@@ -33,7 +33,7 @@ const (
 	inputSummary   = 64 // characters of typed text kept as the last input
 )
 
-// noteInput records the last input sent to the node, by kind. Callers
+// NoteInput records the last input sent to the node, by kind. Callers
 // pass only a size for pasted text, never the text.
 func (n *Node) NoteInput(kind, summary string) {
 	n.TW.mu.Lock()
@@ -41,7 +41,7 @@ func (n *Node) NoteInput(kind, summary string) {
 	n.TW.mu.Unlock()
 }
 
-// clipText is typed text shortened for a summary.
+// ClipText is typed text shortened for a summary.
 func ClipText(s string) string {
 	if utf8.RuneCountInString(s) <= inputSummary {
 		return strconv.Quote(s)
@@ -49,10 +49,10 @@ func ClipText(s string) string {
 	return strconv.Quote(string([]rune(s)[:inputSummary])) + "…"
 }
 
-// sizeText is the summary of pasted text: its size only.
+// SizeText is the summary of pasted text: its size only.
 func SizeText(s string) string { return strconv.Itoa(len(s)) + " bytes" }
 
-// submitKind is the kind and summary of terminal_submit: multi-line text
+// SubmitKind is the kind and summary of terminal_submit: multi-line text
 // is pasted (so only its size is kept).
 func SubmitKind(text string) (string, string) {
 	if strings.ContainsAny(text, "\n\r") {
@@ -146,7 +146,7 @@ func signalName(sig int) string {
 	return "SIG" + strconv.Itoa(sig)
 }
 
-// crashReport is a copy of the node's crash report, or nil.
+// CrashReport is a copy of the node's crash report, or nil.
 func (n *Node) CrashReport() *tools.Crash {
 	n.TW.mu.Lock()
 	defer n.TW.mu.Unlock()
@@ -158,7 +158,7 @@ func (n *Node) CrashReport() *tools.Crash {
 	return &c
 }
 
-// withCrash adds the crash report to the details of an error that says the
+// WithCrash adds the crash report to the details of an error that says the
 // program is gone.
 func (n *Node) WithCrash(e *tools.Error) *tools.Error {
 	if c := n.CrashReport(); c != nil {

@@ -21,7 +21,7 @@ func (n *Node) watchProcess(pid int) {
 	}
 }
 
-// requestExit records that tmux reported the pane dead. The pump reseeds
+// RequestExit records that tmux reported the pane dead. The pump reseeds
 // first and then publishes the status, so whoever wakes on the exit sees
 // the program's final screen: tmux 3.3a can drop a dying pane's last
 // output for control clients, so that screen is taken from tmux itself.

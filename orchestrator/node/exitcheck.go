@@ -27,13 +27,13 @@ import (
 // reaped it).
 const (
 	exitCheck     = 25 * time.Millisecond
-	MaxExitChecks = 6
+	maxExitChecks = 6
 )
 
 // confirmExit decides, in a seed in which tmux reports the pane alive,
 // whether an exit the process watcher reported (code) is published now.
 // Only the pump goroutine calls it (from reseed).
-func (n *Node) ConfirmExit(code int) (bool, int) {
+func (n *Node) confirmExit(code int) (bool, int) {
 	pid := n.Pid()
 	// On the pane's machine: a host's pid is read there (CONTRACT §23).
 	zcode, zombie := n.ZombieStatus(pid)
@@ -43,12 +43,12 @@ func (n *Node) ConfirmExit(code int) (bool, int) {
 	if !zombie {
 		// tmux reaped it (its pane-died hook reports the exit with the
 		// status) or the program is alive: nothing to publish.
-		n.ExitChecks = 0
+		n.exitChecks = 0
 		return false, 0
 	}
-	if n.ExitChecks >= MaxExitChecks {
+	if n.exitChecks >= maxExitChecks {
 		n.Log.Debug("tmux never confirmed the exit of the pane's program", "pid", pid)
-		n.ExitChecks = 0
+		n.exitChecks = 0
 		return true, zcode
 	}
 	n.Mu.Lock()
@@ -56,7 +56,7 @@ func (n *Node) ConfirmExit(code int) (bool, int) {
 		n.pendingExit = &code
 	}
 	n.Mu.Unlock()
-	time.AfterFunc(exitCheck<<n.ExitChecks, n.RequestReseed)
-	n.ExitChecks++
+	time.AfterFunc(exitCheck<<n.exitChecks, n.RequestReseed)
+	n.exitChecks++
 	return false, 0
 }

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// decideSleep decides, under idleMu, whether the node goes to sleep: no
+// DecideSleep decides, under idleMu, whether the node goes to sleep: no
 // wait in progress and nothing observed it for idle. If so it is marked
 // asleep at once, so an observer arriving during the switch-off sees it
 // asleep and wakes it (the pump serves that wake after sleep). It returns
@@ -42,7 +42,7 @@ func (n *Node) sleep() {
 	n.Log.Debug("node asleep: nobody observes it")
 }
 
-// observe marks the node observed now and, if it sleeps, wakes it and
+// Observe marks the node observed now and, if it sleeps, wakes it and
 // waits until its mirror is fresh again.
 func (n *Node) Observe(ctx context.Context) {
 	n.IdleMu.Lock()

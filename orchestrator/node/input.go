@@ -45,7 +45,7 @@ const (
 	submitMaxDelay = 2 * time.Second
 )
 
-// settle waits until the screen has been quiet for submitQuiet, and at
+// Settle waits until the screen has been quiet for submitQuiet, and at
 // least submitMinDelay has passed, bounded by submitMaxDelay.
 func (n *Node) Settle(ctx context.Context) {
 	start := time.Now()

@@ -7,7 +7,7 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// earlyExit watches a new node for up to d: if its program exits in that
+// EarlyExit watches a new node for up to d: if its program exits in that
 // time, the launch says so with the last screen lines. It returns early,
 // with nil, once the program has printed and then gone quiet for
 // launchQuiet (it is waiting for input: it started).

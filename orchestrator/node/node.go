@@ -18,7 +18,7 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// node is one terminal: one tmux session, its control client, its mirror.
+// Node is one terminal: one tmux session, its control client, its mirror.
 type Node struct {
 	Meta   statefile.NodeMeta
 	Env    Env
@@ -62,7 +62,7 @@ type Node struct {
 	deadSeeds int
 	// exitChecks counts the seeds that found a watcher's exit report
 	// unconfirmed by tmux (exitcheck.go).
-	ExitChecks int
+	exitChecks int
 	lastSeed   time.Time // when the mirror was last seeded
 	// recFrom is the stream position from which output goes to the
 	// recording (output before it is in a recorded frame); recCols and
@@ -128,7 +128,7 @@ type Node struct {
 
 func (n *Node) Session() string { return "ts-" + n.Meta.ID }
 
-// beginClose publishes that the node's life is ending (idempotent); it
+// BeginClose publishes that the node's life is ending (idempotent); it
 // reports whether this call was the one that did.
 func (n *Node) BeginClose() bool {
 	first := false
@@ -139,7 +139,7 @@ func (n *Node) BeginClose() bool {
 	return first
 }
 
-// isClosing reports whether beginClose ran.
+// IsClosing reports whether beginClose ran.
 func (n *Node) IsClosing() bool {
 	select {
 	case <-n.Closing:
@@ -149,7 +149,7 @@ func (n *Node) IsClosing() bool {
 	}
 }
 
-// recordInput keeps text about to be sent at point pt (the mirror's
+// RecordInput keeps text about to be sent at point pt (the mirror's
 // InputPoint just before it is sent), for echo masking.
 func (n *Node) RecordInput(pt screen.Point, text string) {
 	n.inputs.Record(pt.Revision, pt.TextEnd, pt.Prefix, text)
@@ -161,7 +161,7 @@ func (n *Node) inputsAfter(rev, seq uint64) ([]textwait.Input, uint64) {
 	return n.inputs.After(rev, seq)
 }
 
-// snapshot is the mirror's snapshot, with the cursor as tmux reports it
+// Snapshot is the mirror's snapshot, with the cursor as tmux reports it
 // at the right edge (see edgeRev).
 func (n *Node) Snapshot() screen.Snapshot {
 	snap := n.Scr.Snapshot()
@@ -174,7 +174,7 @@ func (n *Node) Snapshot() screen.Snapshot {
 	return snap
 }
 
-// requestReseed asks the pump to reseed (it coalesces requests).
+// RequestReseed asks the pump to reseed (it coalesces requests).
 func (n *Node) RequestReseed() {
 	select {
 	case n.ReseedReq <- struct{}{}:
@@ -200,10 +200,10 @@ func sinceText(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// errUnexpectedReply is the cause of a tmux reply of the wrong shape.
+// ErrUnexpectedReply is the cause of a tmux reply of the wrong shape.
 var ErrUnexpectedReply = errors.New("unexpected reply from tmux")
 
-// tmuxErr is the error of an operation whose tmux command failed: not
+// TmuxErr is the error of an operation whose tmux command failed: not
 // found when the node is gone, else unavailable with the cause kept.
 func (n *Node) TmuxErr(op string, err error) error {
 	if _, _, gone := n.State(); gone {
@@ -215,7 +215,7 @@ func (n *Node) TmuxErr(op string, err error) error {
 	return tools.Errorf(tools.KindUnavailable, "%s on %q: %w", op, n.Meta.ID, err)
 }
 
-// sandboxName is a profile as kept and shown: "none" for none or "".
+// SandboxName is a profile as kept and shown: "none" for none or "".
 func SandboxName(p string) string {
 	if p == "" {
 		return string(sandbox.None)

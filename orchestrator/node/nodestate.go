@@ -19,12 +19,12 @@ type State struct {
 	changed chan struct{}
 }
 
-// newState is the state a node starts in.
+// NewState is the state a node starts in.
 func NewState(status, reason string) *State {
 	return &State{Status: status, ExitReason: reason, changed: make(chan struct{})}
 }
 
-// load returns the node's current state, read in one step.
+// Load returns the node's current state, read in one step.
 func (n *Node) Load() *State { return n.St.Load() }
 
 // update publishes the state f makes of a copy of the current one;
@@ -49,13 +49,13 @@ func (n *Node) update(signal bool, f func(s *State) bool) bool {
 	return true
 }
 
-// state returns status, exit code and whether the session is gone.
+// State returns status, exit code and whether the session is gone.
 func (n *Node) State() (string, *int, bool) {
 	s := n.Load()
 	return s.Status, s.ExitCode, s.gone
 }
 
-// exitState is the node's status, exit code, whether its session is gone
+// ExitState is the node's status, exit code, whether its session is gone
 // and why its program ended when not by itself, from one published
 // state: a concurrent exit (markLost sets status and reason together) is
 // seen whole or not at all, never as a running node with an exit reason.
@@ -73,11 +73,11 @@ func (n *Node) statusWait() (string, <-chan struct{}) {
 	return s.Status, s.changed
 }
 
-// pid is the pid of the node's program (0: not known).
+// Pid is the pid of the node's program (0: not known).
 func (n *Node) Pid() int { return n.Load().pid }
 
 // setPid publishes the program's pid (waiters are not woken).
-func (n *Node) SetPid(pid int) {
+func (n *Node) setPid(pid int) {
 	n.update(false, func(s *State) bool {
 		if s.pid == pid {
 			return false
@@ -87,7 +87,7 @@ func (n *Node) SetPid(pid int) {
 	})
 }
 
-// setStatus records the program's status and tells the OnStatus hook
+// SetStatus records the program's status and tells the OnStatus hook
 // when it changed.
 func (n *Node) SetStatus(status string, code *int) {
 	if n.updateStatus(status, code) && n.Env != nil {
@@ -115,7 +115,7 @@ func (n *Node) updateStatus(status string, code *int) bool {
 	})
 }
 
-// markGone records that the node's tmux session no longer exists.
+// MarkGone records that the node's tmux session no longer exists.
 func (n *Node) MarkGone() {
 	n.update(true, func(s *State) bool {
 		if s.gone {
@@ -128,11 +128,11 @@ func (n *Node) MarkGone() {
 	})
 }
 
-// markLost records that the node's program was lost with its tmux server:
+// MarkLost records that the node's program was lost with its tmux server:
 // the node stays listed, exited, with the reason, until it is closed.
 func (n *Node) MarkLost(reason string) { n.markEnded(tools.StatusExited, reason) }
 
-// markListedLost ends a mirror whose node loseNode listed lost: its
+// MarkListedLost ends a mirror whose node loseNode listed lost: its
 // waiters see status lost (wait.go), not an exit.
 func (n *Node) MarkListedLost(reason string) { n.markEnded(tools.StatusLost, reason) }
 

@@ -5,7 +5,7 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// reachable is nil unless the node's host cannot be reached now.
+// Reachable is nil unless the node's host cannot be reached now.
 func (n *Node) Reachable() error {
 	if n.Meta.Host == "" {
 		if n.Client == nil {

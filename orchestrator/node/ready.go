@@ -32,10 +32,10 @@ type readiness struct {
 // output notes that output of the pane arrived (the pump calls it).
 func (r *readiness) output() { r.lastOutput.Store(time.Now().UnixNano()) }
 
-// readyBy is when input stops being held for the program's start.
+// ReadyBy is when input stops being held for the program's start.
 func (n *Node) ReadyBy() time.Time { return n.Meta.Created.Add(readyMax) }
 
-// waitReady waits until the program has printed and its output has then
+// WaitReady waits until the program has printed and its output has then
 // been quiet for readyQuiet, or deadline passes; it reports whether the
 // program was ready. It sleeps on the mirror's change channel, the status
 // channel and one timer for the quiet period or the deadline. An exited
@@ -110,7 +110,7 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// launchReady is a launch's wait for its program to be ready: up to
+// LaunchReady is a launch's wait for its program to be ready: up to
 // readyMax after the launch when launches watch their program
 // (Config.LaunchWatch), else only whether it is ready now.
 func (n *Node) LaunchReady(ctx context.Context) *bool {

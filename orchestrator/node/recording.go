@@ -11,7 +11,7 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// recording is a node's recording in progress.
+// Recording is a node's recording in progress.
 type Recording struct {
 	Recorder *record.Recorder
 	Dir      string
@@ -21,7 +21,7 @@ type Recording struct {
 	stopped chan struct{}
 }
 
-// recStart asks the pump to start recording; the pump answers on reply.
+// RecStart asks the pump to start recording; the pump answers on reply.
 type RecStart struct {
 	Reply chan error
 }
@@ -39,14 +39,14 @@ func (n *Node) recordingStatus() *tools.RecordingStatus {
 	return &tools.RecordingStatus{Path: rec.Dir, Since: rec.since.UTC().Format(time.RFC3339)}
 }
 
-// lastRecording is the directory of the node's last recording, if any.
+// LastRecording is the directory of the node's last recording, if any.
 func (n *Node) LastRecording() string {
 	n.Mu.Lock()
 	defer n.Mu.Unlock()
 	return n.lastRecDir
 }
 
-// saveMeta rewrites the node's metadata with the recording it has now, so
+// SaveMeta rewrites the node's metadata with the recording it has now, so
 // a restarted orchestrator goes on recording it. On a full disk (the
 // reason a recording stops) the atomic write has no room for its
 // temporary file: the file is then rewritten in place, so it stops naming
@@ -139,7 +139,7 @@ func (n *Node) watchRecording(rec *Recording) {
 	}
 }
 
-// stopRecording ends the node's recording, if any, writing everything
+// StopRecording ends the node's recording, if any, writing everything
 // pending. Its metadata is the caller's business (saveMeta): a shutdown
 // keeps it so a restart goes on recording.
 func (n *Node) StopRecording() {
@@ -214,7 +214,7 @@ func (n *Node) serveRecStart(req RecStart) {
 	req.Reply <- n.startRecording()
 }
 
-// recordInputEvent notes an input in the recording by kind and size only
+// RecordInputEvent notes an input in the recording by kind and size only
 // (key names for presses): never its text.
 func (n *Node) RecordInputEvent(kind string, size int, keys []string) {
 	if rec := n.Rec.Load(); rec != nil {

@@ -73,6 +73,6 @@ func (n *Node) leaveClient() {
 	n.mirror.Unlink(ctx, n.link)
 }
 
-// sharedClient reports whether the node's control client is a host's
+// SharedClient reports whether the node's control client is a host's
 // mirror client (not its own: no client pid of its own to wait for).
 func (n *Node) SharedClient() bool { return n.link != nil }

@@ -30,14 +30,14 @@ func (n *Node) rest() {
 	}
 }
 
-// cells returns the styled cell grid, building a resting mirror's
+// Cells returns the styled cell grid, building a resting mirror's
 // emulator again from tmux first.
 func (n *Node) Cells(ctx context.Context) render.Grid {
 	n.WakeMirror(ctx)
 	return n.Scr.Cells()
 }
 
-// wakeMirror asks the pump to build a resting mirror's emulator again
+// WakeMirror asks the pump to build a resting mirror's emulator again
 // from tmux, and waits for it (bounded by ctx and the node's life).
 func (n *Node) WakeMirror(ctx context.Context) {
 	if n.Scr.Asleep() && !n.Asleep.Load() {

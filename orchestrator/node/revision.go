@@ -7,12 +7,12 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// revisionBase is the revision a node's mirror starts at in its epoch-th
+// RevisionBase is the revision a node's mirror starts at in its epoch-th
 // orchestrator life: epoch in the high 32 bits. 2^21 restarts stay below
 // 2^53, the largest integer a JSON number carries exactly everywhere.
 func RevisionBase(epoch uint64) uint64 { return epoch << 32 }
 
-// revisionErr turns the mirror's revision error into the contract's: a
+// RevisionErr turns the mirror's revision error into the contract's: a
 // revision older than the kept history (or from an earlier life of the
 // orchestrator: revisions never repeat) is conflict/history-truncated, one
 // newer than any handed out a usage error.

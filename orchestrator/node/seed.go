@@ -15,7 +15,7 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// attach starts the node's control client and its pump, and seeds the
+// Attach starts the node's control client and its pump, and seeds the
 // mirror before returning.
 func (n *Node) Attach(ctx context.Context) error {
 	if n.hooks().Attach != nil {
@@ -57,7 +57,7 @@ const seedFormat = "#{pane_width} #{pane_height} #{cursor_x} #{cursor_y} #{curso
 
 // parseSeed turns the display-message line into a SeedState plus the
 // pane's dead flag and exit status (see hosts.CheckDead) and pid.
-func ParseSeed(line string, zombie func(int) (int, bool)) (st screen.SeedState, dead bool, status, pid int, err error) {
+func parseSeed(line string, zombie func(int) (int, bool)) (st screen.SeedState, dead bool, status, pid int, err error) {
 	f := strings.SplitN(line, " ", 16) // the title, last, may hold spaces
 	if len(f) != 16 {
 		return st, false, 0, 0, fmt.Errorf("parse pane state %q: %d fields", line, len(f))
@@ -124,7 +124,7 @@ func (n *Node) reseed(ctx context.Context) error {
 	if len(outs[0]) != 1 {
 		return fmt.Errorf("read pane %s for seeding: unexpected %q", n.Pane, outs[0])
 	}
-	st, dead, code, pid, perr := ParseSeed(outs[0][0], n.ZombieStatus)
+	st, dead, code, pid, perr := parseSeed(outs[0][0], n.ZombieStatus)
 	if perr != nil {
 		return perr
 	}
@@ -145,7 +145,7 @@ func (n *Node) reseed(ctx context.Context) error {
 	n.lastSeed = time.Now()
 	n.Asleep.Store(false)
 	newPid := pid > 0 && pid != n.Pid()
-	n.SetPid(pid)
+	n.setPid(pid)
 	n.Mu.Lock()
 	n.Reseeds++
 	n.seedRev = n.Scr.Revision()
@@ -158,7 +158,7 @@ func (n *Node) reseed(ctx context.Context) error {
 	}
 	if !dead && pending != nil {
 		// The process watcher saw the end before tmux did (exitcheck.go).
-		dead, code = n.ConfirmExit(*pending)
+		dead, code = n.confirmExit(*pending)
 	}
 	if dead {
 		n.Log.Debug("exit published by a seed", "code", code, "reported", pending != nil, "blank", len(n.excerpt(1)) == 0, "mark", n.dropUntil)

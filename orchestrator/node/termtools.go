@@ -8,7 +8,7 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// resolveRef checks a ref terminal_query handed out against the screen
+// ResolveRef checks a ref terminal_query handed out against the screen
 // (termquery.Resolve).
 func (n *Node) ResolveRef(s string, lines []string) (tools.Cell, error) {
 	return n.Refs.Resolve(s, lines, n.Scr.Revision(), func(rev uint64, row int) (bool, error) {
@@ -28,7 +28,7 @@ func (n *Node) ResolveRef(s string, lines []string) (tools.Cell, error) {
 // rawChunk is how many bytes one send-keys -H carries (DESIGN: ≤ 4 KB).
 const rawChunk = 1024
 
-// sendRaw writes bytes to the pane with send-keys -H: tmux passes each
+// SendRaw writes bytes to the pane with send-keys -H: tmux passes each
 // byte on as it is, with no key encoding.
 func (n *Node) SendRaw(ctx context.Context, data []byte) error {
 	var cmds []string

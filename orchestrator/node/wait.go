@@ -14,7 +14,7 @@ import (
 // defaultQuietMS is the quiet period when a quiet wait names none.
 const defaultQuietMS = tools.DefaultQuietMs
 
-// compiled is a checked tools.WaitSpec.
+// Compiled is a checked tools.WaitSpec.
 type Compiled struct {
 	tools.WaitSpec
 	re      *regexp.Regexp
@@ -59,7 +59,7 @@ func CompileWait(spec tools.WaitSpec) (Compiled, error) {
 	return c, nil
 }
 
-// waitFor blocks until spec holds, the timeout passes or ctx ends. It
+// WaitFor blocks until spec holds, the timeout passes or ctx ends. It
 // sleeps on the mirror's change channel and the node's status channel.
 // A timeout is a tools.WaitResult with TimedOut set, not an error.
 func (n *Node) WaitFor(ctx context.Context, spec tools.WaitSpec) (tools.WaitResult, error) {
@@ -216,7 +216,7 @@ func (n *Node) excerpt(k int) []string {
 	return append([]string(nil), rows[start:end]...)
 }
 
-// timeoutError turns a timed-out tools.WaitResult into the contract's timeout
+// TimeoutError turns a timed-out tools.WaitResult into the contract's timeout
 // error with a screen excerpt.
 func TimeoutError(id string, r tools.WaitResult) error {
 	return tools.Errorf(tools.KindTimeout, "terminal %q: %s wait timed out after %d ms", id, r.Wait, r.ElapsedMS).

@@ -9,7 +9,7 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 )
 
-// zombieWaitOn is zombieWait on srv's machine: a host's pid is read on
+// ZombieWaitOn is zombieWait on srv's machine: a host's pid is read on
 // the host (CONTRACT §23), never in this machine's /proc.
 func ZombieWaitOn(srv hosts.Server, pid int) (syscall.WaitStatus, bool) {
 	if pid <= 0 {
@@ -27,5 +27,5 @@ func ZombieWaitOn(srv hosts.Server, pid int) (syscall.WaitStatus, bool) {
 	return proc.ParseStat(b)
 }
 
-// zombieStatus is zombieStatus on the node's server's machine.
+// ZombieStatus is zombieStatus on the node's server's machine.
 func (n *Node) ZombieStatus(pid int) (int, bool) { return proc.WaitCode(ZombieWaitOn(n.Srv, pid)) }

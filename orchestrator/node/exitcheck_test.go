@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -9,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/termsprawl/termsprawl/orchestrator/node"
-
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -41,11 +40,11 @@ func (f *fakeHostServer) ProcStat(_ context.Context, pid int) ([]byte, error) {
 // says it is a zombie that exited 7.
 func TestRemoteExitReadOnTheHost(t *testing.T) {
 	srv := &fakeHostServer{code: 7}
-	n := &node.Node{Srv: srv, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Meta: NodeMeta{ID: "x", Host: "big"}}
-	n.St.Store(node.NewState(tools.StatusRunning, ""))
-	n.SetPid(os.Getpid())
-	n.ExitChecks = node.MaxExitChecks
-	if dead, code := n.ConfirmExit(7); !dead || code != 7 || srv.reads == 0 {
+	n := &Node{Srv: srv, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Meta: statefile.NodeMeta{ID: "x", Host: "big"}}
+	n.St.Store(NewState(tools.StatusRunning, ""))
+	n.setPid(os.Getpid())
+	n.exitChecks = maxExitChecks
+	if dead, code := n.confirmExit(7); !dead || code != 7 || srv.reads == 0 {
 		t.Fatalf("confirmExit: dead %v code %d after %d reads on the host", dead, code, srv.reads)
 	}
 	if code, ok := n.ZombieStatus(n.Pid()); !ok || code != 7 {
