@@ -110,13 +110,7 @@ func (o *Orchestrator) CaptureSince(ctx context.Context, id string, cursor uint6
 	if err != nil {
 		return tools.Changes{}, err
 	}
-	n.Observe(ctx)
-	ch, err := n.ChangesWithLogs(cursor)
-	if err != nil {
-		return tools.Changes{}, node.RevisionErr(id, "cursor", cursor, err)
-	}
-	ch.Semantic = n.Sem.Changes(cursor)
-	return ch, nil
+	return n.CaptureSince(ctx, cursor)
 }
 
 // DefaultReadChars is terminal_read's default max_chars.
@@ -128,14 +122,7 @@ func (o *Orchestrator) WaitFor(ctx context.Context, id string, spec tools.WaitSp
 	if err != nil {
 		return tools.WaitResult{}, err
 	}
-	r, err := n.WaitFor(ctx, spec)
-	if err != nil {
-		return r, err
-	}
-	if r.TimedOut {
-		return r, node.TimeoutError(id, r)
-	}
-	return r, nil
+	return n.Wait(ctx, spec)
 }
 
 // Read returns the most recent output (history and screen, from tmux).

@@ -9,8 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/termsprawl/termsprawl/orchestrator/node"
-
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/traces"
 	"github.com/termsprawl/termsprawl/tools"
@@ -35,47 +33,7 @@ func (o *Orchestrator) Record(ctx context.Context, id string, on bool) (tools.Re
 	if err != nil {
 		return tools.RecordResult{}, err
 	}
-	if !on {
-		rec := n.Rec.Load()
-		if rec == nil {
-			return tools.RecordResult{Terminal: id, Path: n.LastRecording()}, nil
-		}
-		n.StopRecording()
-		if err := n.SaveMeta(); err != nil {
-			return tools.RecordResult{}, err
-		}
-		return tools.RecordResult{Terminal: id, Path: rec.Dir}, nil
-	}
-	if rec := n.Rec.Load(); rec != nil {
-		return n.RecordResult(rec), nil
-	}
-	if status, _, gone := n.State(); gone || status == tools.StatusExited {
-		return tools.RecordResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has exited: there is nothing left to record", id)
-	}
-	req := node.RecStart{Reply: make(chan error, 1)}
-	select {
-	case n.RecReq <- req:
-	case <-n.Closing:
-		return tools.RecordResult{}, tools.Errorf(tools.KindNotFound, "terminal %q is closing", id)
-	case <-ctx.Done():
-		return tools.RecordResult{}, tools.Errorf(tools.KindTimeout, "record %q: %w", id, ctx.Err())
-	}
-	select {
-	case err = <-req.Reply:
-	case <-n.Done:
-		return tools.RecordResult{}, tools.Errorf(tools.KindNotFound, "terminal %q closed before its recording started", id)
-	}
-	if err != nil {
-		return tools.RecordResult{}, err
-	}
-	if err := n.SaveMeta(); err != nil {
-		return tools.RecordResult{}, err
-	}
-	rec := n.Rec.Load()
-	if rec == nil {
-		return tools.RecordResult{}, tools.Errorf(tools.KindInternal, "the recording of %q stopped as it started (see the log)", id)
-	}
-	return n.RecordResult(rec), nil
+	return n.Record(ctx, on)
 }
 
 // Mark adds a marker to a node's recording (terminal_mark).
@@ -84,13 +42,7 @@ func (o *Orchestrator) Mark(id, label string) (tools.MarkResult, error) {
 	if err != nil {
 		return tools.MarkResult{}, err
 	}
-	rec := n.Rec.Load()
-	if rec == nil {
-		return tools.MarkResult{}, tools.Errorf(tools.KindNotRun, "terminal %q is not being recorded: turn it on with terminal_record {\"terminal\":%q,\"on\":true}", id, id).
-			WithDetails("reason", "not-recording")
-	}
-	ms := rec.Recorder.Mark(label)
-	return tools.MarkResult{Terminal: id, Label: record.ClipLabel(label), TMS: ms}, nil
+	return n.Mark(label)
 }
 
 // newRecordingDir picks <state>/traces/<name>-<UTC time>, with -2, -3 …

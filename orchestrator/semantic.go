@@ -3,8 +3,6 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
@@ -27,18 +25,7 @@ func (o *Orchestrator) PublishSemantic(id string, raw json.RawMessage) (tools.Se
 	if err != nil {
 		return tools.SemanticPublished{}, err
 	}
-	snap := n.Snapshot()
-	root, err := semantic.Decode(raw, snap.Columns, snap.Rows)
-	if err != nil {
-		var se *semantic.Error
-		if errors.As(err, &se) {
-			return tools.SemanticPublished{}, tools.Errorf(tools.KindUsage, "semantic_publish: %w; nothing was committed", err).WithDetails("reason", se.Reason)
-		}
-		return tools.SemanticPublished{}, usage("semantic_publish: %v", err)
-	}
-	c := n.Sem.Add(semstore.Commit{Rev: n.Scr.Revision(), Size: len(raw), Root: root, At: time.Now()})
-	n.RecordSemantic(c.Rev, raw)
-	return tools.SemanticPublished{Terminal: id, Revision: c.Rev, Commit: c.Seq, Nodes: len(semantic.Flatten(root))}, nil
+	return n.PublishSemantic(raw)
 }
 
 // SemanticAction is terminal_fill, terminal_check or terminal_uncheck.

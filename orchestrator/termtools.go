@@ -1,10 +1,8 @@
 package orchestrator
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
@@ -30,47 +28,9 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 		return tools.MouseResult{}, err
 	}
 	var res tools.MouseResult
-	r, err := o.sendInput(ctx, id, "", wait, func(n *node.Node) error {
-		snap := n.Snapshot()
-		if spec.Locator != nil || strings.HasPrefix(spec.Ref, "semantic:") {
-			c, err := n.Sem.Target(id, spec.Locator, spec.Ref)
-			if err != nil {
-				return err
-			}
-			a.At = *c
-		} else if spec.Ref != "" {
-			c, err := n.ResolveRef(spec.Ref, snap.Lines)
-			if err != nil {
-				return err
-			}
-			a.At = c
-		}
-		for _, c := range []*tools.Cell{&a.At, a.DragTo()} {
-			if c != nil && (c.Row >= snap.Rows || c.Column >= snap.Columns) {
-				return usage("cell {row %d, column %d} is outside the screen (%d columns x %d rows: rows 0..%d, columns 0..%d)",
-					c.Row, c.Column, snap.Columns, snap.Rows, snap.Rows-1, snap.Columns-1)
-			}
-		}
-		mm := node.MouseModeOf(n.Scr.Modes())
-		if ok, needs := a.Allowed(mm.Tracking); !ok {
-			return tools.Errorf(tools.KindNotRun, "input-mode-disabled: terminal_%s needs %s and the program in %q has not enabled it (its mouse tracking is %s); nothing was sent. terminal_capabilities shows the program's mouse modes; drive it with terminal_press or terminal_type instead",
-				spec.Kind, needs, id, mm.Tracking).WithDetails("reason", "input-mode-disabled").WithDetails("mouse", mm)
-		}
-		data, ok := termio.EncodeAction(a, mm)
-		if !ok {
-			return usage("the cell cannot be expressed in the program's %s mouse encoding (X10 reports stop at column and row 223); nothing was sent", mm.Encoding)
-		}
-		res = tools.MouseResult{Terminal: id, At: a.At, Mouse: mm, Bytes: len(data)}
-		if spec.Kind == "drag" {
-			to := a.To
-			res.To = &to
-		}
-		n.NoteInput("mouse", fmt.Sprintf("%s %s at %d,%d", spec.Kind, cmp.Or(spec.Button, "left"), a.At.Row, a.At.Column))
-		if err := n.SendRaw(ctx, data); err != nil {
-			return err
-		}
-		n.RecordInputEvent(record.InputMouse, len(data), nil) // a recording notes it by kind and size
-		return nil
+	r, err := o.sendInput(ctx, id, "", wait, func(n *node.Node) (err error) {
+		res, err = n.Mouse(ctx, spec, a)
+		return err
 	})
 	res.Terminal, res.Revision, res.Wait = id, r.Revision, r.Wait
 	return res, err

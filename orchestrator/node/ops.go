@@ -1,7 +1,10 @@
 package node
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -9,8 +12,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/render"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
+	"github.com/termsprawl/termsprawl/orchestrator/semantic"
+	"github.com/termsprawl/termsprawl/orchestrator/semstore"
 	"github.com/termsprawl/termsprawl/orchestrator/termio"
 	"github.com/termsprawl/termsprawl/orchestrator/termquery"
 	"github.com/termsprawl/termsprawl/tmuxctl"
@@ -280,3 +286,160 @@ func (n *Node) SendInput(ctx context.Context, text string, wait *tools.WaitSpec,
 }
 
 func usageErr(format string, a ...any) error { return tools.Errorf(tools.KindUsage, format, a...) }
+
+// Record turns recording of a node on or off (terminal_record). Turning
+// it on when it is on, or off when it is off, changes nothing and says
+// where the recording is (or was).
+func (n *Node) Record(ctx context.Context, on bool) (tools.RecordResult, error) {
+	id := n.Meta.ID
+	if !on {
+		rec := n.Rec.Load()
+		if rec == nil {
+			return tools.RecordResult{Terminal: id, Path: n.LastRecording()}, nil
+		}
+		n.StopRecording()
+		if err := n.SaveMeta(); err != nil {
+			return tools.RecordResult{}, err
+		}
+		return tools.RecordResult{Terminal: id, Path: rec.Dir}, nil
+	}
+	if rec := n.Rec.Load(); rec != nil {
+		return n.RecordResult(rec), nil
+	}
+	if status, _, gone := n.State(); gone || status == tools.StatusExited {
+		return tools.RecordResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has exited: there is nothing left to record", id)
+	}
+	var err error
+	req := RecStart{Reply: make(chan error, 1)}
+	select {
+	case n.RecReq <- req:
+	case <-n.Closing:
+		return tools.RecordResult{}, tools.Errorf(tools.KindNotFound, "terminal %q is closing", id)
+	case <-ctx.Done():
+		return tools.RecordResult{}, tools.Errorf(tools.KindTimeout, "record %q: %w", id, ctx.Err())
+	}
+	select {
+	case err = <-req.Reply:
+	case <-n.Done:
+		return tools.RecordResult{}, tools.Errorf(tools.KindNotFound, "terminal %q closed before its recording started", id)
+	}
+	if err != nil {
+		return tools.RecordResult{}, err
+	}
+	if err := n.SaveMeta(); err != nil {
+		return tools.RecordResult{}, err
+	}
+	rec := n.Rec.Load()
+	if rec == nil {
+		return tools.RecordResult{}, tools.Errorf(tools.KindInternal, "the recording of %q stopped as it started (see the log)", id)
+	}
+	return n.RecordResult(rec), nil
+}
+
+// Mark adds a marker to a node's recording (terminal_mark).
+func (n *Node) Mark(label string) (tools.MarkResult, error) {
+	id := n.Meta.ID
+	rec := n.Rec.Load()
+	if rec == nil {
+		return tools.MarkResult{}, tools.Errorf(tools.KindNotRun, "terminal %q is not being recorded: turn it on with terminal_record {\"terminal\":%q,\"on\":true}", id, id).
+			WithDetails("reason", "not-recording")
+	}
+	ms := rec.Recorder.Mark(label)
+	return tools.MarkResult{Terminal: id, Label: record.ClipLabel(label), TMS: ms}, nil
+}
+
+// PublishSemantic commits a tree for node id, which must be the caller's
+// own node (the tool server passes the caller's node; no other node's
+// tree ever changes). A bad tree is a usage error with details.reason and
+// changes nothing.
+func (n *Node) PublishSemantic(raw json.RawMessage) (tools.SemanticPublished, error) {
+	id := n.Meta.ID
+	snap := n.Snapshot()
+	root, err := semantic.Decode(raw, snap.Columns, snap.Rows)
+	if err != nil {
+		var se *semantic.Error
+		if errors.As(err, &se) {
+			return tools.SemanticPublished{}, tools.Errorf(tools.KindUsage, "semantic_publish: %w; nothing was committed", err).WithDetails("reason", se.Reason)
+		}
+		return tools.SemanticPublished{}, usageErr("semantic_publish: %v", err)
+	}
+	c := n.Sem.Add(semstore.Commit{Rev: n.Scr.Revision(), Size: len(raw), Root: root, At: time.Now()})
+	n.RecordSemantic(c.Rev, raw)
+	return tools.SemanticPublished{Terminal: id, Revision: c.Rev, Commit: c.Seq, Nodes: len(semantic.Flatten(root))}, nil
+}
+
+// CaptureSince returns the rows changed after revision cursor.
+func (n *Node) CaptureSince(ctx context.Context, cursor uint64) (tools.Changes, error) {
+	id := n.Meta.ID
+	n.Observe(ctx)
+	ch, err := n.ChangesWithLogs(cursor)
+	if err != nil {
+		return tools.Changes{}, RevisionErr(id, "cursor", cursor, err)
+	}
+	ch.Semantic = n.Sem.Changes(cursor)
+	return ch, nil
+}
+
+// Wait waits on the node; a wait that timed out is the contract's
+// timeout error, with the result.
+func (n *Node) Wait(ctx context.Context, spec tools.WaitSpec) (tools.WaitResult, error) {
+	id := n.Meta.ID
+	r, err := n.WaitFor(ctx, spec)
+	if err != nil {
+		return r, err
+	}
+	if r.TimedOut {
+		return r, TimeoutError(id, r)
+	}
+	return r, nil
+}
+
+// Mouse sends a mouse action a (spec as the caller asked it) as real mouse
+// reports encoded for the modes the program enabled, or refuses
+// (not_run, input-mode-disabled, nothing sent) when it has not enabled
+// the tracking the action needs. It is an input operation's send
+// (SendInput).
+func (n *Node) Mouse(ctx context.Context, spec termio.MouseSpec, a termio.Action) (tools.MouseResult, error) {
+	id := n.Meta.ID
+	var res tools.MouseResult
+	snap := n.Snapshot()
+	if spec.Locator != nil || strings.HasPrefix(spec.Ref, "semantic:") {
+		c, err := n.Sem.Target(id, spec.Locator, spec.Ref)
+		if err != nil {
+			return res, err
+		}
+		a.At = *c
+	} else if spec.Ref != "" {
+		c, err := n.ResolveRef(spec.Ref, snap.Lines)
+		if err != nil {
+			return res, err
+		}
+		a.At = c
+	}
+	for _, c := range []*tools.Cell{&a.At, a.DragTo()} {
+		if c != nil && (c.Row >= snap.Rows || c.Column >= snap.Columns) {
+			return res, usageErr("cell {row %d, column %d} is outside the screen (%d columns x %d rows: rows 0..%d, columns 0..%d)",
+				c.Row, c.Column, snap.Columns, snap.Rows, snap.Rows-1, snap.Columns-1)
+		}
+	}
+	mm := MouseModeOf(n.Scr.Modes())
+	if ok, needs := a.Allowed(mm.Tracking); !ok {
+		return res, tools.Errorf(tools.KindNotRun, "input-mode-disabled: terminal_%s needs %s and the program in %q has not enabled it (its mouse tracking is %s); nothing was sent. terminal_capabilities shows the program's mouse modes; drive it with terminal_press or terminal_type instead",
+			spec.Kind, needs, id, mm.Tracking).WithDetails("reason", "input-mode-disabled").WithDetails("mouse", mm)
+	}
+	data, ok := termio.EncodeAction(a, mm)
+	if !ok {
+		return res, usageErr("the cell cannot be expressed in the program's %s mouse encoding (X10 reports stop at column and row 223); nothing was sent", mm.Encoding)
+	}
+	res = tools.MouseResult{Terminal: id, At: a.At, Mouse: mm, Bytes: len(data)}
+	if spec.Kind == "drag" {
+		to := a.To
+		res.To = &to
+	}
+	n.NoteInput("mouse", fmt.Sprintf("%s %s at %d,%d", spec.Kind, cmp.Or(spec.Button, "left"), a.At.Row, a.At.Column))
+	if err := n.SendRaw(ctx, data); err != nil {
+		return res, err
+	}
+	n.RecordInputEvent(record.InputMouse, len(data), nil) // a recording notes it by kind and size
+	return res, nil
+}
