@@ -16,7 +16,6 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
-	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -238,9 +237,7 @@ func (o *Orchestrator) unattached(meta NodeMeta, err error) {
 // listed.
 func (o *Orchestrator) listUnreachable(meta NodeMeta, base uint64, reason string) {
 	n := o.newNode(meta)
-	n.Scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: base})
-	n.St.Store(node.NewState(tools.StatusUnreachable, reason))
-	close(n.Done)
+	n.Unmirrored(DefaultColumns, DefaultRows, base, tools.StatusUnreachable, reason)
 	o.mu.Lock()
 	o.nodes[meta.ID] = n
 	o.mu.Unlock()

@@ -414,21 +414,7 @@ func (o *Orchestrator) removeFiles(id string) {
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node.Node {
-	srv := o.serverFor(meta)
-	n := &node.Node{
-		Meta:      meta,
-		Env:       nodeEnv{o},
-		Srv:       srv,
-		Log:       o.log.With("node", meta.ID),
-		ReseedReq: make(chan struct{}, 1),
-		RecReq:    make(chan node.RecStart),
-		WakeReq:   make(chan chan struct{}),
-		Quit:      make(chan struct{}),
-		Done:      make(chan struct{}),
-		Closing:   make(chan struct{}),
-	}
-	n.St.Store(node.NewState(tools.StatusRunning, ""))
-	return n
+	return node.New(meta, o.serverFor(meta), nodeEnv{o}, o.log.With("node", meta.ID))
 }
 
 func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {

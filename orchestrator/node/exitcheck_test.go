@@ -41,7 +41,7 @@ func (f *fakeHostServer) ProcStat(_ context.Context, pid int) ([]byte, error) {
 func TestRemoteExitReadOnTheHost(t *testing.T) {
 	srv := &fakeHostServer{code: 7}
 	n := &Node{Srv: srv, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Meta: statefile.NodeMeta{ID: "x", Host: "big"}}
-	n.St.Store(NewState(tools.StatusRunning, ""))
+	n.st.Store(newState(tools.StatusRunning, ""))
 	n.setPid(os.Getpid())
 	n.exitChecks = maxExitChecks
 	if dead, code := n.confirmExit(7); !dead || code != 7 || srv.reads == 0 {

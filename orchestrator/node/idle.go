@@ -54,7 +54,7 @@ func (n *Node) Observe(ctx context.Context) {
 	}
 	done := make(chan struct{})
 	select {
-	case n.WakeReq <- done:
+	case n.wakeReq <- done:
 	case <-n.Done:
 		return
 	case <-ctx.Done():

@@ -36,9 +36,9 @@ type Node struct {
 	Scr        *screen.Screen
 	Log        *slog.Logger
 
-	ReseedReq chan struct{} // capacity 1
-	RecReq    chan RecStart // asks the pump to start recording
-	WakeReq   chan chan struct{}
+	reseedReq chan struct{} // capacity 1
+	recReq    chan recStart // asks the pump to start recording
+	wakeReq   chan chan struct{}
 	Quit      chan struct{}
 	Done      chan struct{} // closed when pump returns
 	quitOnce  sync.Once
@@ -100,7 +100,7 @@ type Node struct {
 	// stateMu orders the writers of st, the node's published state
 	// (nodestate.go); readers load st without a lock.
 	stateMu sync.Mutex
-	St      atomic.Pointer[State]
+	st      atomic.Pointer[State]
 
 	// inputs are kept for echo masking, under their own lock.
 	inputs textwait.Inputs
@@ -177,7 +177,7 @@ func (n *Node) Snapshot() screen.Snapshot {
 // RequestReseed asks the pump to reseed (it coalesces requests).
 func (n *Node) RequestReseed() {
 	select {
-	case n.ReseedReq <- struct{}{}:
+	case n.reseedReq <- struct{}{}:
 	default:
 	}
 }
@@ -221,4 +221,31 @@ func SandboxName(p string) string {
 		return string(sandbox.None)
 	}
 	return p
+}
+
+// New is the node of meta on srv, not attached yet (Attach mirrors it).
+func New(meta statefile.NodeMeta, srv hosts.Server, env Env, log *slog.Logger) *Node {
+	n := &Node{
+		Meta:      meta,
+		Env:       env,
+		Srv:       srv,
+		Log:       log,
+		reseedReq: make(chan struct{}, 1),
+		recReq:    make(chan recStart),
+		wakeReq:   make(chan chan struct{}),
+		Quit:      make(chan struct{}),
+		Done:      make(chan struct{}),
+		Closing:   make(chan struct{}),
+	}
+	n.st.Store(newState(tools.StatusRunning, ""))
+	return n
+}
+
+// Unmirrored makes a new node a placeholder with no mirror: a blank
+// cols×rows screen from revision base, no client, no pump, status with
+// reason.
+func (n *Node) Unmirrored(cols, rows int, base uint64, status, reason string) {
+	n.Scr = screen.NewWithOptions(cols, rows, screen.Options{BaseRevision: base})
+	n.st.Store(newState(status, reason))
+	close(n.Done)
 }

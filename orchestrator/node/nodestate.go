@@ -19,13 +19,13 @@ type State struct {
 	changed chan struct{}
 }
 
-// NewState is the state a node starts in.
-func NewState(status, reason string) *State {
+// newState is the state a node starts in.
+func newState(status, reason string) *State {
 	return &State{Status: status, ExitReason: reason, changed: make(chan struct{})}
 }
 
 // Load returns the node's current state, read in one step.
-func (n *Node) Load() *State { return n.St.Load() }
+func (n *Node) Load() *State { return n.st.Load() }
 
 // update publishes the state f makes of a copy of the current one;
 // f reports whether it changed anything. With signal, the waiters on
@@ -34,7 +34,7 @@ func (n *Node) Load() *State { return n.St.Load() }
 func (n *Node) update(signal bool, f func(s *State) bool) bool {
 	n.stateMu.Lock()
 	defer n.stateMu.Unlock()
-	old := n.St.Load()
+	old := n.st.Load()
 	next := *old
 	if !f(&next) {
 		return false
@@ -42,7 +42,7 @@ func (n *Node) update(signal bool, f func(s *State) bool) bool {
 	if signal {
 		next.changed = make(chan struct{})
 	}
-	n.St.Store(&next)
+	n.st.Store(&next)
 	if signal {
 		close(old.changed)
 	}

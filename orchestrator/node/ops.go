@@ -310,9 +310,9 @@ func (n *Node) Record(ctx context.Context, on bool) (tools.RecordResult, error) 
 		return tools.RecordResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has exited: there is nothing left to record", id)
 	}
 	var err error
-	req := RecStart{Reply: make(chan error, 1)}
+	req := recStart{Reply: make(chan error, 1)}
 	select {
-	case n.RecReq <- req:
+	case n.recReq <- req:
 	case <-n.Closing:
 		return tools.RecordResult{}, tools.Errorf(tools.KindNotFound, "terminal %q is closing", id)
 	case <-ctx.Done():

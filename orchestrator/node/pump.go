@@ -70,12 +70,12 @@ func (n *Node) pump() {
 				continue
 			}
 			n.event(ev)
-		case <-n.ReseedReq:
+		case <-n.reseedReq:
 			n.reseedLogged("requested")
 			arm()
-		case req := <-n.RecReq:
+		case req := <-n.recReq:
 			n.serveRecStart(req)
-		case done := <-n.WakeReq:
+		case done := <-n.wakeReq:
 			if n.Asleep.Load() || n.Scr.Asleep() {
 				n.reseedLogged("observed")
 				if n.Env.Limits().RestAfter > 0 {

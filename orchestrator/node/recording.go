@@ -21,8 +21,8 @@ type Recording struct {
 	stopped chan struct{}
 }
 
-// RecStart asks the pump to start recording; the pump answers on reply.
-type RecStart struct {
+// recStart asks the pump to start recording; the pump answers on reply.
+type recStart struct {
 	Reply chan error
 }
 
@@ -200,7 +200,7 @@ func (n *Node) reseedFramed(why string) {
 
 // serveRecStart starts a recording on the pump's goroutine: the mirror is
 // brought up to date first when it is not (a burst, a sleeping node).
-func (n *Node) serveRecStart(req RecStart) {
+func (n *Node) serveRecStart(req recStart) {
 	if n.Rec.Load() != nil {
 		req.Reply <- nil
 		return

@@ -43,7 +43,7 @@ func (n *Node) WakeMirror(ctx context.Context) {
 	if n.Scr.Asleep() && !n.Asleep.Load() {
 		done := make(chan struct{})
 		select {
-		case n.WakeReq <- done:
+		case n.wakeReq <- done:
 			select {
 			case <-done:
 			case <-n.Done:
