@@ -33,17 +33,17 @@ func (n *Node) startLogs() {
 	}
 }
 
-// ChangesWithLogs is the screen's changes since cursor plus, for a node
+// changesWithLogs is the screen's changes since cursor plus, for a node
 // with logs, the log lines read from cursor on.
-func (n *Node) ChangesWithLogs(cursor uint64) (tools.Changes, error) {
+func (n *Node) changesWithLogs(cursor uint64) (tools.Changes, error) {
 	if lf := n.TW.Logs; lf != nil {
 		return lf.ChangesSince(cursor)
 	}
 	return n.Scr.ChangesSince(cursor)
 }
 
-// LogLabels are the node's log labels and those whose file is missing.
-func (n *Node) LogLabels() (labels, missing []string) {
+// logLabels are the node's log labels and those whose file is missing.
+func (n *Node) logLabels() (labels, missing []string) {
 	if lf := n.TW.Logs; lf != nil {
 		return lf.Labels()
 	}

@@ -11,8 +11,8 @@ import (
 // asleep and wakes it (the pump serves that wake after sleep). It returns
 // how long ago the node was last observed.
 func (n *Node) DecideSleep(idle time.Duration) (bool, time.Duration) {
-	n.IdleMu.Lock()
-	defer n.IdleMu.Unlock()
+	n.idleMu.Lock()
+	defer n.idleMu.Unlock()
 	since := time.Since(time.Unix(0, n.LastObserved.Load()))
 	// A recorded node stays awake: asleep, tmux sends us none of its output.
 	if n.Asleep.Load() || n.Observers.Load() != 0 || since < idle || n.Rec.Load() != nil {
@@ -45,10 +45,10 @@ func (n *Node) sleep() {
 // Observe marks the node observed now and, if it sleeps, wakes it and
 // waits until its mirror is fresh again.
 func (n *Node) Observe(ctx context.Context) {
-	n.IdleMu.Lock()
+	n.idleMu.Lock()
 	n.LastObserved.Store(time.Now().UnixNano())
 	asleep := n.Asleep.Load()
-	n.IdleMu.Unlock()
+	n.idleMu.Unlock()
 	if !asleep {
 		return
 	}

@@ -86,7 +86,7 @@ type Node struct {
 	// idleMu orders the pump's decision to sleep (decideSleep) with an
 	// observer's check (observe): an observer either keeps the node awake
 	// or sees it asleep and wakes it; none is lost in between.
-	IdleMu       sync.Mutex
+	idleMu       sync.Mutex
 	detaching    atomic.Bool // detach paused the pane: its %pause is ours
 	Asleep       atomic.Bool
 	Observers    atomic.Int32 // waits in progress
@@ -121,7 +121,7 @@ type Node struct {
 
 	TW termwright // crash report, last input, logs (crash.go)
 	// refs are the refs terminal_query handed out (orchestrator/termquery).
-	Refs termquery.Refs
+	refs termquery.Refs
 	// sem holds the program's semantic tree commits (semantic.go).
 	Sem semstore.Store
 }
@@ -149,9 +149,9 @@ func (n *Node) IsClosing() bool {
 	}
 }
 
-// RecordInput keeps text about to be sent at point pt (the mirror's
+// recordInput keeps text about to be sent at point pt (the mirror's
 // InputPoint just before it is sent), for echo masking.
-func (n *Node) RecordInput(pt screen.Point, text string) {
+func (n *Node) recordInput(pt screen.Point, text string) {
 	n.inputs.Record(pt.Revision, pt.TextEnd, pt.Prefix, text)
 }
 

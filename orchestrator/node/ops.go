@@ -114,7 +114,7 @@ func (n *Node) Capabilities(ctx context.Context) (tools.Capabilities, error) {
 	n.Observe(ctx)
 	snap := n.Snapshot()
 	status, _, _ := n.State()
-	labels, missing := n.LogLabels()
+	labels, missing := n.logLabels()
 	info := n.Info(0)
 	return tools.Capabilities{
 		Terminal: id, Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Status: status,
@@ -148,7 +148,7 @@ func (n *Node) Query(ctx context.Context, q QuerySpec) (tools.QueryResult, error
 			res.Matches = res.Matches[q.Nth-1 : q.Nth]
 		}
 	}
-	n.Refs.Remember(res.Matches)
+	n.refs.Remember(res.Matches)
 	return res, nil
 }
 
@@ -197,9 +197,9 @@ func (n *Node) Show(ctx context.Context) *Showing {
 	// Counted under idleMu, the lock decideSleep decides under: the pump
 	// either sees this observer and stays awake, or decided before it and
 	// observe below sees the node asleep and wakes it.
-	n.IdleMu.Lock()
+	n.idleMu.Lock()
 	n.Observers.Add(1)
-	n.IdleMu.Unlock()
+	n.idleMu.Unlock()
 	n.Observe(ctx)
 	return &Showing{n: n}
 }
@@ -209,10 +209,10 @@ func (n *Node) Show(ctx context.Context) *Showing {
 func (s *Showing) Close() {
 	s.once.Do(func() {
 		n := s.n
-		n.IdleMu.Lock()
+		n.idleMu.Lock()
 		n.LastObserved.Store(time.Now().UnixNano())
 		n.Observers.Add(-1)
-		n.IdleMu.Unlock()
+		n.idleMu.Unlock()
 	})
 }
 
@@ -229,7 +229,7 @@ func (s *Showing) Cells() render.Grid { return s.n.Cells(context.Background()) }
 // compare it with the one before; it is overwritten in place after that.
 // Frame is not safe for concurrent use.
 func (s *Showing) Frame() (render.Grid, []uint64) {
-	s.n.WakeMirror(context.Background())
+	s.n.wakeMirror(context.Background())
 	return s.frames.Next(s.n.Scr)
 }
 
@@ -264,11 +264,11 @@ func (n *Node) SendInput(ctx context.Context, text string, wait *tools.WaitSpec,
 		return tools.InputResult{}, n.WithCrash(tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id))
 	}
 	// Held until the program shows that it reads (ready.go).
-	n.WaitReady(ctx, n.ReadyBy())
+	n.waitReady(ctx, n.readyBy())
 	n.Observe(ctx)
 	pt := n.Scr.InputPoint()
 	rev := pt.Revision
-	n.RecordInput(pt, text)
+	n.recordInput(pt, text)
 	n.Sem.MarkInput(rev) // a semantic wait after rev counts only later commits (semantic.go)
 	if err := send(n); err != nil {
 		return tools.InputResult{Terminal: id, Revision: rev}, err
@@ -295,16 +295,16 @@ func (n *Node) Record(ctx context.Context, on bool) (tools.RecordResult, error) 
 	if !on {
 		rec := n.Rec.Load()
 		if rec == nil {
-			return tools.RecordResult{Terminal: id, Path: n.LastRecording()}, nil
+			return tools.RecordResult{Terminal: id, Path: n.lastRecording()}, nil
 		}
 		n.StopRecording()
-		if err := n.SaveMeta(); err != nil {
+		if err := n.saveMeta(); err != nil {
 			return tools.RecordResult{}, err
 		}
 		return tools.RecordResult{Terminal: id, Path: rec.Dir}, nil
 	}
 	if rec := n.Rec.Load(); rec != nil {
-		return n.RecordResult(rec), nil
+		return n.recordResult(rec), nil
 	}
 	if status, _, gone := n.State(); gone || status == tools.StatusExited {
 		return tools.RecordResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has exited: there is nothing left to record", id)
@@ -326,14 +326,14 @@ func (n *Node) Record(ctx context.Context, on bool) (tools.RecordResult, error) 
 	if err != nil {
 		return tools.RecordResult{}, err
 	}
-	if err := n.SaveMeta(); err != nil {
+	if err := n.saveMeta(); err != nil {
 		return tools.RecordResult{}, err
 	}
 	rec := n.Rec.Load()
 	if rec == nil {
 		return tools.RecordResult{}, tools.Errorf(tools.KindInternal, "the recording of %q stopped as it started (see the log)", id)
 	}
-	return n.RecordResult(rec), nil
+	return n.recordResult(rec), nil
 }
 
 // Mark adds a marker to a node's recording (terminal_mark).
@@ -364,7 +364,7 @@ func (n *Node) PublishSemantic(raw json.RawMessage) (tools.SemanticPublished, er
 		return tools.SemanticPublished{}, usageErr("semantic_publish: %v", err)
 	}
 	c := n.Sem.Add(semstore.Commit{Rev: n.Scr.Revision(), Size: len(raw), Root: root, At: time.Now()})
-	n.RecordSemantic(c.Rev, raw)
+	n.recordSemantic(c.Rev, raw)
 	return tools.SemanticPublished{Terminal: id, Revision: c.Rev, Commit: c.Seq, Nodes: len(semantic.Flatten(root))}, nil
 }
 
@@ -372,7 +372,7 @@ func (n *Node) PublishSemantic(raw json.RawMessage) (tools.SemanticPublished, er
 func (n *Node) CaptureSince(ctx context.Context, cursor uint64) (tools.Changes, error) {
 	id := n.Meta.ID
 	n.Observe(ctx)
-	ch, err := n.ChangesWithLogs(cursor)
+	ch, err := n.changesWithLogs(cursor)
 	if err != nil {
 		return tools.Changes{}, RevisionErr(id, "cursor", cursor, err)
 	}
@@ -410,7 +410,7 @@ func (n *Node) Mouse(ctx context.Context, spec termio.MouseSpec, a termio.Action
 		}
 		a.At = *c
 	} else if spec.Ref != "" {
-		c, err := n.ResolveRef(spec.Ref, snap.Lines)
+		c, err := n.resolveRef(spec.Ref, snap.Lines)
 		if err != nil {
 			return res, err
 		}

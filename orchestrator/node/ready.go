@@ -32,15 +32,15 @@ type readiness struct {
 // output notes that output of the pane arrived (the pump calls it).
 func (r *readiness) output() { r.lastOutput.Store(time.Now().UnixNano()) }
 
-// ReadyBy is when input stops being held for the program's start.
-func (n *Node) ReadyBy() time.Time { return n.Meta.Created.Add(readyMax) }
+// readyBy is when input stops being held for the program's start.
+func (n *Node) readyBy() time.Time { return n.Meta.Created.Add(readyMax) }
 
-// WaitReady waits until the program has printed and its output has then
+// waitReady waits until the program has printed and its output has then
 // been quiet for readyQuiet, or deadline passes; it reports whether the
 // program was ready. It sleeps on the mirror's change channel, the status
 // channel and one timer for the quiet period or the deadline. An exited
 // or closing node, or ctx's end, stops the wait (not ready).
-func (n *Node) WaitReady(ctx context.Context, deadline time.Time) bool {
+func (n *Node) waitReady(ctx context.Context, deadline time.Time) bool {
 	if n.rd.ready.Load() {
 		return true
 	}
@@ -114,10 +114,10 @@ func minTime(a, b time.Time) time.Time {
 // readyMax after the launch when launches watch their program
 // (Config.LaunchWatch), else only whether it is ready now.
 func (n *Node) LaunchReady(ctx context.Context) *bool {
-	deadline := n.ReadyBy()
+	deadline := n.readyBy()
 	if n.Env.Limits().LaunchWatch < 0 {
 		deadline = time.Now()
 	}
-	ready := n.WaitReady(ctx, deadline)
+	ready := n.waitReady(ctx, deadline)
 	return &ready
 }

@@ -26,7 +26,7 @@ type recStart struct {
 	Reply chan error
 }
 
-func (n *Node) RecordResult(rec *Recording) tools.RecordResult {
+func (n *Node) recordResult(rec *Recording) tools.RecordResult {
 	return tools.RecordResult{Terminal: n.Meta.ID, Recording: true, Path: rec.Dir, Since: rec.since.UTC().Format(time.RFC3339)}
 }
 
@@ -39,19 +39,19 @@ func (n *Node) recordingStatus() *tools.RecordingStatus {
 	return &tools.RecordingStatus{Path: rec.Dir, Since: rec.since.UTC().Format(time.RFC3339)}
 }
 
-// LastRecording is the directory of the node's last recording, if any.
-func (n *Node) LastRecording() string {
+// lastRecording is the directory of the node's last recording, if any.
+func (n *Node) lastRecording() string {
 	n.Mu.Lock()
 	defer n.Mu.Unlock()
 	return n.lastRecDir
 }
 
-// SaveMeta rewrites the node's metadata with the recording it has now, so
+// saveMeta rewrites the node's metadata with the recording it has now, so
 // a restarted orchestrator goes on recording it. On a full disk (the
 // reason a recording stops) the atomic write has no room for its
 // temporary file: the file is then rewritten in place, so it stops naming
 // a recording that ended.
-func (n *Node) SaveMeta() error {
+func (n *Node) saveMeta() error {
 	m := n.Meta
 	m.Recording = ""
 	if rec := n.Rec.Load(); rec != nil {
@@ -96,7 +96,7 @@ func (n *Node) resumeRecording(dir string) {
 		n.Mu.Lock()
 		n.lastRecDir = dir
 		n.Mu.Unlock()
-		if err := n.SaveMeta(); err != nil {
+		if err := n.saveMeta(); err != nil {
 			n.Log.Warn("recording", "err", err)
 		}
 		return
@@ -134,7 +134,7 @@ func (n *Node) watchRecording(rec *Recording) {
 	close(rec.stopped)
 	err := rec.Recorder.Close()
 	n.Log.Error("recording stopped; the node runs on unrecorded", "dir", rec.Dir, "err", cmp.Or(rec.Recorder.Err(), err))
-	if err := n.SaveMeta(); err != nil {
+	if err := n.saveMeta(); err != nil {
 		n.Log.Warn("recording", "err", err)
 	}
 }
@@ -245,7 +245,7 @@ func (n *Node) recordOnStart() error {
 		if err := n.startRecording(); err != nil {
 			return err
 		}
-		if err := n.SaveMeta(); err != nil {
+		if err := n.saveMeta(); err != nil {
 			n.StopRecording()
 			return err
 		}

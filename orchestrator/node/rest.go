@@ -33,13 +33,13 @@ func (n *Node) rest() {
 // Cells returns the styled cell grid, building a resting mirror's
 // emulator again from tmux first.
 func (n *Node) Cells(ctx context.Context) render.Grid {
-	n.WakeMirror(ctx)
+	n.wakeMirror(ctx)
 	return n.Scr.Cells()
 }
 
-// WakeMirror asks the pump to build a resting mirror's emulator again
+// wakeMirror asks the pump to build a resting mirror's emulator again
 // from tmux, and waits for it (bounded by ctx and the node's life).
-func (n *Node) WakeMirror(ctx context.Context) {
+func (n *Node) wakeMirror(ctx context.Context) {
 	if n.Scr.Asleep() && !n.Asleep.Load() {
 		done := make(chan struct{})
 		select {

@@ -8,10 +8,10 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// ResolveRef checks a ref terminal_query handed out against the screen
+// resolveRef checks a ref terminal_query handed out against the screen
 // (termquery.Resolve).
-func (n *Node) ResolveRef(s string, lines []string) (tools.Cell, error) {
-	return n.Refs.Resolve(s, lines, n.Scr.Revision(), func(rev uint64, row int) (bool, error) {
+func (n *Node) resolveRef(s string, lines []string) (tools.Cell, error) {
+	return n.refs.Resolve(s, lines, n.Scr.Revision(), func(rev uint64, row int) (bool, error) {
 		ch, err := n.Scr.ChangesSince(rev)
 		if err != nil {
 			return false, err
