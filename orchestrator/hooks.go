@@ -10,7 +10,9 @@ import "github.com/termsprawl/termsprawl/orchestrator/node"
 // one, and none is a symbol of it (TestNoTestSeamsInTheBinary). Each is
 // nil unless a test set it.
 type hooks struct {
-	// NodeHooks are the seams that run inside a node (orchestrator/node).
+	// Hooks are the seams that run inside a node (orchestrator/node),
+	// which the node reads through its Env: like these, a field of one
+	// engine that only the package's tests set.
 	node.Hooks
 	// listSessions, if set, replaces tmux's answer to list-sessions.
 	listSessions func([]string) []string

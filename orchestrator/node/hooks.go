@@ -1,7 +1,7 @@
 package node
 
-// hooks are the node's engine's test seams; none for a node built without
-// an engine (unit tests of one node).
+// hooks are the node's test seams, its engine's (Env.Hooks); none for a
+// node built without an engine (unit tests of one node).
 func (n *Node) hooks() *Hooks {
 	if n.Env == nil {
 		return &Hooks{}
@@ -9,9 +9,10 @@ func (n *Node) hooks() *Hooks {
 	return n.Env.Hooks()
 }
 
-// NodeHooks are a node's test seams, set by the engine's tests on one
-// engine (its hooks) and read by the node through its Env; each is nil
-// unless a test set it.
+// Hooks are a node's test seams, set by the engine's tests on one engine
+// (its hooks, which embed these) and read by the node through its Env:
+// never a package variable, so a binary can set none. Each is nil unless
+// a test set it.
 type Hooks struct {
 	// StateRead runs in exitState right after the node's status and exit
 	// reason were read (tests end the node there, as a concurrent exit
