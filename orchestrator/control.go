@@ -2,14 +2,11 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
 	"strings"
 	"syscall"
 
+	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -105,31 +102,11 @@ func (o *Orchestrator) AttachArgv(id string) []string {
 	return []string{o.cfg.Tmux, "-L", socket, "attach-session", "-t", "ts-" + id}
 }
 
-// knownEmulators is tried in order when no preference is set.
-var knownEmulators = [][]string{
-	{"x-terminal-emulator", "-e"}, {"kitty", "--"}, {"alacritty", "-e"},
-	{"gnome-terminal", "--"}, {"konsole", "-e"}, {"xterm", "-e"},
-}
-
 // ExternalArgv returns the emulator argv that attaches to the node, from
-// the preferences file or the first known emulator on PATH.
+// the preferences file or the first known emulator on PATH
+// (launchenv.Emulator).
 func (o *Orchestrator) ExternalArgv(id string) ([]string, error) {
-	attach := o.AttachArgv(id)
-	prefPath := tools.PreferencesPath(o.cfg.StateDir)
-	prefs, err := tools.ReadPreferences(prefPath)
-	if err == nil {
-		return prefs.Argv(attach), nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, tools.Errorf(tools.KindUsage, "%s: %w: fix or remove it", prefPath, err)
-	}
-	for _, e := range knownEmulators {
-		if p, err := exec.LookPath(e[0]); err == nil {
-			return append(append([]string{p}, e[1:]...), attach...), nil
-		}
-	}
-	return nil, tools.Errorf(tools.KindNotRun,
-		"no terminal emulator found to open a window with (tried x-terminal-emulator, kitty, alacritty, gnome-terminal, konsole, xterm) and none is set in %s: write yours there, e.g. {\"executable\":\"kitty\",\"args\":[\"--\",\"{command}\"]} ({command} stands for the attach command), or run `termsprawl attach %s` in a terminal instead", prefPath, id)
+	return launchenv.Emulator(o.cfg.StateDir, id, o.AttachArgv(id))
 }
 
 // External opens a new terminal window attached to the node: spawned
@@ -142,12 +119,9 @@ func (o *Orchestrator) External(id string) (tools.ExternalResult, error) {
 	if err != nil {
 		return tools.ExternalResult{}, err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = tools.EnvWithoutTmux(os.Environ())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return tools.ExternalResult{}, tools.Errorf(tools.KindRejected, "start %s: %w: run `termsprawl attach %s` in a terminal instead", argv[0], err, id)
+	pid, err := launchenv.StartWindow(id, argv)
+	if err != nil {
+		return tools.ExternalResult{}, err
 	}
-	go cmd.Wait() // reap it whenever it ends
-	return tools.ExternalResult{Terminal: id, Argv: argv, PID: cmd.Process.Pid}, nil
+	return tools.ExternalResult{Terminal: id, Argv: argv, PID: pid}, nil
 }
