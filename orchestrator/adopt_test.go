@@ -124,7 +124,7 @@ func TestDetachedMirrorAttachesAgain(t *testing.T) {
 	id := launch(t, o, "sh", "-c", "echo first; exec cat")
 	waitText(t, o, id, "first")
 	before, _ := o.Snapshot(context.Background(), id)
-	srv.Must("detach-client", "-s", "ts-"+id)
+	detachOurClient(t, srv)
 	// Wait until the new mirror replaced the old one.
 	var n *node.Node
 	if !testenv.Until(20*time.Second, func() bool {

@@ -58,7 +58,9 @@ func newBenchOrchestratorWith(b *testing.B, idleAfter time.Duration, mod func(*C
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cfg := Config{StateDir: dir, Socket: srv.Socket, IdleAfter: idleAfter}
+	// TERMSPRAWL_BENCH_CLIENT_PER_NODE=1: a control client per node
+	// (Config.ClientPerNode), to compare with the shared mirror client.
+	cfg := Config{StateDir: dir, Socket: srv.Socket, IdleAfter: idleAfter, ClientPerNode: os.Getenv("TERMSPRAWL_BENCH_CLIENT_PER_NODE") == "1"}
 	if path := os.Getenv("TERMSPRAWL_BENCH_LOG"); path != "" {
 		// The orchestrator's debug log, to look into an odd iteration.
 		f, err := os.Create(path)
@@ -822,6 +824,14 @@ func BenchmarkIdleNodeMemory(b *testing.B) {
 			benchIdleOrchestratorCmd(b, -1, false, printingNodeCommand)
 		}
 	})
+	// The same with a control client per node (Config.ClientPerNode, the
+	// layout before issue 41), side by side in one run.
+	b.Run("orchestrator-awake-printing-client-per-node", func(b *testing.B) {
+		b.Setenv("TERMSPRAWL_BENCH_CLIENT_PER_NODE", "1")
+		for range b.N {
+			benchIdleOrchestratorCmd(b, -1, false, printingNodeCommand)
+		}
+	})
 	b.Run("orchestrator-awake-resting", orch(-1, true))
 	b.Run("orchestrator-asleep", orch(benchIdleAfter, false))
 	plain := func(mode string) func(b *testing.B) {
@@ -968,9 +978,14 @@ func benchIdleOrchestratorCmd(b *testing.B, idle time.Duration, rest bool, cmd [
 		}
 	}
 	after := sampleMem(b, sockets(o)...)
-	// One client per node, and an admin and a waiter client per shard
-	// after the first (the first's are in the baseline).
-	if got, want := after.nclients-before.nclients, idleNodes+2*(len(sockets(o))-1); got != want {
+	// An admin, a waiter and a mirror client per shard after the first
+	// (the first's are in the baseline); with a client per node, those
+	// instead of the mirror.
+	want := (shardClients) * (len(sockets(o)) - 1)
+	if o.cfg.ClientPerNode {
+		want = idleNodes + (shardClients-1)*(len(sockets(o))-1)
+	}
+	if got := after.nclients - before.nclients; got != want {
 		b.Fatalf("%d new control clients for %d nodes on %d shards, want %d", got, idleNodes, len(sockets(o)), want)
 	}
 	b.ReportMetric(float64(len(sockets(o))), "shards")

@@ -48,7 +48,7 @@ func TestConcurrentNodes(t *testing.T) {
 	if left := o.List(orchestrator.TestContext(t)); len(left) != 0 {
 		t.Fatalf("%d nodes left after closing all", len(left))
 	}
-	if out, _ := srv.Cmd("list-sessions", "-F", "#{session_name}"); out != "termsprawl-admin\n" {
+	if out, _ := srv.Cmd("list-sessions", "-F", "#{session_name}"); out != "termsprawl-admin\ntermsprawl-mirror\n" { // the admin and mirror sessions only
 		t.Fatalf("sessions left: %q", out)
 	}
 }

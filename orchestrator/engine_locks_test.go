@@ -240,7 +240,7 @@ func TestReattachNotAfterClose(t *testing.T) {
 	waitText(t, o, id, "up")
 
 	// Someone detaches our control client from outside: a reattach starts.
-	srv.Must("detach-client", "-s", "=ts-"+id)
+	detachOurClient(t, srv)
 	within(t, started, 20*time.Second, "the reattach starting")
 	closed := make(chan struct{})
 	go func() {
@@ -305,6 +305,18 @@ func TestAdoptAttachFailureListed(t *testing.T) {
 	if _, err := srv.Cmd("has-session", "-t", "=ts-"+id); err == nil {
 		t.Fatalf("its session exists after the close")
 	}
+}
+
+// shardClients is how many control clients a shard keeps attached
+// whatever its nodes: admin, waiter and the mirror client its nodes share.
+const shardClients = 3
+
+// detachOurClient detaches, as a human's `detach-client -s` would, the
+// control client that mirrors node id: its shard's mirror client, attached
+// to the hidden mirror session (every node of the shard is mirrored again).
+func detachOurClient(t *testing.T, srv *tmuxtest.Server) {
+	t.Helper()
+	srv.Must("detach-client", "-s", "="+hosts.MirrorSession)
 }
 
 // tmuxControlChildren lists this process's children that run a tmux

@@ -47,6 +47,11 @@ type Config struct {
 	// ShardSize is how many nodes one tmux server holds at most; more
 	// nodes start another server. 0 means DefaultShardSize.
 	ShardSize int
+	// ClientPerNode gives every local node a control client of its own
+	// instead of sharing its shard's mirror client (each node's window
+	// linked into the shard's hidden mirror session, as on a host):
+	// the layout before issue 41, kept for comparison (PERFORMANCE.md).
+	ClientPerNode bool
 	// LaunchWatch is how long a launch watches its new program for an
 	// early exit (reported as NodeInfo.Exited). 0 means
 	// DefaultLaunchWatch; negative means not at all.
@@ -170,6 +175,8 @@ type Orchestrator struct {
 	hosts *hostSet      // the machines driven over ssh (host.go)
 	// traces are the recordings opened for reading (trace_open).
 	traces *record.Registry
+	// clientsCache is each shard's last list of human clients (read.go).
+	clientsCache clientsCache
 
 	// There is no global lifecycle lock: each tmux server has its own
 	// (tmuxServer.life) and launches, closes and reattaches on different
@@ -222,7 +229,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	}
 	deaths := make(chan struct{}, 1)
 	firstRan := hosts.Running(ctx, cfg.Tmux, cfg.Socket, launchenv.Tmux())
-	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg), launchenv.Tmux(), deaths)
+	srv, err := hosts.StartLocal(ctx, cfg.Tmux, cfg.Socket, cfg.StateDir, serverConf(cfg), launchenv.Tmux(), deaths, !cfg.ClientPerNode)
 	if err != nil {
 		return nil, err
 	}

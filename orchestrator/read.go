@@ -13,15 +13,21 @@ import (
 )
 
 // humanClients returns the tty names of the clients attached to each
-// shard, control clients (ours) excluded, per session name. The shards
-// are asked side by side: at 200 nodes (25 shards) one list-clients after
-// the other made terminal_list wait for 25 round trips in a row
-// (docs/PERFORMANCE.md, "200 nodes").
+// shard, control clients (ours) excluded, per session name. A shard's
+// answer is kept while its admin client hears of no client change
+// (hosts.Tmux.ClientsGen), so a list at 1,000 nodes (125 shards) asks
+// only the shards whose clients changed; those are asked side by side
+// (docs/PERFORMANCE.md, "200 nodes" and "1,000 nodes").
 func (o *Orchestrator) humanClients(ctx context.Context) map[hosts.Server]map[string][]string {
 	srvs := o.servers()
 	found := make([]map[string][]string, len(srvs))
 	var wg sync.WaitGroup
 	for i, srv := range srvs {
+		gen := srv.ClientsGen()
+		if m, ok := o.clientsCache.get(srv, gen); ok {
+			found[i] = m
+			continue
+		}
 		wg.Go(func() {
 			if o.hooks.humanClients != nil {
 				o.hooks.humanClients(len(srvs))
@@ -38,6 +44,7 @@ func (o *Orchestrator) humanClients(ctx context.Context) map[hosts.Server]map[st
 				}
 			}
 			found[i] = m
+			o.clientsCache.put(srv, gen, m)
 		})
 	}
 	wg.Wait()
@@ -48,6 +55,47 @@ func (o *Orchestrator) humanClients(ctx context.Context) map[hosts.Server]map[st
 		}
 	}
 	return res
+}
+
+// clientsCache keeps each shard's last list of human clients with the
+// shard's ClientsGen when it was asked (humanClients). Its maps are never
+// changed once put.
+type clientsCache struct {
+	mu sync.Mutex // guards m
+	m  map[*tmuxServer]cachedClients
+}
+
+type cachedClients struct {
+	gen      uint64
+	sessions map[string][]string
+}
+
+func (c *clientsCache) get(srv *tmuxServer, gen uint64) (map[string][]string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[srv]
+	return e.sessions, ok && e.gen == gen
+}
+
+// put keeps the answer taken at gen (the value read before the question
+// was sent: a change meanwhile makes it stale at once).
+func (c *clientsCache) put(srv *tmuxServer, gen uint64, sessions map[string][]string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[*tmuxServer]cachedClients{}
+	}
+	if e, ok := c.m[srv]; ok && e.gen > gen {
+		return // a newer answer is there already
+	}
+	c.m[srv] = cachedClients{gen: gen, sessions: sessions}
+}
+
+// forget drops a shard that is gone (reclaim).
+func (c *clientsCache) forget(srv *tmuxServer) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.m, srv)
 }
 
 // List returns every node.

@@ -50,23 +50,42 @@ func (o *Orchestrator) reclaimShards(ctx context.Context) {
 	}
 }
 
-// endShard ends an empty shard's server (see reclaimShards).
+// endShard ends an empty shard's server (see reclaimShards): the
+// programs of its hidden sessions (admin, and the mirror session of a
+// shared server) are ended once our clients have left.
 func (o *Orchestrator) endShard(ctx context.Context, s *tmuxServer) {
 	socket := s.Socket()
-	pid := 0
+	var pids []int
 	if admin := s.Admin(); admin != nil {
-		if out, err := admin.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+hosts.AdminSession+":", "#{pane_pid}")); err == nil && len(out) == 1 {
-			pid, _ = strconv.Atoi(strings.TrimSpace(out[0]))
+		if out, err := admin.Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} #{window_name} #{pane_pid} #{pane_id}")); err == nil {
+			for _, line := range out {
+				f := strings.Fields(line)
+				if len(f) != 4 {
+					continue
+				}
+				name := f[0]
+				// The mirror session's own window, never a node's linked
+				// into it.
+				if name != hosts.AdminSession && (name != hosts.MirrorSession || f[1] != hosts.MirrorSession) {
+					continue
+				}
+				if pid, _ := strconv.Atoi(f[2]); pid > 0 {
+					pids = append(pids, pid)
+				}
+				admin.Run(ctx, tmuxctl.Command("set-option", "-p", "-t", f[3], "remain-on-exit", "off"))
+			}
 		}
-		admin.Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "="+hosts.AdminSession+":", "remain-on-exit", "off"))
 	}
 	s.Close() // our clients leave first
-	if pid <= 0 {
+	o.clientsCache.forget(s)
+	if len(pids) == 0 {
 		o.log.Warn("empty tmux shard kept: its admin session's pid is unknown", "socket", socket)
 		return
 	}
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
-		syscall.Kill(pid, sig)
+		for _, pid := range pids {
+			syscall.Kill(pid, sig)
+		}
 		deadline := time.Now().Add(reclaimWait / 2)
 		for time.Now().Before(deadline) {
 			if !hosts.Running(ctx, o.cfg.Tmux, socket, launchenv.Tmux()) {

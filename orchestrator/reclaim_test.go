@@ -56,8 +56,8 @@ func TestEmptyShardsAreReclaimed(t *testing.T) {
 			}
 		}
 	}
-	if len(kids) != 2 {
-		t.Fatalf("%d control clients, want the first shard's admin and waiter: %q", len(kids), kids)
+	if len(kids) != shardClients {
+		t.Fatalf("%d control clients, want the first shard's admin, waiter and mirror: %q", len(kids), kids)
 	}
 	// A new launch after the reclaim starts a shard again when needed.
 	for range 3 {
@@ -94,8 +94,8 @@ func TestLaunchRolledBackWhenCallerGaveUp(t *testing.T) {
 	if _, err := o.readMeta(hooked); err == nil {
 		t.Fatal("its metadata file is left")
 	}
-	testenv.Until(5*time.Second, func() bool { return len(tmuxControlChildren()) <= 2 })
-	if kids := tmuxControlChildren(); len(kids) != 2 {
+	testenv.Until(5*time.Second, func() bool { return len(tmuxControlChildren()) <= shardClients })
+	if kids := tmuxControlChildren(); len(kids) != shardClients {
 		t.Fatalf("control clients left: %q", kids)
 	}
 }

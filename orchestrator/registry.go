@@ -208,7 +208,7 @@ func (o *Orchestrator) CurrentPath(ctx context.Context, id string) string {
 	if err != nil {
 		return ""
 	}
-	out, err := n.Client.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{pane_current_path}"))
+	out, err := n.Cmd().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{pane_current_path}"))
 	if err != nil || len(out) != 1 {
 		return ""
 	}
@@ -295,7 +295,7 @@ func (o *Orchestrator) shardFor(ctx context.Context, r *reservation) (*tmuxServe
 
 // addShard starts (or connects to) the server of socket and adds it.
 func (o *Orchestrator) addShard(ctx context.Context, socket string) (*tmuxServer, error) {
-	s, err := hosts.StartLocal(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, serverConf(o.cfg), launchenv.Tmux(), o.deaths)
+	s, err := hosts.StartLocal(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, serverConf(o.cfg), launchenv.Tmux(), o.deaths, !o.cfg.ClientPerNode)
 	if err != nil {
 		return nil, err
 	}

@@ -37,11 +37,11 @@ func (o *Orchestrator) remoteSignal(n *node.Node, pid int, name string, sig sysc
 // clientPID is the pid, as the node's tmux server knows it, of the node's
 // control client (for a host: the remote tmux client, not our ssh).
 func (o *Orchestrator) clientPID(ctx context.Context, n *node.Node) int {
+	if n.SharedClient() {
+		return 0 // the server's mirror client stays: the node's window leaves it
+	}
 	if n.Meta.Host == "" {
 		return n.Client.PID()
-	}
-	if n.SharedClient() {
-		return 0 // the host's mirror client stays: the node's window leaves it
 	}
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()

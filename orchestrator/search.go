@@ -45,7 +45,7 @@ func (o *Orchestrator) searchCapture(ctx context.Context, id string, take func()
 	if h := o.hooks.searchCommand; h != nil {
 		h()
 	}
-	outs, err := n.Client.RunMany(ctx,
+	outs, err := n.Cmd().RunMany(ctx,
 		tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{history_size} #{pane_width}"),
 		tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", n.Pane))
 	if err == nil && (len(outs) != 2 || len(outs[0]) != 1) {

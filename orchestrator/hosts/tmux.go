@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -95,11 +96,19 @@ type Tmux struct {
 	// slots bounds the short-lived ssh sessions (run, cli) a host's
 	// server opens at once (execSlots); nil for a local one.
 	slots chan struct{}
+	// shared: a local server whose nodes share its mirror client (a
+	// host's server always does).
+	shared bool
+	// clientsGen counts the changes of the server's clients that its
+	// admin client was told of (a client attached, switched or detached),
+	// and every new admin client: an answer about the clients is current
+	// while it stays the same.
+	clientsGen atomic.Uint64
 
 	mu     sync.Mutex // guards admin, waiter and mirror (replaced by Ensure)
 	admin  *tmuxctl.Client
 	waiter *tmuxctl.Client
-	mirror *Mirror // a host's server only: every node's output (mirror.go)
+	mirror *Mirror // a host's server, or a shared local one: every node's output (mirror.go)
 }
 
 var _ Server = (*Tmux)(nil)
@@ -115,8 +124,10 @@ func Running(ctx context.Context, bin, socket string, env []string) bool {
 // StartLocal starts (or connects to) the local server of socket, with its
 // configuration conf (Conf and what the engine adds to it) written to
 // stateDir; pane deaths on it are signalled on deaths (shared by every
-// server).
-func StartLocal(ctx context.Context, bin, socket, stateDir, conf string, env []string, deaths chan struct{}) (*Tmux, error) {
+// server). With mirror, the server also gets a mirror client (mirror.go)
+// that carries the output of every node on it, as a host's server does;
+// without, each node attaches a control client of its own.
+func StartLocal(ctx context.Context, bin, socket, stateDir, conf string, env []string, deaths chan struct{}, mirror bool) (*Tmux, error) {
 	if _, err := exec.LookPath(bin); err != nil {
 		return nil, fmt.Errorf("find tmux: %w (install tmux, e.g. apt-get install tmux)", err)
 	}
@@ -124,7 +135,7 @@ func StartLocal(ctx context.Context, bin, socket, stateDir, conf string, env []s
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		return nil, fmt.Errorf("write tmux config: %w", err)
 	}
-	s := &Tmux{bin: bin, socket: socket, conf: confPath, minimalEnv: env, deaths: deaths, life: new(sync.Mutex), stop: make(chan struct{})}
+	s := &Tmux{bin: bin, socket: socket, conf: confPath, minimalEnv: env, deaths: deaths, life: new(sync.Mutex), stop: make(chan struct{}), shared: mirror}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.connectLocked(ctx); err != nil {
@@ -213,8 +224,9 @@ func (s *Tmux) connectLocked(ctx context.Context) error {
 		admin.Close()
 		return fmt.Errorf("attach waiter client: %w", err)
 	}
-	if s.prefix != nil {
-		// A host: one client for every node's output (mirror.go).
+	if s.prefix != nil || s.shared {
+		// A host, or a shared local server: one client for every node's
+		// output (mirror.go).
 		mirror, err := startMirror(ctx, s, admin)
 		if err != nil {
 			waiter.Close()
@@ -224,14 +236,28 @@ func (s *Tmux) connectLocked(ctx context.Context) error {
 		s.mirror = mirror
 	}
 	s.admin, s.waiter = admin, waiter
-	// Nobody needs these clients' notifications: drain them so they do
-	// not pile up.
-	for _, c := range []*tmuxctl.Client{admin, waiter} {
-		go func() {
-			for range c.Events() {
+	s.clientsGen.Add(1)
+	// The admin client's notifications of other clients mark what was
+	// known of them stale (ClientsGen); nobody needs the rest, nor the
+	// waiter's: drain them so they do not pile up. Each goroutine ends
+	// with its client.
+	go func() {
+		for ev := range admin.Events() {
+			switch e := ev.(type) {
+			case tmuxctl.ClientDetached:
+				s.clientsGen.Add(1)
+			case tmuxctl.SessionEvent:
+				if e.Name == "client-session-changed" {
+					s.clientsGen.Add(1)
+				}
 			}
-		}()
-	}
+		}
+		s.clientsGen.Add(1)
+	}()
+	go func() {
+		for range waiter.Events() {
+		}
+	}()
 	s.wg.Add(1)
 	go s.waitDeaths(waiter)
 	return nil
@@ -243,12 +269,49 @@ func (s *Tmux) ClientConfig(args ...string) tmuxctl.Config {
 	return tmuxctl.Config{Tmux: s.bin, Socket: s.socket, ConfigFile: s.conf, Args: args, Prefix: s.prefix, ShellQuote: s.prefix != nil}
 }
 
-// Mirror is a host's server's shared client for every node's output
-// (nil for a local server, and for a host's server never connected).
+// Mirror is a host's server's, or a shared local server's, client for
+// every node's output (nil for a local server whose nodes have clients of
+// their own, and for a host's server never connected).
 func (s *Tmux) Mirror() *Mirror {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.mirror
+}
+
+// ClientsGen changes whenever the server's admin client is told that a
+// client attached, switched session or detached (tmux 3.3a sends
+// %client-session-changed and %client-detached to every control client),
+// and when the admin client is replaced or ends: a list of the server's
+// clients taken when it had a value stays true while it has it.
+func (s *Tmux) ClientsGen() uint64 { return s.clientsGen.Load() }
+
+// Shared reports whether the server's nodes share its mirror client.
+func (s *Tmux) Shared() bool { return s.prefix != nil || s.shared }
+
+// LocalMirror returns a shared local server's mirror client, attaching a
+// new one first if the last one ended (a human's detach-client, say)
+// while the server lives. Call it under the server's lifecycle lock:
+// a control client must not start while sessions change (tmux 3.3a,
+// docs/TMUX-CRASHES.md).
+func (s *Tmux) LocalMirror(ctx context.Context) (*Mirror, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mirror != nil && s.mirror.c.Err() == nil {
+		return s.mirror, nil
+	}
+	if s.admin == nil || s.admin.Err() != nil {
+		return nil, fmt.Errorf("mirror client of %s: the server's admin client has ended", s.socket)
+	}
+	if s.mirror != nil {
+		s.mirror.close()
+	}
+	m, err := startMirror(ctx, s, s.admin)
+	if err != nil {
+		s.mirror = nil
+		return nil, err
+	}
+	s.mirror = m
+	return m, nil
 }
 
 // Admin returns the current admin client (nil for a host's server that
@@ -269,6 +332,10 @@ func (s *Tmux) Ensure(ctx context.Context) error {
 	}
 	s.admin.Close()
 	s.waiter.Close()
+	if s.mirror != nil {
+		s.mirror.close()
+		s.mirror = nil
+	}
 	return s.connectLocked(ctx)
 }
 

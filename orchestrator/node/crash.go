@@ -128,7 +128,7 @@ func derefCode(p *int) any {
 func (n *Node) deadSignal(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	out, err := n.Client.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{pane_dead_signal}"))
+	out, err := n.Cmd().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{pane_dead_signal}"))
 	if err != nil || len(out) != 1 {
 		return 0
 	}

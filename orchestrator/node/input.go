@@ -8,7 +8,7 @@ import (
 )
 
 func (n *Node) TypeText(ctx context.Context, text string) error {
-	if _, err := n.Client.Run(ctx, tmuxctl.Command("send-keys", "-t", n.Pane, "-l", "--", text)); err != nil {
+	if _, err := n.Cmd().Run(ctx, tmuxctl.Command("send-keys", "-t", n.Pane, "-l", "--", text)); err != nil {
 		return n.TmuxErr("type", err)
 	}
 	return nil
@@ -16,7 +16,7 @@ func (n *Node) TypeText(ctx context.Context, text string) error {
 
 func (n *Node) PressKeys(ctx context.Context, keys []string) error {
 	args := append([]string{"-t", n.Pane}, keys...)
-	if _, err := n.Client.Run(ctx, tmuxctl.Command("send-keys", args...)); err != nil {
+	if _, err := n.Cmd().Run(ctx, tmuxctl.Command("send-keys", args...)); err != nil {
 		return n.TmuxErr("press", err)
 	}
 	return nil
@@ -25,7 +25,7 @@ func (n *Node) PressKeys(ctx context.Context, keys []string) error {
 func (n *Node) PasteText(ctx context.Context, text string) error {
 	buf := "termsprawl-paste-" + n.Meta.ID
 	// -p brackets only if the program asked for it; -d deletes the buffer.
-	_, err := n.Client.RunMany(ctx,
+	_, err := n.Cmd().RunMany(ctx,
 		tmuxctl.Command("set-buffer", "-b", buf, "--", text),
 		tmuxctl.Command("paste-buffer", "-p", "-d", "-b", buf, "-t", n.Pane))
 	if err != nil {

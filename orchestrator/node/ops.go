@@ -44,7 +44,7 @@ func (n *Node) Read(ctx context.Context, maxChars int) (tools.ReadResult, error)
 		maxChars = tools.DefaultReadChars
 	}
 	rev := n.Scr.Revision()
-	lines, err := n.Client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-2000", "-t", n.Pane))
+	lines, err := n.Cmd().Run(ctx, tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-2000", "-t", n.Pane))
 	if err != nil {
 		return tools.ReadResult{}, n.TmuxErr("read", err)
 	}
@@ -70,7 +70,7 @@ func (n *Node) Read(ctx context.Context, maxChars int) (tools.ReadResult, error)
 // the start of history and the last visible row.
 func (n *Node) Scrollback(ctx context.Context, from, to *int, search string) (tools.ScrollbackResult, error) {
 	id := n.Meta.ID
-	out, err := n.Client.Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{history_size} #{pane_height}"))
+	out, err := n.Cmd().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{history_size} #{pane_height}"))
 	if err != nil || len(out) != 1 {
 		return tools.ScrollbackResult{}, n.TmuxErr("scrollback", err)
 	}
@@ -90,7 +90,7 @@ func (n *Node) Scrollback(ctx context.Context, from, to *int, search string) (to
 	if start > end {
 		return res, nil // the range holds no line (e.g. no history yet)
 	}
-	lines, err := n.Client.Run(ctx, tmuxctl.Command("capture-pane", "-p", "-S", strconv.Itoa(start), "-E", strconv.Itoa(end), "-t", n.Pane))
+	lines, err := n.Cmd().Run(ctx, tmuxctl.Command("capture-pane", "-p", "-S", strconv.Itoa(start), "-E", strconv.Itoa(end), "-t", n.Pane))
 	if err != nil {
 		return tools.ScrollbackResult{}, n.TmuxErr("scrollback", err)
 	}
@@ -156,7 +156,7 @@ func (n *Node) Query(ctx context.Context, q QuerySpec) (tools.QueryResult, error
 // change and reseeds. It returns once the mirror has the new size (or
 // after a short bound).
 func (n *Node) Resize(ctx context.Context, columns, rows int) error {
-	if _, err := n.Client.Run(ctx, tmuxctl.Command("resize-window", "-t", "="+n.Session()+":", "-x", strconv.Itoa(columns), "-y", strconv.Itoa(rows))); err != nil {
+	if _, err := n.Cmd().Run(ctx, tmuxctl.Command("resize-window", "-t", "="+n.Session()+":", "-x", strconv.Itoa(columns), "-y", strconv.Itoa(rows))); err != nil {
 		return n.TmuxErr("resize", err)
 	}
 	deadline := time.NewTimer(2 * time.Second)

@@ -11,17 +11,25 @@ import (
 	"github.com/termsprawl/termsprawl/tmuxctl"
 )
 
-// A node's control client: its own for a node on this machine; for a
-// node on a host, the host's one mirror client, shared by all its nodes
-// (hosts/mirror.go, CONTRACT §23: 64 nodes and more over one ssh
-// connection under sshd's MaxSessions 10).
+// A node's control client: its server's one mirror client, shared by all
+// the server's nodes (hosts/mirror.go): on a host, so that 64 nodes and
+// more fit one ssh connection under sshd's MaxSessions 10 (CONTRACT §23);
+// on a local shard, so that a node costs no tmux client process of its
+// own (issue 41, PERFORMANCE.md). With Config.ClientPerNode a local node
+// attaches a client of its own.
 
 // startClient attaches the node's control client and finds its pane and
 // size; it sets client, pane, stream, events and clientDone (and link for
 // a host's node).
 func (n *Node) startClient(ctx context.Context) (cols, rows int, err error) {
-	if ts, ok := n.Srv.(*hosts.Tmux); ok && ts.Remote() {
+	if ts, ok := n.Srv.(*hosts.Tmux); ok && ts.Shared() {
 		m := ts.Mirror()
+		if !ts.Remote() {
+			var err error
+			if m, err = ts.LocalMirror(ctx); err != nil {
+				return 0, 0, fmt.Errorf("attach to %s: %w", n.Session(), err)
+			}
+		}
 		if m == nil {
 			return 0, 0, fmt.Errorf("attach to %s: %w", n.Session(), hosts.ErrUnreachable)
 		}
@@ -61,8 +69,9 @@ func (n *Node) startClient(ctx context.Context) (cols, rows int, err error) {
 }
 
 // leaveClient ends the node's share of its control client: its own
-// client is closed; a host's node unlinks its window from the mirror
-// session (its pane was paused for the mirror client first: detach).
+// client is closed; a node on a shared server unlinks its window from the
+// mirror session (its pane was paused for the mirror client first:
+// detach).
 func (n *Node) leaveClient() {
 	if n.link == nil {
 		n.Client.Close()
@@ -73,6 +82,21 @@ func (n *Node) leaveClient() {
 	n.mirror.Unlink(ctx, n.link)
 }
 
-// SharedClient reports whether the node's control client is a host's
+// SharedClient reports whether the node's control client is its server's
 // mirror client (not its own: no client pid of its own to wait for).
 func (n *Node) SharedClient() bool { return n.link != nil }
+
+// Cmd is the client for a command about the node that needs no order
+// against the pane's output (input, captures, queries): on a local shared
+// server the admin client, so that the reply never waits behind the
+// neighbours' output queued on the mirror client (a flooding neighbour's
+// backlog); otherwise the node's client. Seeds and heals, whose replies
+// must fall at their place in the output stream, use n.Client.
+func (n *Node) Cmd() *tmuxctl.Client {
+	if n.link != nil && !n.Srv.Remote() {
+		if a := n.Srv.Admin(); a != nil {
+			return a
+		}
+	}
+	return n.Client
+}

@@ -42,7 +42,7 @@ func (n *Node) SendRaw(ctx context.Context, data []byte) error {
 		cmds = append(cmds, tmuxctl.Command("send-keys", args...))
 		data = data[k:]
 	}
-	if _, err := n.Client.RunMany(ctx, cmds...); err != nil {
+	if _, err := n.Cmd().RunMany(ctx, cmds...); err != nil {
 		return n.TmuxErr("write raw bytes", err)
 	}
 	return nil

@@ -37,6 +37,8 @@ import (
 //     terminal_wait_for on it returns, in-process over HTTP (≤ 2 ms), and
 //     ctl-wake-p50-ms: the same through a whole `termsprawlctl call
 //     terminal_wait_for` process, to its exit (≤ 5 ms);
+//   - grep-p50-ms: the whole `termsprawl grep tick` process over every
+//     node (issue 41: ≤ 2 s at 1,000);
 //   - total-MiB: the PSS of the orchestrator (this process), its control
 //     clients and its tmux servers, every node launched, and total-rest-MiB
 //     the same once the quiet mirrors rest (issue 41: ≤ 512 MiB at 1,000
@@ -130,6 +132,22 @@ func BenchmarkScale200(b *testing.B) {
 		}
 		report(ms(median(list)), "list-p50-ms")
 		report(ms(median(ls)), "ls-p50-ms")
+
+		// grep over every node (issue 41: ≤ 2 s at 1,000), the whole
+		// `termsprawl grep` process; the printing nodes' "tick" lines
+		// match, so each of their histories is read whole.
+		var grep []time.Duration
+		for range 3 {
+			t0 := time.Now()
+			cmd := exec.Command(human, "grep", "--limit", "10000", "tick")
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			grep = append(grep, time.Since(t0))
+			if printing > 0 && (err != nil || !strings.Contains(string(out), "tick")) {
+				b.Fatalf("termsprawl grep: %v\n%.500s", err, out)
+			}
+		}
+		report(ms(median(grep)), "grep-p50-ms")
 
 		// Idle CPU: awake (mirrors rest after 5 s of quiet), then asleep.
 		time.Sleep(6 * time.Second)
