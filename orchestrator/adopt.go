@@ -12,9 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
-	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -189,7 +190,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 			o.log.Debug("restore remain-on-exit", "node", id, "err", err)
 		}
 		n := o.newNode(meta)
-		if err := n.attach(ctx); err != nil {
+		if err := n.Attach(ctx); err != nil {
 			// Its session runs: keep it listed, so it can be seen and
 			// closed (not invisible until the next restart).
 			o.log.Warn("cannot adopt node: listed unattached", "node", id, "err", err)
@@ -223,9 +224,9 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 // attach (adoption): a blank mirror, no client, status unreachable with
 // the reason. Operations other than close answer unavailable (reachable);
 // CloseNode ends its session from tmux's own account of the pane
-// (endSession); the next orchestrator tries to adopt it again.
+// (hosts.EndSession); the next orchestrator tries to adopt it again.
 func (o *Orchestrator) unattached(meta NodeMeta, err error) {
-	o.listUnreachable(meta, revisionBase(meta.Epoch),
+	o.listUnreachable(meta, node.RevisionBase(meta.Epoch),
 		"termsprawl could not attach its mirror of the session ("+err.Error()+"): the program may still run; terminal_close ends it, a restart tries again")
 }
 
@@ -236,9 +237,7 @@ func (o *Orchestrator) unattached(meta NodeMeta, err error) {
 // listed.
 func (o *Orchestrator) listUnreachable(meta NodeMeta, base uint64, reason string) {
 	n := o.newNode(meta)
-	n.scr = screen.NewWithOptions(DefaultColumns, DefaultRows, screen.Options{BaseRevision: base})
-	n.st.Store(newState(tools.StatusUnreachable, reason))
-	close(n.done)
+	n.Unmirrored(DefaultColumns, DefaultRows, base, tools.StatusUnreachable, reason)
 	o.mu.Lock()
 	o.nodes[meta.ID] = n
 	o.mu.Unlock()
@@ -281,8 +280,3 @@ func (o *Orchestrator) readMeta(id string) (NodeMeta, error) {
 	}
 	return m, nil
 }
-
-// revisionBase is the revision a node's mirror starts at in its epoch-th
-// orchestrator life: epoch in the high 32 bits. 2^21 restarts stay below
-// 2^53, the largest integer a JSON number carries exactly everywhere.
-func revisionBase(epoch uint64) uint64 { return epoch << 32 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -124,10 +126,10 @@ func TestDetachedMirrorAttachesAgain(t *testing.T) {
 	before, _ := o.Snapshot(context.Background(), id)
 	detachOurClient(t, srv)
 	// Wait until the new mirror replaced the old one.
-	var n *node
+	var n *node.Node
 	if !testenv.Until(20*time.Second, func() bool {
 		n = o.node(id)
-		if n != nil && n.meta.Epoch > 0 && !n.isClosing() {
+		if n != nil && n.Meta.Epoch > 0 && !n.IsClosing() {
 			return true
 		}
 		return false

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -61,12 +63,12 @@ func TestAppLogsFIFOAtAdoption(t *testing.T) {
 		t.Fatal("adoption blocked on a FIFO at a followed log path")
 	}
 	n := o2.node(id)
-	if n == nil || n.tw.logs == nil {
+	if n == nil || n.TW.Logs == nil {
 		t.Fatalf("node %s not adopted with its logs", id)
 	}
 	deadline := time.After(20 * time.Second)
 	for {
-		changed := n.tw.logs.Changed()
+		changed := n.TW.Logs.Changed()
 		caps, err := o2.Capabilities(context.Background(), id)
 		if err != nil {
 			t.Fatal(err)
@@ -100,7 +102,7 @@ func TestAppLogsPathBecomesSessionFile(t *testing.T) {
 	if err != nil || sess.Token == "" {
 		t.Fatalf("victim's session: %+v %v", sess, err)
 	}
-	cur := revisionBase(o.node(id).meta.Epoch)
+	cur := node.RevisionBase(o.node(id).Meta.Epoch)
 	appendFile(t, p, "ordinary\n")
 	cur = logsUntil(t, o, id, cur, hasLines("app: ordinary")).Revision
 	tmp := filepath.Join(dir, "swap")
@@ -113,7 +115,7 @@ func TestAppLogsPathBecomesSessionFile(t *testing.T) {
 	n := o.node(id)
 	deadline := time.After(20 * time.Second)
 	for {
-		changed := n.tw.logs.Changed()
+		changed := n.TW.Logs.Changed()
 		ch, err := o.CaptureSince(context.Background(), id, cur)
 		if err != nil {
 			t.Fatal(err)

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/applog"
 	"github.com/termsprawl/termsprawl/tools"
@@ -31,7 +33,7 @@ func logsUntil(t *testing.T, o *Orchestrator, id string, cursor uint64, ok func(
 	n := o.node(id)
 	deadline := time.After(20 * time.Second)
 	for {
-		changed := n.tw.logs.Changed()
+		changed := n.TW.Logs.Changed()
 		ch, err := o.CaptureSince(context.Background(), id, cursor)
 		if err != nil {
 			t.Fatal(err)
@@ -85,7 +87,7 @@ func TestAppLogsFollow(t *testing.T) {
 	if strings.Join(caps.Logs, ",") != "app,db.log" || len(caps.LogsMissing) != 0 {
 		t.Fatalf("capabilities logs %v missing %v", caps.Logs, caps.LogsMissing)
 	}
-	start := revisionBase(o.node(id).meta.Epoch)
+	start := node.RevisionBase(o.node(id).Meta.Epoch)
 	before := time.Now().UnixMilli()
 	appendFile(t, app, "first\nsecond\r\n")
 	appendFile(t, db, "half a ")
@@ -174,7 +176,7 @@ func TestAppLogsBadPaths(t *testing.T) {
 	if strings.Join(caps.LogsMissing, ",") != "later" {
 		t.Fatalf("missing logs %v", caps.LogsMissing)
 	}
-	cur := revisionBase(o.node(info.Terminal).meta.Epoch)
+	cur := node.RevisionBase(o.node(info.Terminal).Meta.Epoch)
 	appendFile(t, later, "it exists now\n")
 	logsUntil(t, o, info.Terminal, cur, hasLines("later: it exists now"))
 	if caps, _ := o.Capabilities(context.Background(), info.Terminal); len(caps.LogsMissing) != 0 {
@@ -198,7 +200,7 @@ func TestAppLogsAfterRestart(t *testing.T) {
 	if err != nil || strings.Join(caps.Logs, ",") != "app" {
 		t.Fatalf("capabilities after restart: %+v %v", caps, err)
 	}
-	cur := revisionBase(o2.node(id).meta.Epoch)
+	cur := node.RevisionBase(o2.node(id).Meta.Epoch)
 	appendFile(t, p, "after the restart\n")
 	logsUntil(t, o2, id, cur, hasLines("app: after the restart"))
 }
@@ -213,7 +215,7 @@ func TestAppLogsFieldsPresent(t *testing.T) {
 	with := launchWithLogs(t, o, tools.LogSpec{Path: p})
 	without := launch(t, o, "sleep", "600")
 	for id, want := range map[string]bool{with: true, without: false} {
-		ch, err := o.CaptureSince(context.Background(), id, revisionBase(o.node(id).meta.Epoch))
+		ch, err := o.CaptureSince(context.Background(), id, node.RevisionBase(o.node(id).Meta.Epoch))
 		if err != nil {
 			t.Fatal(err)
 		}

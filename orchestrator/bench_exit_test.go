@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -28,7 +30,7 @@ func BenchmarkFloodLastLine(b *testing.B) {
 	tmux := tmuxPath(b)
 	var unconfirmed atomic.Int64
 	o, srv := newBenchOrchestratorWith(b, 0, func(c *Config) {
-		c.hooks = &hooks{exitUnconfirmed: func(*node, bool) { unconfirmed.Add(1) }}
+		c.hooks = &hooks{Hooks: node.Hooks{ExitUnconfirmed: func(*node.Node, bool) { unconfirmed.Add(1) }}}
 	})
 	failed := 0
 	for i := range b.N {

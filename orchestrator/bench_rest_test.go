@@ -23,7 +23,7 @@ func waitResting(b *testing.B, o *Orchestrator, ids ...string) {
 	deadline := time.Now().Add(60 * time.Second)
 	for _, id := range ids {
 		n := o.node(id)
-		if !testenv.Until(time.Until(deadline), n.scr.Asleep) {
+		if !testenv.Until(time.Until(deadline), n.Scr.Asleep) {
 			b.Fatalf("node %s never rested", id)
 		}
 	}

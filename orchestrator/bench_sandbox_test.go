@@ -62,7 +62,7 @@ func BenchmarkSandboxCost(b *testing.B) {
 				for _, id := range ids {
 					n := o.node(id)
 					var pid int
-					testenv.Until(10*time.Second, func() bool { pid = n.pid(); return pid > 0 })
+					testenv.Until(10*time.Second, func() bool { pid = n.Pid(); return pid > 0 })
 					// The tree settles once the program runs.
 					testenv.Until(10*time.Second, func() bool { return treeHas(pid, "sleep") })
 					pss += treePSS(pid)

@@ -64,7 +64,7 @@ func BenchmarkFleetSearch(b *testing.B) {
 	var loop strings.Builder
 	for _, id := range ids {
 		n := o.node(id)
-		fmt.Fprintf(&loop, "%s %s\n", n.srv.Socket(), n.session())
+		fmt.Fprintf(&loop, "%s %s\n", n.Srv.Socket(), n.Session())
 	}
 	list := b.TempDir() + "/nodes"
 	if err := os.WriteFile(list, []byte(loop.String()), 0o600); err != nil {

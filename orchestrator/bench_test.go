@@ -94,7 +94,7 @@ func waitAsleep(b *testing.B, o *Orchestrator, ids ...string) {
 		if n == nil {
 			b.Fatalf("node %s not found", id)
 		}
-		if !testenv.Until(time.Until(deadline), n.asleep.Load) {
+		if !testenv.Until(time.Until(deadline), n.Asleep.Load) {
 			b.Fatalf("node %s never fell asleep", id)
 		}
 	}
@@ -573,9 +573,9 @@ func BenchmarkFlood40MB(b *testing.B) {
 					waitAsleep(b, o, id)
 				}
 				n := o.node(id)
-				n.mu.Lock()
-				reseeds0 := n.reseeds
-				n.mu.Unlock()
+				n.Mu.Lock()
+				reseeds0 := n.Reseeds
+				n.Mu.Unlock()
 				var waitEnded chan time.Time
 				cancel := func() {}
 				if waiting {
@@ -592,9 +592,9 @@ func BenchmarkFlood40MB(b *testing.B) {
 				}
 				timeFlood(b, srv.Socket, goCh, doneCh, &cpu)
 				doneAt := time.Now()
-				n.mu.Lock()
-				reseeds += n.reseeds - reseeds0
-				n.mu.Unlock()
+				n.Mu.Lock()
+				reseeds += n.Reseeds - reseeds0
+				n.Mu.Unlock()
 				if waiting {
 					select {
 					case at := <-waitEnded:
@@ -973,7 +973,7 @@ func benchIdleOrchestratorCmd(b *testing.B, idle time.Duration, rest bool, cmd [
 		waitResting(b, o, ids...)
 	}
 	for _, id := range ids {
-		if o.node(id).asleep.Load() {
+		if o.node(id).Asleep.Load() {
 			asleep++
 		}
 	}

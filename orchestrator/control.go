@@ -2,16 +2,11 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -27,24 +22,8 @@ func (o *Orchestrator) Resize(ctx context.Context, id string, columns, rows int)
 	if err != nil {
 		return tools.Snapshot{}, err
 	}
-	if _, err := n.cmd().Run(ctx, tmuxctl.Command("resize-window", "-t", "="+n.session()+":", "-x", strconv.Itoa(columns), "-y", strconv.Itoa(rows))); err != nil {
-		return tools.Snapshot{}, n.tmuxErr("resize", err)
-	}
-	deadline := time.NewTimer(2 * time.Second)
-	defer deadline.Stop()
-	for !n.isClosing() {
-		_, changed := n.scr.WaitState()
-		if s := n.snapshot(); s.Columns == columns && s.Rows == rows {
-			break
-		}
-		select {
-		case <-changed:
-			continue
-		case <-n.closing:
-		case <-deadline.C:
-		case <-ctx.Done():
-		}
-		break
+	if err := n.Resize(ctx, columns, rows); err != nil {
+		return tools.Snapshot{}, err
 	}
 	return o.Snapshot(ctx, id)
 }
@@ -61,11 +40,11 @@ func (o *Orchestrator) Signal(id, sig string) (tools.SignalResult, error) {
 	if err != nil {
 		return tools.SignalResult{}, err
 	}
-	pid := n.pid()
-	if status, _, _ := n.state(); status == tools.StatusExited || pid <= 0 {
+	pid := n.Pid()
+	if status, _, _ := n.State(); status == tools.StatusExited || pid <= 0 {
 		return tools.SignalResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has no running program to signal", id)
 	}
-	if n.meta.Host != "" {
+	if n.Meta.Host != "" {
 		return o.remoteSignal(n, pid, strings.ToUpper(sig), s)
 	}
 	// The pane's program leads its own process group (tmux made it a
@@ -90,12 +69,12 @@ func (o *Orchestrator) Focus(ctx context.Context, id string) (tools.FocusResult,
 	elsewhere := 0
 	for srv, sessions := range o.humanClients(ctx) {
 		for _, names := range sessions {
-			if srv != n.srv {
+			if srv != n.Srv {
 				elsewhere += len(names)
 				continue
 			}
 			for _, c := range names {
-				if _, err := n.srv.Admin().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.session())); err == nil {
+				if _, err := n.Srv.Admin().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.Session())); err == nil {
 					switched = append(switched, c)
 				}
 			}
@@ -123,31 +102,11 @@ func (o *Orchestrator) AttachArgv(id string) []string {
 	return []string{o.cfg.Tmux, "-L", socket, "attach-session", "-t", "ts-" + id}
 }
 
-// knownEmulators is tried in order when no preference is set.
-var knownEmulators = [][]string{
-	{"x-terminal-emulator", "-e"}, {"kitty", "--"}, {"alacritty", "-e"},
-	{"gnome-terminal", "--"}, {"konsole", "-e"}, {"xterm", "-e"},
-}
-
 // ExternalArgv returns the emulator argv that attaches to the node, from
-// the preferences file or the first known emulator on PATH.
+// the preferences file or the first known emulator on PATH
+// (launchenv.Emulator).
 func (o *Orchestrator) ExternalArgv(id string) ([]string, error) {
-	attach := o.AttachArgv(id)
-	prefPath := tools.PreferencesPath(o.cfg.StateDir)
-	prefs, err := tools.ReadPreferences(prefPath)
-	if err == nil {
-		return prefs.Argv(attach), nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return nil, tools.Errorf(tools.KindUsage, "%s: %w: fix or remove it", prefPath, err)
-	}
-	for _, e := range knownEmulators {
-		if p, err := exec.LookPath(e[0]); err == nil {
-			return append(append([]string{p}, e[1:]...), attach...), nil
-		}
-	}
-	return nil, tools.Errorf(tools.KindNotRun,
-		"no terminal emulator found to open a window with (tried x-terminal-emulator, kitty, alacritty, gnome-terminal, konsole, xterm) and none is set in %s: write yours there, e.g. {\"executable\":\"kitty\",\"args\":[\"--\",\"{command}\"]} ({command} stands for the attach command), or run `termsprawl attach %s` in a terminal instead", prefPath, id)
+	return launchenv.Emulator(o.cfg.StateDir, id, o.AttachArgv(id))
 }
 
 // External opens a new terminal window attached to the node: spawned
@@ -160,12 +119,9 @@ func (o *Orchestrator) External(id string) (tools.ExternalResult, error) {
 	if err != nil {
 		return tools.ExternalResult{}, err
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = tools.EnvWithoutTmux(os.Environ())
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return tools.ExternalResult{}, tools.Errorf(tools.KindRejected, "start %s: %w: run `termsprawl attach %s` in a terminal instead", argv[0], err, id)
+	pid, err := launchenv.StartWindow(id, argv)
+	if err != nil {
+		return tools.ExternalResult{}, err
 	}
-	go cmd.Wait() // reap it whenever it ends
-	return tools.ExternalResult{Terminal: id, Argv: argv, PID: cmd.Process.Pid}, nil
+	return tools.ExternalResult{Terminal: id, Argv: argv, PID: pid}, nil
 }

@@ -9,43 +9,9 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
-	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
-
-// watchProcess asks the orchestrator's process watcher to tell when the
-// pane's program ends; its status is then read from /proc if tmux has not
-// reaped it, or tmux's pane-died hook follows.
-func (n *node) watchProcess(pid int) {
-	if n.o.procs == nil || n.meta.Host != "" {
-		return // a remote pane's pid is not ours to watch: tmux's hook tells
-	}
-	err := n.o.procs.Watch(pid, func() {
-		if code, ok := proc.ZombieStatus(pid); ok {
-			n.requestExit(code)
-			return
-		}
-		select {
-		case n.o.deaths <- struct{}{}:
-		default:
-		}
-	})
-	if err != nil {
-		n.log.Debug("cannot watch the pane's process", "pid", pid, "err", err)
-	}
-}
-
-// requestExit records that tmux reported the pane dead. The pump reseeds
-// first and then publishes the status, so whoever wakes on the exit sees
-// the program's final screen: tmux 3.3a can drop a dying pane's last
-// output for control clients, so that screen is taken from tmux itself.
-func (n *node) requestExit(code int) {
-	n.mu.Lock()
-	n.pendingExit = &code
-	n.mu.Unlock()
-	n.requestReseed()
-}
 
 // watchDeaths reacts to the pane-died hook: it reads every pane's dead
 // flag in one command and updates the nodes.
@@ -99,9 +65,9 @@ func (o *Orchestrator) paneDeaths(out []string) bool {
 			continue
 		}
 		pid, _ := strconv.Atoi(f[2])
-		if exited, code := hosts.CheckDead(f[1], pid, n.zombieStatus); exited {
-			if status, _, _ := n.state(); status != tools.StatusExited {
-				n.requestExit(code)
+		if exited, code := hosts.CheckDead(f[1], pid, n.ZombieStatus); exited {
+			if status, _, _ := n.State(); status != tools.StatusExited {
+				n.RequestExit(code)
 			}
 			continue
 		}

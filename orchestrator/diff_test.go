@@ -63,9 +63,9 @@ func requireSameAsTmux(t *testing.T, o *Orchestrator, srv *tmuxtest.Server, id, 
 	}
 	// How often the mirror needed tmux's help so far (go test -v shows it).
 	n := o.node(id)
-	n.mu.Lock()
-	t.Logf("%s: equal to tmux; %d heals, %d reseeds so far", what, n.healed, n.reseeds)
-	n.mu.Unlock()
+	n.Mu.Lock()
+	t.Logf("%s: equal to tmux; %d heals, %d reseeds so far", what, n.Healed, n.Reseeds)
+	n.Mu.Unlock()
 }
 
 func submit(t *testing.T, o *Orchestrator, id, text string) {

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
@@ -62,7 +64,7 @@ func TestCloseCancelledEndsProgram(t *testing.T) {
 		id := launch(t, o, "sh", "-c", "trap '' HUP; echo up; exec sleep 600")
 		waitText(t, o, id, "up")
 		n := o.node(id)
-		pid := n.pid()
+		pid := n.Pid()
 		if pid <= 0 {
 			t.Fatalf("round %d: no pid for %s", i, id)
 		}
@@ -89,7 +91,7 @@ func TestLaunchWatchOutsideLock(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	holding, release := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
-	o.hooks.earlyExit = func(n *node) {
+	o.hooks.EarlyExit = func(n *node.Node) {
 		if first.CompareAndSwap(false, true) { // only the first launch
 			close(holding)
 			<-release
@@ -97,7 +99,7 @@ func TestLaunchWatchOutsideLock(t *testing.T) {
 	}
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); o.hooks.earlyExit = nil })
+	t.Cleanup(func() { free(); o.hooks.EarlyExit = nil })
 
 	firstDone := make(chan error, 1)
 	go func() {
@@ -173,7 +175,7 @@ func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 	}()
 	within(t, bt.reached, 20*time.Second, "the far launch reaching its blocked round trip")
 	id := launch(t, o, stayArgv()...)
-	if o.node(id).srv == slow {
+	if o.node(id).Srv == slow {
 		t.Fatalf("the local launch went to the blocked server")
 	}
 	if err := o.CloseNode(tctx(t), id); err != nil {
@@ -184,14 +186,14 @@ func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	farNode := o.node("far")
-	if farNode == nil || farNode.srv != slow {
+	if farNode == nil || farNode.Srv != slow {
 		t.Fatalf("the far node is not on the blocked server")
 	}
 
 	// A close on that server held under its lock: local launches go on.
 	holding, release := make(chan struct{}), make(chan struct{})
-	o.hooks.closed = func(n *node) {
-		if n.meta.ID == "far" {
+	o.hooks.closed = func(n *node.Node) {
+		if n.Meta.ID == "far" {
 			close(holding)
 			<-release
 		}
@@ -223,11 +225,11 @@ func TestReattachNotAfterClose(t *testing.T) {
 	started, proceed, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	var startOnce, finishOnce sync.Once
 	h := &hooks{
-		reattach: func(*node) {
+		reattach: func(*node.Node) {
 			startOnce.Do(func() { close(started) })
 			<-proceed
 		},
-		reattached: func(*node) { finishOnce.Do(func() { close(finished) }) },
+		reattached: func(*node.Node) { finishOnce.Do(func() { close(finished) }) },
 	}
 	var proceedOnce sync.Once
 	free := func() { proceedOnce.Do(func() { close(proceed) }) }
@@ -267,18 +269,18 @@ func TestAdoptAttachFailureListed(t *testing.T) {
 	id := launch(t, o, stayArgv()...)
 	waitText(t, o, id, "up")
 	n := o.node(id)
-	pid := n.pid()
+	pid := n.Pid()
 	o.Close()
 
 	o2 := openOrchestratorWith(t, srv, dir, func(c *Config) {
-		c.hooks = &hooks{attach: func(n *node) error {
-			if n.meta.ID == id {
+		c.hooks = &hooks{Hooks: node.Hooks{Attach: func(n *node.Node) error {
+			if n.Meta.ID == id {
 				return errors.New("attach refused by the test")
 			}
 			return nil
-		}}
+		}}}
 	})
-	o2.hooks.attach = nil
+	o2.hooks.Attach = nil
 	var row *tools.NodeInfo
 	for _, r := range o2.List(tctx(t)) {
 		if r.Terminal == id {
@@ -431,12 +433,12 @@ func TestRemoteZombieReadOnHost(t *testing.T) {
 	if processExists(pid) {
 		t.Skip("pid exists here")
 	}
-	ws, ok := zombieWaitOn(srv, pid)
+	ws, ok := node.ZombieWaitOn(srv, pid)
 	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
 		t.Fatalf("zombieWait on the host = %v, %v: want a zombie killed by SIGKILL", ws, ok)
 	}
-	n := &node{srv: srv}
-	if exited, code := hosts.CheckDead("1::", pid, n.zombieStatus); !exited || code != 128+9 {
+	n := &node.Node{Srv: srv}
+	if exited, code := hosts.CheckDead("1::", pid, n.ZombieStatus); !exited || code != 128+9 {
 		t.Fatalf("CheckDead on the host = %v, %d: want exited, 137", exited, code)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -16,11 +18,11 @@ func TestErrorsKeepTheirCause(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "sleep 60")
 	n := o.node(id)
-	err := n.tmuxErr("read", tmuxctl.ErrClosed)
+	err := n.TmuxErr("read", tmuxctl.ErrClosed)
 	if !errors.Is(err, tmuxctl.ErrClosed) || tools.KindOf(err) != tools.KindUnavailable {
 		t.Fatalf("tmuxErr lost its cause: %v", err)
 	}
-	if err := n.tmuxErr("read", nil); !errors.Is(err, errUnexpectedReply) {
+	if err := n.TmuxErr("read", nil); !errors.Is(err, node.ErrUnexpectedReply) {
 		t.Fatalf("tmuxErr without a cause: %v", err)
 	}
 	// No preferences file: the known emulators are tried (the error, if

@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -24,10 +26,10 @@ func TestWatcherExitWaitsForTmux(t *testing.T) {
 	id := launch(t, o, "sh", "-c", "echo started; cat "+fifo+" >/dev/null; echo LAST-LINE; exit 7")
 	waitText(t, o, id, "started")
 	n := o.node(id)
-	after := n.scr.Revision()
+	after := n.Scr.Revision()
 
 	checked := make(chan bool, 8)
-	o.hooks.exitUnconfirmed = func(hn *node, zombie bool) {
+	o.hooks.ExitUnconfirmed = func(hn *node.Node, zombie bool) {
 		if hn == n {
 			checked <- zombie
 		}
@@ -44,7 +46,7 @@ func TestWatcherExitWaitsForTmux(t *testing.T) {
 	}()
 
 	// The watcher's report, before tmux (or the program) is done.
-	n.requestExit(7)
+	n.RequestExit(7)
 	select {
 	case zombie := <-checked:
 		if zombie {
@@ -53,7 +55,7 @@ func TestWatcherExitWaitsForTmux(t *testing.T) {
 	case w := <-done:
 		t.Fatalf("the wait ended on the watcher's report: %+v %v", w.r, w.err)
 	}
-	if status, _, _ := n.state(); status == tools.StatusExited {
+	if status, _, _ := n.State(); status == tools.StatusExited {
 		t.Fatal("an exit tmux did not confirm was published while the program still ran")
 	}
 	select {

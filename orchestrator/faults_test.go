@@ -212,7 +212,7 @@ func TestTmuxServerKilledUnderLiveNode(t *testing.T) {
 		done <- r
 	}()
 	n := o.node(id)
-	testenv.Eventually(t, 10*time.Second, func() bool { return n.observers.Load() > 0 }, testenv.Msg("the exit wait never registered"))
+	testenv.Eventually(t, 10*time.Second, func() bool { return n.Observers.Load() > 0 }, testenv.Msg("the exit wait never registered"))
 	syscall.Kill(pid, syscall.SIGKILL)
 	select {
 	case r := <-done:

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
@@ -85,7 +87,7 @@ func waitText(t *testing.T, o *Orchestrator, id, text string) tools.WaitResult {
 	// From the start of this life of the node's mirror.
 	after := uint64(0)
 	if n := o.node(id); n != nil {
-		after = revisionBase(n.meta.Epoch)
+		after = node.RevisionBase(n.Meta.Epoch)
 	}
 	r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: text, After: &after, TimeoutMS: 20000})
 	if err != nil {

@@ -135,8 +135,8 @@ func (o *Orchestrator) warnUnknownHosts(known map[string]string) {
 // lost; the remote tmux server and its programs keep running).
 func (h *remoteHost) markUnreachable() {
 	for _, n := range h.o.sortedNodes() {
-		if _, _, gone := n.state(); n.meta.Host == h.Spec().Name && !gone {
-			n.setStatus(tools.StatusUnreachable, nil)
+		if _, _, gone := n.State(); n.Meta.Host == h.Spec().Name && !gone {
+			n.SetStatus(tools.StatusUnreachable, nil)
 		}
 	}
 }

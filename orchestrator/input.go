@@ -3,62 +3,30 @@ package orchestrator
 import (
 	"context"
 	"strings"
-	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator/node"
 
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
-	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// sendInput runs the tmux commands of an input operation, then the
-// optional wait with the revision before the input as its baseline.
-func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wait *tools.WaitSpec, send func(n *node) error) (tools.InputResult, error) {
+// sendInput runs an input operation on node id (node.SendInput).
+func (o *Orchestrator) sendInput(ctx context.Context, id string, text string, wait *tools.WaitSpec, send func(n *node.Node) error) (tools.InputResult, error) {
 	n, err := o.lookup(id)
 	if err != nil {
 		return tools.InputResult{}, err
 	}
-	var c compiled
-	if wait != nil {
-		if wait.After != nil {
-			return tools.InputResult{}, usage("an input operation's wait takes no \"after\": its baseline is the revision before the input")
-		}
-		if c, err = compileWait(*wait); err != nil {
-			return tools.InputResult{}, err
-		}
-	}
-	if status, _, gone := n.state(); gone || status == tools.StatusExited {
-		return tools.InputResult{}, n.withCrash(tools.Errorf(tools.KindNotRun, "terminal %q has exited; nothing was sent", id))
-	}
-	// Held until the program shows that it reads (ready.go).
-	n.waitReady(ctx, n.readyBy())
-	n.observe(ctx)
-	pt := n.scr.InputPoint()
-	rev := pt.Revision
-	n.recordInput(pt, text)
-	n.sem.MarkInput(rev) // a semantic wait after rev counts only later commits (semantic.go)
-	if err := send(n); err != nil {
-		return tools.InputResult{Terminal: id, Revision: rev}, err
-	}
-	res := tools.InputResult{Terminal: id, Revision: rev}
-	if wait != nil {
-		c.After = &rev
-		w, err := n.waitCompiled(ctx, c)
-		if err != nil && w.Wait == "" {
-			return res, err
-		}
-		res.Wait = &w
-	}
-	return res, nil
+	return n.SendInput(ctx, text, wait, send)
 }
 
 // noted wraps an input's send so a recording notes the input, by kind and
 // size only, once it was sent.
-func noted(kind string, size int, keys []string, send func(n *node) error) func(n *node) error {
-	return func(n *node) error {
+func noted(kind string, size int, keys []string, send func(n *node.Node) error) func(n *node.Node) error {
+	return func(n *node.Node) error {
 		err := send(n)
 		if err == nil {
-			n.recordInputEvent(kind, size, keys)
+			n.RecordInputEvent(kind, size, keys)
 		}
 		return err
 	}
@@ -69,16 +37,9 @@ func (o *Orchestrator) Type(ctx context.Context, id, text string, wait *tools.Wa
 	if text == "" {
 		return tools.InputResult{}, usage("text is empty: nothing to type")
 	}
-	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputType, len(text), nil, func(n *node) error { n.noteInput("text", clipText(text)); return n.typeText(ctx, text) }))
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputType, len(text), nil, func(n *node.Node) error { n.NoteInput("text", node.ClipText(text)); return n.TypeText(ctx, text) }))
 	r.Bytes = len(text)
 	return r, err
-}
-
-func (n *node) typeText(ctx context.Context, text string) error {
-	if _, err := n.cmd().Run(ctx, tmuxctl.Command("send-keys", "-t", n.pane, "-l", "--", text)); err != nil {
-		return n.tmuxErr("type", err)
-	}
-	return nil
 }
 
 // Press sends key chords.
@@ -87,17 +48,12 @@ func (o *Orchestrator) Press(ctx context.Context, id, keys string, wait *tools.W
 	if err != nil {
 		return tools.InputResult{}, tools.Errorf(tools.KindUsage, "%w", err)
 	}
-	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, len(parsed), parsed, func(n *node) error { n.noteInput("keys", strings.Join(parsed, " ")); return n.pressKeys(ctx, parsed) }))
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, len(parsed), parsed, func(n *node.Node) error {
+		n.NoteInput("keys", strings.Join(parsed, " "))
+		return n.PressKeys(ctx, parsed)
+	}))
 	r.Keys = parsed
 	return r, err
-}
-
-func (n *node) pressKeys(ctx context.Context, keys []string) error {
-	args := append([]string{"-t", n.pane}, keys...)
-	if _, err := n.cmd().Run(ctx, tmuxctl.Command("send-keys", args...)); err != nil {
-		return n.tmuxErr("press", err)
-	}
-	return nil
 }
 
 // Paste pastes text, bracketed when the program enabled bracketed paste.
@@ -105,38 +61,15 @@ func (o *Orchestrator) Paste(ctx context.Context, id, text string, wait *tools.W
 	if text == "" {
 		return tools.InputResult{}, usage("text is empty: nothing to paste")
 	}
-	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputPaste, len(text), nil, func(n *node) error { n.noteInput("paste", sizeText(text)); return n.pasteText(ctx, text) }))
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputPaste, len(text), nil, func(n *node.Node) error { n.NoteInput("paste", node.SizeText(text)); return n.PasteText(ctx, text) }))
 	r.Bytes = len(text)
 	return r, err
 }
 
-func (n *node) pasteText(ctx context.Context, text string) error {
-	buf := "termsprawl-paste-" + n.meta.ID
-	// -p brackets only if the program asked for it; -d deletes the buffer.
-	_, err := n.cmd().RunMany(ctx,
-		tmuxctl.Command("set-buffer", "-b", buf, "--", text),
-		tmuxctl.Command("paste-buffer", "-p", "-d", "-b", buf, "-t", n.pane))
-	if err != nil {
-		return n.tmuxErr("paste", err)
-	}
-	return nil
-}
-
-// Submit settle times: Enter is pressed only after the program took the
-// text (its screen stayed unchanged for submitQuiet) and at least
-// submitMinDelay after the text was sent (TUIs such as Claude Code and
-// Codex swallow an Enter that arrives within ~100 ms of a paste), and at
-// most submitMaxDelay after it.
-const (
-	submitMinDelay = 150 * time.Millisecond
-	submitQuiet    = 50 * time.Millisecond
-	submitMaxDelay = 2 * time.Second
-)
-
 // Submit types (or, for multi-line text, pastes) the text, lets the
 // program take it, then presses Enter exactly once.
 func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
-	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputSubmit, len(text), nil, func(n *node) (err error) {
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputSubmit, len(text), nil, func(n *node.Node) (err error) {
 		// Its intent first: a kill between the text and Enter is settled
 		// on adoption (interrupted.go).
 		mark, err := o.beginSubmit(ctx, n)
@@ -145,27 +78,27 @@ func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.
 		}
 		sent := false
 		defer func() { mark.end(sent) }()
-		n.noteInput(submitKind(text))
+		n.NoteInput(node.SubmitKind(text))
 		if text != "" {
 			if strings.ContainsAny(text, "\n\r") {
-				err = n.pasteText(ctx, text)
+				err = n.PasteText(ctx, text)
 			} else {
-				err = n.typeText(ctx, text)
+				err = n.TypeText(ctx, text)
 			}
 			if err != nil {
 				return err
 			}
-			n.settle(ctx)
+			n.Settle(ctx)
 		}
 		if testPauseMatches(testPauseSubmit, text) {
 			o.testPause(ctx, "submit")
 		}
 		if err := mark.phase(statefile.PhaseEnter); err != nil {
 			// The text is not left to glue to the next input.
-			n.pressKeys(ctx, []string{"End", "C-u"})
+			n.PressKeys(ctx, []string{"End", "C-u"})
 			return err
 		}
-		if err := n.pressKeys(ctx, []string{"Enter"}); err != nil {
+		if err := n.PressKeys(ctx, []string{"Enter"}); err != nil {
 			return err
 		}
 		sent = true
@@ -175,43 +108,9 @@ func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.
 	return r, err
 }
 
-// settle waits until the screen has been quiet for submitQuiet, and at
-// least submitMinDelay has passed, bounded by submitMaxDelay.
-func (n *node) settle(ctx context.Context) {
-	start := time.Now()
-	hard := time.NewTimer(submitMaxDelay)
-	defer hard.Stop()
-	for !n.isClosing() {
-		_, changed := n.scr.WaitState()
-		wait := submitQuiet
-		if rest := submitMinDelay - time.Since(start); rest > wait {
-			wait = rest
-		}
-		t := time.NewTimer(wait)
-		select {
-		case <-changed:
-			t.Stop()
-			continue
-		case <-t.C:
-			if time.Since(start) >= submitMinDelay {
-				return
-			}
-		case <-hard.C:
-			t.Stop()
-			return
-		case <-n.closing:
-			t.Stop()
-			return
-		case <-ctx.Done():
-			t.Stop()
-			return
-		}
-	}
-}
-
 // Interrupt presses Ctrl+C.
 func (o *Orchestrator) Interrupt(ctx context.Context, id string, wait *tools.WaitSpec) (tools.InputResult, error) {
-	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, 1, []string{"C-c"}, func(n *node) error { n.noteInput("keys", "C-c"); return n.pressKeys(ctx, []string{"C-c"}) }))
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputPress, 1, []string{"C-c"}, func(n *node.Node) error { n.NoteInput("keys", "C-c"); return n.PressKeys(ctx, []string{"C-c"}) }))
 	r.Keys = []string{"C-c"}
 	return r, err
 }

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -88,11 +90,11 @@ type submitMark struct {
 	m    statefile.Mark
 }
 
-func (o *Orchestrator) beginSubmit(ctx context.Context, n *node) (*submitMark, error) {
-	s := &submitMark{o: o, path: o.inputMarkPath(n.meta.ID),
+func (o *Orchestrator) beginSubmit(ctx context.Context, n *node.Node) (*submitMark, error) {
+	s := &submitMark{o: o, path: o.inputMarkPath(n.Meta.ID),
 		m: statefile.Mark{Op: "submit", Phase: statefile.PhaseText, Intent: intentOf(ctx), Started: time.Now().UTC()}}
 	if err := statefile.WriteMark(s.path, s.m); err != nil {
-		return nil, tools.Errorf(tools.KindNotRun, "terminal %q: the submit's intent could not be recorded, so nothing was sent (is the state dir's disk full?): %w", n.meta.ID, err)
+		return nil, tools.Errorf(tools.KindNotRun, "terminal %q: the submit's intent could not be recorded, so nothing was sent (is the state dir's disk full?): %w", n.Meta.ID, err)
 	}
 	return s, nil
 }
@@ -125,12 +127,12 @@ func (s *submitMark) end(sent bool) {
 // n attached): one whose Enter was not surely sent gets its line cleared
 // (End, then Ctrl+U: readline, zsh's line editor and a tty's own line
 // discipline each erase the line with it), never an Enter.
-func (o *Orchestrator) recoverInput(ctx context.Context, n *node) {
-	m, ok := statefile.ReadMark(o.inputMarkPath(n.meta.ID))
+func (o *Orchestrator) recoverInput(ctx context.Context, n *node.Node) {
+	m, ok := statefile.ReadMark(o.inputMarkPath(n.Meta.ID))
 	if !ok {
 		return
 	}
-	in := Interrupted{Node: n.meta.ID, Op: "terminal_submit", Intent: m.Intent}
+	in := Interrupted{Node: n.Meta.ID, Op: "terminal_submit", Intent: m.Intent}
 	switch m.Phase {
 	case statefile.PhaseDone:
 		in.Outcome = OutcomeSubmitted
@@ -139,15 +141,15 @@ func (o *Orchestrator) recoverInput(ctx context.Context, n *node) {
 		if m.Phase == statefile.PhaseEnter {
 			in.Outcome = OutcomeMaybe
 		}
-		if err := n.pressKeys(ctx, []string{"End", "C-u"}); err != nil {
-			o.log.Warn("clear an interrupted submit's line", "node", n.meta.ID, "err", err)
+		if err := n.PressKeys(ctx, []string{"End", "C-u"}); err != nil {
+			o.log.Warn("clear an interrupted submit's line", "node", n.Meta.ID, "err", err)
 		} else {
-			n.noteInput("keys", "End C-u (an interrupted submit's line cleared)")
+			n.NoteInput("keys", "End C-u (an interrupted submit's line cleared)")
 		}
-		o.log.Warn("an interrupted submit was cleared, not completed", "node", n.meta.ID, "phase", m.Phase)
+		o.log.Warn("an interrupted submit was cleared, not completed", "node", n.Meta.ID, "phase", m.Phase)
 	}
 	if m.Intent.Key == "" {
-		os.Remove(o.inputMarkPath(n.meta.ID)) // no key to settle
+		os.Remove(o.inputMarkPath(n.Meta.ID)) // no key to settle
 		return
 	}
 	o.interrupted.mu.Lock()
@@ -160,21 +162,21 @@ func (o *Orchestrator) recoverInput(ctx context.Context, n *node) {
 func (o *Orchestrator) finishCloses(ctx context.Context) {
 	var wg sync.WaitGroup
 	for _, n := range o.sortedNodes() {
-		m, ok := statefile.ReadMark(o.closeMarkPath(n.meta.ID))
+		m, ok := statefile.ReadMark(o.closeMarkPath(n.Meta.ID))
 		if !ok {
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			in := Interrupted{Node: n.meta.ID, Op: "terminal_close", Intent: m.Intent, Outcome: OutcomeClosed}
+			in := Interrupted{Node: n.Meta.ID, Op: "terminal_close", Intent: m.Intent, Outcome: OutcomeClosed}
 			// The same intent again: a second kill finishes it next time.
 			cctx := context.WithValue(WithIntent(ctx, m.Intent.Caller, m.Intent.Key), recoveringCtxKey{}, true)
-			if err := o.CloseNode(cctx, n.meta.ID); err != nil {
+			if err := o.CloseNode(cctx, n.Meta.ID); err != nil {
 				in.Outcome, in.Err = OutcomeCloseFailed, err
-				o.log.Error("finish an interrupted close", "node", n.meta.ID, "err", err)
+				o.log.Error("finish an interrupted close", "node", n.Meta.ID, "err", err)
 			} else {
-				o.log.Info("finished an interrupted close", "node", n.meta.ID)
+				o.log.Info("finished an interrupted close", "node", n.Meta.ID)
 			}
 			o.interrupted.mu.Lock()
 			o.interrupted.list = append(o.interrupted.list, in)

@@ -4,6 +4,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -28,7 +30,7 @@ func (o *Orchestrator) keepScreens(every time.Duration) {
 	defer o.wg.Done()
 	t := time.NewTicker(every)
 	defer t.Stop()
-	last := map[*node]kept{}
+	last := map[*node.Node]kept{}
 	for {
 		select {
 		case <-o.stop:
@@ -43,17 +45,17 @@ func (o *Orchestrator) keepScreens(every time.Duration) {
 }
 
 // keepOnce writes the changed screens of one round; last is the keeper's.
-func (o *Orchestrator) keepOnce(last map[*node]kept) {
-	seen := make(map[*node]bool, len(last))
+func (o *Orchestrator) keepOnce(last map[*node.Node]kept) {
+	seen := make(map[*node.Node]bool, len(last))
 	for _, n := range o.sortedNodes() {
-		if n.meta.Host != "" || n.isClosing() {
+		if n.Meta.Host != "" || n.IsClosing() {
 			continue // a host's nodes are the host's business
 		}
 		seen[n] = true
 		// One published state, read without the callers' seam (exitState's
 		// stateRead hook is for the reads that answer a call).
-		st := n.load()
-		status, code, reason := st.status, st.exitCode, st.exitReason
+		st := n.Load()
+		status, code, reason := st.Status, st.ExitCode, st.ExitReason
 		if status == tools.StatusUnreachable {
 			continue // unattached: nothing new to show
 		}
@@ -62,24 +64,24 @@ func (o *Orchestrator) keepOnce(last map[*node]kept) {
 			// start, not exited.
 			status = tools.StatusRunning
 		}
-		rev := n.scr.Revision()
+		rev := n.Scr.Revision()
 		if k, ok := last[n]; ok && k.rev == rev && k.status == status {
 			continue
 		}
-		ks := statefile.KeptScreen{Screen: n.snapshot(), Status: status, SavedAt: time.Now().UTC()}
+		ks := statefile.KeptScreen{Screen: n.Snapshot(), Status: status, SavedAt: time.Now().UTC()}
 		if status == tools.StatusExited {
 			ks.ExitCode = code
 		}
-		path := o.screenPath(n.meta.ID)
+		path := o.screenPath(n.Meta.ID)
 		if err := tools.WriteJSONAtomic(path, ks); err != nil {
-			n.log.Warn("keep the last screen", "err", err)
+			n.Log.Warn("keep the last screen", "err", err)
 			continue
 		}
-		if o.node(n.meta.ID) != n || n.isClosing() {
+		if o.node(n.Meta.ID) != n || n.IsClosing() {
 			// Its life ended while we wrote: its files are gone, and so
 			// is this one; a node lost meanwhile keeps the screen its
 			// loss saved (loseNode).
-			if l := o.lostOne(n.meta.ID); l != nil {
+			if l := o.lostOne(n.Meta.ID); l != nil {
 				_ = tools.WriteJSONAtomic(path, l.screen)
 			} else {
 				os.Remove(path)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
@@ -199,7 +201,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	id := r.id
 	meta := NodeMeta{ID: id, Name: cmp.Or(spec.Name, id), Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
 		Parent: spec.Parent, Agent: spec.Agent, Policy: spec.Policy, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host(),
-		Sandbox: sandboxName(spec.Sandbox)}
+		Sandbox: node.SandboxName(spec.Sandbox)}
 	if l := spec.restore; l != nil {
 		// A new incarnation; revisions above the old node's; its
 		// recording goes on (with a gap).
@@ -219,9 +221,9 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	r.register(n)
 	srv.Life().Unlock()
 	o.log.Info("launched node", "node", id, "host", meta.Host, "command", spec.Command[0], "owner", spec.Owner)
-	info := n.info(0)
-	info.Exited = n.earlyExit(ctx, o.cfg.LaunchWatch)
-	info.Ready = n.launchReady(ctx)
+	info := n.Info(0)
+	info.Exited = n.EarlyExit(ctx, o.cfg.LaunchWatch)
+	info.Ready = n.LaunchReady(ctx)
 	return info, nil
 }
 
@@ -229,7 +231,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 // mirror, under srv's lifecycle lock: it returns with the lock held on
 // success (the caller registers the node, then unlocks), released on
 // failure after everything it made was undone.
-func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Server, spec LaunchSpec, meta NodeMeta) (*node, error) {
+func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Server, spec LaunchSpec, meta NodeMeta) (*node.Node, error) {
 	id := meta.ID
 	srv.Life().Lock()
 	ok := false
@@ -260,7 +262,7 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 		defer cancel()
 		o.stillborn(meta)
 		t.removeFiles(uctx, id)
-		o.endSession(uctx, srv, "ts-"+id, 0)
+		hosts.EndSession(uctx, srv, "ts-"+id, 0, o.log)
 	}
 	if err := t.writeFiles(ctx, id); err != nil {
 		undo()
@@ -298,8 +300,8 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 		return nil, t.fail(fmt.Errorf("create tmux session for %s: %w", id, err))
 	}
 	n := o.newNode(meta)
-	n.recordOnAttach = spec.Record
-	if err := n.attach(ctx); err != nil {
+	n.RecordOnAttach = spec.Record
+	if err := n.Attach(ctx); err != nil {
 		undo()
 		return nil, t.fail(err)
 	}
@@ -309,7 +311,7 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 	if err := ctx.Err(); err != nil {
 		// Its caller gave up: nobody would know of this node. Rolled
 		// back like a close (our client leaves first).
-		n.detach()
+		n.Detach()
 		undo()
 		o.log.Info("launch rolled back: its caller gave up before the node was registered", "node", id)
 		return nil, tools.Errorf(tools.KindNotRun, "launch of %s: the request ended before the node was registered, so it was rolled back (nothing runs): %w", id, err)
@@ -384,70 +386,6 @@ func (localTarget) retry(ctx context.Context, srv hosts.Server, err error) bool 
 
 func (localTarget) fail(err error) error { return err }
 
-// earlyExit watches a new node for up to d: if its program exits in that
-// time, the launch says so with the last screen lines. It returns early,
-// with nil, once the program has printed and then gone quiet for
-// launchQuiet (it is waiting for input: it started).
-func (n *node) earlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit {
-	if d <= 0 {
-		return nil
-	}
-	if n.hooks().earlyExit != nil {
-		n.hooks().earlyExit(n)
-	}
-	deadline := time.NewTimer(d)
-	defer deadline.Stop()
-	quiet := time.NewTimer(time.Hour)
-	defer quiet.Stop()
-	tailWait := time.NewTimer(8 * deadReseed) // past the last dead-pane seed
-	defer tailWait.Stop()
-	for {
-		rev, changed := n.scr.WaitState()
-		status, statusCh := n.statusWait()
-		if status == tools.StatusExited {
-			if len(n.excerpt(1)) == 0 && tailWait != nil {
-				// Dead before its last output reached the mirror: the
-				// second seed brings it (see deadReseed).
-				select {
-				case <-changed:
-				case <-tailWait.C:
-					tailWait = nil
-				case <-ctx.Done():
-					tailWait = nil
-				}
-				continue
-			}
-			_, code, _ := n.state()
-			e := &tools.EarlyExit{ScreenTail: n.excerpt(10)}
-			if code != nil {
-				e.ExitCode = *code
-			}
-			return e
-		}
-		if rev > revisionBase(n.meta.Epoch) {
-			quiet.Reset(launchQuiet)
-		}
-		select {
-		case <-changed:
-		case <-statusCh:
-		case <-quiet.C:
-			return nil
-		case <-deadline.C:
-			return nil
-		case <-n.closing:
-			return nil
-		case <-n.o.stop:
-			return nil
-		case <-ctx.Done():
-			return nil
-		}
-	}
-}
-
-// launchQuiet is how long a new program that printed must stay quiet for
-// its launch to stop watching for an early exit.
-const launchQuiet = 250 * time.Millisecond
-
 // checkProgram refuses, before anything exists, a program that cannot
 // start: not on the PATH the node will have, not a regular executable file.
 func (o *Orchestrator) checkProgram(spec LaunchSpec) error {
@@ -457,7 +395,7 @@ func (o *Orchestrator) checkProgram(spec LaunchSpec) error {
 // launchEnv builds the -e list of a local node (launchenv.Local).
 func (o *Orchestrator) launchEnv(spec LaunchSpec, id, socket string) []string {
 	return launchenv.Local{Mode: spec.EnvMode, Env: spec.Env, Extra: spec.ExtraEnv, CtlPath: o.cfg.CtlPath,
-		StateDir: o.cfg.StateDir, ID: id, Socket: socket, Sandbox: sandboxName(spec.Sandbox)}.List()
+		StateDir: o.cfg.StateDir, ID: id, Socket: socket, Sandbox: node.SandboxName(spec.Sandbox)}.List()
 }
 
 func (o *Orchestrator) metaPath(id string) string {
@@ -475,22 +413,8 @@ func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.exitPath(id))
 }
 
-func (o *Orchestrator) newNode(meta NodeMeta) *node {
-	srv := o.serverFor(meta)
-	n := &node{
-		meta:      meta,
-		o:         o,
-		srv:       srv,
-		log:       o.log.With("node", meta.ID),
-		reseedReq: make(chan struct{}, 1),
-		recReq:    make(chan recStart),
-		wakeReq:   make(chan chan struct{}),
-		quit:      make(chan struct{}),
-		done:      make(chan struct{}),
-		closing:   make(chan struct{}),
-	}
-	n.st.Store(newState(tools.StatusRunning, ""))
-	return n
+func (o *Orchestrator) newNode(meta NodeMeta) *node.Node {
+	return node.New(meta, o.serverFor(meta), nodeEnv{o}, o.log.With("node", meta.ID))
 }
 
 func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -90,7 +92,7 @@ func (r *reservation) release() {
 
 // register puts the launched node in the registry and ends the
 // reservation (its slot is the node's now).
-func (r *reservation) register(n *node) {
+func (r *reservation) register(n *node.Node) {
 	o := r.o
 	o.idMu.Lock()
 	o.mu.Lock()

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
@@ -42,17 +44,17 @@ func TestWaitEndsWhenCloseBegins(t *testing.T) {
 	var turns atomic.Int64
 	inLoop := make(chan struct{}, 1)
 	detached, release := make(chan struct{}), make(chan struct{})
-	o.hooks.waitLoop = func(*node) {
+	o.hooks.WaitLoop = func(*node.Node) {
 		turns.Add(1)
 		select {
 		case inLoop <- struct{}{}:
 		default:
 		}
 	}
-	o.hooks.closed = func(*node) { close(detached); <-release }
+	o.hooks.closed = func(*node.Node) { close(detached); <-release }
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
-	t.Cleanup(func() { free(); o.hooks.waitLoop, o.hooks.closed = nil, nil })
+	t.Cleanup(func() { free(); o.hooks.WaitLoop, o.hooks.closed = nil, nil })
 
 	waited := make(chan error, 1)
 	go func() {
@@ -97,9 +99,9 @@ func TestWaitDuringSleepSwitchOff(t *testing.T) {
 	t.Cleanup(func() { free() })
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) {
 		c.IdleAfter = 200 * time.Millisecond
-		c.hooks = &hooks{sleeping: func(*node) {
+		c.hooks = &hooks{Hooks: node.Hooks{Sleeping: func(*node.Node) {
 			once.Do(func() { close(deciding); <-release })
-		}}
+		}}}
 	})
 	id := launch(t, o, "sh", "-c", "read x; echo MARK-$x; sleep 60")
 	n := o.node(id)
@@ -113,7 +115,7 @@ func TestWaitDuringSleepSwitchOff(t *testing.T) {
 		}
 		waited <- err
 	}()
-	testenv.Eventually(t, 20*time.Second, func() bool { return n.observers.Load() > 0 }, testenv.Msg("the wait never registered"))
+	testenv.Eventually(t, 20*time.Second, func() bool { return n.Observers.Load() > 0 }, testenv.Msg("the wait never registered"))
 	free()
 	// The program prints only now, through tmux itself (not an operation
 	// that would observe the node).
@@ -132,7 +134,7 @@ func TestShutdownWaitsForClose(t *testing.T) {
 	id := launch(t, o, "sh", "-c", "sleep 60")
 	detached, release := make(chan struct{}), make(chan struct{})
 	shutdown := make(chan struct{})
-	o.hooks.closed = func(*node) { close(detached); <-release }
+	o.hooks.closed = func(*node.Node) { close(detached); <-release }
 	o.hooks.shutdown = func() { close(shutdown) }
 	var releaseOnce sync.Once
 	free := func() { releaseOnce.Do(func() { close(release) }) }
@@ -164,7 +166,7 @@ func TestDetachTwiceAtOnce(t *testing.T) {
 	var wg sync.WaitGroup
 	for range 4 {
 		wg.Add(1)
-		go func() { defer wg.Done(); n.detach() }()
+		go func() { defer wg.Done(); n.Detach() }()
 	}
 	wg.Wait()
 }

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -99,9 +101,9 @@ func (o *Orchestrator) SetConversation(id string, conv tools.ConversationID) err
 	if n == nil || conversation == "" {
 		return nil
 	}
-	n.convMu.Lock()
-	defer n.convMu.Unlock()
-	if n.conversation == conversation {
+	n.ConvMu.Lock()
+	defer n.ConvMu.Unlock()
+	if n.Conversation == conversation {
 		return nil
 	}
 	rec, err := o.readLaunch(id)
@@ -112,7 +114,7 @@ func (o *Orchestrator) SetConversation(id string, conv tools.ConversationID) err
 	if err := tools.WriteJSONAtomic(o.launchPath(id), rec); err != nil {
 		return fmt.Errorf("keep the conversation of %s: %w", id, err)
 	}
-	n.conversation = conversation
+	n.Conversation = conversation
 	return nil
 }
 
@@ -197,17 +199,17 @@ func (o *Orchestrator) readExit(id string) (statefile.ExitRecord, bool) {
 // without a restart, its token dead; or, when its program had exited
 // before (its recorded exit), exited with its code. A node without a
 // kept launch stays listed as exited with the reason, as before.
-func (o *Orchestrator) loseNode(n *node, reason string) {
-	status, code, _ := n.state()
-	m := n.meta
+func (o *Orchestrator) loseNode(n *node.Node, reason string) {
+	status, code, _ := n.State()
+	m := n.Meta
 	rec, err := o.readLaunch(m.ID)
 	if m.Host != "" || err != nil {
-		n.markLost("the tmux server died (" + reason + "): the program is gone; terminal_close removes the node")
+		n.MarkLost("the tmux server died (" + reason + "): the program is gone; terminal_close removes the node")
 		return
 	}
 	now := time.Now().UTC()
 	l := &lostNode{meta: m, launch: rec, status: tools.StatusLost, hasScreen: true,
-		screen: statefile.KeptScreen{Screen: n.snapshot(), Status: tools.StatusRunning, SavedAt: now}}
+		screen: statefile.KeptScreen{Screen: n.Snapshot(), Status: tools.StatusRunning, SavedAt: now}}
 	if status == tools.StatusExited && code != nil {
 		l.status = tools.StatusExited
 		l.screen.Status, l.screen.ExitCode = tools.StatusExited, code
@@ -230,12 +232,12 @@ func (o *Orchestrator) loseNode(n *node, reason string) {
 	o.mu.Unlock()
 	// Listed lost first: whoever wakes on the old mirror's end sees it.
 	if l.status == tools.StatusLost {
-		n.markListedLost("the tmux server died (" + reason + ")")
+		n.MarkListedLost("the tmux server died (" + reason + ")")
 	} else {
-		n.markLost("the tmux server died (" + reason + ")")
+		n.MarkLost("the tmux server died (" + reason + ")")
 	}
-	n.stopRecording()
-	go n.scr.Close()
+	n.StopRecording()
+	go n.Scr.Close()
 	o.gone(n) // its token and its agent state go
 	o.statusChanged()
 	o.log.Info("node lost: its tmux server died", "node", m.ID, "status", l.status)
@@ -283,7 +285,7 @@ func (l *lostNode) reason() string {
 func (l *lostNode) info() tools.NodeInfo {
 	m := l.meta
 	info := tools.NodeInfo{Terminal: m.ID, Name: m.Name, Command: m.Command, Owner: m.Owner, Parent: m.Parent, Agent: m.Agent,
-		Status: l.status, ExitReason: l.reason(), TmuxSocket: m.Socket, Host: m.Host, Sandbox: sandboxName(m.Sandbox),
+		Status: l.status, ExitReason: l.reason(), TmuxSocket: m.Socket, Host: m.Host, Sandbox: node.SandboxName(m.Sandbox),
 		Columns: l.screen.Columns, Rows: l.screen.Rows, Revision: l.screen.Revision}
 	if l.status == tools.StatusExited {
 		info.ExitCode = l.screen.ExitCode
@@ -331,13 +333,13 @@ func (o *Orchestrator) NodeLaunch(id string) (NodeMeta, LaunchRecord, error) {
 	if err != nil {
 		return NodeMeta{}, LaunchRecord{}, fmt.Errorf("read the kept launch of %s: %w", id, err)
 	}
-	return n.meta, rec, nil
+	return n.Meta, rec, nil
 }
 
 // notLost is the error of a restore or forget of a node that is not lost.
 func (o *Orchestrator) notLost(id string) error {
-	if n := o.node(id); n != nil && !n.isClosing() {
-		status, _, _ := n.state()
+	if n := o.node(id); n != nil && !n.IsClosing() {
+		status, _, _ := n.State()
 		return tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: only a node whose tmux server is gone is restored", id, status).
 			WithDetails("status", status)
 	}
@@ -439,8 +441,8 @@ func (o *Orchestrator) Forget(id string) error {
 		if l != nil {
 			return tools.Errorf(tools.KindConflict, "terminal %q is being restored: forget it after", id)
 		}
-		if n := o.node(id); n != nil && !n.isClosing() {
-			status, _, _ := n.state()
+		if n := o.node(id); n != nil && !n.IsClosing() {
+			status, _, _ := n.State()
 			return tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: terminal_close (termsprawl kill) ends a node that runs", id, status).
 				WithDetails("status", status)
 		}

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
@@ -17,7 +19,7 @@ import (
 
 // keepNow runs one round of the screen keeper (the goroutine does the
 // same every Config.KeepScreens).
-func keepNow(o *Orchestrator) { o.keepOnce(map[*node]kept{}) }
+func keepNow(o *Orchestrator) { o.keepOnce(map[*node.Node]kept{}) }
 
 func kindOf(err error) tools.Kind {
 	var e *tools.Error

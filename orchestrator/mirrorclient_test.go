@@ -70,7 +70,7 @@ func TestMirrorClientKilled(t *testing.T) {
 	for _, id := range ids {
 		if !testenv.Until(20*time.Second, func() bool {
 			n := o.node(id)
-			return n != nil && n.meta.Epoch > 0 && !n.isClosing()
+			return n != nil && n.Meta.Epoch > 0 && !n.IsClosing()
 		}) {
 			t.Fatalf("node %s was not mirrored again", id)
 		}

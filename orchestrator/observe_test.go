@@ -15,8 +15,8 @@ import (
 func waitSleepState(t *testing.T, o *Orchestrator, id string, asleep bool) {
 	t.Helper()
 	n := o.node(id)
-	testenv.Eventually(t, 20*time.Second, func() bool { return (n.asleep.Load() && n.scr.Asleep()) == asleep }, func() string {
-		return fmt.Sprintf("node %s: asleep %v, emulator released %v; want asleep=%v", id, n.asleep.Load(), n.scr.Asleep(), asleep)
+	testenv.Eventually(t, 20*time.Second, func() bool { return (n.Asleep.Load() && n.Scr.Asleep()) == asleep }, func() string {
+		return fmt.Sprintf("node %s: asleep %v, emulator released %v; want asleep=%v", id, n.Asleep.Load(), n.Scr.Asleep(), asleep)
 	})
 }
 

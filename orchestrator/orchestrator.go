@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
@@ -148,7 +150,7 @@ type Orchestrator struct {
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
 	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn, launching and the server deaths
-	nodes   map[string]*node
+	nodes   map[string]*node.Node
 	closing bool
 	// lost are the nodes whose tmux server was gone at start (lost.go);
 	// startedFirst: the first shard's server was not running before New.
@@ -231,7 +233,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, hooks: cfg.hooks, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node{}, lost: map[string]*lostNode{}, startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
+	o := &Orchestrator{cfg: cfg, hooks: cfg.hooks, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node.Node{}, lost: map[string]*lostNode{}, startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
 	if o.hooks == nil {
 		o.hooks = &hooks{}
 	}
@@ -289,7 +291,7 @@ func (o *Orchestrator) Close() {
 	// deadline; no new one starts now (beginOp).
 	o.ops.Wait()
 	o.mu.Lock()
-	nodes := make([]*node, 0, len(o.nodes))
+	nodes := make([]*node.Node, 0, len(o.nodes))
 	for _, n := range o.nodes {
 		nodes = append(nodes, n)
 	}
@@ -300,7 +302,7 @@ func (o *Orchestrator) Close() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			n.detach()
+			n.Detach()
 		}()
 	}
 	wg.Wait()
@@ -315,7 +317,7 @@ func (o *Orchestrator) Close() {
 	o.wg.Wait()
 }
 
-func (o *Orchestrator) node(id string) *node {
+func (o *Orchestrator) node(id string) *node.Node {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.nodes[id]
@@ -323,18 +325,18 @@ func (o *Orchestrator) node(id string) *node {
 
 // lookup returns the node or a not_found error naming it. A node being
 // closed is not found any more.
-func (o *Orchestrator) lookup(id string) (*node, error) {
+func (o *Orchestrator) lookup(id string) (*node.Node, error) {
 	return o.lookupFor(id, false)
 }
 
 // lookupFor is lookup; forClose also finds a local node that is listed
 // unattached (adopt.go), which only a close can act on.
-func (o *Orchestrator) lookupFor(id string, forClose bool) (*node, error) {
-	if n := o.node(id); n != nil && !n.isClosing() {
-		if forClose && n.meta.Host == "" {
+func (o *Orchestrator) lookupFor(id string, forClose bool) (*node.Node, error) {
+	if n := o.node(id); n != nil && !n.IsClosing() {
+		if forClose && n.Meta.Host == "" {
 			return n, nil
 		}
-		if err := n.reachable(); err != nil {
+		if err := n.Reachable(); err != nil {
 			return nil, err
 		}
 		return n, nil
@@ -346,18 +348,22 @@ func (o *Orchestrator) lookupFor(id string, forClose bool) (*node, error) {
 }
 
 // sortedNodes returns the nodes ordered by creation.
-func (o *Orchestrator) sortedNodes() []*node {
+func (o *Orchestrator) sortedNodes() []*node.Node {
 	o.mu.Lock()
-	out := make([]*node, 0, len(o.nodes))
+	out := make([]*node.Node, 0, len(o.nodes))
 	for _, n := range o.nodes {
 		out = append(out, n)
 	}
 	o.mu.Unlock()
 	sort.Slice(out, func(i, j int) bool {
-		if !out[i].meta.Created.Equal(out[j].meta.Created) {
-			return out[i].meta.Created.Before(out[j].meta.Created)
+		if !out[i].Meta.Created.Equal(out[j].Meta.Created) {
+			return out[i].Meta.Created.Before(out[j].Meta.Created)
 		}
-		return out[i].meta.ID < out[j].meta.ID
+		return out[i].Meta.ID < out[j].Meta.ID
 	})
 	return out
 }
+
+// NodeMeta is what the orchestrator keeps about a node on disk
+// (<state>/nodes/<id>.json; statefile.NodeMeta).
+type NodeMeta = statefile.NodeMeta

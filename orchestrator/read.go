@@ -2,14 +2,12 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
-	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -106,11 +104,11 @@ func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
 	nodes := o.sortedNodes()
 	out := make([]tools.NodeInfo, 0, len(nodes))
 	for _, n := range nodes {
-		pending := n.closePending.Load()
-		if n.isClosing() && !pending {
+		pending := n.ClosePending.Load()
+		if n.IsClosing() && !pending {
 			continue // being closed: gone for every new operation
 		}
-		info := n.info(len(clients[n.srv][n.session()]))
+		info := n.Info(len(clients[n.Srv][n.Session()]))
 		if pending {
 			info.Status = tools.StatusClosing // until its host confirms (remote_close.go)
 		}
@@ -128,7 +126,7 @@ func (o *Orchestrator) Info(ctx context.Context, id string) (tools.NodeInfo, err
 	if err != nil {
 		return tools.NodeInfo{}, err
 	}
-	return n.info(len(o.humanClients(ctx)[n.srv][n.session()])), nil
+	return n.Info(len(o.humanClients(ctx)[n.Srv][n.Session()])), nil
 }
 
 // Owner returns the node's owner and parent, for permission checks.
@@ -137,7 +135,7 @@ func (o *Orchestrator) Owner(id string) (owner string, ok bool) {
 	if n == nil {
 		return "", false
 	}
-	return n.meta.Owner, true
+	return n.Meta.Owner, true
 }
 
 // Snapshot returns the node's screen.
@@ -149,9 +147,9 @@ func (o *Orchestrator) Snapshot(ctx context.Context, id string) (tools.Snapshot,
 		}
 		return tools.Snapshot{}, err
 	}
-	n.observe(ctx)
-	status, code, _, reason := n.exitState()
-	return tools.Snapshot{Terminal: id, Screen: n.snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.crashReport(), Semantic: n.sem.Lines()}, nil
+	n.Observe(ctx)
+	status, code, _, reason := n.ExitState()
+	return tools.Snapshot{Terminal: id, Screen: n.Snapshot(), Status: status, ExitCode: code, ExitReason: reason, Crash: n.CrashReport(), Semantic: n.Sem.Lines()}, nil
 }
 
 // CaptureSince returns the rows changed after revision cursor.
@@ -160,35 +158,20 @@ func (o *Orchestrator) CaptureSince(ctx context.Context, id string, cursor uint6
 	if err != nil {
 		return tools.Changes{}, err
 	}
-	n.observe(ctx)
-	ch, err := n.changesWithLogs(cursor)
-	if err != nil {
-		return tools.Changes{}, revisionErr(id, "cursor", cursor, err)
-	}
-	ch.Semantic = n.sem.Changes(cursor)
-	return ch, nil
-}
-
-// revisionErr turns the mirror's revision error into the contract's: a
-// revision older than the kept history (or from an earlier life of the
-// orchestrator: revisions never repeat) is conflict/history-truncated, one
-// newer than any handed out a usage error.
-func revisionErr(id, arg string, rev uint64, err error) error {
-	if errors.Is(err, screen.ErrHistoryTruncated) {
-		e := tools.Errorf(tools.KindConflict, "history-truncated: revision %d of %q is older than the kept history; call terminal_snapshot and continue from its revision: %w", rev, id, err).
-			WithDetails("reason", "history-truncated")
-		// The oldest revision still answerable: a reader that wants
-		// what is kept (the dashboard's logs tab) asks again from it.
-		if re := (*screen.RevisionError)(nil); errors.As(err, &re) {
-			e = e.WithDetails("oldest", re.Oldest)
-		}
-		return e
-	}
-	return tools.Errorf(tools.KindUsage, "%s %d of %q: %w; pass a revision this terminal returned", arg, rev, id, err)
+	return n.CaptureSince(ctx, cursor)
 }
 
 // DefaultReadChars is terminal_read's default max_chars.
 const DefaultReadChars = tools.DefaultReadChars
+
+// WaitFor waits on a node.
+func (o *Orchestrator) WaitFor(ctx context.Context, id string, spec tools.WaitSpec) (tools.WaitResult, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.WaitResult{}, err
+	}
+	return n.Wait(ctx, spec)
+}
 
 // Read returns the most recent output (history and screen, from tmux).
 func (o *Orchestrator) Read(ctx context.Context, id string, maxChars int) (tools.ReadResult, error) {
@@ -196,34 +179,12 @@ func (o *Orchestrator) Read(ctx context.Context, id string, maxChars int) (tools
 	if err != nil {
 		return tools.ReadResult{}, err
 	}
-	if maxChars <= 0 {
-		maxChars = DefaultReadChars
-	}
-	rev := n.scr.Revision()
-	lines, err := n.cmd().Run(ctx, tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-2000", "-t", n.pane))
-	if err != nil {
-		return tools.ReadResult{}, n.tmuxErr("read", err)
-	}
-	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
-		lines = lines[:len(lines)-1]
-	}
-	for i := range lines {
-		lines[i] = strings.TrimRight(lines[i], " ")
-	}
-	text := strings.Join(lines, "\n")
-	r := []rune(text)
-	res := tools.ReadResult{Terminal: id, Revision: rev}
-	if len(r) > maxChars {
-		r = r[len(r)-maxChars:]
-		res.Truncated = true
-	}
-	res.Text = string(r)
-	return res, nil
+	return n.Read(ctx, maxChars)
 }
 
 // MaxScrollbackLines bounds terminal_scrollback's answer (the newest lines
 // are kept).
-const MaxScrollbackLines = 2000
+const MaxScrollbackLines = node.MaxScrollbackLines
 
 // Scrollback reads lines from tmux's history and screen. from and to use
 // tmux's numbering (0 = first visible row, negative = history); nil means
@@ -233,56 +194,5 @@ func (o *Orchestrator) Scrollback(ctx context.Context, id string, from, to *int,
 	if err != nil {
 		return tools.ScrollbackResult{}, err
 	}
-	out, err := n.cmd().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{history_size} #{pane_height}"))
-	if err != nil || len(out) != 1 {
-		return tools.ScrollbackResult{}, n.tmuxErr("scrollback", err)
-	}
-	var hist, height int
-	fmt.Sscanf(out[0], "%d %d", &hist, &height)
-	start, end := -hist, height-1
-	if from != nil {
-		start = max(*from, -hist)
-	}
-	if to != nil {
-		end = min(*to, height-1)
-	}
-	if from != nil && to != nil && *from > *to {
-		return tools.ScrollbackResult{}, usage("from %d is after to %d (history has %d lines, the screen %d rows)", *from, *to, hist, height)
-	}
-	res := tools.ScrollbackResult{Terminal: id, HistorySize: hist, Lines: []tools.ScrollbackLine{}}
-	if start > end {
-		return res, nil // the range holds no line (e.g. no history yet)
-	}
-	lines, err := n.cmd().Run(ctx, tmuxctl.Command("capture-pane", "-p", "-S", strconv.Itoa(start), "-E", strconv.Itoa(end), "-t", n.pane))
-	if err != nil {
-		return tools.ScrollbackResult{}, n.tmuxErr("scrollback", err)
-	}
-	for i, l := range lines {
-		l = strings.TrimRight(l, " ")
-		if search != "" && !strings.Contains(l, search) {
-			continue
-		}
-		res.Lines = append(res.Lines, tools.ScrollbackLine{Line: start + i, Text: l})
-	}
-	if len(res.Lines) > MaxScrollbackLines {
-		res.Lines = res.Lines[len(res.Lines)-MaxScrollbackLines:]
-		res.Truncated = true
-	}
-	return res, nil
-}
-
-// WaitFor waits on a node.
-func (o *Orchestrator) WaitFor(ctx context.Context, id string, spec tools.WaitSpec) (tools.WaitResult, error) {
-	n, err := o.lookup(id)
-	if err != nil {
-		return tools.WaitResult{}, err
-	}
-	r, err := n.waitFor(ctx, spec)
-	if err != nil {
-		return r, err
-	}
-	if r.TimedOut {
-		return r, timeoutError(id, r)
-	}
-	return r, nil
+	return n.Scrollback(ctx, from, to, search)
 }

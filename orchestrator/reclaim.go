@@ -95,7 +95,7 @@ func (o *Orchestrator) endShard(ctx context.Context, s *tmuxServer) {
 				}
 				return
 			}
-			if !pause(ctx, 20*time.Millisecond) {
+			if !hosts.Pause(ctx, 20*time.Millisecond) {
 				return
 			}
 		}

@@ -74,7 +74,7 @@ func TestRecordingStateDirFull(t *testing.T) {
 	if !testenv.Until(30*time.Second, func() bool {
 		var err error
 		b, err = os.ReadFile(o.metaPath(id))
-		return err == nil && json.Unmarshal(b, &meta) == nil && meta.Recording == "" && o.node(id).rec.Load() == nil
+		return err == nil && json.Unmarshal(b, &meta) == nil && meta.Recording == "" && o.node(id).Rec.Load() == nil
 	}) {
 		t.Fatalf("nodes/%s.json still names the recording on a full disk: %s", id, b)
 	}

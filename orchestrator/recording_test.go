@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
@@ -279,7 +281,7 @@ func TestRecordOnRunningNodeAndNoSleep(t *testing.T) {
 	slept := make(chan string, 16)
 	o := openOrchestratorWith(t, srv, state, func(c *Config) {
 		c.IdleAfter = 200 * time.Millisecond
-		c.hooks = &hooks{sleeping: func(n *node) { slept <- n.meta.ID }}
+		c.hooks = &hooks{Hooks: node.Hooks{Sleeping: func(n *node.Node) { slept <- n.Meta.ID }}}
 	})
 	id := launch(t, o, bashArgv()...)
 	inputAndWait(t, o.Submit, id, "echo already-$((2*21))", &tools.WaitSpec{Wait: tools.WaitText, Text: "already-42", TimeoutMS: 20000})
@@ -303,9 +305,9 @@ func TestRecordOnRunningNodeAndNoSleep(t *testing.T) {
 	// node would sleep), deciding keeps it awake, and it never slept.
 	n := o.node(id)
 	testenv.Eventually(t, 20*time.Second, func() bool {
-		return time.Since(time.Unix(0, n.lastObserved.Load())) > 3*o.cfg.IdleAfter
+		return time.Since(time.Unix(0, n.LastObserved.Load())) > 3*o.cfg.IdleAfter
 	}, testenv.Msg("the node stayed observed"))
-	if ok, _ := n.decideSleep(o.cfg.IdleAfter); ok {
+	if ok, _ := n.DecideSleep(o.cfg.IdleAfter); ok {
 		t.Fatal("decideSleep put a recorded node to sleep")
 	}
 	select {
@@ -361,8 +363,8 @@ func TestRecordingDiskFull(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := o.node(id)
-	testenv.Until(20*time.Second, func() bool { return n.rec.Load() == nil })
-	if n.rec.Load() != nil {
+	testenv.Until(20*time.Second, func() bool { return n.Rec.Load() == nil })
+	if n.Rec.Load() != nil {
 		t.Fatal("the recording did not stop on a full disk")
 	}
 	// The node runs on.

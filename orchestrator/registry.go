@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/tmuxctl"
@@ -75,23 +77,23 @@ func (o *Orchestrator) stillborn(m NodeMeta) {
 }
 
 // gone tells the OnGone hook that n's life ended.
-func (o *Orchestrator) gone(n *node) {
+func (o *Orchestrator) gone(n *node.Node) {
 	o.remoteGone(n)
 	o.mu.Lock()
 	f := o.onGone
 	o.mu.Unlock()
 	if f != nil {
-		f(n.meta)
+		f(n.Meta)
 	}
 }
 
 // Meta returns a live node's metadata.
 func (o *Orchestrator) Meta(id string) (NodeMeta, bool) {
 	n := o.node(id) // an unreachable node still has its metadata
-	if n == nil || n.isClosing() {
+	if n == nil || n.IsClosing() {
 		return NodeMeta{}, false
 	}
-	return n.meta, true
+	return n.Meta, true
 }
 
 // Nodes returns the metadata of every live node, ordered by creation.
@@ -99,7 +101,7 @@ func (o *Orchestrator) Nodes() []NodeMeta {
 	nodes := o.sortedNodes()
 	out := make([]NodeMeta, len(nodes))
 	for i, n := range nodes {
-		out[i] = n.meta
+		out[i] = n.Meta
 	}
 	return out
 }
@@ -108,10 +110,10 @@ func (o *Orchestrator) Nodes() []NodeMeta {
 // from tmux and how often a quiet mirror differed from tmux and was healed.
 func (o *Orchestrator) MirrorCounts() (reseeds, heals int) {
 	for _, n := range o.sortedNodes() {
-		n.mu.Lock()
-		reseeds += n.reseeds
-		heals += n.healed
-		n.mu.Unlock()
+		n.Mu.Lock()
+		reseeds += n.Reseeds
+		heals += n.Healed
+		n.Mu.Unlock()
 	}
 	return reseeds, heals
 }
@@ -119,8 +121,8 @@ func (o *Orchestrator) MirrorCounts() (reseeds, heals int) {
 // PendingWait is a checked wait whose baseline is fixed: Run waits.
 type PendingWait struct {
 	After uint64
-	n     *node
-	c     compiled
+	n     *node.Node
+	c     node.Compiled
 }
 
 // PrepareWait checks spec and fixes its baseline (spec.After, or the
@@ -130,13 +132,13 @@ func (o *Orchestrator) PrepareWait(id string, spec tools.WaitSpec, lifetime time
 	if err != nil {
 		return nil, err
 	}
-	c, err := compileWait(spec)
+	c, err := node.CompileWait(spec)
 	if err != nil {
 		return nil, err
 	}
-	c.timeout = lifetime
+	c.Timeout = lifetime
 	if c.After == nil {
-		rev := n.scr.Revision()
+		rev := n.Scr.Revision()
 		c.After = &rev
 	}
 	return &PendingWait{After: *c.After, n: n, c: c}, nil
@@ -145,7 +147,7 @@ func (o *Orchestrator) PrepareWait(id string, spec tools.WaitSpec, lifetime time
 // Run waits until the condition holds, the lifetime passes, the node goes
 // or ctx ends.
 func (p *PendingWait) Run(ctx context.Context) (tools.WaitResult, error) {
-	return p.n.waitCompiled(ctx, p.c)
+	return p.n.WaitCompiled(ctx, p.c)
 }
 
 // Resolve names a node the way every terminal argument does (CONTRACT
@@ -154,19 +156,19 @@ func (p *PendingWait) Run(ctx context.Context) (tools.WaitResult, error) {
 // not_found, suggesting a near id or name.
 func (o *Orchestrator) Resolve(word string) (string, error) {
 	if n, err := o.lookup(word); err == nil {
-		return n.meta.ID, nil
+		return n.Meta.ID, nil
 	}
 	var byName, byPrefix, known []string
 	for _, n := range o.sortedNodes() {
-		if n.isClosing() {
+		if n.IsClosing() {
 			continue
 		}
-		known = append(known, n.meta.ID, n.meta.Name)
-		if n.meta.Name == word {
-			byName = append(byName, n.meta.ID)
+		known = append(known, n.Meta.ID, n.Meta.Name)
+		if n.Meta.Name == word {
+			byName = append(byName, n.Meta.ID)
 		}
-		if strings.HasPrefix(n.meta.ID, word) {
-			byPrefix = append(byPrefix, n.meta.ID)
+		if strings.HasPrefix(n.Meta.ID, word) {
+			byPrefix = append(byPrefix, n.Meta.ID)
 		}
 	}
 	for _, l := range o.lostSorted() { // lost nodes are named too (lost.go)
@@ -206,7 +208,7 @@ func (o *Orchestrator) CurrentPath(ctx context.Context, id string) string {
 	if err != nil {
 		return ""
 	}
-	out, err := n.cmd().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{pane_current_path}"))
+	out, err := n.Cmd().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{pane_current_path}"))
 	if err != nil || len(out) != 1 {
 		return ""
 	}
@@ -250,7 +252,7 @@ func (o *Orchestrator) serverLoadLocked() map[hosts.Server]int {
 		}
 	}
 	for _, n := range o.nodes {
-		count[n.srv]++
+		count[n.Srv]++
 	}
 	return count
 }

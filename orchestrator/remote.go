@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/tmuxctl"
@@ -166,7 +168,7 @@ func exitCode(err error) int {
 // launchEnv is the -e list of a remote node (launchenv.Remote).
 func (h *remoteHost) launchEnv(spec LaunchSpec, id string, p hosts.Probe, rdir string) []string {
 	return launchenv.Remote{Env: spec.Env, Extra: spec.ExtraEnv, Ctl: p.Ctl, Path: p.Path, ID: id, SessionFile: remoteSessionPath(rdir, id),
-		Home: rdir, Socket: h.Spec().RemoteSocket(), Host: h.Spec().Name, Sandbox: sandboxName(spec.Sandbox)}.List()
+		Home: rdir, Socket: h.Spec().RemoteSocket(), Host: h.Spec().Name, Sandbox: node.SandboxName(spec.Sandbox)}.List()
 }
 
 func remoteSessionPath(rdir, id string) string { return rdir + "/sessions/" + id + ".json" }
@@ -212,32 +214,32 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 	}
 	p, _ := h.Probe()
 	serverWasUp := p.ServerUp
-	var again []*node
+	var again []*node.Node
 	life := srv.Life()
 	life.Lock()
 	metas := o.readMetas()
 	for _, n := range o.sortedNodes() {
-		if n.meta.Host != h.Spec().Name || n.isClosing() {
+		if n.Meta.Host != h.Spec().Name || n.IsClosing() {
 			continue
 		}
-		delete(metas, n.meta.ID)
-		if _, _, gone := n.state(); gone {
+		delete(metas, n.Meta.ID)
+		if _, _, gone := n.State(); gone {
 			continue // already lost, listed until closed
 		}
-		if n.client == nil && live[n.meta.ID] {
+		if n.Client == nil && live[n.Meta.ID] {
 			// Listed from its metadata while the host was not reached:
 			// adopted now like any session known from metadata.
-			if meta, err := o.readMeta(n.meta.ID); err == nil {
+			if meta, err := o.readMeta(n.Meta.ID); err == nil {
 				o.mu.Lock()
-				delete(o.nodes, n.meta.ID)
+				delete(o.nodes, n.Meta.ID)
 				o.mu.Unlock()
-				n.markGone()
+				n.MarkGone()
 				h.adoptOne(ctx, meta, srv)
 				continue
 			}
 		}
-		if live[n.meta.ID] {
-			if n.srv != srv {
+		if live[n.Meta.ID] {
+			if n.Srv != srv {
 				again = append(again, n) // not yet mirrored on this connection
 			}
 			continue
@@ -246,13 +248,13 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 			// The remote tmux server itself ended (the machine restarted,
 			// or tmux died): as for a local server's death, the node stays
 			// listed as exited with the reason.
-			n.markLost("the tmux server on host " + h.Spec().Name + " ended (the machine restarted or tmux died): the program is gone; terminal_close removes the node")
-			o.log.Warn("remote tmux server ended: node lost", "node", n.meta.ID, "host", h.Spec().Name)
+			n.MarkLost("the tmux server on host " + h.Spec().Name + " ended (the machine restarted or tmux died): the program is gone; terminal_close removes the node")
+			o.log.Warn("remote tmux server ended: node lost", "node", n.Meta.ID, "host", h.Spec().Name)
 			continue
 		}
-		o.log.Info("remote session ended while the host was unreachable", "node", n.meta.ID, "host", h.Spec().Name)
-		n.markGone()
-		o.forget(n.meta.ID)
+		o.log.Info("remote session ended while the host was unreachable", "node", n.Meta.ID, "host", h.Spec().Name)
+		n.MarkGone()
+		o.forget(n.Meta.ID)
 	}
 	for id, read := range metas {
 		if read.Host != h.Spec().Name {
@@ -269,9 +271,9 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 	life.Unlock()
 	for _, n := range again {
 		o.reattach(n)
-		if nn := o.node(n.meta.ID); nn != nil && nn != n {
-			if err := h.writeRemoteSession(ctx, o, n.meta.ID); err != nil {
-				o.log.Debug("rewrite remote session file", "node", n.meta.ID, "err", err)
+		if nn := o.node(n.Meta.ID); nn != nil && nn != n {
+			if err := h.writeRemoteSession(ctx, o, n.Meta.ID); err != nil {
+				o.log.Debug("rewrite remote session file", "node", n.Meta.ID, "err", err)
 			}
 		}
 	}
@@ -305,7 +307,7 @@ func (h *remoteHost) adoptOne(ctx context.Context, meta NodeMeta, srv *tmuxServe
 	}
 	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+meta.ID+":", "remain-on-exit", "on"))
 	n := o.newNode(meta)
-	if err := n.attach(ctx); err != nil {
+	if err := n.Attach(ctx); err != nil {
 		o.log.Warn("cannot adopt remote node", "node", meta.ID, "host", h.Spec().Name, "err", err)
 		return
 	}
@@ -331,39 +333,21 @@ func (o *Orchestrator) serverFor(meta NodeMeta) hosts.Server {
 	return o.servers()[0]
 }
 
-// reachable is nil unless the node's host cannot be reached now.
-func (n *node) reachable() error {
-	if n.meta.Host == "" {
-		if n.client == nil {
-			reason := n.load().exitReason
-			return tools.Errorf(tools.KindUnavailable, "terminal %q is not mirrored: %s", n.meta.ID, reason)
-		}
-		return nil
-	}
-	if status, _, _ := n.state(); status != tools.StatusUnreachable {
-		return nil
-	}
-	e := tools.Errorf(tools.KindUnavailable, "terminal %q is on host %s, which is unreachable now (the program keeps running there; termsprawl reconnects): %w", n.meta.ID, n.meta.Host, ErrHostUnreachable).
-		WithDetails("host", n.meta.Host)
-	e.Retryable = true
-	return e
-}
-
 // remoteLost is clientEnded's hook: true when n's client ended because
 // its host's connection is gone (the node is then unreachable and the
 // host reconnects); false for a local node or a live connection.
-func (o *Orchestrator) remoteLost(n *node) bool {
-	if n.meta.Host == "" {
+func (o *Orchestrator) remoteLost(n *node.Node) bool {
+	if n.Meta.Host == "" {
 		return false
 	}
-	h := o.host(n.meta.Host)
+	h := o.host(n.Meta.Host)
 	if h == nil {
 		return false
 	}
-	if h.Server() == n.srv && h.Alive() {
+	if h.Server() == n.Srv && h.Alive() {
 		return false
 	}
-	n.setStatus(tools.StatusUnreachable, nil)
+	n.SetStatus(tools.StatusUnreachable, nil)
 	h.Kick()
 	return true
 }
@@ -385,19 +369,19 @@ func (o *Orchestrator) remoteSessionGone(ctx context.Context, m NodeMeta) bool {
 }
 
 // remoteGone removes the remote copy of a gone node's session file.
-func (o *Orchestrator) remoteGone(n *node) {
-	if n.meta.Host == "" {
+func (o *Orchestrator) remoteGone(n *node.Node) {
+	if n.Meta.Host == "" {
 		return
 	}
-	h := o.host(n.meta.Host)
+	h := o.host(n.Meta.Host)
 	if h == nil || h.Server() == nil {
 		return
 	}
 	_, rdir := h.Probe()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := h.Exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, n.meta.ID)), nil); err != nil {
-		o.log.Debug("remove remote session file", "node", n.meta.ID, "err", err)
+	if _, err := h.Exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, n.Meta.ID)), nil); err != nil {
+		o.log.Debug("remove remote session file", "node", n.Meta.ID, "err", err)
 	}
 }
 
@@ -410,7 +394,7 @@ func (h *remoteHost) placeholders() {
 		if read.Host != h.Spec().Name || read.err != nil || o.node(id) != nil {
 			continue
 		}
-		o.listUnreachable(read.NodeMeta, revisionBase(read.Epoch+1), "")
+		o.listUnreachable(read.NodeMeta, node.RevisionBase(read.Epoch+1), "")
 		o.log.Info("node listed as unreachable until its host answers", "node", id, "host", h.Spec().Name)
 	}
 }

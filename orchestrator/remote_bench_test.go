@@ -19,6 +19,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tmuxctl"
@@ -79,7 +81,7 @@ func BenchmarkRemoteRoundTrip(b *testing.B) {
 			lat := make([]time.Duration, 0, b.N)
 			for range b.N {
 				start := time.Now()
-				if _, err := n.client.Run(context.Background(), tmuxctl.Command("display-message", "-p", "ok")); err != nil {
+				if _, err := n.Client.Run(context.Background(), tmuxctl.Command("display-message", "-p", "ok")); err != nil {
 					b.Fatal(err)
 				}
 				lat = append(lat, time.Since(start))
@@ -94,7 +96,7 @@ func BenchmarkRemoteRoundTrip(b *testing.B) {
 				if _, err := o.Type(bctx(b, 10*time.Second), info.Terminal, token, nil); err != nil {
 					b.Fatal(err)
 				}
-				zero := revisionBase(n.meta.Epoch)
+				zero := node.RevisionBase(n.Meta.Epoch)
 				if r, err := o.WaitFor(bctx(b, 10*time.Second), info.Terminal, tools.WaitSpec{Wait: tools.WaitRender, After: &zero, TimeoutMS: 10000}); err != nil || !r.Matched {
 					b.Fatalf("render wait: %+v %v", r, err)
 				}

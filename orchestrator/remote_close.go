@@ -7,6 +7,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
@@ -25,11 +27,11 @@ import (
 // restart too.
 
 // hostDown reports whether n is on a host that cannot be reached now.
-func (o *Orchestrator) hostDown(n *node) bool {
-	if n.meta.Host == "" {
+func (o *Orchestrator) hostDown(n *node.Node) bool {
+	if n.Meta.Host == "" {
 		return false
 	}
-	h := o.host(n.meta.Host)
+	h := o.host(n.Meta.Host)
 	if h == nil {
 		return false // removed: RemoveHost decides what becomes of it
 	}
@@ -37,15 +39,15 @@ func (o *Orchestrator) hostDown(n *node) bool {
 	if srv == nil || !h.Alive() {
 		return true
 	}
-	status, _, _ := n.state()
+	status, _, _ := n.State()
 	return status == tools.StatusUnreachable
 }
 
 // closePendingErr is a pending close's answer.
-func closePendingErr(n *node) error {
+func closePendingErr(n *node.Node) error {
 	e := tools.Errorf(tools.KindUnavailable, "terminal %q is on host %s, which is unreachable now: it stays listed as closing, and its program (which may still run there) is ended when the host answers again (%w)",
-		n.meta.ID, n.meta.Host, ErrHostUnreachable).
-		WithDetails("host", n.meta.Host).WithDetails("closing", true)
+		n.Meta.ID, n.Meta.Host, ErrHostUnreachable).
+		WithDetails("host", n.Meta.Host).WithDetails("closing", true)
 	e.Retryable = true
 	return e
 }
@@ -54,13 +56,13 @@ func closePendingErr(n *node) error {
 // close waited for it, each in its own goroutine counted in ops.
 func (o *Orchestrator) finishPendingCloses(host string, srv hosts.Server) {
 	for _, n := range o.sortedNodes() {
-		if n.meta.Host != host || !n.closePending.Load() || !o.beginOp() {
+		if n.Meta.Host != host || !n.ClosePending.Load() || !o.beginOp() {
 			continue
 		}
 		go func() {
 			defer o.ops.Done()
 			if err := o.finishPendingClose(n, srv); err != nil {
-				o.log.Warn("a close waiting for its host did not finish: still closing", "node", n.meta.ID, "host", host, "err", err)
+				o.log.Warn("a close waiting for its host did not finish: still closing", "node", n.Meta.ID, "host", host, "err", err)
 			}
 		}()
 	}
@@ -68,28 +70,28 @@ func (o *Orchestrator) finishPendingCloses(host string, srv hosts.Server) {
 
 // finishPendingClose is closeNode's end for a node whose mirror is
 // already detached, on srv.
-func (o *Orchestrator) finishPendingClose(n *node, srv hosts.Server) error {
+func (o *Orchestrator) finishPendingClose(n *node.Node, srv hosts.Server) error {
 	ctx, cancel := context.WithTimeout(context.Background(), closeDeadline)
 	defer cancel()
 	srv.Life().Lock()
 	defer srv.Life().Unlock()
-	if o.node(n.meta.ID) != n || !n.closePending.Load() {
+	if o.node(n.Meta.ID) != n || !n.ClosePending.Load() {
 		return nil // finished meanwhile
 	}
-	pid := n.pid()
-	session := n.session()
+	pid := n.Pid()
+	session := n.Session()
 	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "="+session+":", "remain-on-exit", "off"))
-	if err := o.finishSession(ctx, srv, session, pid, pid > 0); err != nil {
-		return fmt.Errorf("close %s: %w", n.meta.ID, err)
+	if err := hosts.FinishSession(ctx, srv, session, pid, pid > 0, o.log); err != nil {
+		return fmt.Errorf("close %s: %w", n.Meta.ID, err)
 	}
-	n.closePending.Store(false)
-	n.markGone()
+	n.ClosePending.Store(false)
+	n.MarkGone()
 	o.mu.Lock()
-	delete(o.nodes, n.meta.ID)
+	delete(o.nodes, n.Meta.ID)
 	o.mu.Unlock()
-	o.removeFiles(n.meta.ID)
+	o.removeFiles(n.Meta.ID)
 	o.gone(n)
-	o.log.Info("closed node once its host answered", "node", n.meta.ID, "host", n.meta.Host)
+	o.log.Info("closed node once its host answered", "node", n.Meta.ID, "host", n.Meta.Host)
 	return nil
 }
 
@@ -102,16 +104,16 @@ func (o *Orchestrator) finishPendingClose(n *node, srv hosts.Server) error {
 // is killed together, and each node whose session and program are
 // confirmed gone is forgotten. It returns the ids closed and, for the
 // others, why not.
-func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nodes []*node) ([]string, map[string]error) {
+func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nodes []*node.Node) ([]string, map[string]error) {
 	failed := map[string]error{}
-	var mine []*node
+	var mine []*node.Node
 	for _, n := range nodes {
-		if !n.beginClose() {
-			failed[n.meta.ID] = tools.Errorf(tools.KindNotFound, "no terminal %q: another close took it", n.meta.ID)
+		if !n.BeginClose() {
+			failed[n.Meta.ID] = tools.Errorf(tools.KindNotFound, "no terminal %q: another close took it", n.Meta.ID)
 			continue
 		}
-		if err := statefile.WriteMark(o.closeMarkPath(n.meta.ID), statefile.Mark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
-			o.log.Warn("record a close's intent", "node", n.meta.ID, "err", err)
+		if err := statefile.WriteMark(o.closeMarkPath(n.Meta.ID), statefile.Mark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
+			o.log.Warn("record a close's intent", "node", n.Meta.ID, "err", err)
 		}
 		mine = append(mine, n)
 	}
@@ -119,12 +121,12 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 	defer srv.Life().Unlock()
 	pids := map[string]int{}
 	for _, n := range mine {
-		pid := n.pid()
-		if status, _, gone := n.state(); !gone && status != tools.StatusExited && pid > 0 {
-			pids[n.meta.ID] = pid
-			srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.pane, "remain-on-exit", "off"))
+		pid := n.Pid()
+		if status, _, gone := n.State(); !gone && status != tools.StatusExited && pid > 0 {
+			pids[n.Meta.ID] = pid
+			srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.Pane, "remain-on-exit", "off"))
 		}
-		n.detach()
+		n.Detach()
 	}
 	live := func() map[string]bool {
 		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name}"))
@@ -140,7 +142,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 	signalAll := func(sig syscall.Signal) {
 		var wg sync.WaitGroup
 		for _, n := range mine {
-			if pid, ok := pids[n.meta.ID]; ok {
+			if pid, ok := pids[n.Meta.ID]; ok {
 				wg.Go(func() { srv.Signal(ctx, pid, sig) })
 			}
 		}
@@ -152,11 +154,11 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 			l := live()
 			left := 0
 			for _, n := range mine {
-				if l == nil || l[n.session()] {
+				if l == nil || l[n.Session()] {
 					left++
 				}
 			}
-			if (l != nil && left == 0) || time.Now().After(deadline) || !pause(ctx, 50*time.Millisecond) {
+			if (l != nil && left == 0) || time.Now().After(deadline) || !hosts.Pause(ctx, 50*time.Millisecond) {
 				return l
 			}
 		}
@@ -169,23 +171,23 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 	// A pane left dead (remain-on-exit kept it) is safe to kill.
 	l := live()
 	for _, n := range mine {
-		if l[n.session()] && o.paneDead(ctx, srv, n.session()) {
-			srv.Admin().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.session()))
+		if l[n.Session()] && hosts.PaneDead(ctx, srv, n.Session()) {
+			srv.Admin().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.Session()))
 		}
 	}
 	l = waitGone(closeGrace)
 	var closed []string
 	for _, n := range mine {
-		id := n.meta.ID
+		id := n.Meta.ID
 		switch {
 		case l == nil:
 			failed[id] = fmt.Errorf("close %s: the host did not answer: %w", id, ErrHostUnreachable)
-		case l[n.session()]:
-			failed[id] = fmt.Errorf("close %s: tmux still has session %s (its program did not end): %w", id, n.session(), errNotConfirmed)
-		case !o.waitPidGone(ctx, srv, pids[id], closeGrace):
-			failed[id] = fmt.Errorf("close %s: its program (pid %d) still runs: %w", id, pids[id], errNotConfirmed)
+		case l[n.Session()]:
+			failed[id] = fmt.Errorf("close %s: tmux still has session %s (its program did not end): %w", id, n.Session(), hosts.ErrNotConfirmed)
+		case !hosts.WaitPidGone(ctx, srv, pids[id], closeGrace):
+			failed[id] = fmt.Errorf("close %s: its program (pid %d) still runs: %w", id, pids[id], hosts.ErrNotConfirmed)
 		default:
-			n.markGone()
+			n.MarkGone()
 			o.mu.Lock()
 			delete(o.nodes, id)
 			o.mu.Unlock()
@@ -194,7 +196,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 			closed = append(closed, id)
 			continue
 		}
-		n.closePending.Store(true) // listed as closing, never forgotten
+		n.ClosePending.Store(true) // listed as closing, never forgotten
 	}
 	return closed, failed
 }

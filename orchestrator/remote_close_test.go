@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
@@ -89,8 +91,8 @@ func TestRemoteCloseLosesTheHost(t *testing.T) {
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
 	master := hostStatus(o, "big").MasterPID
-	o.hooks.closed = func(n *node) {
-		if n.meta.ID != id {
+	o.hooks.closed = func(n *node.Node) {
+		if n.Meta.ID != id {
 			return
 		}
 		f.Block()

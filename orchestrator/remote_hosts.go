@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -27,8 +29,8 @@ func (o *Orchestrator) HostList(ctx context.Context) []tools.HostInfo {
 	out := make([]tools.HostInfo, len(names))
 	counts := map[string]int{}
 	for _, n := range o.sortedNodes() {
-		if _, _, gone := n.state(); n.meta.Host != "" && !gone {
-			counts[n.meta.Host]++
+		if _, _, gone := n.State(); n.Meta.Host != "" && !gone {
+			counts[n.Meta.Host]++
 		}
 	}
 	var wg sync.WaitGroup
@@ -69,12 +71,12 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 		}
 		return res, tools.Errorf(tools.KindUsage, "no host %q (known hosts: %s)", name, known).WithDetails("host", name)
 	}
-	var mine, live []*node
+	var mine, live []*node.Node
 	for _, n := range o.sortedNodes() {
-		if n.meta.Host != name {
+		if n.Meta.Host != name {
 			continue
 		}
-		status, _, gone := n.state()
+		status, _, gone := n.State()
 		if gone {
 			continue
 		}
@@ -86,7 +88,7 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 	if len(live) > 0 && !closeNodes {
 		ids := make([]string, len(live))
 		for i, n := range live {
-			ids[i] = n.meta.ID
+			ids[i] = n.Meta.ID
 		}
 		return res, tools.Errorf(tools.KindRejected, "host %s has %d live nodes (%s): close them first, or remove the host with close_nodes (termsprawl hosts rm %s --close-nodes)", name, len(live), strings.Join(ids, ", "), name).
 			WithDetails("host", name).WithDetails("nodes", ids)
@@ -94,10 +96,10 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 	// Close what the host lets us close, while it is connected, all
 	// together (closeHostNodes: 64 closes one after another took over
 	// 45 s, each waiting for its program's hang-up).
-	var forget []*node
-	var closable []*node
+	var forget []*node.Node
+	var closable []*node.Node
 	for _, n := range mine {
-		if h.Server() == nil || n.reachable() != nil {
+		if h.Server() == nil || n.Reachable() != nil {
 			forget = append(forget, n)
 			continue
 		}
@@ -113,7 +115,7 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 		o.ops.Done()
 		res.Closed = append(res.Closed, closed...)
 		for _, n := range closable {
-			switch err := failed[n.meta.ID]; {
+			switch err := failed[n.Meta.ID]; {
 			case err == nil:
 			case errors.Is(err, ErrHostUnreachable) || h.Server() == nil:
 				forget = append(forget, n)
@@ -128,13 +130,13 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 	o.hosts.mu.Unlock()
 	h.Shutdown()
 	for _, n := range forget {
-		if o.node(n.meta.ID) != n {
+		if o.node(n.Meta.ID) != n {
 			continue
 		}
-		n.markGone()
-		o.forget(n.meta.ID)
-		res.Forgotten = append(res.Forgotten, n.meta.ID)
-		o.log.Warn("node of a removed host forgotten: the host could not be reached, its program may still run there", "node", n.meta.ID, "host", name)
+		n.MarkGone()
+		o.forget(n.Meta.ID)
+		res.Forgotten = append(res.Forgotten, n.Meta.ID)
+		o.log.Warn("node of a removed host forgotten: the host could not be reached, its program may still run there", "node", n.Meta.ID, "host", name)
 	}
 	sort.Strings(res.Forgotten)
 	if err := removeHostFromFile(o.cfg.StateDir, name); err != nil {

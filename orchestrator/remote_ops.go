@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -15,35 +17,35 @@ import (
 // close sequence's client pid, attach, and what an agent there needs.
 
 // remoteSignal is Signal for a node on a host.
-func (o *Orchestrator) remoteSignal(n *node, pid int, name string, sig syscall.Signal) (tools.SignalResult, error) {
-	h := o.host(n.meta.Host)
+func (o *Orchestrator) remoteSignal(n *node.Node, pid int, name string, sig syscall.Signal) (tools.SignalResult, error) {
+	h := o.host(n.Meta.Host)
 	if h == nil {
-		return tools.SignalResult{}, tools.Errorf(tools.KindUnavailable, "host %s is not configured", n.meta.Host)
+		return tools.SignalResult{}, tools.Errorf(tools.KindUnavailable, "host %s is not configured", n.Meta.Host)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, p := strconv.Itoa(int(sig)), strconv.Itoa(pid)
 	if _, err := h.Exec(ctx, "kill -"+s+" -- -"+p+" 2>/dev/null || kill -"+s+" "+p, nil); err != nil {
 		if exitCode(err) > 0 {
-			return tools.SignalResult{}, tools.Errorf(tools.KindRejected, "signal %s to pid %d on host %s: %w", name, pid, n.meta.Host, err)
+			return tools.SignalResult{}, tools.Errorf(tools.KindRejected, "signal %s to pid %d on host %s: %w", name, pid, n.Meta.Host, err)
 		}
 		return tools.SignalResult{}, o.remoteErr(h, err)
 	}
-	return tools.SignalResult{Terminal: n.meta.ID, Signal: name, PID: pid}, nil
+	return tools.SignalResult{Terminal: n.Meta.ID, Signal: name, PID: pid}, nil
 }
 
 // clientPID is the pid, as the node's tmux server knows it, of the node's
 // control client (for a host: the remote tmux client, not our ssh).
-func (o *Orchestrator) clientPID(ctx context.Context, n *node) int {
-	if n.sharedClient() {
+func (o *Orchestrator) clientPID(ctx context.Context, n *node.Node) int {
+	if n.SharedClient() {
 		return 0 // the server's mirror client stays: the node's window leaves it
 	}
-	if n.meta.Host == "" {
-		return n.client.PID()
+	if n.Meta.Host == "" {
+		return n.Client.PID()
 	}
 	cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
-	out, err := n.client.Run(cctx, tmuxctl.Command("display-message", "-p", "#{client_pid}"))
+	out, err := n.Client.Run(cctx, tmuxctl.Command("display-message", "-p", "#{client_pid}"))
 	if err != nil || len(out) != 1 {
 		return 0
 	}

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
@@ -51,7 +53,7 @@ func TestRemote64Nodes(t *testing.T) {
 	// Each node, all at once: its marker, a submit answered by a text
 	// wait, then quiet and a snapshot equal to the remote capture-pane.
 	check := func(i int, id string) error {
-		after := revisionBase(o.node(id).meta.Epoch)
+		after := node.RevisionBase(o.node(id).Meta.Epoch)
 		if r, err := o.WaitFor(tctx(t), id, tools.WaitSpec{Wait: tools.WaitText, Text: "up-" + strconv.Itoa(1000+i), After: &after, TimeoutMS: 30000}); err != nil || !r.Matched {
 			return fmt.Errorf("node %d: marker: %+v %v", i, r, err)
 		}

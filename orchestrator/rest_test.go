@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/orchestrator/render"
 	"github.com/termsprawl/termsprawl/tools"
@@ -20,11 +22,11 @@ func TestQuietNodeRests(t *testing.T) {
 	if err := tools.EnsureStateDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	rested := make(chan *node, 16)
+	rested := make(chan *node.Node, 16)
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) {
 		c.RestAfter = 100 * time.Millisecond
 		c.IdleAfter = -1
-		c.hooks = &hooks{rested: func(n *node) { rested <- n }}
+		c.hooks = &hooks{Hooks: node.Hooks{Rested: func(n *node.Node) { rested <- n }}}
 	})
 	id := launch(t, o, "sh", "-c", `printf '\033[31mRED\033[0m plain\n'; read x; echo "after-$x"; sleep 60`)
 	waitText(t, o, id, "RED plain")
@@ -43,8 +45,8 @@ func TestQuietNodeRests(t *testing.T) {
 		}
 	}
 	restedNode()
-	if !n.scr.Asleep() || n.asleep.Load() {
-		t.Fatalf("resting: emulator released %v, node asleep %v", n.scr.Asleep(), n.asleep.Load())
+	if !n.Scr.Asleep() || n.Asleep.Load() {
+		t.Fatalf("resting: emulator released %v, node asleep %v", n.Scr.Asleep(), n.Asleep.Load())
 	}
 	snap, err := o.Snapshot(context.Background(), id)
 	if err != nil || snap.Lines[0] != "RED plain" {
@@ -52,19 +54,19 @@ func TestQuietNodeRests(t *testing.T) {
 	}
 	// A screenshot needs the styles: they come back from tmux, and since
 	// nothing changed the revision stays (a render wait must not fire).
-	before := n.scr.Revision()
-	g := n.cells(tctx(t))
-	if after := n.scr.Revision(); after != before {
+	before := n.Scr.Revision()
+	g := n.Cells(tctx(t))
+	if after := n.Scr.Revision(); after != before {
 		t.Fatalf("reseeding a resting mirror that did not change moved the revision %d → %d", before, after)
 	}
 	if c := g.At(0, 0); c.Content != "R" || c.Fg != render.ANSI(1) {
 		t.Fatalf("cell (0,0) of a resting node's screenshot: %+v, want a red R", c)
 	}
-	if n.scr.Asleep() {
+	if n.Scr.Asleep() {
 		t.Fatal("the screenshot left the mirror without its emulator")
 	}
 	restedNode()
-	rev := n.scr.Revision()
+	rev := n.Scr.Revision()
 	if _, err := o.Submit(tctx(t), id, "x", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +86,6 @@ func TestQuietNodeRests(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the mirror never showed the output after a rest: %q", snap.Lines)
 		}
-		<-n.scr.Changed()
+		<-n.Scr.Changed()
 	}
 }

@@ -145,14 +145,6 @@ func (o *Orchestrator) sandboxed(ctx context.Context, spec LaunchSpec, id string
 	return out, nil
 }
 
-// sandboxName is a profile as kept and shown: "none" for none or "".
-func sandboxName(p string) string {
-	if p == "" {
-		return string(sandbox.None)
-	}
-	return p
-}
-
 // checkSandbox refuses, before anything exists, a sandboxed launch
 // without a usable bwrap or with an unknown profile.
 func (o *Orchestrator) checkSandbox(ctx context.Context, spec LaunchSpec) error {

@@ -22,8 +22,8 @@ func (o *Orchestrator) Screenshot(ctx context.Context, id string, scale int, the
 	if err != nil {
 		return nil, tools.ScreenshotFacts{}, err
 	}
-	n.observe(ctx)
-	img, f, err := renderPNG(n.cells(ctx), render.Options{Scale: scale, Theme: theme})
+	n.Observe(ctx)
+	img, f, err := renderPNG(n.Cells(ctx), render.Options{Scale: scale, Theme: theme})
 	switch {
 	case errors.Is(err, tools.ErrMemoryBudget):
 		return nil, tools.ScreenshotFacts{}, err

@@ -45,19 +45,19 @@ func (o *Orchestrator) searchCapture(ctx context.Context, id string, take func()
 	if h := o.hooks.searchCommand; h != nil {
 		h()
 	}
-	outs, err := n.cmd().RunMany(ctx,
-		tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{history_size} #{pane_width}"),
-		tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", n.pane))
+	outs, err := n.Cmd().RunMany(ctx,
+		tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{history_size} #{pane_width}"),
+		tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", n.Pane))
 	if err == nil && (len(outs) != 2 || len(outs[0]) != 1) {
 		err = fmt.Errorf("unexpected reply %d blocks", len(outs))
 	}
 	if err != nil {
-		return fleetsearch.Capture{}, n.tmuxErr("search", err)
+		return fleetsearch.Capture{}, n.TmuxErr("search", err)
 	}
 	if h := o.hooks.searchCaptured; h != nil {
 		h(id)
 	}
-	c := fleetsearch.Capture{Name: n.meta.Name, Lines: outs[1]}
+	c := fleetsearch.Capture{Name: n.Meta.Name, Lines: outs[1]}
 	fmt.Sscanf(outs[0][0], "%d %d", &c.Hist, &c.Cols)
 	return c, nil
 }

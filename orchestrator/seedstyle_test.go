@@ -75,14 +75,14 @@ func TestReseedKeepsStylesAcrossRows(t *testing.T) {
 	n := o.node(id)
 	reseed := func() {
 		t.Helper()
-		n.mu.Lock()
-		before := n.reseeds
-		n.mu.Unlock()
-		n.requestReseed()
+		n.Mu.Lock()
+		before := n.Reseeds
+		n.Mu.Unlock()
+		n.RequestReseed()
 		for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			n.mu.Lock()
-			done := n.reseeds > before
-			n.mu.Unlock()
+			n.Mu.Lock()
+			done := n.Reseeds > before
+			n.Mu.Unlock()
 			if done {
 				return
 			}
@@ -96,14 +96,14 @@ func TestReseedKeepsStylesAcrossRows(t *testing.T) {
 	if c := want.At(0, 1); c.Content != "B" || c.Attrs&render.AttrBold == 0 {
 		t.Fatalf("tmux's BOLD-B is %+v: the test's reference is wrong", c)
 	}
-	got := n.scr.Cells()
+	got := n.Scr.Cells()
 	requireCellsAsTmux(t, got, want, "after a reseed")
 
 	// A screenshot of a mirror that dropped its emulator (a rest) builds
 	// it again from tmux: the same cells.
-	n.scr.Sleep() // what a rest does (rest.go)
-	if !n.scr.Asleep() {
+	n.Scr.Sleep() // what a rest does (rest.go)
+	if !n.Scr.Asleep() {
 		t.Fatal("the mirror did not rest")
 	}
-	requireCellsAsTmux(t, n.cells(tctx(t)), want, "after a rest and the wake of a screenshot")
+	requireCellsAsTmux(t, n.Cells(tctx(t)), want, "after a rest and the wake of a screenshot")
 }

@@ -3,8 +3,8 @@ package orchestrator
 import (
 	"context"
 	"encoding/json"
-	"errors"
-	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator/node"
 
 	"github.com/termsprawl/termsprawl/orchestrator/semantic"
 	"github.com/termsprawl/termsprawl/orchestrator/semstore"
@@ -25,47 +25,11 @@ func (o *Orchestrator) PublishSemantic(id string, raw json.RawMessage) (tools.Se
 	if err != nil {
 		return tools.SemanticPublished{}, err
 	}
-	snap := n.snapshot()
-	root, err := semantic.Decode(raw, snap.Columns, snap.Rows)
-	if err != nil {
-		var se *semantic.Error
-		if errors.As(err, &se) {
-			return tools.SemanticPublished{}, tools.Errorf(tools.KindUsage, "semantic_publish: %w; nothing was committed", err).WithDetails("reason", se.Reason)
-		}
-		return tools.SemanticPublished{}, usage("semantic_publish: %v", err)
-	}
-	c := n.sem.Add(semstore.Commit{Rev: n.scr.Revision(), Size: len(raw), Root: root, At: time.Now()})
-	n.recordSemantic(c.Rev, raw)
-	return tools.SemanticPublished{Terminal: id, Revision: c.Rev, Commit: c.Seq, Nodes: len(semantic.Flatten(root))}, nil
+	return n.PublishSemantic(raw)
 }
 
 // SemanticAction is terminal_fill, terminal_check or terminal_uncheck.
 type SemanticAction = semstore.Action
-
-// semTerminal is a node as the semantic waits and actions see it.
-type semTerminal struct {
-	o  *Orchestrator
-	n  *node
-	id string
-}
-
-func (t semTerminal) Revision() uint64       { return t.n.scr.Revision() }
-func (t semTerminal) Ended() <-chan struct{} { return t.n.closing }
-func (t semTerminal) EndErr() error {
-	return t.n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q ended while waiting for a semantic commit", t.n.meta.ID))
-}
-func (t semTerminal) Click(ctx context.Context, row, col int) error {
-	_, err := t.o.Mouse(ctx, t.id, MouseSpec{Kind: "click", At: &tools.Cell{Row: row, Column: col}}, nil)
-	return err
-}
-func (t semTerminal) Press(ctx context.Context, keys string) error {
-	_, err := t.o.Press(ctx, t.id, keys, nil)
-	return err
-}
-func (t semTerminal) Type(ctx context.Context, text string) error {
-	_, err := t.o.Type(ctx, t.id, text, nil)
-	return err
-}
 
 // WaitSemantic is terminal_wait_for {wait: semantic} (semstore.Store.Wait).
 func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.WaitSpec) (tools.WaitResult, error) {
@@ -73,9 +37,9 @@ func (o *Orchestrator) WaitSemantic(ctx context.Context, id string, spec tools.W
 	if err != nil {
 		return tools.WaitResult{}, err
 	}
-	res, err := n.sem.Wait(ctx, semTerminal{o, n, id}, id, spec)
+	res, err := n.Sem.Wait(ctx, semTerminal{o, n, id}, id, spec)
 	if res.Wait != "" {
-		res.Status, res.ExitCode, _ = n.state()
+		res.Status, res.ExitCode, _ = n.State()
 	}
 	return res, err
 }
@@ -87,14 +51,7 @@ func (o *Orchestrator) ActSemantic(ctx context.Context, id string, a SemanticAct
 	if err != nil {
 		return tools.SemanticActionResult{}, err
 	}
-	return n.sem.Act(ctx, semTerminal{o, n, id}, id, a)
-}
-
-// recordSemantic notes a commit in the node's recording.
-func (n *node) recordSemantic(rev uint64, tree json.RawMessage) {
-	if rec := n.rec.Load(); rec != nil {
-		rec.r.Semantic(rev, tree)
-	}
+	return n.Sem.Act(ctx, semTerminal{o, n, id}, id, a)
 }
 
 // TraceSemanticAt is the compact lines of the tree a trace's program had
@@ -122,7 +79,7 @@ func (o *Orchestrator) SemanticTree(id string) (uint64, []tools.SemanticMatch, b
 	if n == nil {
 		return 0, nil, false
 	}
-	c, ok := n.sem.Latest()
+	c, ok := n.Sem.Latest()
 	if !ok {
 		return 0, nil, false
 	}
@@ -132,4 +89,34 @@ func (o *Orchestrator) SemanticTree(id string) (uint64, []tools.SemanticMatch, b
 		out[i] = semstore.MatchOf(f, c.Rev)
 	}
 	return c.Rev, out, true
+}
+
+// semTerminal is a node as the semantic waits and actions see it.
+type semTerminal struct {
+	o  *Orchestrator
+	n  *node.Node
+	id string
+}
+
+func (t semTerminal) Revision() uint64 { return t.n.Scr.Revision() }
+
+func (t semTerminal) Ended() <-chan struct{} { return t.n.Closing }
+
+func (t semTerminal) EndErr() error {
+	return t.n.WithCrash(tools.Errorf(tools.KindNotFound, "terminal %q ended while waiting for a semantic commit", t.n.Meta.ID))
+}
+
+func (t semTerminal) Click(ctx context.Context, row, col int) error {
+	_, err := t.o.Mouse(ctx, t.id, MouseSpec{Kind: "click", At: &tools.Cell{Row: row, Column: col}}, nil)
+	return err
+}
+
+func (t semTerminal) Press(ctx context.Context, keys string) error {
+	_, err := t.o.Press(ctx, t.id, keys, nil)
+	return err
+}
+
+func (t semTerminal) Type(ctx context.Context, text string) error {
+	_, err := t.o.Type(ctx, t.id, text, nil)
+	return err
 }

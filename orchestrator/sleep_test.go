@@ -41,12 +41,12 @@ func TestUnobservedNodeSleeps(t *testing.T) {
 	n := o.node(id)
 	// asleep is decided first (so no observer is lost), the emulator is
 	// released after the switch-off: wait for both.
-	testenv.Eventually(t, 20*time.Second, func() bool { return n.asleep.Load() && n.scr.Asleep() }, func() string {
-		return fmt.Sprintf("an unobserved node never went to sleep (asleep %v, emulator released %v)", n.asleep.Load(), n.scr.Asleep())
+	testenv.Eventually(t, 20*time.Second, func() bool { return n.Asleep.Load() && n.Scr.Asleep() }, func() string {
+		return fmt.Sprintf("an unobserved node never went to sleep (asleep %v, emulator released %v)", n.Asleep.Load(), n.Scr.Asleep())
 	})
 	// tmux sends nothing while it sleeps: 40 more ticks (12 KB) are
 	// printed, and at most what was in flight (4 KB) arrives.
-	total := n.stream.Total()
+	total := n.Stream.Total()
 	ticks := func() int {
 		b, _ := os.ReadFile(count)
 		i, _ := strconv.Atoi(strings.TrimSpace(string(b)))
@@ -54,7 +54,7 @@ func TestUnobservedNodeSleeps(t *testing.T) {
 	}
 	from := ticks()
 	testenv.Eventually(t, 20*time.Second, func() bool { return ticks() >= from+40 }, testenv.Msg("the program did not print 40 more ticks"))
-	if got := n.stream.Total(); got > total+4096 {
+	if got := n.Stream.Total(); got > total+4096 {
 		t.Fatalf("a sleeping node still received %d bytes of output", got-total)
 	}
 	// Observing wakes it with the current screen.
@@ -62,7 +62,7 @@ func TestUnobservedNodeSleeps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.asleep.Load() || n.scr.Asleep() {
+	if n.Asleep.Load() || n.Scr.Asleep() {
 		t.Fatal("a snapshot did not wake the node")
 	}
 	if snap.Revision == 0 {
@@ -77,7 +77,7 @@ func TestUnobservedNodeSleeps(t *testing.T) {
 	if err == nil || !r.TimedOut {
 		t.Fatalf("wait = %+v, %v", r, err)
 	}
-	if n.asleep.Load() {
+	if n.Asleep.Load() {
 		t.Fatal("the node slept while a wait was observing it")
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -46,12 +48,12 @@ func TestStatusAndExitReasonNeverTear(t *testing.T) {
 			id := launch(t, o, "sleep", "600")
 			n := o.node(id)
 			var once sync.Once
-			o.hooks.stateRead = func(hn *node) {
+			o.hooks.StateRead = func(hn *node.Node) {
 				if hn == n {
-					once.Do(func() { n.markLost(why) })
+					once.Do(func() { n.MarkLost(why) })
 				}
 			}
-			defer func() { o.hooks.stateRead = nil }()
+			defer func() { o.hooks.StateRead = nil }()
 			if status, reason := read.get(id); status != tools.StatusRunning || reason != "" {
 				t.Fatalf("read across a concurrent exit: status %q, reason %q; want running and no reason (the state before it)", status, reason)
 			}

@@ -1,9 +1,7 @@
 package orchestrator
 
 import (
-	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/orchestrator/termio"
-	"github.com/termsprawl/termsprawl/tools"
 )
 
 // The engine's side of orchestrator/termio: the mirror's modes in, the
@@ -12,18 +10,3 @@ import (
 // ParseKeys turns a space-separated list of key chords ("Enter C-c
 // Control+C M-x PageUp F5 S-Tab") into tmux key names (termio.ParseKeys).
 func ParseKeys(spec string) ([]string, error) { return termio.ParseKeys(spec) }
-
-// keepStreamMouse keeps, across a seed, the mouse modes tmux cannot
-// report: X10 tracking when tmux sees no tracking, and urxvt encoding.
-func keepStreamMouse(st *screen.SeedState, m screen.Modes) {
-	if st.MouseTracking == 0 && m.MouseTracking == 9 {
-		st.MouseTracking = 9
-		st.Mouse = true
-	}
-	st.MouseURXVT = m.MouseURXVT
-}
-
-// mouseModeOf is the contract's view of the mirror's mouse modes.
-func mouseModeOf(m screen.Modes) tools.MouseMode {
-	return termio.Modes{Tracking: m.MouseTracking, SGR: m.MouseSGR, URXVT: m.MouseURXVT, UTF8: m.MouseUTF8}.MouseMode()
-}

@@ -1,103 +1,23 @@
 package orchestrator
 
 import (
-	"cmp"
 	"context"
-	"encoding/hex"
 	"fmt"
-	"regexp"
-	"strings"
+
+	"github.com/termsprawl/termsprawl/orchestrator/node"
 
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/termio"
-	"github.com/termsprawl/termsprawl/orchestrator/termquery"
 
-	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // termwright's terminal tools (CONTRACT §11): capabilities, query, the
 // mouse, raw bytes.
 
-// Capabilities says what the terminal and its program support now.
-func (o *Orchestrator) Capabilities(ctx context.Context, id string) (tools.Capabilities, error) {
-	n, err := o.lookup(id)
-	if err != nil {
-		return tools.Capabilities{}, err
-	}
-	n.observe(ctx)
-	snap := n.snapshot()
-	status, _, _ := n.state()
-	labels, missing := n.logLabels()
-	info := n.info(0)
-	return tools.Capabilities{
-		Terminal: id, Columns: snap.Columns, Rows: snap.Rows, Revision: snap.Revision, Status: status,
-		Modes: snap.Modes, Mouse: mouseModeOf(n.scr.Modes()), SemanticTree: n.sem.Availability(),
-		Recording: info.Recording != nil, Logs: labels, LogsMissing: missing, Crash: n.crashReport(),
-	}, nil
-}
-
-// QuerySpec is what terminal_query looks for: Text or Pattern, and
-// optionally only the Nth match (1-based).
-type QuerySpec struct {
-	Text    string `json:"text"`
-	Pattern string `json:"pattern"`
-	Nth     int    `json:"nth"`
-	// Locator finds nodes of the semantic tree instead (CONTRACT §22).
-	Locator *tools.SemanticLocator `json:"locator"`
-}
-
-// Query finds text or a regex on the visible screen.
-func (o *Orchestrator) Query(ctx context.Context, id string, q QuerySpec) (tools.QueryResult, error) {
-	n, err := o.lookup(id)
-	if err != nil {
-		return tools.QueryResult{}, err
-	}
-	if q.Locator != nil {
-		return n.sem.Query(id, *q.Locator)
-	}
-	var re *regexp.Regexp
-	if q.Pattern != "" {
-		if re, err = regexp.Compile(q.Pattern); err != nil {
-			return tools.QueryResult{}, usage("pattern %q is not a valid Go RE2 regular expression: %v", q.Pattern, err)
-		}
-	} else if q.Text == "" {
-		return tools.QueryResult{}, usage("give text or pattern to find")
-	}
-	n.observe(ctx)
-	snap := n.snapshot()
-	res := tools.QueryResult{Terminal: id, Revision: snap.Revision, Matches: termquery.Lines(snap.Lines, snap.Revision, q.Text, re)}
-	if q.Nth > 0 {
-		if q.Nth > len(res.Matches) {
-			res.Matches = []tools.QueryMatch{}
-		} else {
-			res.Matches = res.Matches[q.Nth-1 : q.Nth]
-		}
-	}
-	n.refs.Remember(res.Matches)
-	return res, nil
-}
-
 // MouseSpec is a mouse operation's request, decoded by the tool server
 // (termio.MouseSpec).
 type MouseSpec = termio.MouseSpec
-
-// resolveRef checks a ref terminal_query handed out against the screen
-// (termquery.Resolve).
-func (n *node) resolveRef(s string, lines []string) (tools.Cell, error) {
-	return n.refs.Resolve(s, lines, n.scr.Revision(), func(rev uint64, row int) (bool, error) {
-		ch, err := n.scr.ChangesSince(rev)
-		if err != nil {
-			return false, err
-		}
-		for _, r := range ch.Rows {
-			if r.Row == row {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-}
 
 // Mouse sends a mouse action as real mouse reports encoded for the modes
 // the program enabled, or refuses (not_run, input-mode-disabled, nothing
@@ -108,47 +28,9 @@ func (o *Orchestrator) Mouse(ctx context.Context, id string, spec MouseSpec, wai
 		return tools.MouseResult{}, err
 	}
 	var res tools.MouseResult
-	r, err := o.sendInput(ctx, id, "", wait, func(n *node) error {
-		snap := n.snapshot()
-		if spec.Locator != nil || strings.HasPrefix(spec.Ref, "semantic:") {
-			c, err := n.sem.Target(id, spec.Locator, spec.Ref)
-			if err != nil {
-				return err
-			}
-			a.At = *c
-		} else if spec.Ref != "" {
-			c, err := n.resolveRef(spec.Ref, snap.Lines)
-			if err != nil {
-				return err
-			}
-			a.At = c
-		}
-		for _, c := range []*tools.Cell{&a.At, a.DragTo()} {
-			if c != nil && (c.Row >= snap.Rows || c.Column >= snap.Columns) {
-				return usage("cell {row %d, column %d} is outside the screen (%d columns x %d rows: rows 0..%d, columns 0..%d)",
-					c.Row, c.Column, snap.Columns, snap.Rows, snap.Rows-1, snap.Columns-1)
-			}
-		}
-		mm := mouseModeOf(n.scr.Modes())
-		if ok, needs := a.Allowed(mm.Tracking); !ok {
-			return tools.Errorf(tools.KindNotRun, "input-mode-disabled: terminal_%s needs %s and the program in %q has not enabled it (its mouse tracking is %s); nothing was sent. terminal_capabilities shows the program's mouse modes; drive it with terminal_press or terminal_type instead",
-				spec.Kind, needs, id, mm.Tracking).WithDetails("reason", "input-mode-disabled").WithDetails("mouse", mm)
-		}
-		data, ok := termio.EncodeAction(a, mm)
-		if !ok {
-			return usage("the cell cannot be expressed in the program's %s mouse encoding (X10 reports stop at column and row 223); nothing was sent", mm.Encoding)
-		}
-		res = tools.MouseResult{Terminal: id, At: a.At, Mouse: mm, Bytes: len(data)}
-		if spec.Kind == "drag" {
-			to := a.To
-			res.To = &to
-		}
-		n.noteInput("mouse", fmt.Sprintf("%s %s at %d,%d", spec.Kind, cmp.Or(spec.Button, "left"), a.At.Row, a.At.Column))
-		if err := n.sendRaw(ctx, data); err != nil {
-			return err
-		}
-		n.recordInputEvent(record.InputMouse, len(data), nil) // a recording notes it by kind and size
-		return nil
+	r, err := o.sendInput(ctx, id, "", wait, func(n *node.Node) (err error) {
+		res, err = n.Mouse(ctx, spec, a)
+		return err
 	})
 	res.Terminal, res.Revision, res.Wait = id, r.Revision, r.Wait
 	return res, err
@@ -159,33 +41,31 @@ func (o *Orchestrator) WriteRaw(ctx context.Context, id string, data []byte, wai
 	if len(data) == 0 {
 		return tools.InputResult{}, usage("no bytes to write: give text or base64")
 	}
-	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputRaw, len(data), nil, func(n *node) error {
-		n.noteInput("raw", fmt.Sprintf("%d bytes", len(data)))
-		return n.sendRaw(ctx, data)
+	r, err := o.sendInput(ctx, id, "", wait, noted(record.InputRaw, len(data), nil, func(n *node.Node) error {
+		n.NoteInput("raw", fmt.Sprintf("%d bytes", len(data)))
+		return n.SendRaw(ctx, data)
 	}))
 	r.Bytes = len(data)
 	return r, err
 }
 
-// rawChunk is how many bytes one send-keys -H carries (DESIGN: ≤ 4 KB).
-const rawChunk = 1024
+// Capabilities says what the terminal and its program support now.
+func (o *Orchestrator) Capabilities(ctx context.Context, id string) (tools.Capabilities, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.Capabilities{}, err
+	}
+	return n.Capabilities(ctx)
+}
 
-// sendRaw writes bytes to the pane with send-keys -H: tmux passes each
-// byte on as it is, with no key encoding.
-func (n *node) sendRaw(ctx context.Context, data []byte) error {
-	var cmds []string
-	for len(data) > 0 {
-		k := min(len(data), rawChunk)
-		args := make([]string, 0, k+3)
-		args = append(args, "-t", n.pane, "-H")
-		for _, b := range data[:k] {
-			args = append(args, hex.EncodeToString([]byte{b}))
-		}
-		cmds = append(cmds, tmuxctl.Command("send-keys", args...))
-		data = data[k:]
+// QuerySpec is what terminal_query looks for (node.QuerySpec).
+type QuerySpec = node.QuerySpec
+
+// Query finds text or a regex on the visible screen.
+func (o *Orchestrator) Query(ctx context.Context, id string, q QuerySpec) (tools.QueryResult, error) {
+	n, err := o.lookup(id)
+	if err != nil {
+		return tools.QueryResult{}, err
 	}
-	if _, err := n.cmd().RunMany(ctx, cmds...); err != nil {
-		return n.tmuxErr("write raw bytes", err)
-	}
-	return nil
+	return n.Query(ctx, q)
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/node"
+
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -18,7 +20,7 @@ func benchNode(b *testing.B, o *Orchestrator, cols, rows int, text string, argv 
 	if err != nil {
 		b.Fatal(err)
 	}
-	zero := revisionBase(o.node(info.Terminal).meta.Epoch)
+	zero := node.RevisionBase(o.node(info.Terminal).Meta.Epoch)
 	if _, err := o.WaitFor(ctx, info.Terminal, tools.WaitSpec{Wait: tools.WaitText, Text: text, After: &zero, TimeoutMS: 20000}); err != nil {
 		b.Fatal(err)
 	}

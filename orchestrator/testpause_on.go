@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 )
 
 // Test pauses a `termsprawl up` built with -tags termsprawl_testhooks
@@ -25,7 +27,7 @@ var (
 
 func (o *Orchestrator) testPause(ctx context.Context, what string) {
 	os.WriteFile(filepath.Join(o.cfg.StateDir, "test-paused-"+what), nil, 0o600)
-	pause(ctx, time.Minute)
+	hosts.Pause(ctx, time.Minute)
 }
 
 func testPauseMatches(pattern, s string) bool {

@@ -1,12 +1,7 @@
 package orchestrator
 
 import (
-	"context"
-	"syscall"
-	"time"
-
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
-	"github.com/termsprawl/termsprawl/orchestrator/proc"
 )
 
 // The tmux servers nodes live on are orchestrator/hosts' (local shards and
@@ -21,24 +16,3 @@ const TmuxServerConf = hosts.Conf
 
 // adminSession is the hidden session of every server (not a node).
 const adminSession = hosts.AdminSession
-
-// zombieWaitOn is zombieWait on srv's machine: a host's pid is read on
-// the host (CONTRACT §23), never in this machine's /proc.
-func zombieWaitOn(srv hosts.Server, pid int) (syscall.WaitStatus, bool) {
-	if pid <= 0 {
-		return 0, false
-	}
-	if !srv.Remote() {
-		return proc.ZombieWait(pid)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	b, err := srv.ProcStat(ctx, pid)
-	if err != nil {
-		return 0, false
-	}
-	return proc.ParseStat(b)
-}
-
-// zombieStatus is zombieStatus on the node's server's machine.
-func (n *node) zombieStatus(pid int) (int, bool) { return proc.WaitCode(zombieWaitOn(n.srv, pid)) }

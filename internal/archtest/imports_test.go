@@ -46,7 +46,17 @@ var allowed = map[string][]string{
 		// the return of memory after a flood of output
 		module + "/orchestrator/memtrim",
 		// a program's environment and checks before it starts
-		module + "/orchestrator/launchenv"},
+		module + "/orchestrator/launchenv",
+		// one node as an actor: its mirror, state, waits, recording
+		module + "/orchestrator/node"},
+	// One node (docs/ARCHITECTURE.md): the mirror its pump owns, its
+	// published state, inputs, waits, reads, rest and idle, seed, exit
+	// check, recording and crash log. It talks to the engine only through
+	// its Env interface: never the engine, the tool server or another node.
+	"orchestrator/node": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/hosts", module + "/orchestrator/screen",
+		module + "/orchestrator/render", module + "/orchestrator/record", module + "/orchestrator/proc", module + "/orchestrator/termio",
+		module + "/orchestrator/applog", module + "/orchestrator/textwait", module + "/orchestrator/sandbox", module + "/orchestrator/semstore",
+		module + "/orchestrator/termquery", module + "/orchestrator/statefile", module + "/orchestrator/memtrim", module + "/orchestrator/semantic"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.

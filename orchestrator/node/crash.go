@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -23,7 +23,7 @@ type termwright struct {
 
 	// logs is set by startLogs before the follower's goroutine starts
 	// and never changes after; it has its own mutex.
-	logs *applog.Follower
+	Logs *applog.Follower
 }
 
 // Crash report bounds (CONTRACT §11).
@@ -33,48 +33,48 @@ const (
 	inputSummary   = 64 // characters of typed text kept as the last input
 )
 
-// noteInput records the last input sent to the node, by kind. Callers
+// NoteInput records the last input sent to the node, by kind. Callers
 // pass only a size for pasted text, never the text.
-func (n *node) noteInput(kind, summary string) {
-	n.tw.mu.Lock()
-	n.tw.lastInput = &tools.InputSummary{Kind: kind, Summary: summary}
-	n.tw.mu.Unlock()
+func (n *Node) NoteInput(kind, summary string) {
+	n.TW.mu.Lock()
+	n.TW.lastInput = &tools.InputSummary{Kind: kind, Summary: summary}
+	n.TW.mu.Unlock()
 }
 
-// clipText is typed text shortened for a summary.
-func clipText(s string) string {
+// ClipText is typed text shortened for a summary.
+func ClipText(s string) string {
 	if utf8.RuneCountInString(s) <= inputSummary {
 		return strconv.Quote(s)
 	}
 	return strconv.Quote(string([]rune(s)[:inputSummary])) + "…"
 }
 
-// sizeText is the summary of pasted text: its size only.
-func sizeText(s string) string { return strconv.Itoa(len(s)) + " bytes" }
+// SizeText is the summary of pasted text: its size only.
+func SizeText(s string) string { return strconv.Itoa(len(s)) + " bytes" }
 
-// submitKind is the kind and summary of terminal_submit: multi-line text
+// SubmitKind is the kind and summary of terminal_submit: multi-line text
 // is pasted (so only its size is kept).
-func submitKind(text string) (string, string) {
+func SubmitKind(text string) (string, string) {
 	if strings.ContainsAny(text, "\n\r") {
-		return "paste", sizeText(text) + ", then Enter"
+		return "paste", SizeText(text) + ", then Enter"
 	}
 	if text == "" {
 		return "keys", "Enter"
 	}
-	return "text", clipText(text) + ", then Enter"
+	return "text", ClipText(text) + ", then Enter"
 }
 
 // recordCrash keeps the crash report of a program that ended on its own
 // with a non-zero code or a signal; called on every seed that finds the
 // pane dead (the pump goroutine, or attach before it starts), it refreshes
 // the screen tail, which later seeds may complete.
-func (n *node) recordCrash(ctx context.Context, code int) {
-	if n.isClosing() {
+func (n *Node) recordCrash(ctx context.Context, code int) {
+	if n.IsClosing() {
 		return // terminal_close ended it: not a crash
 	}
-	n.tw.mu.Lock()
-	have := n.tw.crash != nil
-	n.tw.mu.Unlock()
+	n.TW.mu.Lock()
+	have := n.TW.crash != nil
+	n.TW.mu.Unlock()
 	var c tools.Crash
 	if !have {
 		if code == 0 {
@@ -84,8 +84,8 @@ func (n *node) recordCrash(ctx context.Context, code int) {
 		if sig == 0 {
 			// tmux 3.3a can mark the pane dead before it reaped the
 			// program: then it knows no signal, and the zombie does.
-			pid := n.pid()
-			if ws, ok := zombieWaitOn(n.srv, pid); ok && ws.Signaled() {
+			pid := n.Pid()
+			if ws, ok := ZombieWaitOn(n.Srv, pid); ok && ws.Signaled() {
 				sig = int(ws.Signal())
 			}
 		}
@@ -94,7 +94,7 @@ func (n *node) recordCrash(ctx context.Context, code int) {
 		} else {
 			c.ExitCode = &code
 		}
-		c.AfterMS = time.Since(n.meta.Created).Milliseconds()
+		c.AfterMS = time.Since(n.Meta.Created).Milliseconds()
 	}
 	tail := n.excerpt(crashTailLines)
 	for i, l := range tail {
@@ -102,17 +102,17 @@ func (n *node) recordCrash(ctx context.Context, code int) {
 			tail[i] = string([]rune(l)[:crashLineChars])
 		}
 	}
-	n.tw.mu.Lock()
-	defer n.tw.mu.Unlock()
-	if n.tw.crash == nil {
-		c.LastInput = n.tw.lastInput
+	n.TW.mu.Lock()
+	defer n.TW.mu.Unlock()
+	if n.TW.crash == nil {
+		c.LastInput = n.TW.lastInput
 		c.ScreenTail = tail
-		n.tw.crash = &c
-		n.log.Info("program crashed", "exit_code", derefCode(c.ExitCode), "signal", c.Signal, "after_ms", c.AfterMS)
+		n.TW.crash = &c
+		n.Log.Info("program crashed", "exit_code", derefCode(c.ExitCode), "signal", c.Signal, "after_ms", c.AfterMS)
 		return
 	}
 	if len(tail) > 0 {
-		n.tw.crash.ScreenTail = tail
+		n.TW.crash.ScreenTail = tail
 	}
 }
 
@@ -125,10 +125,10 @@ func derefCode(p *int) any {
 
 // deadSignal asks tmux which signal ended the pane's program (0: none, or
 // not known).
-func (n *node) deadSignal(ctx context.Context) int {
+func (n *Node) deadSignal(ctx context.Context) int {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	out, err := n.cmd().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{pane_dead_signal}"))
+	out, err := n.Cmd().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{pane_dead_signal}"))
 	if err != nil || len(out) != 1 {
 		return 0
 	}
@@ -146,22 +146,22 @@ func signalName(sig int) string {
 	return "SIG" + strconv.Itoa(sig)
 }
 
-// crashReport is a copy of the node's crash report, or nil.
-func (n *node) crashReport() *tools.Crash {
-	n.tw.mu.Lock()
-	defer n.tw.mu.Unlock()
-	if n.tw.crash == nil {
+// CrashReport is a copy of the node's crash report, or nil.
+func (n *Node) CrashReport() *tools.Crash {
+	n.TW.mu.Lock()
+	defer n.TW.mu.Unlock()
+	if n.TW.crash == nil {
 		return nil
 	}
-	c := *n.tw.crash
+	c := *n.TW.crash
 	c.ScreenTail = append([]string{}, c.ScreenTail...)
 	return &c
 }
 
-// withCrash adds the crash report to the details of an error that says the
+// WithCrash adds the crash report to the details of an error that says the
 // program is gone.
-func (n *node) withCrash(e *tools.Error) *tools.Error {
-	if c := n.crashReport(); c != nil {
+func (n *Node) WithCrash(e *tools.Error) *tools.Error {
+	if c := n.CrashReport(); c != nil {
 		e = e.WithDetails("crash", c)
 	}
 	return e

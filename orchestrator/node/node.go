@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"errors"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 	"github.com/termsprawl/termsprawl/orchestrator/screen"
 	"github.com/termsprawl/termsprawl/orchestrator/semstore"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
@@ -17,16 +18,12 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// NodeMeta is what the orchestrator keeps about a node on disk
-// (<state>/nodes/<id>.json; statefile.NodeMeta).
-type NodeMeta = statefile.NodeMeta
-
-// node is one terminal: one tmux session, its control client, its mirror.
-type node struct {
-	meta   NodeMeta
-	o      *Orchestrator
-	srv    hosts.Server // the shard or host server the session is on
-	client *tmuxctl.Client
+// Node is one terminal: one tmux session, its control client, its mirror.
+type Node struct {
+	Meta   statefile.NodeMeta
+	Env    Env
+	Srv    hosts.Server // the shard or host server the session is on
+	Client *tmuxctl.Client
 	// events and clientDone are the client's notifications and end for
 	// this node; link and mirror are set when the client is a host's
 	// shared mirror client (remote_mirror.go).
@@ -34,26 +31,26 @@ type node struct {
 	clientDone <-chan struct{}
 	link       *hosts.MirrorLink
 	mirror     *hosts.Mirror
-	pane       string
-	stream     *tmuxctl.PaneStream
-	scr        *screen.Screen
-	log        *slog.Logger
+	Pane       string
+	Stream     *tmuxctl.PaneStream
+	Scr        *screen.Screen
+	Log        *slog.Logger
 
 	reseedReq chan struct{} // capacity 1
 	recReq    chan recStart // asks the pump to start recording
 	wakeReq   chan chan struct{}
-	quit      chan struct{}
-	done      chan struct{} // closed when pump returns
+	Quit      chan struct{}
+	Done      chan struct{} // closed when pump returns
 	quitOnce  sync.Once
 	// closing is closed when the node's life is ending (a close began, or
 	// its session is gone), before its screen is detached: waiters select
 	// on it instead of spinning on a closed screen.
-	closing     chan struct{}
+	Closing     chan struct{}
 	closingOnce sync.Once
 	// closePending: a close began while the node's host was unreachable
 	// and waits for the host (close.go, remote_close.go): listed as
 	// closing until the host confirms the end.
-	closePending atomic.Bool
+	ClosePending atomic.Bool
 
 	// dropUntil is the pane stream position up to which output is already
 	// in the mirror (set by a seed); applied is the position of the last
@@ -73,15 +70,15 @@ type node struct {
 	recFrom          uint64
 	recCols, recRows int
 	// recordOnAttach: attach starts a recording (terminal_launch {record}).
-	recordOnAttach bool
+	RecordOnAttach bool
 
 	// convMu orders the writes of the agent's conversation id into the
 	// node's kept launch; conversation is the last one written (lost.go).
-	convMu       sync.Mutex
-	conversation string
+	ConvMu       sync.Mutex
+	Conversation string
 
 	// rec is the recording in progress, nil when the node is not recorded.
-	rec atomic.Pointer[recording]
+	Rec atomic.Pointer[Recording]
 
 	// A node nobody observes sleeps: tmux stops sending its output to us
 	// and its emulator is released (see pump and observe). asleep changes
@@ -91,9 +88,9 @@ type node struct {
 	// or sees it asleep and wakes it; none is lost in between.
 	idleMu       sync.Mutex
 	detaching    atomic.Bool // detach paused the pane: its %pause is ours
-	asleep       atomic.Bool
-	observers    atomic.Int32 // waits in progress
-	lastObserved atomic.Int64 // unix nanoseconds
+	Asleep       atomic.Bool
+	Observers    atomic.Int32 // waits in progress
+	LastObserved atomic.Int64 // unix nanoseconds
 
 	// scanMu guards scans: the text and regex waits the pump evaluates
 	// (waitreg.go).
@@ -103,15 +100,15 @@ type node struct {
 	// stateMu orders the writers of st, the node's published state
 	// (nodestate.go); readers load st without a lock.
 	stateMu sync.Mutex
-	st      atomic.Pointer[nodeState]
+	st      atomic.Pointer[State]
 
 	// inputs are kept for echo masking, under their own lock.
 	inputs textwait.Inputs
 
-	mu          sync.Mutex // guards the fields below
-	reseeds     int        // how often the mirror was reseeded (observability)
+	Mu          sync.Mutex // guards the fields below
+	Reseeds     int        // how often the mirror was reseeded (observability)
 	seedRev     uint64     // the mirror's revision right after the last seed
-	healed      int        // how often a quiet check found the mirror wrong
+	Healed      int        // how often a quiet check found the mirror wrong
 	pendingExit *int       // exit reported by requestExit, published after a reseed
 	// edgeRev is a revision at which tmux reported the cursor one past the
 	// last column (a pending wrap that x/vt does not show, e.g. with
@@ -122,30 +119,30 @@ type node struct {
 
 	rd readiness // the program's start: input waits for it (ready.go)
 
-	tw termwright // crash report, last input, logs (crash.go)
+	TW termwright // crash report, last input, logs (crash.go)
 	// refs are the refs terminal_query handed out (orchestrator/termquery).
 	refs termquery.Refs
 	// sem holds the program's semantic tree commits (semantic.go).
-	sem semstore.Store
+	Sem semstore.Store
 }
 
-func (n *node) session() string { return "ts-" + n.meta.ID }
+func (n *Node) Session() string { return "ts-" + n.Meta.ID }
 
-// beginClose publishes that the node's life is ending (idempotent); it
+// BeginClose publishes that the node's life is ending (idempotent); it
 // reports whether this call was the one that did.
-func (n *node) beginClose() bool {
+func (n *Node) BeginClose() bool {
 	first := false
 	n.closingOnce.Do(func() {
-		close(n.closing)
+		close(n.Closing)
 		first = true
 	})
 	return first
 }
 
-// isClosing reports whether beginClose ran.
-func (n *node) isClosing() bool {
+// IsClosing reports whether beginClose ran.
+func (n *Node) IsClosing() bool {
 	select {
-	case <-n.closing:
+	case <-n.Closing:
 		return true
 	default:
 		return false
@@ -154,44 +151,44 @@ func (n *node) isClosing() bool {
 
 // recordInput keeps text about to be sent at point pt (the mirror's
 // InputPoint just before it is sent), for echo masking.
-func (n *node) recordInput(pt screen.Point, text string) {
+func (n *Node) recordInput(pt screen.Point, text string) {
 	n.inputs.Record(pt.Revision, pt.TextEnd, pt.Prefix, text)
 }
 
 // inputsAfter returns the inputs sent at or after revision rev whose
 // seq is above seq, and the seq of the last input recorded.
-func (n *node) inputsAfter(rev, seq uint64) ([]textwait.Input, uint64) {
+func (n *Node) inputsAfter(rev, seq uint64) ([]textwait.Input, uint64) {
 	return n.inputs.After(rev, seq)
 }
 
-// snapshot is the mirror's snapshot, with the cursor as tmux reports it
+// Snapshot is the mirror's snapshot, with the cursor as tmux reports it
 // at the right edge (see edgeRev).
-func (n *node) snapshot() screen.Snapshot {
-	snap := n.scr.Snapshot()
-	n.mu.Lock()
+func (n *Node) Snapshot() screen.Snapshot {
+	snap := n.Scr.Snapshot()
+	n.Mu.Lock()
 	edge := n.edgeRev
-	n.mu.Unlock()
+	n.Mu.Unlock()
 	if edge != 0 && edge == snap.Revision && snap.Cursor.X == snap.Columns-1 {
 		snap.Cursor.X = snap.Columns
 	}
 	return snap
 }
 
-// requestReseed asks the pump to reseed (it coalesces requests).
-func (n *node) requestReseed() {
+// RequestReseed asks the pump to reseed (it coalesces requests).
+func (n *Node) RequestReseed() {
 	select {
 	case n.reseedReq <- struct{}{}:
 	default:
 	}
 }
 
-func (n *node) info(clients int) tools.NodeInfo {
-	status, code, _, reason := n.exitState()
-	rev, cols, rows := n.scr.Dims()
-	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.srv.Socket(), Terminal: n.meta.ID, Name: n.meta.Name, Command: n.meta.Command, Owner: n.meta.Owner,
-		Parent: n.meta.Parent, Agent: n.meta.Agent, Status: status, ExitCode: code,
-		Columns: cols, Rows: rows, Revision: rev, Clients: clients, Recording: n.recordingStatus(), Host: n.meta.Host, Crash: n.crashReport(),
-		Sandbox: sandboxName(n.meta.Sandbox), Since: sinceText(n.meta.Created)}
+func (n *Node) Info(clients int) tools.NodeInfo {
+	status, code, _, reason := n.ExitState()
+	rev, cols, rows := n.Scr.Dims()
+	return tools.NodeInfo{ExitReason: reason, TmuxSocket: n.Srv.Socket(), Terminal: n.Meta.ID, Name: n.Meta.Name, Command: n.Meta.Command, Owner: n.Meta.Owner,
+		Parent: n.Meta.Parent, Agent: n.Meta.Agent, Status: status, ExitCode: code,
+		Columns: cols, Rows: rows, Revision: rev, Clients: clients, Recording: n.recordingStatus(), Host: n.Meta.Host, Crash: n.CrashReport(),
+		Sandbox: SandboxName(n.Meta.Sandbox), Since: sinceText(n.Meta.Created)}
 }
 
 // sinceText is a node's since for terminal_list before an agent's state
@@ -203,17 +200,52 @@ func sinceText(t time.Time) string {
 	return t.UTC().Format(time.RFC3339)
 }
 
-// errUnexpectedReply is the cause of a tmux reply of the wrong shape.
-var errUnexpectedReply = errors.New("unexpected reply from tmux")
+// ErrUnexpectedReply is the cause of a tmux reply of the wrong shape.
+var ErrUnexpectedReply = errors.New("unexpected reply from tmux")
 
-// tmuxErr is the error of an operation whose tmux command failed: not
+// TmuxErr is the error of an operation whose tmux command failed: not
 // found when the node is gone, else unavailable with the cause kept.
-func (n *node) tmuxErr(op string, err error) error {
-	if _, _, gone := n.state(); gone {
-		return n.withCrash(tools.Errorf(tools.KindNotFound, "terminal %q is gone (its tmux session ended)", n.meta.ID))
+func (n *Node) TmuxErr(op string, err error) error {
+	if _, _, gone := n.State(); gone {
+		return n.WithCrash(tools.Errorf(tools.KindNotFound, "terminal %q is gone (its tmux session ended)", n.Meta.ID))
 	}
 	if err == nil {
-		err = errUnexpectedReply
+		err = ErrUnexpectedReply
 	}
-	return tools.Errorf(tools.KindUnavailable, "%s on %q: %w", op, n.meta.ID, err)
+	return tools.Errorf(tools.KindUnavailable, "%s on %q: %w", op, n.Meta.ID, err)
+}
+
+// SandboxName is a profile as kept and shown: "none" for none or "".
+func SandboxName(p string) string {
+	if p == "" {
+		return string(sandbox.None)
+	}
+	return p
+}
+
+// New is the node of meta on srv, not attached yet (Attach mirrors it).
+func New(meta statefile.NodeMeta, srv hosts.Server, env Env, log *slog.Logger) *Node {
+	n := &Node{
+		Meta:      meta,
+		Env:       env,
+		Srv:       srv,
+		Log:       log,
+		reseedReq: make(chan struct{}, 1),
+		recReq:    make(chan recStart),
+		wakeReq:   make(chan chan struct{}),
+		Quit:      make(chan struct{}),
+		Done:      make(chan struct{}),
+		Closing:   make(chan struct{}),
+	}
+	n.st.Store(newState(tools.StatusRunning, ""))
+	return n
+}
+
+// Unmirrored makes a new node a placeholder with no mirror: a blank
+// cols×rows screen from revision base, no client, no pump, status with
+// reason.
+func (n *Node) Unmirrored(cols, rows int, base uint64, status, reason string) {
+	n.Scr = screen.NewWithOptions(cols, rows, screen.Options{BaseRevision: base})
+	n.st.Store(newState(status, reason))
+	close(n.Done)
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -33,28 +33,28 @@ type readiness struct {
 func (r *readiness) output() { r.lastOutput.Store(time.Now().UnixNano()) }
 
 // readyBy is when input stops being held for the program's start.
-func (n *node) readyBy() time.Time { return n.meta.Created.Add(readyMax) }
+func (n *Node) readyBy() time.Time { return n.Meta.Created.Add(readyMax) }
 
 // waitReady waits until the program has printed and its output has then
 // been quiet for readyQuiet, or deadline passes; it reports whether the
 // program was ready. It sleeps on the mirror's change channel, the status
 // channel and one timer for the quiet period or the deadline. An exited
 // or closing node, or ctx's end, stops the wait (not ready).
-func (n *node) waitReady(ctx context.Context, deadline time.Time) bool {
+func (n *Node) waitReady(ctx context.Context, deadline time.Time) bool {
 	if n.rd.ready.Load() {
 		return true
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
-		_, changed := n.scr.WaitState()
+		_, changed := n.Scr.WaitState()
 		status, statusCh := n.statusWait()
-		if status == tools.StatusExited || n.isClosing() {
+		if status == tools.StatusExited || n.IsClosing() {
 			return false
 		}
 		now := time.Now()
 		wake := deadline
-		if last, ok := n.lastPrinted(); ok && !n.stream.Pending() {
+		if last, ok := n.lastPrinted(); ok && !n.Stream.Pending() {
 			quietAt := last.Add(readyQuiet)
 			if !now.Before(quietAt) {
 				n.rd.ready.Store(true)
@@ -70,7 +70,7 @@ func (n *node) waitReady(ctx context.Context, deadline time.Time) bool {
 		case <-changed:
 		case <-statusCh:
 		case <-timer.C:
-		case <-n.closing:
+		case <-n.Closing:
 			return false
 		case <-ctx.Done():
 			return false
@@ -87,17 +87,17 @@ func (n *node) waitReady(ctx context.Context, deadline time.Time) bool {
 // lastPrinted returns when the program last printed: the last output
 // tmux sent, else — if the screen shows something, printed before the
 // mirror attached — the launch.
-func (n *node) lastPrinted() (time.Time, bool) {
+func (n *Node) lastPrinted() (time.Time, bool) {
 	if ns := n.rd.lastOutput.Load(); ns != 0 {
 		return time.Unix(0, ns), true
 	}
-	snap := n.scr.Snapshot()
+	snap := n.Scr.Snapshot()
 	if snap.Cursor.X != 0 || snap.Cursor.Y != 0 {
-		return n.meta.Created, true
+		return n.Meta.Created, true
 	}
 	for _, l := range snap.Lines {
 		if strings.TrimSpace(l) != "" {
-			return n.meta.Created, true
+			return n.Meta.Created, true
 		}
 	}
 	return time.Time{}, false
@@ -110,12 +110,12 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// launchReady is a launch's wait for its program to be ready: up to
+// LaunchReady is a launch's wait for its program to be ready: up to
 // readyMax after the launch when launches watch their program
 // (Config.LaunchWatch), else only whether it is ready now.
-func (n *node) launchReady(ctx context.Context) *bool {
+func (n *Node) LaunchReady(ctx context.Context) *bool {
 	deadline := n.readyBy()
-	if n.o.cfg.LaunchWatch < 0 {
+	if n.Env.Limits().LaunchWatch < 0 {
 		deadline = time.Now()
 	}
 	ready := n.waitReady(ctx, deadline)

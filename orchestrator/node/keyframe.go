@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 // recordKeyframe hands the mirror's screen to the recording every
 // 1 MiB of output, so that a trace replays from the
@@ -6,10 +6,10 @@ package orchestrator
 // emulating every byte the recording got (not during a burst, when it is
 // taken from tmux at moments that are not the stream's). Pump goroutine
 // only, after the chunk was written to the mirror.
-func (n *node) recordKeyframe() {
-	rec := n.rec.Load()
-	if rec == nil || n.stale || !rec.r.WantsKeyframe() {
+func (n *Node) recordKeyframe() {
+	rec := n.Rec.Load()
+	if rec == nil || n.stale || !rec.Recorder.WantsKeyframe() {
 		return
 	}
-	rec.r.Keyframe(n.snapshot(), n.scr.Modes().MouseSGR)
+	rec.Recorder.Keyframe(n.Snapshot(), n.Scr.Modes().MouseSGR)
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -15,11 +15,11 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// attach starts the node's control client and its pump, and seeds the
+// Attach starts the node's control client and its pump, and seeds the
 // mirror before returning.
-func (n *node) attach(ctx context.Context) error {
-	if n.hooks().attach != nil {
-		if err := n.hooks().attach(n); err != nil {
+func (n *Node) Attach(ctx context.Context) error {
+	if n.hooks().Attach != nil {
+		if err := n.hooks().Attach(n); err != nil {
 			return err
 		}
 	}
@@ -27,21 +27,21 @@ func (n *node) attach(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c := n.client
-	n.scr = screen.NewWithOptions(max(cols, 1), max(rows, 1), screen.Options{BaseRevision: revisionBase(n.meta.Epoch)})
+	c := n.Client
+	n.Scr = screen.NewWithOptions(max(cols, 1), max(rows, 1), screen.Options{BaseRevision: RevisionBase(n.Meta.Epoch)})
 	// Fall behind for more than a few seconds and tmux pauses the pane
 	// rather than stalling the program; the pump then reseeds.
 	if err := c.SetPauseAfter(ctx, 5*time.Second); err != nil {
-		n.log.Debug("pause-after not set", "err", err)
+		n.Log.Debug("pause-after not set", "err", err)
 	}
 	if err := n.reseed(ctx); err != nil {
 		n.leaveClient()
-		n.scr.Close()
+		n.Scr.Close()
 		return err
 	}
 	if err := n.recordOnStart(); err != nil {
 		n.leaveClient()
-		n.scr.Close()
+		n.Scr.Close()
 		return err
 	}
 	go n.pump()
@@ -101,30 +101,30 @@ const (
 // reseed reads tmux's view of the pane in one command line and replaces
 // the mirror with it; output up to the reply is dropped from the stream.
 // Only the pump goroutine (or attach, before the pump starts) calls it.
-func (n *node) reseed(ctx context.Context) error {
+func (n *Node) reseed(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	cmds := []string{
-		tmuxctl.Command("display-message", "-p", "-t", n.pane, seedFormat),
-		tmuxctl.Command("capture-pane", "-p", "-e", "-N", "-t", n.pane),
-		tmuxctl.Command("capture-pane", "-p", "-e", "-N", "-a", "-t", n.pane),
+		tmuxctl.Command("display-message", "-p", "-t", n.Pane, seedFormat),
+		tmuxctl.Command("capture-pane", "-p", "-e", "-N", "-t", n.Pane),
+		tmuxctl.Command("capture-pane", "-p", "-e", "-N", "-a", "-t", n.Pane),
 	}
-	if n.asleep.Load() {
+	if n.Asleep.Load() {
 		// Output continued first: what follows the seed's mark is applied.
-		if err := n.client.Continue(ctx, n.pane); err != nil {
-			return fmt.Errorf("wake pane %s: %w", n.pane, err)
+		if err := n.Client.Continue(ctx, n.Pane); err != nil {
+			return fmt.Errorf("wake pane %s: %w", n.Pane, err)
 		}
 	}
-	outs, marks, err := n.client.RunManyMarked(ctx, cmds...)
+	outs, marks, err := n.Client.RunManyMarked(ctx, cmds...)
 	// The last command fails when there is no alternate screen: expected.
 	var ce *tmuxctl.CommandError
 	if err != nil && !(errors.As(err, &ce) && ce.Index == 2 && len(outs) == 2) {
-		return fmt.Errorf("read pane %s for seeding: %w", n.pane, err)
+		return fmt.Errorf("read pane %s for seeding: %w", n.Pane, err)
 	}
 	if len(outs[0]) != 1 {
-		return fmt.Errorf("read pane %s for seeding: unexpected %q", n.pane, outs[0])
+		return fmt.Errorf("read pane %s for seeding: unexpected %q", n.Pane, outs[0])
 	}
-	st, dead, code, pid, perr := parseSeed(outs[0][0], n.zombieStatus)
+	st, dead, code, pid, perr := parseSeed(outs[0][0], n.ZombieStatus)
 	if perr != nil {
 		return perr
 	}
@@ -134,25 +134,25 @@ func (n *node) reseed(ctx context.Context) error {
 	}
 	// tmux 3.3a has no format for bracketed paste: keep what the stream
 	// told the mirror.
-	st.BracketedPaste = n.scr.Modes().BracketedPaste
-	keepStreamMouse(&st, n.scr.Modes()) // nor for X10 tracking and urxvt
-	if err := n.scr.Seed(st); err != nil {
-		return fmt.Errorf("seed mirror of %s: %w", n.meta.ID, err)
+	st.BracketedPaste = n.Scr.Modes().BracketedPaste
+	keepStreamMouse(&st, n.Scr.Modes()) // nor for X10 tracking and urxvt
+	if err := n.Scr.Seed(st); err != nil {
+		return fmt.Errorf("seed mirror of %s: %w", n.Meta.ID, err)
 	}
-	n.dropUntil = marks[n.pane]
+	n.dropUntil = marks[n.Pane]
 	n.applied = max(n.applied, n.dropUntil)
 	n.stale = false
 	n.lastSeed = time.Now()
-	n.asleep.Store(false)
-	newPid := pid > 0 && pid != n.pid()
+	n.Asleep.Store(false)
+	newPid := pid > 0 && pid != n.Pid()
 	n.setPid(pid)
-	n.mu.Lock()
-	n.reseeds++
-	n.seedRev = n.scr.Revision()
+	n.Mu.Lock()
+	n.Reseeds++
+	n.seedRev = n.Scr.Revision()
 	defer n.evalScans() // after the status, below
 	pending := n.pendingExit
 	n.pendingExit = nil
-	n.mu.Unlock()
+	n.Mu.Unlock()
 	if newPid && !dead {
 		n.watchProcess(pid)
 	}
@@ -161,22 +161,22 @@ func (n *node) reseed(ctx context.Context) error {
 		dead, code = n.confirmExit(*pending)
 	}
 	if dead {
-		n.log.Debug("exit published by a seed", "code", code, "reported", pending != nil, "blank", len(n.excerpt(1)) == 0, "mark", n.dropUntil)
+		n.Log.Debug("exit published by a seed", "code", code, "reported", pending != nil, "blank", len(n.excerpt(1)) == 0, "mark", n.dropUntil)
 		if n.deadSeeds < maxDeadSeeds && len(n.excerpt(1)) == 0 {
 			// tmux 3.3a may mark a pane dead before it has read the
 			// program's last output from the pty: look again, later
 			// each time, while the mirror shows nothing.
 			n.deadSeeds++
-			time.AfterFunc(deadReseed<<(n.deadSeeds-1), n.requestReseed)
+			time.AfterFunc(deadReseed<<(n.deadSeeds-1), n.RequestReseed)
 		}
 		n.recordCrash(ctx, code) // before the exit is published: waiters see it
-		n.setStatus(tools.StatusExited, &code)
+		n.SetStatus(tools.StatusExited, &code)
 	}
 	return nil
 }
 
-func (n *node) reseedLogged(why string) {
+func (n *Node) reseedLogged(why string) {
 	if err := n.reseed(context.Background()); err != nil {
-		n.log.Warn("reseed failed", "why", why, "err", err)
+		n.Log.Warn("reseed failed", "why", why, "err", err)
 	}
 }

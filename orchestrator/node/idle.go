@@ -1,24 +1,24 @@
-package orchestrator
+package node
 
 import (
 	"context"
 	"time"
 )
 
-// decideSleep decides, under idleMu, whether the node goes to sleep: no
+// DecideSleep decides, under idleMu, whether the node goes to sleep: no
 // wait in progress and nothing observed it for idle. If so it is marked
 // asleep at once, so an observer arriving during the switch-off sees it
 // asleep and wakes it (the pump serves that wake after sleep). It returns
 // how long ago the node was last observed.
-func (n *node) decideSleep(idle time.Duration) (bool, time.Duration) {
+func (n *Node) DecideSleep(idle time.Duration) (bool, time.Duration) {
 	n.idleMu.Lock()
 	defer n.idleMu.Unlock()
-	since := time.Since(time.Unix(0, n.lastObserved.Load()))
+	since := time.Since(time.Unix(0, n.LastObserved.Load()))
 	// A recorded node stays awake: asleep, tmux sends us none of its output.
-	if n.asleep.Load() || n.observers.Load() != 0 || since < idle || n.rec.Load() != nil {
+	if n.Asleep.Load() || n.Observers.Load() != 0 || since < idle || n.Rec.Load() != nil {
 		return false, since
 	}
-	n.asleep.Store(true)
+	n.Asleep.Store(true)
 	return true, since
 }
 
@@ -26,28 +26,28 @@ func (n *node) decideSleep(idle time.Duration) (bool, time.Duration) {
 // emulator, after decideSleep marked the node asleep; the published screen
 // stays readable. The next observation or reseed wakes the node (output
 // back on, then a race-free seed). Only the pump calls it.
-func (n *node) sleep() {
-	if n.hooks().sleeping != nil {
-		n.hooks().sleeping(n)
+func (n *Node) sleep() {
+	if n.hooks().Sleeping != nil {
+		n.hooks().Sleeping(n)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := n.client.Pause(ctx, n.pane); err != nil {
-		n.log.Debug("cannot pause the pane's output", "err", err)
-		n.asleep.Store(false)
+	if err := n.Client.Pause(ctx, n.Pane); err != nil {
+		n.Log.Debug("cannot pause the pane's output", "err", err)
+		n.Asleep.Store(false)
 		return
 	}
-	n.scr.Sleep()
+	n.Scr.Sleep()
 	n.stale = false
-	n.log.Debug("node asleep: nobody observes it")
+	n.Log.Debug("node asleep: nobody observes it")
 }
 
-// observe marks the node observed now and, if it sleeps, wakes it and
+// Observe marks the node observed now and, if it sleeps, wakes it and
 // waits until its mirror is fresh again.
-func (n *node) observe(ctx context.Context) {
+func (n *Node) Observe(ctx context.Context) {
 	n.idleMu.Lock()
-	n.lastObserved.Store(time.Now().UnixNano())
-	asleep := n.asleep.Load()
+	n.LastObserved.Store(time.Now().UnixNano())
+	asleep := n.Asleep.Load()
 	n.idleMu.Unlock()
 	if !asleep {
 		return
@@ -55,14 +55,14 @@ func (n *node) observe(ctx context.Context) {
 	done := make(chan struct{})
 	select {
 	case n.wakeReq <- done:
-	case <-n.done:
+	case <-n.Done:
 		return
 	case <-ctx.Done():
 		return
 	}
 	select {
 	case <-done:
-	case <-n.done:
+	case <-n.Done:
 	case <-ctx.Done():
 	}
 }

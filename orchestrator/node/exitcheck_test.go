@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -39,14 +40,14 @@ func (f *fakeHostServer) ProcStat(_ context.Context, pid int) ([]byte, error) {
 // says it is a zombie that exited 7.
 func TestRemoteExitReadOnTheHost(t *testing.T) {
 	srv := &fakeHostServer{code: 7}
-	n := &node{srv: srv, log: slog.New(slog.NewTextHandler(io.Discard, nil)), meta: NodeMeta{ID: "x", Host: "big"}}
+	n := &Node{Srv: srv, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), Meta: statefile.NodeMeta{ID: "x", Host: "big"}}
 	n.st.Store(newState(tools.StatusRunning, ""))
 	n.setPid(os.Getpid())
 	n.exitChecks = maxExitChecks
 	if dead, code := n.confirmExit(7); !dead || code != 7 || srv.reads == 0 {
 		t.Fatalf("confirmExit: dead %v code %d after %d reads on the host", dead, code, srv.reads)
 	}
-	if code, ok := n.zombieStatus(n.pid()); !ok || code != 7 {
+	if code, ok := n.ZombieStatus(n.Pid()); !ok || code != 7 {
 		t.Fatalf("zombieStatus: %d %v", code, ok)
 	}
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"time"
@@ -33,12 +33,12 @@ const (
 // confirmExit decides, in a seed in which tmux reports the pane alive,
 // whether an exit the process watcher reported (code) is published now.
 // Only the pump goroutine calls it (from reseed).
-func (n *node) confirmExit(code int) (bool, int) {
-	pid := n.pid()
+func (n *Node) confirmExit(code int) (bool, int) {
+	pid := n.Pid()
 	// On the pane's machine: a host's pid is read there (CONTRACT §23).
-	zcode, zombie := n.zombieStatus(pid)
-	if n.hooks().exitUnconfirmed != nil {
-		n.hooks().exitUnconfirmed(n, zombie)
+	zcode, zombie := n.ZombieStatus(pid)
+	if n.hooks().ExitUnconfirmed != nil {
+		n.hooks().ExitUnconfirmed(n, zombie)
 	}
 	if !zombie {
 		// tmux reaped it (its pane-died hook reports the exit with the
@@ -47,16 +47,16 @@ func (n *node) confirmExit(code int) (bool, int) {
 		return false, 0
 	}
 	if n.exitChecks >= maxExitChecks {
-		n.log.Debug("tmux never confirmed the exit of the pane's program", "pid", pid)
+		n.Log.Debug("tmux never confirmed the exit of the pane's program", "pid", pid)
 		n.exitChecks = 0
 		return true, zcode
 	}
-	n.mu.Lock()
+	n.Mu.Lock()
 	if n.pendingExit == nil {
 		n.pendingExit = &code
 	}
-	n.mu.Unlock()
-	time.AfterFunc(exitCheck<<n.exitChecks, n.requestReseed)
+	n.Mu.Unlock()
+	time.AfterFunc(exitCheck<<n.exitChecks, n.RequestReseed)
 	n.exitChecks++
 	return false, 0
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 // Memory comes back after a flood (issue 27, docs/PERFORMANCE.md "Memory
 // comes back"; the meter is orchestrator/memtrim): when a node's output has been quiet for RestAfter, its
@@ -13,8 +13,8 @@ package orchestrator
 // trim gives back what the node's last burst of output grew, and arms the
 // return of the heap the bursts left free. Only the pump calls it, when
 // the output has been quiet for RestAfter.
-func (n *node) trim() {
-	n.stream.Trim()
-	n.scr.TrimMemory()
-	n.o.output.Quiet()
+func (n *Node) trim() {
+	n.Stream.Trim()
+	n.Scr.TrimMemory()
+	n.Env.Meter().Quiet()
 }

@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"slices"
@@ -20,7 +20,7 @@ import (
 // changes; the Reg's mutex makes the two take turns.
 
 // addScan registers a wait's scan with the node.
-func (n *node) addScan(s *textwait.Scan) *textwait.Reg {
+func (n *Node) addScan(s *textwait.Scan) *textwait.Reg {
 	r := textwait.NewReg(s)
 	n.scanMu.Lock()
 	n.scans = append(n.scans, r)
@@ -29,7 +29,7 @@ func (n *node) addScan(s *textwait.Scan) *textwait.Reg {
 }
 
 // removeScan unregisters it (when its wait returns).
-func (n *node) removeScan(r *textwait.Reg) {
+func (n *Node) removeScan(r *textwait.Reg) {
 	n.scanMu.Lock()
 	n.scans = slices.DeleteFunc(n.scans, func(x *textwait.Reg) bool { return x == r })
 	n.scanMu.Unlock()
@@ -37,7 +37,7 @@ func (n *node) removeScan(r *textwait.Reg) {
 
 // evalScans gives every registered scan a turn. The pump calls it after
 // it changed the mirror.
-func (n *node) evalScans() {
+func (n *Node) evalScans() {
 	n.scanMu.Lock()
 	if len(n.scans) == 0 {
 		n.scanMu.Unlock()
@@ -53,14 +53,14 @@ func (n *node) evalScans() {
 }
 
 // textSource is what a node's text waits read: its mirror and its inputs.
-type textSource struct{ n *node }
+type textSource struct{ n *Node }
 
-func (n *node) textSource() textwait.Source { return textSource{n} }
+func (n *Node) textSource() textwait.Source { return textSource{n} }
 
-func (s textSource) TextStart(rev uint64) (uint64, bool, error) { return s.n.scr.TextStart(rev) }
+func (s textSource) TextStart(rev uint64) (uint64, bool, error) { return s.n.Scr.TextStart(rev) }
 
 func (s textSource) AppendTextRange(dst []byte, off, to uint64, first bool) ([]byte, uint64, uint64) {
-	return s.n.scr.AppendTextRange(dst, off, to, first)
+	return s.n.Scr.AppendTextRange(dst, off, to, first)
 }
 
 func (s textSource) InputsAfter(rev, seq uint64) ([]textwait.Input, uint64) {
@@ -68,15 +68,15 @@ func (s textSource) InputsAfter(rev, seq uint64) ([]textwait.Input, uint64) {
 }
 
 func (s textSource) SeededAfter(rev uint64) bool {
-	s.n.mu.Lock()
-	defer s.n.mu.Unlock()
+	s.n.Mu.Lock()
+	defer s.n.Mu.Unlock()
 	return s.n.seedRev > rev
 }
 
 func (s textSource) RowsSince(rev uint64) []string {
-	ch, err := s.n.scr.ChangesSince(rev)
+	ch, err := s.n.Scr.ChangesSince(rev)
 	if err != nil {
-		return s.n.scr.Rows()
+		return s.n.Scr.Rows()
 	}
 	rows := make([]string, 0, len(ch.Rows))
 	for _, r := range ch.Rows {

@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -19,37 +19,37 @@ import (
 
 // rest releases the emulator of a quiet, awake node whose mirror is
 // current. Only the pump calls it.
-func (n *node) rest() {
-	if n.asleep.Load() || n.stale || n.stream.Pending() {
+func (n *Node) rest() {
+	if n.Asleep.Load() || n.stale || n.Stream.Pending() {
 		return // asleep already, or output still to be taken in
 	}
-	n.scr.Sleep()
-	n.log.Debug("mirror resting: output quiet")
-	if n.hooks().rested != nil {
-		n.hooks().rested(n)
+	n.Scr.Sleep()
+	n.Log.Debug("mirror resting: output quiet")
+	if n.hooks().Rested != nil {
+		n.hooks().Rested(n)
 	}
 }
 
-// cells returns the styled cell grid, building a resting mirror's
+// Cells returns the styled cell grid, building a resting mirror's
 // emulator again from tmux first.
-func (n *node) cells(ctx context.Context) render.Grid {
+func (n *Node) Cells(ctx context.Context) render.Grid {
 	n.wakeMirror(ctx)
-	return n.scr.Cells()
+	return n.Scr.Cells()
 }
 
 // wakeMirror asks the pump to build a resting mirror's emulator again
 // from tmux, and waits for it (bounded by ctx and the node's life).
-func (n *node) wakeMirror(ctx context.Context) {
-	if n.scr.Asleep() && !n.asleep.Load() {
+func (n *Node) wakeMirror(ctx context.Context) {
+	if n.Scr.Asleep() && !n.Asleep.Load() {
 		done := make(chan struct{})
 		select {
 		case n.wakeReq <- done:
 			select {
 			case <-done:
-			case <-n.done:
+			case <-n.Done:
 			case <-ctx.Done():
 			}
-		case <-n.done:
+		case <-n.Done:
 		case <-ctx.Done():
 		}
 	}

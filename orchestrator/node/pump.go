@@ -1,4 +1,4 @@
-package orchestrator
+package node
 
 import (
 	"context"
@@ -22,8 +22,8 @@ const (
 
 // pump applies the pane's output to the mirror and reacts to the client's
 // notifications. It is the only goroutine that writes to the mirror.
-func (n *node) pump() {
-	defer close(n.done)
+func (n *Node) pump() {
+	defer close(n.Done)
 	events := n.events
 	// heal fires once the node has been quiet for healQuiet after output:
 	// the mirror is then compared with tmux and reseeded if it differs.
@@ -31,14 +31,14 @@ func (n *node) pump() {
 	heal.Stop()
 	defer heal.Stop()
 	// doze fires when the node may have gone unobserved for IdleAfter.
-	idle := n.o.cfg.IdleAfter
+	idle := n.Env.Limits().IdleAfter
 	doze := time.NewTimer(time.Hour)
 	doze.Stop()
 	defer doze.Stop()
 	// rest fires when output has been quiet for RestAfter (rest.go).
 	rest := time.NewTimer(time.Hour)
-	if n.o.cfg.RestAfter > 0 {
-		rest.Reset(n.o.cfg.RestAfter)
+	if n.Env.Limits().RestAfter > 0 {
+		rest.Reset(n.Env.Limits().RestAfter)
 	} else {
 		rest.Stop()
 	}
@@ -51,15 +51,15 @@ func (n *node) pump() {
 	arm()
 	for {
 		select {
-		case <-n.quit:
+		case <-n.Quit:
 			return
-		case <-n.stream.Ready():
+		case <-n.Stream.Ready():
 			n.rd.output()
-			n.apply(n.stream.Take())
+			n.apply(n.Stream.Take())
 			n.evalScans()
 			heal.Reset(healQuiet)
-			if n.o.cfg.RestAfter > 0 {
-				rest.Reset(n.o.cfg.RestAfter)
+			if n.Env.Limits().RestAfter > 0 {
+				rest.Reset(n.Env.Limits().RestAfter)
 			}
 		case <-rest.C:
 			n.rest()
@@ -76,16 +76,16 @@ func (n *node) pump() {
 		case req := <-n.recReq:
 			n.serveRecStart(req)
 		case done := <-n.wakeReq:
-			if n.asleep.Load() || n.scr.Asleep() {
+			if n.Asleep.Load() || n.Scr.Asleep() {
 				n.reseedLogged("observed")
-				if n.o.cfg.RestAfter > 0 {
-					rest.Reset(n.o.cfg.RestAfter)
+				if n.Env.Limits().RestAfter > 0 {
+					rest.Reset(n.Env.Limits().RestAfter)
 				}
 			}
 			close(done)
 			arm()
 		case <-doze.C:
-			if ok, since := n.decideSleep(idle); ok {
+			if ok, since := n.DecideSleep(idle); ok {
 				n.sleep()
 			} else {
 				doze.Reset(max(idle-since, time.Second))
@@ -94,9 +94,9 @@ func (n *node) pump() {
 			n.heal()
 		case <-n.clientDone:
 			// Apply what arrived before the end.
-			n.apply(n.stream.Take())
+			n.apply(n.Stream.Take())
 			n.evalScans()
-			n.o.clientEnded(n)
+			n.Env.ClientEnded(n)
 			return
 		}
 	}
@@ -110,8 +110,8 @@ const healQuiet = 150 * time.Millisecond
 // round trip) and reseeds it when they differ: x/vt diverges from tmux in
 // places (wide characters at the right edge, some line operations), and a
 // quiet node's snapshot must be exact. Only the pump goroutine calls it.
-func (n *node) heal() {
-	if n.asleep.Load() {
+func (n *Node) heal() {
+	if n.Asleep.Load() {
 		return
 	}
 	if n.stale {
@@ -120,28 +120,28 @@ func (n *node) heal() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	outs, marks, err := n.client.RunManyMarked(ctx,
-		tmuxctl.Command("display-message", "-p", "-t", n.pane, "#{cursor_x} #{cursor_y} #{pane_width} #{pane_height} "+hosts.DeadFormat+" #{pane_pid}"),
-		tmuxctl.Command("capture-pane", "-p", "-t", n.pane))
+	outs, marks, err := n.Client.RunManyMarked(ctx,
+		tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{cursor_x} #{cursor_y} #{pane_width} #{pane_height} "+hosts.DeadFormat+" #{pane_pid}"),
+		tmuxctl.Command("capture-pane", "-p", "-t", n.Pane))
 	if err != nil || len(outs) != 2 || len(outs[0]) != 1 {
-		n.log.Debug("heal: no answer", "err", err)
+		n.Log.Debug("heal: no answer", "err", err)
 		return
 	}
-	if marks[n.pane] != n.applied || n.stream.Pending() {
-		n.log.Debug("heal: output pending", "mark", marks[n.pane], "applied", n.applied)
+	if marks[n.Pane] != n.applied || n.Stream.Pending() {
+		n.Log.Debug("heal: output pending", "mark", marks[n.Pane], "applied", n.applied)
 		return // more output is on its way: check when it is quiet again
 	}
 	var cx, cy, w, h, pid int
 	var dead string
 	fmt.Sscanf(outs[0][0], "%d %d %d %d %s %d", &cx, &cy, &w, &h, &dead, &pid)
-	if exited, code := hosts.CheckDead(dead, pid, n.zombieStatus); exited {
-		if status, _, _ := n.state(); status != tools.StatusExited {
-			n.requestExit(code) // reseeds, then publishes the exit
+	if exited, code := hosts.CheckDead(dead, pid, n.ZombieStatus); exited {
+		if status, _, _ := n.State(); status != tools.StatusExited {
+			n.RequestExit(code) // reseeds, then publishes the exit
 			n.reseedLogged("exit")
 			return
 		}
 	}
-	snap := n.snapshot()
+	snap := n.Snapshot()
 	edge := cx == w && snap.Cursor.X == w-1
 	same := snap.Columns == w && snap.Rows == h && snap.Cursor.Y == cy && (snap.Cursor.X == cx || edge)
 	for i := 0; same && i < h; i++ {
@@ -156,38 +156,38 @@ func (n *node) heal() {
 	}
 	if same {
 		if edge {
-			n.mu.Lock()
+			n.Mu.Lock()
 			n.edgeRev = snap.Revision
-			n.mu.Unlock()
+			n.Mu.Unlock()
 		}
 		return
 	}
-	n.mu.Lock()
-	n.healed++
-	n.mu.Unlock()
-	n.log.Debug("mirror differed from tmux; reseeding")
+	n.Mu.Lock()
+	n.Healed++
+	n.Mu.Unlock()
+	n.Log.Debug("mirror differed from tmux; reseeding")
 	n.reseedLogged("heal")
 }
 
-func (n *node) apply(ch tmuxctl.Chunk) {
-	if ch.Paused && (n.asleep.Load() || n.detaching.Load()) {
+func (n *Node) apply(ch tmuxctl.Chunk) {
+	if ch.Paused && (n.Asleep.Load() || n.detaching.Load()) {
 		return // a pause we asked for: the wake continues it, or we leave
 	}
 	if ch.Paused {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		n.client.Continue(ctx, n.pane)
+		n.Client.Continue(ctx, n.Pane)
 		cancel()
 		n.reseedFramed("paused")
 		return
 	}
 	n.recordOutput(ch)
 	if ch.Total > n.applied {
-		n.o.output.Add(ch.Total - n.applied) // dropped backlog too: its buffer grew
+		n.Env.Meter().Add(ch.Total - n.applied) // dropped backlog too: its buffer grew
 	}
 	n.applied = ch.Total
-	if n.asleep.Load() {
+	if n.Asleep.Load() {
 		// Output that crossed the switch-off: keep its text only.
-		n.scr.LogText(ch.Data)
+		n.Scr.LogText(ch.Data)
 		return
 	}
 	if ch.Lost {
@@ -212,7 +212,7 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 		// Log the text (waits see it), and take the screen from tmux
 		// every burstReseed during the burst, and once when output has
 		// been quiet for healQuiet (heal ends the burst).
-		n.scr.LogText(data)
+		n.Scr.LogText(data)
 		n.stale = true
 		if time.Since(n.lastSeed) >= burstReseed {
 			n.reseedLogged("burst")
@@ -224,7 +224,7 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 	// large write instead of after it.
 	for len(data) > 0 {
 		k := min(len(data), applySlice)
-		if err := n.scr.Write(data[:k]); err != nil {
+		if err := n.Scr.Write(data[:k]); err != nil {
 			n.reseedLogged("emulator: " + err.Error())
 			return
 		}
@@ -233,11 +233,11 @@ func (n *node) apply(ch tmuxctl.Chunk) {
 	n.recordKeyframe()
 }
 
-func (n *node) event(ev tmuxctl.Event) {
+func (n *Node) event(ev tmuxctl.Event) {
 	switch e := ev.(type) {
 	case tmuxctl.LayoutChange:
 		for _, p := range e.Panes {
-			if p.Pane == n.pane {
+			if p.Pane == n.Pane {
 				// tmux reflows on resize without sending output: reseed.
 				n.reseedFramed("layout-change")
 			}

@@ -1,0 +1,80 @@
+package node
+
+import (
+	"context"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
+)
+
+func (n *Node) TypeText(ctx context.Context, text string) error {
+	if _, err := n.Cmd().Run(ctx, tmuxctl.Command("send-keys", "-t", n.Pane, "-l", "--", text)); err != nil {
+		return n.TmuxErr("type", err)
+	}
+	return nil
+}
+
+func (n *Node) PressKeys(ctx context.Context, keys []string) error {
+	args := append([]string{"-t", n.Pane}, keys...)
+	if _, err := n.Cmd().Run(ctx, tmuxctl.Command("send-keys", args...)); err != nil {
+		return n.TmuxErr("press", err)
+	}
+	return nil
+}
+
+func (n *Node) PasteText(ctx context.Context, text string) error {
+	buf := "termsprawl-paste-" + n.Meta.ID
+	// -p brackets only if the program asked for it; -d deletes the buffer.
+	_, err := n.Cmd().RunMany(ctx,
+		tmuxctl.Command("set-buffer", "-b", buf, "--", text),
+		tmuxctl.Command("paste-buffer", "-p", "-d", "-b", buf, "-t", n.Pane))
+	if err != nil {
+		return n.TmuxErr("paste", err)
+	}
+	return nil
+}
+
+// Submit settle times: Enter is pressed only after the program took the
+// text (its screen stayed unchanged for submitQuiet) and at least
+// submitMinDelay after the text was sent (TUIs such as Claude Code and
+// Codex swallow an Enter that arrives within ~100 ms of a paste), and at
+// most submitMaxDelay after it.
+const (
+	submitMinDelay = 150 * time.Millisecond
+	submitQuiet    = 50 * time.Millisecond
+	submitMaxDelay = 2 * time.Second
+)
+
+// Settle waits until the screen has been quiet for submitQuiet, and at
+// least submitMinDelay has passed, bounded by submitMaxDelay.
+func (n *Node) Settle(ctx context.Context) {
+	start := time.Now()
+	hard := time.NewTimer(submitMaxDelay)
+	defer hard.Stop()
+	for !n.IsClosing() {
+		_, changed := n.Scr.WaitState()
+		wait := submitQuiet
+		if rest := submitMinDelay - time.Since(start); rest > wait {
+			wait = rest
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-changed:
+			t.Stop()
+			continue
+		case <-t.C:
+			if time.Since(start) >= submitMinDelay {
+				return
+			}
+		case <-hard.C:
+			t.Stop()
+			return
+		case <-n.Closing:
+			t.Stop()
+			return
+		case <-ctx.Done():
+			t.Stop()
+			return
+		}
+	}
+}
