@@ -96,11 +96,7 @@ func TestOpencodeWired(t *testing.T) {
 	}
 	t.Cleanup(func() { close(hold); _ = fake.Close() })
 	home, work := t.TempDir(), t.TempDir()
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
+	e.prependPath(bin)
 	e.env = slices.DeleteFunc(e.env, func(kv string) bool {
 		return strings.HasPrefix(kv, "XDG_") || strings.HasPrefix(kv, "OPENCODE_") || strings.HasPrefix(kv, "HOME=")
 	})
