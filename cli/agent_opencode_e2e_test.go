@@ -1,3 +1,8 @@
+// This file's name sorts first among the package's tests on purpose:
+// TestOpencodeWired is the longest (60–80 s), and go test starts the
+// parallel tests in the order of their files, so it starts first instead
+// of being the last test still running.
+
 package cli
 
 import (
