@@ -2,12 +2,14 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,18 +33,93 @@ var claudeCodePackages = []string{claudeCodePackage, claudeCodeOlder}
 // claudeVersion is a package's version ("2.1.328").
 func claudeVersion(pkg string) string { return pkg[strings.LastIndex(pkg, "@")+1:] }
 
-// claudeBin installs pkg and returns the directory of its claude binary.
+// claudeBin installs pkg and returns the directory of its claude binary
+// (checked to run and be that version once per test binary).
 func claudeBin(t *testing.T, pkg string) string {
 	t.Helper()
 	dir := testenv.NPM(t, pkg)
 	bin := filepath.Join(dir, "node_modules", ".bin")
-	if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
-		testenv.SkipOrFail(t, "npm installed %s without a claude binary: %v", pkg, err)
-	}
-	if out, err := exec.Command(filepath.Join(bin, "claude"), "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), claudeVersion(pkg)) {
-		testenv.SkipOrFail(t, "%s's claude --version: %v %q (npm install %s)", pkg, err, out, pkg)
+	check, _ := claudeChecked.LoadOrStore(pkg, sync.OnceValue(func() string {
+		if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
+			return fmt.Sprintf("npm installed %s without a claude binary: %v", pkg, err)
+		}
+		if out, err := exec.Command(filepath.Join(bin, "claude"), "--version").CombinedOutput(); err != nil || !strings.Contains(string(out), claudeVersion(pkg)) {
+			return fmt.Sprintf("%s's claude --version: %v %q (npm install %s)", pkg, err, out, pkg)
+		}
+		return ""
+	}))
+	if why := check.(func() string)(); why != "" {
+		testenv.SkipOrFail(t, "%s", why)
 	}
 	return bin
+}
+
+// claudeChecked holds, per package, what is wrong with its claude binary
+// ("" when nothing).
+var claudeChecked sync.Map
+
+// prependPath puts dir first on the PATH of e's commands.
+func (e *e2e) prependPath(dir string) {
+	for i, kv := range e.env {
+		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
+			e.env[i] = "PATH=" + dir + string(os.PathListSeparator) + p
+		}
+	}
+}
+
+// newClaudeE2E is an end-to-end environment for the real Claude Code of
+// pkg against the scripted fake Messages API: its claude first on PATH,
+// and claudeEnv with a home directory of its own. It returns the fake,
+// the home and a working directory. The home is removed once nothing
+// writes it any more: a Claude Code still running as the test ends (its
+// tmux server is killed after the test's directories are removed) may
+// still be writing there.
+func newClaudeE2E(t *testing.T, pkg string, script fakemodel.Script) (e *e2e, fake *fakemodel.Server, home, work string) {
+	t.Helper()
+	e = newE2E(t)
+	e.prependPath(claudeBin(t, pkg))
+	fake, err := fakemodel.Start(script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fake.Close() })
+	home, err = os.MkdirTemp("", "claude-home-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !testenv.Until(10*time.Second, func() bool { return os.RemoveAll(home) == nil }) {
+			t.Errorf("Claude Code's home %s could not be removed: %v", home, os.RemoveAll(home))
+		}
+	})
+	work = t.TempDir()
+	e.env = append(e.env, claudeEnv(home, fake.URL)...)
+	return e, fake, home, work
+}
+
+// trustClaude answers Claude Code's first-run questions in its state file
+// under home (onboarding done, the dummy key approved, work trusted):
+// its TUI then runs without a login.
+func trustClaude(t *testing.T, home, work string) {
+	t.Helper()
+	state := map[string]any{"hasCompletedOnboarding": true,
+		"customApiKeyResponses": map[string]any{"approved": []string{dummyKey[len(dummyKey)-20:]}, "rejected": []string{}},
+		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}}
+	b, _ := json.Marshal(state)
+	if err := os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// claudeTUI launches Claude Code's TUI as node name in work and waits
+// until its screen shows the prompt's hint. (A terminal_wait_for would
+// wait for the hint to be drawn again: it counts only output after the
+// call, and the hint is often on the screen before the launch returns.)
+func (e *e2e) claudeTUI(name, work string) string {
+	e.t.Helper()
+	node := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", name, "--cwd", work, "--", "claude", "--permission-mode", "default"))
+	e.waitScreen(node, "shortcuts")
+	return node
 }
 
 // claudeEnv is the environment that keeps Claude Code on this machine:
@@ -172,8 +249,6 @@ func TestClaudeCodeHooks(t *testing.T) {
 }
 
 func claudeCodeHooks(t *testing.T, pkg string) {
-	e := newE2E(t)
-	bin := claudeBin(t, pkg)
 	script, touch := fakemodel.Script(markerScript), "touch "
 	if pkg == claudeCodeOlder {
 		// 2.1.197 in -p mode blocks a plain `touch` in its own directory
@@ -192,18 +267,7 @@ func claudeCodeHooks(t *testing.T, pkg string) {
 			return r
 		}
 	}
-	fake, err := fakemodel.Start(script)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
-	home, work := t.TempDir(), t.TempDir()
-	e.env = append(e.env, claudeEnv(home, fake.URL)...)
+	e, fake, home, work := newClaudeE2E(t, pkg, script)
 	up, _ := e.up()
 	defer e.down(up)
 
@@ -294,19 +358,9 @@ func claudeCodeHooks(t *testing.T, pkg string) {
 	// approved, the folder trusted). --permission-mode default: the
 	// default mode may be auto, where a classifier decides instead of
 	// asking.
-	state := map[string]any{"hasCompletedOnboarding": true,
-		"customApiKeyResponses": map[string]any{"approved": []string{dummyKey[len(dummyKey)-20:]}, "rejected": []string{}},
-		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}}
-	b, _ := json.Marshal(state)
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	trustClaude(t, home, work)
 	inter := filepath.Join(work, "interactive")
-	node := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "tui", "--cwd", work, "--", "claude", "--permission-mode", "default"))
-	wargs, _ := json.Marshal(map[string]any{"terminal": node, "wait": "text", "text": "shortcuts", "timeout_ms": 40000})
-	if out := e.must(e.ctl, "--session", e.oper, "call", "terminal_wait_for", string(wargs)); !strings.Contains(out, `"matched": true`) {
-		t.Fatalf("the TUI did not start: %s", out)
-	}
+	node := e.claudeTUI("tui", work)
 	e.must(e.ts, "send", node, "please create "+inter)
 	d := e.waitDialog(node, 2*time.Minute)
 	if !strings.HasPrefix(d.Title, "Bash: "+touch+inter) {

@@ -4,12 +4,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/termsprawl/termsprawl/internal/fakemodel"
-	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -22,29 +21,11 @@ import (
 // turn's tokens and cost to termsprawl's receiver.
 func TestClaudeCodePolicyAndUsage(t *testing.T) {
 	t.Parallel()
-	e := newE2E(t)
-	dir := testenv.NPM(t, claudeCodePackage)
-	bin := filepath.Join(dir, "node_modules", ".bin")
-	if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
-		testenv.SkipOrFail(t, "npm installed %s without a claude binary: %v", claudeCodePackage, err)
-	}
-	fake, err := fakemodel.Start(markerScript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
-	home, work := t.TempDir(), t.TempDir()
+	e, fake, _, work := newClaudeE2E(t, claudeCodePackage, markerScript)
 	// claudeEnv without the switches that turn telemetry off.
-	for _, kv := range claudeEnv(home, fake.URL) {
-		if !strings.HasPrefix(kv, "DISABLE_TELEMETRY=") && !strings.HasPrefix(kv, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=") {
-			e.env = append(e.env, kv)
-		}
-	}
+	e.env = slices.DeleteFunc(e.env, func(kv string) bool {
+		return strings.HasPrefix(kv, "DISABLE_TELEMETRY=") || strings.HasPrefix(kv, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=")
+	})
 	allowed, denied := filepath.Join(work, "allowed"), filepath.Join(work, "denied")
 	if err := os.MkdirAll(e.state, 0o700); err != nil {
 		t.Fatal(err)

@@ -93,14 +93,12 @@ func TestClaudeCodeState(t *testing.T) {
 }
 
 func claudeCodeState(t *testing.T, pkg string) {
-	e := newE2E(t)
-	bin := claudeBin(t, pkg)
 	hold := make(chan struct{})
 	defer close(hold)
 	// Each scripted trouble happens once: Claude Code keeps a failed
 	// prompt in the conversation (merged with the next one).
 	var failed, hung bool
-	fake, err := fakemodel.Start(func(req *fakemodel.Request) fakemodel.Reply {
+	e, _, home, work := newClaudeE2E(t, pkg, func(req *fakemodel.Request) fakemodel.Reply {
 		if !req.HasTool("Bash") {
 			return fakemodel.Reply{}
 		}
@@ -121,10 +119,6 @@ func claudeCodeState(t *testing.T, pkg string) {
 		}
 		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "hello there"}}}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
 	var mu sync.Mutex
 	var posts []map[string]any
 	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -136,20 +130,7 @@ func claudeCodeState(t *testing.T, pkg string) {
 		mu.Unlock()
 	}))
 	defer hook.Close()
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
-	home, work := t.TempDir(), t.TempDir()
-	e.env = append(e.env, claudeEnv(home, fake.URL)...)
-	state := map[string]any{"hasCompletedOnboarding": true,
-		"customApiKeyResponses": map[string]any{"approved": []string{dummyKey[len(dummyKey)-20:]}, "rejected": []string{}},
-		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}}
-	b, _ := json.Marshal(state)
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	trustClaude(t, home, work)
 	up, _, upErr := e.upWith("--notify", "webhook="+hook.URL, "--notify-mode", "normal", "--log-level", "debug")
 	defer e.down(up)
 	defer func() {
@@ -175,10 +156,7 @@ func claudeCodeState(t *testing.T, pkg string) {
 	if a := e.whyOf(node); a.State != tools.AgentStarting && a.State != tools.AgentIdle {
 		t.Fatalf("just launched: %+v", a)
 	}
-	wargs, _ := json.Marshal(map[string]any{"terminal": node, "wait": "text", "text": "shortcuts", "timeout_ms": 40000})
-	if out := e.must(e.ctl, "--session", e.oper, "call", "terminal_wait_for", string(wargs)); !strings.Contains(out, `"matched": true`) {
-		t.Fatalf("the TUI did not start: %s", out)
-	}
+	e.waitScreen(node, "shortcuts") // the prompt's hint (see claudeTUI)
 	a, _ := e.waitState(node, 30*time.Second, tools.AgentIdle)
 	if !hasEvidence(a, tools.SourceHook, "SessionStart") || !hasEvidence(a, tools.SourceProcess, "launched") {
 		t.Fatalf("idle after start without its evidence: %+v", a)

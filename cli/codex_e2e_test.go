@@ -111,11 +111,7 @@ func TestCodexWired(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { close(hold); _ = fake.Close() })
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
+	e.prependPath(bin)
 	home, work := t.TempDir(), t.TempDir()
 	codexHome := filepath.Join(home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {

@@ -21,6 +21,7 @@ import (
 // hook refuses the id, and the restored agent's argv has no such flag
 // and no --resume (CONTRACT §26).
 func TestE2EForgedConversationNeverReachesARestore(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	bin, out := t.TempDir(), t.TempDir()
 	argvFile := filepath.Join(out, "argv.txt")
@@ -28,11 +29,7 @@ func TestE2EForgedConversationNeverReachesARestore(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(bin, "claude"), []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
+	e.prependPath(bin)
 	up, _, _ := e.upWith()
 	id := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "forged", "--sandbox", "none"))
 	waitArgv := func() []string {

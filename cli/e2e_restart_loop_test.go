@@ -25,12 +25,14 @@ func TestE2ERestartLoopUnderLoad(t *testing.T) {
 	t.Parallel()
 	e := newE2E(t)
 	up, _ := e.up()
+	// The nodes print before they read: a launch returns once a program's
+	// first output went quiet (a silent one costs the 2 s limit).
 	var ids []string
 	for range 4 {
-		ids = append(ids, strings.TrimSpace(e.must(e.ts, "new", "--", "cat")))
+		ids = append(ids, strings.TrimSpace(e.must(e.ts, "new", "--", "sh", "-c", "echo reading; exec cat")))
 	}
 	// One node launched by a node: its owner must survive too.
-	out := e.must(e.ctl, "--session", tools.SessionPath(e.state, ids[0]), "call", "terminal_launch", `{"command":["cat"],"name":"child"}`)
+	out := e.must(e.ctl, "--session", tools.SessionPath(e.state, ids[0]), "call", "terminal_launch", `{"command":["sh","-c","echo reading; exec cat"],"name":"child"}`)
 	var r struct {
 		Value tools.ReceiptOf[tools.NodeInfo] `json:"value"`
 	}

@@ -84,23 +84,27 @@ func jsonString(s string) string {
 	return b.String()
 }
 
-// The real Gemini CLI wired by `termsprawl agent gemini` against the
-// generateContent stand-in (CONTRACT §29): its hooks give the states
-// (BeforeAgent, AfterAgent), its BeforeTool hook is a termsprawl dialog
-// (deny blocks the tool with the human's reason; allow lets it run under
-// the user's --approval-mode yolo, where Gemini CLI asks nothing more),
-// an Esc and an HTTP 500 are seen from the screen, restore resumes its
-// session, and the user's settings.json is kept.
-func TestGeminiWired(t *testing.T) {
-	t.Parallel()
-	e := newE2E(t)
+// newGeminiE2E is an end-to-end environment for the real Gemini CLI
+// against the generateContent stand-in (geminiScript): its gemini first
+// on PATH, a HOME of its own holding settings as ~/.gemini/settings.json,
+// the state directory beneath the test cache (Gemini CLI skips a
+// system-defaults file beneath a directory others may write, as /tmp),
+// and none of CI's variables. It returns the stand-in, the settings file
+// and a working directory.
+//
+// Gemini CLI starts without its TUI, reading a prompt from stdin, when
+// its environment says CI (measured on 0.61.0: CI=true, as .ci/run sets,
+// exits 42 "No input provided via stdin"); an agent node gets
+// termsprawl's environment, so termsprawl runs here without it, as on a
+// developer's machine.
+func newGeminiE2E(t *testing.T, settings string) (e *e2e, fake *fakemodel.Gemini, settingsFile, work string) {
+	t.Helper()
+	e = newE2E(t)
 	dir := testenv.NPM(t, geminiPackage)
 	bin := filepath.Join(dir, "node_modules", ".bin")
 	if _, err := os.Stat(filepath.Join(bin, "gemini")); err != nil {
 		testenv.SkipOrFail(t, "npm installed %s without a gemini binary: %v", geminiPackage, err)
 	}
-	// Gemini CLI skips a system-defaults file beneath a directory others
-	// may write (/tmp): this state directory is beneath the test cache.
 	cache := testenv.CacheDir(t)
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		t.Fatal(err)
@@ -117,37 +121,42 @@ func TestGeminiWired(t *testing.T) {
 			e.env[i] = "TERMSPRAWL_HOME=" + e.state
 		}
 	}
-	// Gemini CLI starts without its TUI, reading a prompt from stdin,
-	// when its environment says CI (measured: CI=true, as .ci/run sets,
-	// exits 42 "No input provided via stdin"); an agent node gets
-	// termsprawl's environment, so termsprawl runs here without it, as on
-	// a developer's machine.
 	e.env = slices.DeleteFunc(e.env, func(kv string) bool {
 		name, _, _ := strings.Cut(kv, "=")
 		return name == "CI" || name == "CONTINUOUS_INTEGRATION" || strings.HasPrefix(name, "CI_")
 	})
+	e.prependPath(bin)
 	hold := make(chan struct{})
-	fake, err := fakemodel.StartGemini(geminiScript(hold))
+	fake, err = fakemodel.StartGemini(geminiScript(hold))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { close(hold); _ = fake.Close() })
-	reqs := func() int { return len(fake.Requests()) }
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
-	home, work := t.TempDir(), t.TempDir()
-	settings := filepath.Join(home, ".gemini", "settings.json")
-	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
+	home := t.TempDir()
+	work = t.TempDir()
+	settingsFile = filepath.Join(home, ".gemini", "settings.json")
+	if err := os.MkdirAll(filepath.Dir(settingsFile), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(settings, []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}},"mcpServers":{"theirs":{"command":"true"}}}`+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(settingsFile, []byte(settings+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	user := readUserConfig(t, settings)
 	e.env = append(e.env, "HOME="+home)
+	return e, fake, settingsFile, work
+}
+
+// The real Gemini CLI wired by `termsprawl agent gemini` against the
+// generateContent stand-in (CONTRACT §29): its hooks give the states
+// (BeforeAgent, AfterAgent), its BeforeTool hook is a termsprawl dialog
+// (deny blocks the tool with the human's reason; allow lets it run under
+// the user's --approval-mode yolo, where Gemini CLI asks nothing more),
+// an Esc and an HTTP 500 are seen from the screen, restore resumes its
+// session, and the user's settings.json is kept.
+func TestGeminiWired(t *testing.T) {
+	t.Parallel()
+	e, fake, settings, work := newGeminiE2E(t, `{"security":{"auth":{"selectedType":"gemini-api-key"}},"mcpServers":{"theirs":{"command":"true"}}}`)
+	reqs := func() int { return len(fake.Requests()) }
+	user := readUserConfig(t, settings)
 	up, _ := e.up()
 	args := []string{"agent", "gemini", "--name", "gm", "--cwd", work, "--env", "GEMINI_API_KEY=gemini-dummy-VALUE",
 		"--env", "GOOGLE_GEMINI_BASE_URL=" + fake.URL, "--env", "GEMINI_CLI_TRUST_WORKSPACE=true", "--", "gemini", "--approval-mode", "yolo"}

@@ -2,13 +2,10 @@ package cli
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/termsprawl/termsprawl/internal/fakemodel"
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -20,48 +17,7 @@ import (
 // turn's tokens (Gemini CLI sends no cost: tokens, cost unknown).
 func TestGeminiUsage(t *testing.T) {
 	t.Parallel()
-	e := newE2E(t)
-	dir := testenv.NPM(t, geminiPackage)
-	bin := filepath.Join(dir, "node_modules", ".bin")
-	if _, err := os.Stat(filepath.Join(bin, "gemini")); err != nil {
-		testenv.SkipOrFail(t, "npm installed %s without a gemini binary: %v", geminiPackage, err)
-	}
-	// As TestGeminiWired: the state directory beneath the test cache, not
-	// /tmp (Gemini CLI skips a system-defaults file where others may write).
-	cache := testenv.CacheDir(t)
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	stateParent, err := os.MkdirTemp(cache, "gemini-usage-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(stateParent) })
-	e.state = filepath.Join(stateParent, "state")
-	e.oper = tools.OperatorSessionPath(e.state)
-	for i, kv := range e.env {
-		if strings.HasPrefix(kv, "TERMSPRAWL_HOME=") {
-			e.env[i] = "TERMSPRAWL_HOME=" + e.state
-		}
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
-	hold := make(chan struct{})
-	fake, err := fakemodel.StartGemini(geminiScript(hold))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { close(hold); _ = fake.Close() })
-	home, work := t.TempDir(), t.TempDir()
-	settings := filepath.Join(home, ".gemini", "settings.json")
-	if err := os.MkdirAll(filepath.Dir(settings), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(settings, []byte(`{"security":{"auth":{"selectedType":"gemini-api-key"}}}`+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	e.env = append(e.env, "HOME="+home)
+	e, fake, _, work := newGeminiE2E(t, `{"security":{"auth":{"selectedType":"gemini-api-key"}}}`)
 	up, _ := e.up()
 	defer e.down(up)
 

@@ -17,6 +17,7 @@ import (
 // and the dialog stays pending; the picker C-b a runs (with --operator)
 // still answers it (CONTRACT §26–§27, issue 34 item 6).
 func TestAnswerInsideANodeIsTheNodes(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	up, _ := e.up()
 	defer e.down(up)

@@ -17,6 +17,7 @@ import (
 // ends the inner attach; the outer client stays attached and its pane is
 // back at its shell.
 func TestNestedDetachE2E(t *testing.T) {
+	t.Parallel()
 	e := newE2E(t)
 	e.upWith()
 	work := strings.TrimSpace(e.must(e.ts, "new", "--name", "work", "--", "bash", "--norc", "--noprofile"))

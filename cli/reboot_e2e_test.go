@@ -39,13 +39,7 @@ func TestClaudeCodeSurvivesReboot(t *testing.T) {
 	// Not parallel: the real Claude Code TUI on a loaded 2-core machine
 	// swallowed a submitted line's Enter when three more end-to-end tests
 	// ran beside it; it runs alone, before the parallel tests.
-	e := newE2E(t)
-	dir := testenv.NPM(t, claudeCodePackage)
-	bin := filepath.Join(dir, "node_modules", ".bin")
-	if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
-		testenv.SkipOrFail(t, "npm installed %s without a claude binary: %v", claudeCodePackage, err)
-	}
-	fake, err := fakemodel.Start(func(req *fakemodel.Request) fakemodel.Reply {
+	e, fake, home, work := newClaudeE2E(t, claudeCodePackage, func(req *fakemodel.Request) fakemodel.Reply {
 		if !req.HasTool("Bash") {
 			return fakemodel.Reply{}
 		}
@@ -54,30 +48,9 @@ func TestClaudeCodeSurvivesReboot(t *testing.T) {
 		}
 		return fakemodel.Reply{Blocks: []fakemodel.Block{{Text: "hello there"}}}
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
-	home, work := t.TempDir(), t.TempDir()
-	e.env = append(e.env, claudeEnv(home, fake.URL)...)
-	state := map[string]any{"hasCompletedOnboarding": true,
-		"customApiKeyResponses": map[string]any{"approved": []string{dummyKey[len(dummyKey)-20:]}, "rejected": []string{}},
-		"projects":              map[string]any{work: map[string]any{"hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}}}
-	b, _ := json.Marshal(state)
-	if err := os.WriteFile(filepath.Join(home, ".claude.json"), b, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	trustClaude(t, home, work)
 	up, upErr := e.up()
-	node := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "tui", "--cwd", work, "--", "claude", "--permission-mode", "default"))
-	wargs, _ := json.Marshal(map[string]any{"terminal": node, "wait": "text", "text": "shortcuts", "timeout_ms": 40000})
-	if out := e.must(e.ctl, "--session", e.oper, "call", "terminal_wait_for", string(wargs)); !strings.Contains(out, `"matched": true`) {
-		t.Fatalf("the TUI did not start: %s", out)
-	}
+	node := e.claudeTUI("tui", work)
 	e.waitState(node, 30*time.Second, tools.AgentIdle)
 	e.must(e.ts, "send", node, "say hello")
 	e.waitWhy(node, 30*time.Second, "idle after a turn", func(a tools.AgentInfo) bool {
@@ -140,9 +113,7 @@ func TestClaudeCodeSurvivesReboot(t *testing.T) {
 	if row.Status != tools.StatusRunning || row.Name != "tui" || !strings.Contains(cmd, "--resume "+conv) {
 		t.Fatalf("restored row: %+v", row)
 	}
-	if out := e.must(e.ctl, "--session", e.oper, "call", "terminal_wait_for", string(wargs)); !strings.Contains(out, `"matched": true`) {
-		t.Fatalf("the resumed TUI did not start: %s", out)
-	}
+	e.waitScreen(node, "shortcuts") // the resumed TUI's prompt (see claudeTUI)
 	e.waitWhy(node, 30*time.Second, "idle after the restore", func(a tools.AgentInfo) bool {
 		return a.State == tools.AgentIdle && hasEvidence(a, tools.SourceHook, "SessionStart")
 	})

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/termsprawl/termsprawl/internal/fakemodel"
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
@@ -112,6 +111,7 @@ echo ATTACKS-DONE
 // termsprawl's own launch path (termsprawl agent --worktree --sandbox),
 // for each profile: what must fail and what must still work.
 func TestSandboxAttacks(t *testing.T) {
+	// Not parallel: newSandboxWorld sets the process's TMUX_TMPDIR.
 	needBwrap(t)
 	testenv.LookPath(t, "git", "apt-get install git")
 	const o, f = "ok", "fail"
@@ -263,6 +263,7 @@ func (e *e2e) dialogsJSON() string {
 // A sandboxed node lost with its tmux server is restored under the same
 // profile (kept with its launch, not the default).
 func TestSandboxRestoreKeepsProfile(t *testing.T) {
+	t.Parallel() // no TMUX_TMPDIR of its own (newSandboxWorld)
 	needBwrap(t)
 	e := newE2E(t)
 	e.env = append(e.env, "HOME="+t.TempDir())
@@ -317,24 +318,10 @@ func TestSandboxRestoreKeepsProfile(t *testing.T) {
 // its hooks report its state; the same allowed command aimed at the home
 // directory cannot write there.
 func TestSandboxClaudeCode(t *testing.T) {
+	t.Parallel() // no TMUX_TMPDIR of its own (newSandboxWorld)
 	needBwrap(t)
-	e := newE2E(t)
-	dir := testenv.NPM(t, claudeCodePackage)
-	bin := filepath.Join(dir, "node_modules", ".bin")
-	if _, err := os.Stat(filepath.Join(bin, "claude")); err != nil {
-		testenv.SkipOrFail(t, "npm installed %s without a claude binary: %v", claudeCodePackage, err)
-	}
-	fake, err := fakemodel.Start(markerScript)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = fake.Close() })
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
-	w := sandboxWorld{home: t.TempDir(), repo: filepath.Join(t.TempDir(), "repo")}
+	e, fake, home, work := newClaudeE2E(t, claudeCodePackage, markerScript)
+	w := sandboxWorld{home: home, repo: filepath.Join(work, "repo")}
 	os.MkdirAll(w.repo, 0o755)
 	for _, args := range [][]string{{"init", "-q", "-b", "main"}, {"-c", "user.name=h", "-c", "user.email=h@h", "commit", "-q", "--allow-empty", "-m", "first"}} {
 		cmd := exec.Command("git", args...)
@@ -343,7 +330,6 @@ func TestSandboxClaudeCode(t *testing.T) {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	e.env = append(e.env, claudeEnv(w.home, fake.URL)...)
 	up, _ := e.up()
 	defer e.down(up)
 
@@ -383,6 +369,7 @@ func TestSandboxClaudeCode(t *testing.T) {
 // An agent on a host runs in the host's own bwrap: it sees its own
 // session file there, not another node's, and ls shows its profile.
 func TestSandboxRemoteHost(t *testing.T) {
+	t.Parallel() // no TMUX_TMPDIR of its own (newSandboxWorld)
 	needBwrap(t)
 	f := sshtest.New(t)
 	e := newE2E(t)

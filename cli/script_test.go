@@ -46,6 +46,7 @@ import (
 // Whatever a script leaves running is stopped at its end (termsprawl down
 // --all, then the tmux server is killed).
 func TestScripts(t *testing.T) {
+	t.Parallel()
 	testenv.SkipShort(t, "end-to-end scripts")
 	testenv.LookPath(t, "tmux", "apt-get install tmux") // skips, or fails in CI
 	if e2eBuildErr != nil {

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -47,9 +48,18 @@ type Request struct {
 	Model    string    `json:"model"`
 	Stream   bool      `json:"stream"`
 	Messages []Message `json:"messages"`
-	Tools    []struct {
-		Name string `json:"name"`
-	} `json:"tools"`
+	Tools    []Tool    `json:"tools"`
+}
+
+// Tool is a tool a request offers (Messages and Responses APIs).
+type Tool struct {
+	Type string `json:"type"` // Responses: "function", …
+	Name string `json:"name"`
+}
+
+// offers reports whether tools has one of that name.
+func offers(tools []Tool, name string) bool {
+	return slices.ContainsFunc(tools, func(t Tool) bool { return t.Name == name })
 }
 
 // Message is one message of the conversation.
@@ -97,14 +107,7 @@ func (b ContentBlock) ToolResultText() string {
 }
 
 // HasTool reports whether the request offers a tool of that name.
-func (r *Request) HasTool(name string) bool {
-	for _, t := range r.Tools {
-		if t.Name == name {
-			return true
-		}
-	}
-	return false
-}
+func (r *Request) HasTool(name string) bool { return offers(r.Tools, name) }
 
 // ToolResults are the tool_result blocks of the conversation, oldest
 // first (the CLI may add a user message of its own after them).
@@ -128,8 +131,7 @@ type Server struct {
 	URL               string
 	script            Script
 	srv               *http.Server
-	recorder[Request] // the /v1/messages requests; its mu also guards next
-	next              int
+	recorder[Request] // the /v1/messages requests
 }
 
 // Start serves script on 127.0.0.1 (a free port). Close stops it.
@@ -168,6 +170,42 @@ func (c *recorder[R]) Paths() []string {
 	return append([]string(nil), c.paths...)
 }
 
+// body records r's method and path and returns its body.
+func (c *recorder[R]) body(r *http.Request) []byte {
+	c.mu.Lock()
+	c.paths = append(c.paths, r.Method+" "+r.URL.Path)
+	c.mu.Unlock()
+	b, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	return b
+}
+
+// keep records a model request and returns its number (1 for the first).
+func (c *recorder[R]) keep(req *R) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.requests = append(c.requests, req)
+	return len(c.requests)
+}
+
+// decode parses body as a request of type R. A body that is not JSON is
+// answered 400 with invalid(err), and decode returns nil.
+func decode[R any](w http.ResponseWriter, body []byte, invalid func(error) any) *R {
+	var req R
+	if err := json.Unmarshal(body, &req); err != nil {
+		writeStatus(w, http.StatusBadRequest, invalid(err))
+		return nil
+	}
+	return &req
+}
+
+// writeStatus answers status with v as JSON (a scripted or a decoding
+// failure).
+func writeStatus(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
 // serve runs h on 127.0.0.1 at a free port; the serving goroutine ends
 // when the returned server is closed. base is its http:// URL.
 func serve(h http.Handler) (*http.Server, string, error) {
@@ -181,10 +219,7 @@ func serve(h http.Handler) (*http.Server, string, error) {
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.paths = append(s.paths, r.Method+" "+r.URL.Path)
-	s.mu.Unlock()
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	body := s.body(r)
 	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
 		if strings.HasSuffix(r.URL.Path, "/count_tokens") {
 			writeJSON(w, map[string]any{"input_tokens": 10})
@@ -193,23 +228,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{})
 		return
 	}
-	var req Request
-	if err := json.Unmarshal(body, &req); err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		writeJSON(w, map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": err.Error()}})
+	req := decode[Request](w, body, func(err error) any {
+		return map[string]any{"type": "error", "error": map[string]any{"type": "invalid_request_error", "message": err.Error()}}
+	})
+	if req == nil {
 		return
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, &req)
-	s.next++
-	n := s.next
-	s.mu.Unlock()
-	reply := s.script(&req)
+	n := s.keep(req)
+	reply := s.script(req)
 	if reply.Status != 0 {
 		w.Header().Set("x-should-retry", "false")
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(reply.Status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": "fakemodel: scripted failure"}})
+		writeStatus(w, reply.Status, map[string]any{"type": "error", "error": map[string]any{"type": "api_error", "message": "fakemodel: scripted failure"}})
 		return
 	}
 	if reply.Hold != nil {

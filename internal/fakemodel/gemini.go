@@ -3,7 +3,6 @@ package fakemodel
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -149,10 +148,7 @@ func geminiResponse(parts []map[string]any, finish string) map[string]any {
 }
 
 func (s *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.paths = append(s.paths, r.Method+" "+r.URL.Path)
-	s.mu.Unlock()
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	body := s.body(r)
 	_, method, _ := strings.Cut(r.URL.Path, ":")
 	switch method {
 	case "countTokens":
@@ -163,10 +159,10 @@ func (s *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{})
 		return
 	}
-	var req GeminiRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		writeJSON(w, map[string]any{"error": map[string]any{"code": 400, "message": err.Error(), "status": "INVALID_ARGUMENT"}})
+	req := decode[GeminiRequest](w, body, func(err error) any {
+		return map[string]any{"error": map[string]any{"code": 400, "message": err.Error(), "status": "INVALID_ARGUMENT"}}
+	})
+	if req == nil {
 		return
 	}
 	req.Method, req.Header = method, r.Header.Clone()
@@ -176,14 +172,10 @@ func (s *Gemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, geminiResponse([]map[string]any{{"text": "{}"}}, "STOP"))
 		return
 	}
-	s.mu.Lock()
-	s.requests = append(s.requests, &req)
-	s.mu.Unlock()
-	reply := s.script(&req)
+	s.keep(req)
+	reply := s.script(req)
 	if reply.Status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(reply.Status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": reply.Status, "message": "fakemodel: scripted failure", "status": "INTERNAL"}})
+		writeStatus(w, reply.Status, map[string]any{"error": map[string]any{"code": reply.Status, "message": "fakemodel: scripted failure", "status": "INTERNAL"}})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

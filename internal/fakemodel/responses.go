@@ -3,7 +3,6 @@ package fakemodel
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 )
@@ -19,10 +18,7 @@ type ResponsesRequest struct {
 	Model  string            `json:"model"`
 	Stream bool              `json:"stream"`
 	Input  []json.RawMessage `json:"input"`
-	Tools  []struct {
-		Type string `json:"type"`
-		Name string `json:"name"`
-	} `json:"tools"`
+	Tools  []Tool            `json:"tools"`
 	// Raw is the request's body.
 	Raw []byte `json:"-"`
 	// Header is the request's headers.
@@ -111,14 +107,7 @@ func (r *ResponsesRequest) ToolOutputs() []ResponsesItem {
 }
 
 // HasTool reports whether the request offers a tool of that name.
-func (r *ResponsesRequest) HasTool(name string) bool {
-	for _, t := range r.Tools {
-		if t.Name == name {
-			return true
-		}
-	}
-	return false
-}
+func (r *ResponsesRequest) HasTool(name string) bool { return offers(r.Tools, name) }
 
 // ToolNames are the names of the tools offered.
 func (r *ResponsesRequest) ToolNames() []string {
@@ -137,8 +126,7 @@ type Responses struct {
 	URL                        string // base URL, ending in /v1
 	script                     ResponsesScript
 	srv                        *http.Server
-	recorder[ResponsesRequest] // the responses requests; its mu also guards next
-	next                       int
+	recorder[ResponsesRequest] // the responses requests
 }
 
 // StartResponses serves script on 127.0.0.1 (a free port).
@@ -156,10 +144,7 @@ func StartResponses(script ResponsesScript) (*Responses, error) {
 func (s *Responses) Close() error { return s.srv.Close() }
 
 func (s *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.paths = append(s.paths, r.Method+" "+r.URL.Path)
-	s.mu.Unlock()
-	body, _ := io.ReadAll(io.LimitReader(r.Body, 32<<20))
+	body := s.body(r)
 	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/models") {
 		writeJSON(w, map[string]any{"object": "list", "data": []any{}, "models": []any{}})
 		return
@@ -168,23 +153,17 @@ func (s *Responses) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, map[string]any{})
 		return
 	}
-	var req ResponsesRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		w.WriteHeader(http.StatusBadRequest)
-		writeJSON(w, map[string]any{"error": map[string]any{"type": "invalid_request_error", "message": err.Error()}})
+	req := decode[ResponsesRequest](w, body, func(err error) any {
+		return map[string]any{"error": map[string]any{"type": "invalid_request_error", "message": err.Error()}}
+	})
+	if req == nil {
 		return
 	}
 	req.Raw, req.Header = body, r.Header.Clone()
-	s.mu.Lock()
-	s.requests = append(s.requests, &req)
-	s.next++
-	n := s.next
-	s.mu.Unlock()
-	reply := s.script(&req)
+	n := s.keep(req)
+	reply := s.script(req)
 	if reply.Status != 0 {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(reply.Status)
-		_ = json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"type": "server_error", "code": "server_error", "message": "fakemodel: scripted failure"}})
+		writeStatus(w, reply.Status, map[string]any{"error": map[string]any{"type": "server_error", "code": "server_error", "message": "fakemodel: scripted failure"}})
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")

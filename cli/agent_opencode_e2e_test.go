@@ -1,3 +1,8 @@
+// This file's name sorts first among the package's tests on purpose:
+// TestOpencodeWired is the longest (60–80 s), and go test starts the
+// parallel tests in the order of their files, so it starts first instead
+// of being the last test still running.
+
 package cli
 
 import (
@@ -96,11 +101,7 @@ func TestOpencodeWired(t *testing.T) {
 	}
 	t.Cleanup(func() { close(hold); _ = fake.Close() })
 	home, work := t.TempDir(), t.TempDir()
-	for i, kv := range e.env {
-		if p, ok := strings.CutPrefix(kv, "PATH="); ok {
-			e.env[i] = "PATH=" + bin + string(os.PathListSeparator) + p
-		}
-	}
+	e.prependPath(bin)
 	e.env = slices.DeleteFunc(e.env, func(kv string) bool {
 		return strings.HasPrefix(kv, "XDG_") || strings.HasPrefix(kv, "OPENCODE_") || strings.HasPrefix(kv, "HOME=")
 	})
