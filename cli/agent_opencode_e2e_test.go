@@ -7,6 +7,7 @@ package cli
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -172,16 +173,11 @@ func TestOpencodeWired(t *testing.T) {
 		t.Fatalf("with its dialog open: %+v", a)
 	}
 	e.must(e.ts, "answer", d.ID, "deny", "--reason", "not today")
-	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if slices.ContainsFunc(fake.Requests(), func(r *fakemodel.Request) bool {
+	testenv.Eventually(t, 120*time.Second, func() bool {
+		return slices.ContainsFunc(fake.Requests(), func(r *fakemodel.Request) bool {
 			return strings.Contains(messageText(r.Messages[len(r.Messages)-1]), "not today")
-		}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the model was not told the human's reason")
-		}
-	}
+		})
+	}, testenv.Msg("the model was not told the human's reason"))
 	e.waitState(node, 120*time.Second, tools.AgentIdle)
 	if _, err := os.Stat(m1); err == nil {
 		t.Fatalf("%s exists: the denied command ran", m1)
@@ -243,17 +239,12 @@ func TestOpencodeWired(t *testing.T) {
 	e.waitScreen(node, "Build · stand-in")
 	before := len(fake.Requests())
 	e.typeAndEnter(node, "what did I say", opencodeRequests(fake))
-	for deadline := time.Now().Add(120 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testenv.Eventually(t, 120*time.Second, func() bool {
 		rs := fake.Requests()
-		if len(rs) > before && slices.ContainsFunc(rs[before:], func(r *fakemodel.Request) bool {
+		return len(rs) > before && slices.ContainsFunc(rs[before:], func(r *fakemodel.Request) bool {
 			return r.HasTool("bash") && len(r.Messages) > 1 && strings.Contains(messageText(r.Messages[0]), "please say hi")
-		}) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the resumed OpenCode did not carry the earlier conversation")
-		}
-	}
+		})
+	}, testenv.Msg("the resumed OpenCode did not carry the earlier conversation"))
 	e.must(e.ts, "kill", node)
 	user.assertSame(t, "after the close")
 }
@@ -272,11 +263,8 @@ func runVersion(program, home string) (string, error) {
 // waitScreen waits until node's screen shows text.
 func (e *e2e) waitScreen(node, text string) {
 	e.t.Helper()
-	for deadline := time.Now().Add(120 * time.Second); !strings.Contains(e.nodeScreen(node), text); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s never showed %q:\n%s", node, text, e.nodeScreen(node))
-		}
-	}
+	testenv.Eventually(e.t, 120*time.Second, func() bool { return strings.Contains(e.nodeScreen(node), text) },
+		func() string { return fmt.Sprintf("%s never showed %q:\n%s", node, text, e.nodeScreen(node)) })
 }
 
 // opencodeRequests counts the stand-in's requests (a prompt is submitted

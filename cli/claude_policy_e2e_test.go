@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/policy"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -65,20 +67,15 @@ func TestClaudeCodePolicyAndUsage(t *testing.T) {
 	}
 
 	// Usage from Claude Code's own exporter: known, with tokens and cost.
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		var a tools.AgentInfo
+	var a tools.AgentInfo
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		a = tools.AgentInfo{}
 		if err := json.Unmarshal([]byte(e.must(e.ts, "why", node, "--json")), &a); err != nil {
 			t.Fatal(err)
 		}
-		if u := a.Usage; u != nil && u.Known && u.Life.InputTokens > 0 && u.Life.OutputTokens > 0 && u.Life.CostUSD != nil && *u.Life.CostUSD > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no usage from Claude Code's exporter: %+v", a.Usage)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		u := a.Usage
+		return u != nil && u.Known && u.Life.InputTokens > 0 && u.Life.OutputTokens > 0 && u.Life.CostUSD != nil && *u.Life.CostUSD > 0
+	}, func() string { return fmt.Sprintf("no usage from Claude Code's exporter: %+v", a.Usage) })
 	if out := e.must(e.ts, "usage"); !strings.Contains(out, node) || !strings.Contains(out, "$") {
 		t.Fatalf("termsprawl usage:\n%s", out)
 	}

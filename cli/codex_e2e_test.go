@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -231,15 +232,10 @@ func TestCodexWired(t *testing.T) {
 	e.waitState(node, 60*time.Second, tools.AgentIdle)
 	before := len(fake.Requests())
 	e.must(e.ts, "send", node, "what did I say")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+	testenv.Eventually(t, 60*time.Second, func() bool {
 		rs := fake.Requests()
-		if len(rs) > before && strings.Contains(rs[len(rs)-1].UserText(), "please say hi") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the resumed Codex did not carry the earlier conversation")
-		}
-	}
+		return len(rs) > before && strings.Contains(rs[len(rs)-1].UserText(), "please say hi")
+	}, testenv.Msg("the resumed Codex did not carry the earlier conversation"))
 	e.must(e.ts, "kill", node)
 	user.assertSame(t, "after the close")
 }
@@ -247,24 +243,17 @@ func TestCodexWired(t *testing.T) {
 // waitFakeRequest waits until a stand-in has received n requests.
 func waitFakeRequest(t *testing.T, count func() int, n int) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); count() < n; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the stand-in has %d requests, want %d", count(), n)
-		}
-	}
+	testenv.Eventually(t, 30*time.Second, func() bool { return count() >= n },
+		func() string { return fmt.Sprintf("the stand-in has %d requests, want %d", count(), n) })
 }
 
 // waitExists waits until path exists.
 func waitExists(t *testing.T, path string) {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s does not exist", path)
-		}
-	}
+	testenv.Eventually(t, 60*time.Second, func() bool {
+		_, err := os.Stat(path)
+		return err == nil
+	}, testenv.Msg("%s does not exist", path))
 }
 
 // readLaunchConversation is the conversation id kept with node's launch.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -34,14 +35,13 @@ func TestE2EForgedConversationNeverReachesARestore(t *testing.T) {
 	id := strings.TrimSpace(e.must(e.ts, "agent", "claude", "--name", "forged", "--sandbox", "none"))
 	waitArgv := func() []string {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-			if b, err := os.ReadFile(argvFile); err == nil {
-				return strings.Split(strings.TrimSpace(string(b)), "\n")
-			}
-			if time.Now().After(deadline) {
-				t.Fatal("the agent never started")
-			}
-		}
+		var b []byte
+		testenv.Eventually(t, 30*time.Second, func() bool {
+			var err error
+			b, err = os.ReadFile(argvFile)
+			return err == nil
+		}, testenv.Msg("the agent never started"))
+		return strings.Split(strings.TrimSpace(string(b)), "\n")
 	}
 	first := waitArgv()
 

@@ -129,7 +129,11 @@ func TestDashboardScale(t *testing.T) {
 	for _, id := range shells {
 		e.op("terminal_submit", map[string]any{"terminal": id, "text": "i=0; while :; do i=$((i+1)); echo line $i; sleep 0.1; done"}, nil)
 	}
-	time.Sleep(2 * time.Second)
+	// Every printer is under way (its tenth line shown) before the
+	// measurements.
+	for _, id := range shells {
+		e.op("terminal_wait_for", map[string]any{"terminal": id, "wait": "text", "text": "line 10", "after": 0, "timeout_ms": 30000}, nil)
+	}
 
 	// Key → frame, end to end: a press whose render wait ends at the
 	// dashboard's next frame; the same into a bare cat (its tty echoes)

@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -74,17 +76,11 @@ func TestEnvReachesAgentNeverPrinted(t *testing.T) {
 // waitFile waits until path holds want.
 func waitFile(t *testing.T, path, want string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		b, _ := os.ReadFile(path)
-		if string(b) == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s holds %q, want %q", path, b, want)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	var b []byte
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		b, _ = os.ReadFile(path)
+		return string(b) == want
+	}, func() string { return fmt.Sprintf("%s holds %q, want %q", path, b, want) })
 }
 
 // assertNoWorldReadableSecret walks the state directory: a file that

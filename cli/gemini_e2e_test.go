@@ -60,10 +60,8 @@ func (e *e2e) typeAndEnter(node, text string, requests func() int) {
 	e.must(e.ctl, "--session", e.oper, "call", "terminal_type", `{"terminal":"`+node+`","text":`+jsonString(text)+`,"wait":{"wait":"quiet","quiet_ms":300}}`)
 	for try := 0; try < 8; try++ {
 		e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Enter"}`)
-		for deadline := time.Now().Add(8 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-			if requests() > before {
-				return
-			}
+		if testenv.Until(8*time.Second, func() bool { return requests() > before }) {
+			return
 		}
 	}
 	_, snap, _ := e.run(e.ts, "snapshot", node)

@@ -1,10 +1,12 @@
 package cli
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -34,17 +36,10 @@ func TestNestedDetachE2E(t *testing.T) {
 	screen := func() string { return term.Must("capture-pane", "-p", "-t", "t") }
 	waitScreen := func(what string, ok func(string) bool) string {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			s := screen()
-			if ok(s) {
-				return s
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the human's terminal never showed %s; it shows:\n%s", what, s)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		var s string
+		testenv.Eventually(t, 30*time.Second, func() bool { s = screen(); return ok(s) },
+			func() string { return fmt.Sprintf("the human's terminal never showed %s; it shows:\n%s", what, s) })
+		return s
 	}
 	outerClients := func() string { return strings.TrimSpace(outer.Must("list-clients", "-F", "#{client_session}")) }
 	waitScreen("the outer shell", func(s string) bool { return strings.Contains(s, "outer$") })
@@ -68,11 +63,9 @@ func TestNestedDetachE2E(t *testing.T) {
 	if c := outerClients(); c != "o" {
 		t.Fatalf("after the detach key the outer tmux has clients %q, want its one client still on o; screen:\n%s", c, s)
 	}
-	for deadline := time.Now().Add(20 * time.Second); strings.Contains(e.tmux.Must("list-clients", "-F", "#{client_control_mode}"), "0"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the inner client is still attached:\n%s", e.tmux.Must("list-clients"))
-		}
-	}
+	testenv.Eventually(t, 20*time.Second, func() bool {
+		return !strings.Contains(e.tmux.Must("list-clients", "-F", "#{client_control_mode}"), "0")
+	}, func() string { return "the inner client is still attached:\n" + e.tmux.Must("list-clients") })
 	// The outer pane takes input again: its shell runs a command.
 	outer.Must("send-keys", "-t", "o", "-l", "echo back-$((6*7))")
 	outer.Must("send-keys", "-t", "o", "Enter")

@@ -294,16 +294,12 @@ func TestSandboxRestoreKeepsProfile(t *testing.T) {
 		t.Fatalf("ls of the lost node does not show lost and guard:\n%s", ls)
 	}
 	e.must(e.ts, "restore", id)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		_, snap, _ := e.run(e.ts, "snapshot", id)
-		if m := regexp.MustCompile(`start=(\S+)`).FindStringSubmatch(snap); m != nil && m[1] != first[1] &&
-			strings.Contains(snap, "sandbox=guard") && strings.Contains(snap, "TOKEN-HIDDEN") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the restored node did not start in guard:\n%s", snap)
-		}
-	}
+	var snap string
+	testenv.Eventually(t, 30*time.Second, func() bool {
+		_, snap, _ = e.run(e.ts, "snapshot", id)
+		m := regexp.MustCompile(`start=(\S+)`).FindStringSubmatch(snap)
+		return m != nil && m[1] != first[1] && strings.Contains(snap, "sandbox=guard") && strings.Contains(snap, "TOKEN-HIDDEN")
+	}, func() string { return "the restored node did not start in guard:\n" + snap })
 	json.Unmarshal([]byte(e.must(e.ts, "ls", "--json")), &list)
 	for _, n := range list.Terminals {
 		if n.Terminal == id && (n.Sandbox != "guard" || n.Status != tools.StatusRunning) {

@@ -154,13 +154,18 @@ func TestReceiptConcurrentSameKey(t *testing.T) {
 	var wg sync.WaitGroup
 	results := make([]string, 8)
 	replays := make([]bool, 8)
+	// The run holds until every caller has come to Do, so they overlap
+	// it (or come after it and replay: either way one run).
+	var arrived sync.WaitGroup
+	arrived.Add(len(results))
 	for i := range results {
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
+			arrived.Done()
 			r, replayed, err := s.Do(context.Background(), "n1", "k", "terminal_type", args, func() (json.RawMessage, error) {
 				runs.Add(1)
-				time.Sleep(20 * time.Millisecond)
+				arrived.Wait()
 				return json.RawMessage(`{"action":"terminal_type","result":{"n":1},"state":{}}`), nil
 			})
 			if err != nil {
