@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -294,8 +295,12 @@ func TestWaitForEndpoint(t *testing.T) {
 		if err := WriteEndpoint(p, Endpoint{URL: "u", InstanceID: "stale"}); err != nil {
 			t.Fatal(err)
 		}
+		// The writer starts once the waiter has read the stale endpoint
+		// (and refused it).
+		sawStale := make(chan struct{})
+		var once sync.Once
 		go func() {
-			time.Sleep(30 * time.Millisecond)
+			<-sawStale
 			// A non-atomic writer: truncated content first.
 			_ = os.WriteFile(p, []byte(`{"url":"u","inst`), 0o600)
 			time.Sleep(80 * time.Millisecond)
@@ -303,7 +308,13 @@ func TestWaitForEndpoint(t *testing.T) {
 			_, _ = f.WriteString(`ance_id":"fresh"}`)
 			_ = f.Close()
 		}()
-		ep, err := WaitForEndpoint(ctx, p, func(ep Endpoint) bool { return ep.InstanceID != "stale" })
+		ep, err := WaitForEndpoint(ctx, p, func(ep Endpoint) bool {
+			if ep.InstanceID == "stale" {
+				once.Do(func() { close(sawStale) })
+				return false
+			}
+			return true
+		})
 		if err != nil || ep.InstanceID != "fresh" {
 			t.Fatal(ep, err)
 		}

@@ -340,7 +340,23 @@ func TestFloodNeighbours(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		time.Sleep(time.Second)
+		// Every flood is under way (its pane has scrolled 1,000 lines)
+		// before the round trips are timed.
+		testenv.Eventually(t, time.Minute, func() bool {
+			out, err := noisy.cli(ctx, "list-panes", "-a", "-F", "#{session_name} #{history_size}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			flooding := 0
+			for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+				if f := strings.Fields(l); len(f) == 2 && strings.HasPrefix(f[0], "ts-flood") {
+					if n, _ := strconv.Atoi(f[1]); n >= 1000 {
+						flooding++
+					}
+				}
+			}
+			return flooding == floods
+		}, testenv.Msg("the %d floods did not start", floods))
 		var rtts []time.Duration
 		for i := 0; i < 50; i++ {
 			start := time.Now()
