@@ -278,9 +278,10 @@ func TestWaitForEndpoint(t *testing.T) {
 	t.Run("directory appears later", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "a", "b")
 		go func() {
-			time.Sleep(50 * time.Millisecond)
+			time.Sleep(50 * time.Millisecond) // the waiter watches the nearest existing parent
+			// The directory and the file right after it: the waiter, moved
+			// to the new directory or not yet, finds the file either way.
 			_ = os.MkdirAll(dir, 0o700)
-			time.Sleep(20 * time.Millisecond)
 			_ = WriteEndpoint(EndpointPath(dir), Endpoint{URL: "u", InstanceID: "late"})
 		}()
 		ep, err := WaitForEndpoint(ctx, EndpointPath(dir), nil)
