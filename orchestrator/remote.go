@@ -152,7 +152,7 @@ func sessionRefused(h *remoteHost, err error) error {
 	if err == nil || !strings.Contains(err.Error(), "open refused") {
 		return nil
 	}
-	return tools.Errorf(tools.KindRejected, "host %s refused one more ssh session: its sshd allows MaxSessions sessions on one connection (default 10); termsprawl keeps 3 open (its admin, waiter and mirror clients, whatever the node count) and opens up to 6 more at once for short commands: raise MaxSessions to at least 4 in %s's sshd_config", h.Spec().Name, h.Spec().Name).
+	return tools.Errorf(tools.KindRejected, "host %s refused one more ssh session: its sshd allows MaxSessions sessions on one connection (default 10); termsprawl keeps 3 open (its admin, waiter and mirror clients, whatever the node count) and opens up to 5 more at once for short commands: raise MaxSessions to at least 4 in %s's sshd_config", h.Spec().Name, h.Spec().Name).
 		WithDetails("host", h.Spec().Name).WithDetails("reason", "max-sessions")
 }
 
