@@ -46,11 +46,14 @@ type Meter struct {
 // Add counts output taken in.
 func (m *Meter) Add(n uint64) { m.seen.Add(n) }
 
-// Quiet is a node's trim: when enough output went through since the last
-// return of memory, it arms the return (unless it is armed already).
-func (m *Meter) Quiet() {
+// Quiet is a node's trim, own the output the node took in since its last
+// trim: when enough output went through the engine since the last return
+// of memory, or through this node (its buffers, let go only now, grew
+// with it: a node whose flood outlasted the others' trims after their
+// return), it arms the return (unless it is armed already).
+func (m *Meter) Quiet(own uint64) {
 	seen := m.seen.Load()
-	if seen-m.freedAt.Load() < FreeOSEvery {
+	if seen-m.freedAt.Load() < FreeOSEvery && own < FreeOSEvery {
 		return
 	}
 	m.mu.Lock()

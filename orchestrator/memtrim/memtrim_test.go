@@ -8,17 +8,17 @@ func TestOutputMeterFreesOnceCalm(t *testing.T) {
 	t.Parallel()
 	frees := 0
 	m := Meter{FreeOS: func() { frees++ }}
-	m.Quiet()
+	m.Quiet(0)
 	if m.armed {
 		t.Fatal("armed without output")
 	}
 	m.Add(FreeOSEvery)
-	m.Quiet()
+	m.Quiet(0)
 	if !m.armed {
 		t.Fatal("not armed after a flood")
 	}
 	m.timer.Stop() // fire by hand, deterministically
-	m.Quiet()      // armed already: nothing more
+	m.Quiet(0)      // armed already: nothing more
 	m.Add(FreeOSCalm)
 	m.fire() // still flowing: looks again later
 	if frees != 0 || !m.armed {
@@ -30,9 +30,21 @@ func TestOutputMeterFreesOnceCalm(t *testing.T) {
 		t.Fatalf("after the flood calmed: freed %d times, armed %v", frees, m.armed)
 	}
 	m.Add(FreeOSEvery - 1)
-	m.Quiet()
+	m.Quiet(0)
 	if m.armed {
 		t.Error("armed again for less than FreeOSEvery of output")
+	}
+	// A node whose own flood ended after that return (its buffers were
+	// let go only at its trim) arms it again, though the engine's output
+	// since the return is small.
+	m.Quiet(FreeOSEvery)
+	if !m.armed {
+		t.Error("not armed by a node that took in FreeOSEvery since its last trim")
+	}
+	m.timer.Stop()
+	m.fire()
+	if frees != 2 {
+		t.Errorf("freed %d times, want 2", frees)
 	}
 	m.Stop()
 }

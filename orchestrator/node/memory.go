@@ -5,7 +5,8 @@ package node
 // pump trims the buffers the burst grew (the pane stream's two buffers,
 // up to the 8 MiB backlog bound each, and the text log's spare
 // capacity), and, when at least memtrim.FreeOSEvery bytes of output went through
-// the orchestrator since the last time, returns the freed heap to the
+// the orchestrator since the last time (or through this node since its
+// last trim: its buffers were let go only now), returns the freed heap to the
 // system a moment after the last of them (debug.FreeOSMemory) instead of waiting for the
 // runtime's background scavenger. A full collection per 4 MiB of output (at
 // most one a second) costs far less than taking in the 4 MiB did.
@@ -16,5 +17,6 @@ package node
 func (n *Node) trim() {
 	n.Stream.Trim()
 	n.Scr.TrimMemory()
-	n.Env.Meter().Quiet()
+	n.Env.Meter().Quiet(n.applied - n.trimmedAt)
+	n.trimmedAt = n.applied
 }

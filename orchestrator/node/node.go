@@ -57,6 +57,8 @@ type Node struct {
 	// byte applied. Only the pump goroutine touches them.
 	dropUntil uint64
 	applied   uint64
+	// trimmedAt is applied at the node's last trim (memory.go). Pump only.
+	trimmedAt uint64
 	stale     bool // text was logged but not emulated: reseed before use
 	// deadSeeds counts the extra seeds of a pane found dead and blank.
 	deadSeeds int
