@@ -67,7 +67,7 @@ func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
 		return o.remoteSessionGone(ctx, m)
 	}
 	socket := cmp.Or(m.Socket, o.cfg.Socket)
-	srv := o.server(socket)
+	srv := o.shards.Get(socket)
 	if srv == nil {
 		return !hosts.Running(ctx, o.cfg.Tmux, socket, launchenv.Tmux())
 	}
@@ -98,10 +98,10 @@ func (o *Orchestrator) connectShards(ctx context.Context, metas map[string]metaR
 	}
 	sort.Strings(names)
 	for _, socket := range names {
-		if o.server(socket) != nil || !hosts.Running(ctx, o.cfg.Tmux, socket, launchenv.Tmux()) {
+		if o.shards.Get(socket) != nil || !hosts.Running(ctx, o.cfg.Tmux, socket, launchenv.Tmux()) {
 			continue
 		}
-		if _, err := o.addShard(ctx, socket); err != nil {
+		if _, err := o.shards.Add(ctx, socket); err != nil {
 			return fmt.Errorf("connect to tmux shard %s: %w", socket, err)
 		}
 	}
@@ -153,7 +153,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 	}
 	o.removeStaleTemps()
 	live := map[string]hosts.Server{}
-	for _, srv := range o.servers() {
+	for _, srv := range o.shards.List() {
 		ids, err := o.liveSessions(ctx, srv)
 		if err != nil {
 			return err

@@ -67,7 +67,7 @@ func (o *Orchestrator) Focus(ctx context.Context, id string) (tools.FocusResult,
 	// other shards are told how to reach the node instead.
 	var switched []string
 	elsewhere := 0
-	for srv, sessions := range o.humanClients(ctx) {
+	for srv, sessions := range o.shards.HumanClients(ctx) {
 		for _, names := range sessions {
 			if srv != n.Srv {
 				elsewhere += len(names)

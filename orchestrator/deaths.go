@@ -88,7 +88,7 @@ func (o *Orchestrator) listPanesAll(handle func([]string)) {
 		o.hostPaneDeaths(srv)
 	}
 	var wg sync.WaitGroup
-	for _, srv := range o.servers() {
+	for _, srv := range o.shards.List() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -126,7 +126,7 @@ func (o *Orchestrator) serverWasGone(socket string) bool {
 	if socket == o.cfg.Socket {
 		return o.startedFirst
 	}
-	return o.server(socket) == nil
+	return o.shards.Get(socket) == nil
 }
 
 // keepLost lists a node adoption did not find as lost, if its tmux server

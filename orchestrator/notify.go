@@ -27,7 +27,7 @@ func (o *Orchestrator) NotifyHumans(ctx context.Context, msg string) (int, error
 	}
 	told := 0
 	var firstErr error
-	for srv, sessions := range o.humanClients(ctx) {
+	for srv, sessions := range o.shards.HumanClients(ctx) {
 		for _, names := range sessions {
 			for _, c := range names {
 				cmd := tmuxctl.Command("display-message", "-c", c, "-d", strconv.Itoa(NotifyDelayMS), text)

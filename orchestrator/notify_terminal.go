@@ -19,7 +19,7 @@ func (o *Orchestrator) NotifyTerminals(ctx context.Context, seq []byte) (int, er
 	told := 0
 	var errs []error
 	seen := map[string]bool{}
-	for _, sessions := range o.humanClients(ctx) {
+	for _, sessions := range o.shards.HumanClients(ctx) {
 		for _, names := range sessions {
 			for _, tty := range names {
 				if seen[tty] || !strings.HasPrefix(tty, "/dev/") {

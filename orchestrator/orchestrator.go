@@ -144,12 +144,13 @@ type Orchestrator struct {
 
 	// shards are the private tmux servers, each holding at most
 	// cfg.ShardSize nodes, so one tmux crash takes at most that many
-	// (docs/TMUX-CRASHES.md). shards[0] is cfg.Socket's. Appended under
-	// shardMu and mu; read under mu.
-	shards []*tmuxServer
+	// (docs/TMUX-CRASHES.md), and the placement of new nodes on them
+	// (orchestrator/hosts' Shards: the list under its own locks; the
+	// engine hands in each server's load, from nodes and reserved).
+	shards *hosts.Shards
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
-	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn, launching and the server deaths
+	mu      sync.Mutex // guards nodes, closing, onGone, onBorn, launching and the server deaths
 	nodes   map[string]*node.Node
 	closing bool
 	// lost are the nodes whose tmux server was gone at start (lost.go);
@@ -175,17 +176,14 @@ type Orchestrator struct {
 	hosts *hostSet      // the machines driven over ssh (host.go)
 	// traces are the recordings opened for reading (trace_open).
 	traces *record.Registry
-	// clientsCache is each shard's last list of human clients (read.go).
-	clientsCache clientsCache
 
 	// There is no global lifecycle lock: each tmux server has its own
 	// (tmuxServer.life) and launches, closes and reattaches on different
 	// servers run side by side (lifecycle.go). idMu guards the
-	// reservations of launches under way (ids and node slots); shardMu
-	// picks a launch's shard.
+	// reservations of launches under way (ids and node slots); the
+	// shards' own pick lock picks a launch's shard.
 	idMu     sync.Mutex
 	reserved map[string]hosts.Server // id → the server it goes on (nil: not chosen yet)
-	shardMu  sync.Mutex
 	// ops counts the launches, closes and reattaches under way; Close
 	// waits for them (each has its own deadline) after it set closing,
 	// and none starts once closing is set (beginOp).
@@ -233,10 +231,22 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, hooks: cfg.hooks, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node.Node{}, lost: map[string]*lostNode{}, startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
+	o := &Orchestrator{cfg: cfg, hooks: cfg.hooks, deaths: deaths, log: cfg.Logger, nodes: map[string]*node.Node{}, lost: map[string]*lostNode{}, startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
 	if o.hooks == nil {
 		o.hooks = &hooks{}
 	}
+	o.shards = hosts.NewShards(hosts.ShardsConfig{Tmux: cfg.Tmux, Socket: cfg.Socket, StateDir: cfg.StateDir, Conf: serverConf(cfg),
+		Env: launchenv.Tmux(), Deaths: deaths, Mirror: !cfg.ClientPerNode, Size: cfg.ShardSize, Log: cfg.Logger,
+		Reclaimed: func(socket string) {
+			if h := o.hooks.reclaimed; h != nil {
+				h(socket)
+			}
+		},
+		ListClients: func(shards int) {
+			if h := o.hooks.humanClients; h != nil {
+				h(shards)
+			}
+		}}, srv)
 	if pw, err := proc.NewWatcher(); err == nil {
 		o.procs = pw
 	} else {
@@ -310,7 +320,7 @@ func (o *Orchestrator) Close() {
 	if o.procs != nil {
 		o.procs.Close()
 	}
-	for _, s := range o.servers() {
+	for _, s := range o.shards.List() {
 		s.Close()
 	}
 	o.closeHosts()

@@ -26,7 +26,7 @@ func TestEmptyShardsAreReclaimed(t *testing.T) {
 		ids = append(ids, launch(t, o, stayArgv()...))
 	}
 	var sockets []string
-	for _, s := range o.servers() {
+	for _, s := range o.shards.List() {
 		sockets = append(sockets, s.Socket())
 	}
 	if len(sockets) != 3 {
@@ -37,7 +37,7 @@ func TestEmptyShardsAreReclaimed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(o.servers()); n != 1 {
+	if n := len(o.shards.List()); n != 1 {
 		t.Fatalf("%d shards after closing every node, want 1", n)
 	}
 	for _, s := range sockets[1:] {
@@ -63,7 +63,7 @@ func TestEmptyShardsAreReclaimed(t *testing.T) {
 	for range 3 {
 		launch(t, o, stayArgv()...)
 	}
-	if n := len(o.servers()); n != 2 {
+	if n := len(o.shards.List()); n != 2 {
 		t.Fatalf("%d shards for 3 nodes of 2, want 2", n)
 	}
 }

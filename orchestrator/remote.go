@@ -327,10 +327,10 @@ func (o *Orchestrator) serverFor(meta NodeMeta) hosts.Server {
 			return h.LastServer()
 		}
 	}
-	if srv := o.server(meta.Socket); srv != nil && meta.Host == "" {
+	if srv := o.shards.Get(meta.Socket); srv != nil && meta.Host == "" {
 		return srv
 	}
-	return o.servers()[0]
+	return o.shards.List()[0]
 }
 
 // remoteLost is clientEnded's hook: true when n's client ended because
