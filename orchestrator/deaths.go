@@ -84,7 +84,7 @@ func (o *Orchestrator) paneDeaths(out []string) bool {
 // exit detection here): it is handled by hostPaneDeaths when it comes,
 // with at most one list in flight per host.
 func (o *Orchestrator) listPanesAll(handle func([]string)) {
-	for _, srv := range o.hostServers() {
+	for _, srv := range o.hosts.Servers() {
 		o.hostPaneDeaths(srv)
 	}
 	var wg sync.WaitGroup
@@ -120,19 +120,11 @@ func (o *Orchestrator) listPanes(srv *tmuxServer) ([]string, bool) {
 // that asked is in the lines it will read, or asks again: again is set).
 // A dead pane whose status is not known yet is looked at again shortly.
 func (o *Orchestrator) hostPaneDeaths(srv *tmuxServer) {
-	hs := o.hosts
-	hs.mu.Lock()
-	if _, busy := hs.listing[srv]; busy {
-		hs.listing[srv] = true // again, when the one in flight ends
-		hs.mu.Unlock()
+	if !o.hosts.BeginListing(srv) {
 		return
 	}
-	hs.listing[srv] = false
-	hs.mu.Unlock()
 	if !o.beginOp() {
-		hs.mu.Lock()
-		delete(hs.listing, srv)
-		hs.mu.Unlock()
+		o.hosts.DropListing(srv)
 		return
 	}
 	go func() { // one host's pane list (owner: the death watcher; counted in ops)
@@ -146,15 +138,7 @@ func (o *Orchestrator) hostPaneDeaths(srv *tmuxServer) {
 					}
 				})
 			}
-			hs.mu.Lock()
-			again := hs.listing[srv]
-			if again {
-				hs.listing[srv] = false
-			} else {
-				delete(hs.listing, srv)
-			}
-			hs.mu.Unlock()
-			if !again {
+			if !o.hosts.EndListing(srv) {
 				return
 			}
 		}

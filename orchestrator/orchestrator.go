@@ -173,7 +173,7 @@ type Orchestrator struct {
 	deadAdmin       *tmuxctl.Client
 
 	procs *proc.Watcher // nil where pidfds are not available
-	hosts *hostSet      // the machines driven over ssh (host.go)
+	hosts *hosts.Set    // the machines driven over ssh (host.go; nil until startHosts)
 	// traces are the recordings opened for reading (trace_open).
 	traces *record.Registry
 
@@ -288,7 +288,7 @@ func (o *Orchestrator) Close() {
 	}
 	o.output.Stop() // no return of memory after Close (memory.go)
 	// Host supervisors adopt sessions: stop them first.
-	o.stopHosts()
+	o.hosts.StopAll()
 	o.mu.Lock()
 	if o.closing {
 		o.mu.Unlock()
@@ -323,7 +323,7 @@ func (o *Orchestrator) Close() {
 	for _, s := range o.shards.List() {
 		s.Close()
 	}
-	o.closeHosts()
+	o.hosts.ShutdownAll()
 	o.wg.Wait()
 }
 

@@ -176,7 +176,7 @@ func (h *remoteHost) sandboxed(ctx context.Context, spec LaunchSpec, id string, 
 	name := h.Spec().Name
 	probe, rdir := h.Probe()
 	home := probe.Home
-	session := remoteSessionPath(rdir, id)
+	session := hosts.SessionPath(rdir, id)
 	var paths []string
 	for _, list := range [][]string{sandbox.AgentDirs, sandbox.Caches, sandbox.Secrets} {
 		for _, r := range list {
