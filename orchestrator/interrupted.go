@@ -2,12 +2,8 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
@@ -83,44 +79,22 @@ func (o *Orchestrator) closeMarkPath(id string) string {
 	return statefile.Path(o.cfg.StateDir, id, statefile.Closing)
 }
 
-// submitMark records a submit's progress at n (nodes/ID.input).
-type submitMark struct {
-	o    *Orchestrator
-	path string
-	m    statefile.Mark
-}
-
-func (o *Orchestrator) beginSubmit(ctx context.Context, n *node.Node) (*submitMark, error) {
-	s := &submitMark{o: o, path: o.inputMarkPath(n.Meta.ID),
-		m: statefile.Mark{Op: "submit", Phase: statefile.PhaseText, Intent: intentOf(ctx), Started: time.Now().UTC()}}
-	if err := statefile.WriteMark(s.path, s.m); err != nil {
+// beginSubmit writes a submit's intent at n (nodes/ID.input) before its
+// first step.
+func (o *Orchestrator) beginSubmit(ctx context.Context, n *node.Node) (*statefile.SubmitMark, error) {
+	s, err := statefile.BeginSubmit(o.cfg.StateDir, n.Meta.ID, intentOf(ctx))
+	if err != nil {
 		return nil, tools.Errorf(tools.KindNotRun, "terminal %q: the submit's intent could not be recorded, so nothing was sent (is the state dir's disk full?): %w", n.Meta.ID, err)
 	}
 	return s, nil
 }
 
-// phase records that the submit reached phase.
-func (s *submitMark) phase(p string) error {
-	s.m.Phase = p
-	if err := statefile.WriteMark(s.path, s.m); err != nil {
+// enterPhase records that the submit's Enter is being sent.
+func enterPhase(s *statefile.SubmitMark) error {
+	if err := s.Phase(statefile.PhaseEnter); err != nil {
 		return tools.Errorf(tools.KindNotRun, "the submit's progress could not be recorded, so Enter was not pressed (is the state dir's disk full?): %w", err)
 	}
 	return nil
-}
-
-// end records that Enter was sent: a keyed submit keeps the mark (phase
-// done) until the next submit, so a kill before its receipt is stored
-// still settles the key as submitted; an unkeyed one drops it.
-func (s *submitMark) end(sent bool) {
-	if sent && s.m.Intent.Key != "" {
-		if err := s.phase(statefile.PhaseDone); err == nil {
-			return
-		}
-	}
-	if !sent && s.m.Phase != statefile.PhaseText {
-		return // Enter failed half-way: adoption must not think it is safe
-	}
-	os.Remove(s.path)
 }
 
 // recoverInput settles a submit a killed orchestrator left at n (after
@@ -185,16 +159,11 @@ func (o *Orchestrator) finishCloses(ctx context.Context) {
 	}
 	wg.Wait()
 	// Marks of nodes that are not here any more (their session ended).
-	marks, _ := filepath.Glob(filepath.Join(o.cfg.StateDir, nodesDir, "*.closing"))
-	for _, p := range marks {
-		id := strings.TrimSuffix(filepath.Base(p), ".closing")
-		if _, err := os.Stat(o.metaPath(id)); errors.Is(err, os.ErrNotExist) {
-			m, _ := statefile.ReadMark(p)
-			os.Remove(p)
-			o.interrupted.mu.Lock()
-			o.interrupted.list = append(o.interrupted.list, Interrupted{Node: id, Op: "terminal_close", Intent: m.Intent, Outcome: OutcomeClosed})
-			o.interrupted.mu.Unlock()
-		}
+	ids, marks := statefile.OrphanCloseMarks(o.cfg.StateDir)
+	for i, id := range ids {
+		o.interrupted.mu.Lock()
+		o.interrupted.list = append(o.interrupted.list, Interrupted{Node: id, Op: "terminal_close", Intent: marks[i].Intent, Outcome: OutcomeClosed})
+		o.interrupted.mu.Unlock()
 	}
 }
 

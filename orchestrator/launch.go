@@ -186,7 +186,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 
 	fixed := ""
 	if spec.restore != nil {
-		fixed = spec.restore.meta.ID
+		fixed = spec.restore.Meta.ID
 	}
 	r, err := o.reserve(spec.Name, fixed)
 	if err != nil {
@@ -205,7 +205,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	if l := spec.restore; l != nil {
 		// A new incarnation; revisions above the old node's; its
 		// recording goes on (with a gap).
-		meta.Epoch, meta.Recording = l.meta.Epoch+1, l.meta.Recording
+		meta.Epoch, meta.Recording = l.Meta.Epoch+1, l.Meta.Recording
 	}
 	n, err := o.create(ctx, t, srv, spec, meta)
 	if err != nil {
@@ -410,7 +410,7 @@ func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.launchPath(id))
 	os.Remove(o.screenPath(id))
 	removeCache(o.sandboxCacheDir(id))
-	os.Remove(o.exitPath(id))
+	os.Remove(statefile.Path(o.cfg.StateDir, id, statefile.Exit))
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node.Node {

@@ -50,14 +50,12 @@ func (r LaunchRecord) Launch() LaunchSpec {
 }
 
 // lostNode is a node listed lost (or exited before its server went):
-// its metadata, launch and last screen as read at adoption.
+// its metadata and last screen as read at adoption (statefile.Lost, with
+// the views of it), and its kept launch.
 type lostNode struct {
-	meta      NodeMeta
+	statefile.Lost
 	launch    LaunchRecord
-	screen    statefile.KeptScreen
-	hasScreen bool
-	status    string // tools.StatusLost, or tools.StatusExited
-	restoring bool   // a restore is under way
+	restoring bool // a restore is under way
 }
 
 func (o *Orchestrator) launchPath(id string) string {
@@ -150,21 +148,10 @@ func (o *Orchestrator) keepLost(m NodeMeta) bool {
 		}
 		return false
 	}
-	l := &lostNode{meta: m, launch: rec, status: tools.StatusLost}
-	if err := statefile.ReadJSON(o.screenPath(m.ID), &l.screen); err == nil {
-		l.hasScreen = true
-	}
-	if ex, ok := o.readExit(m.ID); ok {
-		// Exited before (its recorded exit, not the saved screen): stays
-		// exited, with its code.
-		l.status = tools.StatusExited
-		l.screen.Status, l.screen.ExitCode = tools.StatusExited, &ex.Code
-	} else if l.hasScreen && l.screen.Status == tools.StatusExited {
-		l.status = tools.StatusExited // a state dir from before exits were recorded
-	}
+	l := &lostNode{Lost: statefile.ReadLost(o.cfg.StateDir, m), launch: rec}
 	if m.LostAt.IsZero() {
-		l.meta.LostAt = time.Now().UTC()
-		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.meta); err != nil {
+		l.Meta.LostAt = time.Now().UTC()
+		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.Meta); err != nil {
 			o.log.Warn("mark node lost", "node", m.ID, "err", err)
 		}
 	}
@@ -173,25 +160,15 @@ func (o *Orchestrator) keepLost(m NodeMeta) bool {
 	o.mu.Lock()
 	o.lost[m.ID] = l
 	o.mu.Unlock()
-	o.log.Info("node lost: its tmux server is gone", "node", m.ID, "status", l.status)
+	o.log.Info("node lost: its tmux server is gone", "node", m.ID, "status", l.Status)
 	return true
-}
-
-func (o *Orchestrator) exitPath(id string) string {
-	return statefile.Path(o.cfg.StateDir, id, statefile.Exit)
 }
 
 // keepExit records a node's exit.
 func (o *Orchestrator) keepExit(id string, code int) {
-	if err := tools.WriteJSONAtomic(o.exitPath(id), statefile.ExitRecord{Code: code, At: time.Now().UTC()}); err != nil {
+	if err := statefile.WriteExit(o.cfg.StateDir, id, code); err != nil {
 		o.log.Warn("record a node's exit", "node", id, "err", err)
 	}
-}
-
-// readExit reads a node's recorded exit.
-func (o *Orchestrator) readExit(id string) (statefile.ExitRecord, bool) {
-	var r statefile.ExitRecord
-	return r, statefile.ReadJSON(o.exitPath(id), &r) == nil
 }
 
 // loseNode lists a local node whose tmux server died while termsprawl
@@ -208,18 +185,18 @@ func (o *Orchestrator) loseNode(n *node.Node, reason string) {
 		return
 	}
 	now := time.Now().UTC()
-	l := &lostNode{meta: m, launch: rec, status: tools.StatusLost, hasScreen: true,
-		screen: statefile.KeptScreen{Screen: n.Snapshot(), Status: tools.StatusRunning, SavedAt: now}}
+	l := &lostNode{Lost: statefile.Lost{Meta: m, Status: tools.StatusLost, HasScreen: true,
+		Screen: statefile.KeptScreen{Screen: n.Snapshot(), Status: tools.StatusRunning, SavedAt: now}}, launch: rec}
 	if status == tools.StatusExited && code != nil {
-		l.status = tools.StatusExited
-		l.screen.Status, l.screen.ExitCode = tools.StatusExited, code
+		l.Status = tools.StatusExited
+		l.Screen.Status, l.Screen.ExitCode = tools.StatusExited, code
 	} else {
-		l.meta.LostAt = now
-		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.meta); err != nil {
+		l.Meta.LostAt = now
+		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.Meta); err != nil {
 			o.log.Warn("mark node lost", "node", m.ID, "err", err)
 		}
 	}
-	if err := tools.WriteJSONAtomic(o.screenPath(m.ID), l.screen); err != nil {
+	if err := tools.WriteJSONAtomic(o.screenPath(m.ID), l.Screen); err != nil {
 		o.log.Warn("keep a lost node's last screen", "node", m.ID, "err", err)
 	}
 	os.Remove(tools.SessionPath(o.cfg.StateDir, m.ID))
@@ -231,7 +208,7 @@ func (o *Orchestrator) loseNode(n *node.Node, reason string) {
 	o.lost[m.ID] = l
 	o.mu.Unlock()
 	// Listed lost first: whoever wakes on the old mirror's end sees it.
-	if l.status == tools.StatusLost {
+	if l.Status == tools.StatusLost {
 		n.MarkListedLost("the tmux server died (" + reason + ")")
 	} else {
 		n.MarkLost("the tmux server died (" + reason + ")")
@@ -240,7 +217,7 @@ func (o *Orchestrator) loseNode(n *node.Node, reason string) {
 	go n.Scr.Close()
 	o.gone(n) // its token and its agent state go
 	o.statusChanged()
-	o.log.Info("node lost: its tmux server died", "node", m.ID, "status", l.status)
+	o.log.Info("node lost: its tmux server died", "node", m.ID, "status", l.Status)
 	if h := o.hooks.lost; h != nil {
 		h(m.ID)
 	}
@@ -265,50 +242,12 @@ func (o *Orchestrator) lostSorted() []*lostNode {
 	}
 	o.mu.Unlock()
 	slices.SortFunc(out, func(a, b *lostNode) int {
-		if c := a.meta.Created.Compare(b.meta.Created); c != 0 {
+		if c := a.Meta.Created.Compare(b.Meta.Created); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.meta.ID, b.meta.ID)
+		return cmp.Compare(a.Meta.ID, b.Meta.ID)
 	})
 	return out
-}
-
-// lostReason is a lost node's exit_reason.
-func (l *lostNode) reason() string {
-	if l.status == tools.StatusExited {
-		return "its program had exited before its tmux server went away"
-	}
-	return fmt.Sprintf("its tmux server is gone (a reboot, or tmux was killed or crashed): termsprawl restore %s starts it again, termsprawl forget %s drops it", l.meta.ID, l.meta.ID)
-}
-
-// info is a lost node's terminal_list row.
-func (l *lostNode) info() tools.NodeInfo {
-	m := l.meta
-	info := tools.NodeInfo{Terminal: m.ID, Name: m.Name, Command: m.Command, Owner: m.Owner, Parent: m.Parent, Agent: m.Agent,
-		Status: l.status, ExitReason: l.reason(), TmuxSocket: m.Socket, Host: m.Host, Sandbox: node.SandboxName(m.Sandbox),
-		Columns: l.screen.Columns, Rows: l.screen.Rows, Revision: l.screen.Revision}
-	if l.status == tools.StatusExited {
-		info.ExitCode = l.screen.ExitCode
-	}
-	if l.hasScreen {
-		info.SavedAt = l.screen.SavedAt.Format(time.RFC3339)
-	}
-	return info
-}
-
-// snapshot is a lost node's last screen.
-func (l *lostNode) snapshot() tools.Snapshot {
-	s := tools.Snapshot{Terminal: l.meta.ID, Screen: l.screen.Screen, Status: l.status, ExitReason: l.reason()}
-	if s.Lines == nil {
-		s.Lines = []string{}
-	}
-	if l.status == tools.StatusExited {
-		s.ExitCode = l.screen.ExitCode
-	}
-	if l.hasScreen {
-		s.SavedAt = l.screen.SavedAt.Format(time.RFC3339)
-	}
-	return s
 }
 
 // LostLaunch is what a restore of a lost node would start: its metadata
@@ -318,7 +257,7 @@ func (o *Orchestrator) LostLaunch(id string) (NodeMeta, LaunchRecord, error) {
 	if l == nil {
 		return NodeMeta{}, LaunchRecord{}, o.notLost(id)
 	}
-	return l.meta, l.launch, nil
+	return l.Meta, l.launch, nil
 }
 
 // NodeLaunch returns a live node's metadata and kept launch, with the
@@ -364,10 +303,10 @@ func (o *Orchestrator) Restore(ctx context.Context, id string, opts RestoreOptio
 	case l == nil:
 		o.mu.Unlock()
 		return tools.NodeInfo{}, o.notLost(id)
-	case l.status != tools.StatusLost:
+	case l.Status != tools.StatusLost:
 		o.mu.Unlock()
-		return tools.NodeInfo{}, tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: %s; termsprawl forget %s drops it", id, l.status, l.reason(), id).
-			WithDetails("status", l.status)
+		return tools.NodeInfo{}, tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: %s; termsprawl forget %s drops it", id, l.Status, l.Reason(), id).
+			WithDetails("status", l.Status)
 	case l.restoring:
 		o.mu.Unlock()
 		return tools.NodeInfo{}, tools.Errorf(tools.KindConflict, "terminal %q is being restored already", id)
@@ -401,7 +340,7 @@ func (o *Orchestrator) Restore(ctx context.Context, id string, opts RestoreOptio
 	// it, with no ancestors or parent to drive it.
 	spec.Owner, spec.Parent, spec.Ancestors = tools.OperatorNode, "", nil
 	spec.Record = false // the kept recording is resumed (meta.Recording)
-	spec.Name = l.meta.Name
+	spec.Name = l.Meta.Name
 	spec.restore = l
 	info, err := o.Launch(ctx, spec)
 	if err != nil {
@@ -417,15 +356,15 @@ func (o *Orchestrator) Restore(ctx context.Context, id string, opts RestoreOptio
 
 // rewriteLost writes a lost node's files again after a failed restore.
 func (o *Orchestrator) rewriteLost(l *lostNode) {
-	id := l.meta.ID
-	if err := tools.WriteJSONAtomic(o.metaPath(id), l.meta); err != nil {
+	id := l.Meta.ID
+	if err := tools.WriteJSONAtomic(o.metaPath(id), l.Meta); err != nil {
 		o.log.Warn("rewrite lost node's metadata", "node", id, "err", err)
 	}
 	if err := tools.WriteJSONAtomic(o.launchPath(id), l.launch); err != nil {
 		o.log.Warn("rewrite lost node's launch", "node", id, "err", err)
 	}
-	if l.hasScreen {
-		if err := tools.WriteJSONAtomic(o.screenPath(id), l.screen); err != nil {
+	if l.HasScreen {
+		if err := tools.WriteJSONAtomic(o.screenPath(id), l.Screen); err != nil {
 			o.log.Warn("rewrite lost node's screen", "node", id, "err", err)
 		}
 	}
@@ -459,8 +398,8 @@ func (o *Orchestrator) Forget(id string) error {
 func (o *Orchestrator) LostIDs() []string {
 	var ids []string
 	for _, l := range o.lostSorted() {
-		if l.status == tools.StatusLost {
-			ids = append(ids, l.meta.ID)
+		if l.Status == tools.StatusLost {
+			ids = append(ids, l.Meta.ID)
 		}
 	}
 	return ids
@@ -473,5 +412,5 @@ func (o *Orchestrator) LostError(id string) error {
 	if l == nil || o.node(id) != nil {
 		return nil
 	}
-	return tools.Errorf(tools.KindConflict, "terminal %q is %s: %s", id, l.status, l.reason()).WithDetails("status", l.status)
+	return tools.Errorf(tools.KindConflict, "terminal %q is %s: %s", id, l.Status, l.Reason()).WithDetails("status", l.Status)
 }

@@ -25,7 +25,7 @@ func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
 		out = append(out, info)
 	}
 	for _, l := range o.lostSorted() {
-		out = append(out, l.info()) // lost.go
+		out = append(out, l.Info(node.SandboxName(l.Meta.Sandbox))) // lost.go
 	}
 	return out
 }
@@ -53,7 +53,7 @@ func (o *Orchestrator) Snapshot(ctx context.Context, id string) (tools.Snapshot,
 	n, err := o.lookup(id)
 	if err != nil {
 		if l := o.lostOne(id); l != nil && o.node(id) == nil {
-			return l.snapshot(), nil // its last screen (lost.go)
+			return l.Snapshot(), nil // its last screen (lost.go)
 		}
 		return tools.Snapshot{}, err
 	}

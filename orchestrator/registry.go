@@ -170,15 +170,15 @@ func (o *Orchestrator) Resolve(word string) (string, error) {
 		}
 	}
 	for _, l := range o.lostSorted() { // lost nodes are named too (lost.go)
-		if l.meta.ID == word {
+		if l.Meta.ID == word {
 			return word, nil
 		}
-		known = append(known, l.meta.ID, l.meta.Name)
-		if l.meta.Name == word {
-			byName = append(byName, l.meta.ID)
+		known = append(known, l.Meta.ID, l.Meta.Name)
+		if l.Meta.Name == word {
+			byName = append(byName, l.Meta.ID)
 		}
-		if strings.HasPrefix(l.meta.ID, word) {
-			byPrefix = append(byPrefix, l.meta.ID)
+		if strings.HasPrefix(l.Meta.ID, word) {
+			byPrefix = append(byPrefix, l.Meta.ID)
 		}
 	}
 	for _, ids := range [][]string{byName, byPrefix} {

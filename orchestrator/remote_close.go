@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
@@ -108,7 +107,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 			failed[n.Meta.ID] = tools.Errorf(tools.KindNotFound, "no terminal %q: another close took it", n.Meta.ID)
 			continue
 		}
-		if err := statefile.WriteMark(o.closeMarkPath(n.Meta.ID), statefile.Mark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
+		if err := statefile.WriteCloseMark(o.cfg.StateDir, n.Meta.ID, intentOf(ctx)); err != nil {
 			o.log.Warn("record a close's intent", "node", n.Meta.ID, "err", err)
 		}
 		mine = append(mine, n)
