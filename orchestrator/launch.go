@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
+	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
@@ -409,7 +410,7 @@ func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.closeMarkPath(id))
 	os.Remove(o.launchPath(id))
 	os.Remove(o.screenPath(id))
-	removeCache(o.sandboxCacheDir(id))
+	sandbox.RemoveCache(o.sandboxCacheDir(id))
 	os.Remove(statefile.Path(o.cfg.StateDir, id, statefile.Exit))
 }
 

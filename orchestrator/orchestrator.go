@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
+	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
@@ -134,7 +135,7 @@ const DefaultRestAfter = 5 * time.Second
 type Orchestrator struct {
 	cfg Config
 	// sbProbe is bwrap's last good probe (sandboxglue.go).
-	sbProbe sandboxProbe
+	sbProbe sandbox.Prober
 	// hooks are the test seams (hooks.go); never nil, empty outside tests.
 	hooks *hooks
 	log   *slog.Logger

@@ -79,7 +79,7 @@ func (t hostTarget) env(spec LaunchSpec, id string, _ hosts.Server) []string {
 }
 
 func (t hostTarget) wrap(ctx context.Context, spec LaunchSpec, id string, argv []string) ([]string, error) {
-	return t.h.sandboxed(ctx, spec, id, argv)
+	return t.h.Sandboxed(ctx, spec.Sandbox, spec.Cwd, id, argv)
 }
 
 func (t hostTarget) writeFiles(ctx context.Context, id string) error {
