@@ -8,6 +8,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -102,8 +103,8 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 // way to end or forget them is to name the host again and remove it.
 func (o *Orchestrator) warnUnknownHosts(known map[string]string) {
 	orphans := map[string][]string{}
-	for id, read := range o.readMetas() {
-		if read.err == nil && read.Host != "" {
+	for id, read := range statefile.ReadMetas(o.cfg.StateDir) {
+		if read.Err == nil && read.Host != "" {
 			if _, ok := known[read.Host]; !ok {
 				orphans[read.Host] = append(orphans[read.Host], id)
 			}

@@ -237,7 +237,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		o.hooks = &hooks{}
 	}
 	o.shards = hosts.NewShards(hosts.ShardsConfig{Tmux: cfg.Tmux, Socket: cfg.Socket, StateDir: cfg.StateDir, Conf: serverConf(cfg),
-		Env: launchenv.Tmux(), Deaths: deaths, Mirror: !cfg.ClientPerNode, Size: cfg.ShardSize, Log: cfg.Logger,
+		Env: launchenv.Tmux, Deaths: deaths, Mirror: !cfg.ClientPerNode, Size: cfg.ShardSize, Log: cfg.Logger,
 		Reclaimed: func(socket string) {
 			if h := o.hooks.reclaimed; h != nil {
 				h(socket)

@@ -10,6 +10,7 @@ import (
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -91,7 +92,7 @@ func TestLaunchRolledBackWhenCallerGaveUp(t *testing.T) {
 	if _, err := srv.Cmd("has-session", "-t", "=ts-"+hooked); err == nil {
 		t.Fatalf("session ts-%s still runs", hooked)
 	}
-	if _, err := o.readMeta(hooked); err == nil {
+	if _, err := statefile.ReadMeta(o.cfg.StateDir, hooked); err == nil {
 		t.Fatal("its metadata file is left")
 	}
 	testenv.Until(5*time.Second, func() bool { return len(tmuxControlChildren()) <= shardClients })

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
@@ -126,7 +127,7 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 	var again []*node.Node
 	life := srv.Life()
 	life.Lock()
-	metas := o.readMetas()
+	metas := statefile.ReadMetas(o.cfg.StateDir)
 	for _, n := range o.sortedNodes() {
 		if n.Meta.Host != h.Spec().Name || n.IsClosing() {
 			continue
@@ -138,7 +139,7 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 		if n.Client == nil && live[n.Meta.ID] {
 			// Listed from its metadata while the host was not reached:
 			// adopted now like any session known from metadata.
-			if meta, err := o.readMeta(n.Meta.ID); err == nil {
+			if meta, err := statefile.ReadMeta(o.cfg.StateDir, n.Meta.ID); err == nil {
 				o.mu.Lock()
 				delete(o.nodes, n.Meta.ID)
 				o.mu.Unlock()
@@ -298,8 +299,8 @@ func (o *Orchestrator) remoteGone(n *node.Node) {
 // client) until the host answers and adoptSessions adopts them.
 func (h *remoteHost) placeholders() {
 	o := h.o
-	for id, read := range o.readMetas() {
-		if read.Host != h.Spec().Name || read.err != nil || o.node(id) != nil {
+	for id, read := range statefile.ReadMetas(o.cfg.StateDir) {
+		if read.Host != h.Spec().Name || read.Err != nil || o.node(id) != nil {
 			continue
 		}
 		o.listUnreachable(read.NodeMeta, node.RevisionBase(read.Epoch+1), "")

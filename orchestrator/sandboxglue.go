@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
@@ -39,7 +40,7 @@ func (o *Orchestrator) sandboxCacheDir(id string) string {
 // private servers', the default server's (/tmp/tmux-UID), and the
 // directory of the socket of the tmux termsprawl was started in.
 func tmuxSocketDirs() []string {
-	dirs := []string{socketDir(), filepath.Join("/tmp", fmt.Sprintf("tmux-%d", os.Getuid()))}
+	dirs := []string{hosts.SocketDir(), filepath.Join("/tmp", fmt.Sprintf("tmux-%d", os.Getuid()))}
 	if t := os.Getenv("TMUX"); t != "" {
 		if sock, _, _ := strings.Cut(t, ","); filepath.IsAbs(sock) {
 			dirs = append(dirs, filepath.Dir(sock))

@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,11 +26,11 @@ import (
 
 // ShardsConfig is what the shards are started with.
 type ShardsConfig struct {
-	Tmux     string   // tmux binary
-	Socket   string   // the first shard's socket; SOCKET-2, SOCKET-3, … after it
-	StateDir string   // the state dir (the servers' files)
-	Conf     string   // the servers' configuration (Conf and the keys)
-	Env      []string // the environment of the tmux commands
+	Tmux     string          // tmux binary
+	Socket   string          // the first shard's socket; SOCKET-2, SOCKET-3, … after it
+	StateDir string          // the state dir (the servers' files)
+	Conf     string          // the servers' configuration (Conf and the keys)
+	Env      func() []string // the environment of the tmux commands (read at each)
 	Deaths   chan struct{}
 	Mirror   bool // the nodes share their shard's mirror client
 	Size     int  // nodes per shard at most
@@ -119,7 +122,7 @@ func (s *Shards) Place(ctx context.Context, load func() Load, chosen func(*Tmux)
 
 // Add starts (or connects to) the server of socket and adds it.
 func (s *Shards) Add(ctx context.Context, socket string) (*Tmux, error) {
-	t, err := StartLocal(ctx, s.cfg.Tmux, socket, s.cfg.StateDir, s.cfg.Conf, s.cfg.Env, s.cfg.Deaths, s.cfg.Mirror)
+	t, err := StartLocal(ctx, s.cfg.Tmux, socket, s.cfg.StateDir, s.cfg.Conf, s.cfg.Env(), s.cfg.Deaths, s.cfg.Mirror)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +131,43 @@ func (s *Shards) Add(ctx context.Context, socket string) (*Tmux, error) {
 	s.mu.Unlock()
 	s.cfg.Log.Info("tmux shard started", "socket", socket)
 	return t, nil
+}
+
+// Connect connects to every shard that runs besides those known: the
+// sockets named (the nodes' metadata says) and those named SOCKET-N in
+// tmux's socket directory, in the order of their names.
+func (s *Shards) Connect(ctx context.Context, named []string) error {
+	sockets := map[string]bool{}
+	for _, n := range named {
+		sockets[n] = true
+	}
+	found, _ := filepath.Glob(filepath.Join(SocketDir(), s.cfg.Socket+"-[0-9]*"))
+	for _, p := range found {
+		sockets[filepath.Base(p)] = true
+	}
+	names := make([]string, 0, len(sockets))
+	for n := range sockets {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, socket := range names {
+		if s.Get(socket) != nil || !Running(ctx, s.cfg.Tmux, socket, s.cfg.Env()) {
+			continue
+		}
+		if _, err := s.Add(ctx, socket); err != nil {
+			return fmt.Errorf("connect to tmux shard %s: %w", socket, err)
+		}
+	}
+	return nil
+}
+
+// SocketDir is where tmux keeps the sockets of `tmux -L NAME`.
+func SocketDir() string {
+	dir := os.Getenv("TMUX_TMPDIR")
+	if dir == "" {
+		dir = "/tmp"
+	}
+	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()))
 }
 
 // reclaimWait bounds how long a reclaimed shard's server takes to exit.
@@ -202,7 +242,7 @@ func (s *Shards) end(ctx context.Context, t *Tmux) {
 		}
 		deadline := time.Now().Add(reclaimWait / 2)
 		for time.Now().Before(deadline) {
-			if !Running(ctx, s.cfg.Tmux, socket, s.cfg.Env) {
+			if !Running(ctx, s.cfg.Tmux, socket, s.cfg.Env()) {
 				s.cfg.Log.Info("empty tmux shard ended", "socket", socket)
 				if s.cfg.Reclaimed != nil {
 					s.cfg.Reclaimed(socket)
