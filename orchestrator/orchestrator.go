@@ -24,7 +24,6 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
-	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -151,7 +150,7 @@ type Orchestrator struct {
 	shards *hosts.Shards
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
-	mu      sync.Mutex // guards nodes, closing, onGone, onBorn, launching and the server deaths
+	mu      sync.Mutex // guards nodes, closing, onGone, onBorn and launching
 	nodes   map[string]*node.Node
 	closing bool
 	// lost are the nodes whose tmux server was gone at start (lost.go);
@@ -167,11 +166,9 @@ type Orchestrator struct {
 
 	// launching are the born nodes not yet registered (launchwait.go).
 	launching map[string]chan struct{}
-	// Deaths of the private tmux server: deadAdmin is the admin client
-	// whose end was counted, so one death is counted once.
-	serverDeaths    int
-	lastServerDeath string
-	deadAdmin       *tmuxctl.Client
+	// serverDeaths are the deaths of the private tmux servers, each
+	// counted once (ServerHealth).
+	serverDeaths hosts.Deaths
 
 	procs *proc.Watcher // nil where pidfds are not available
 	hosts *hosts.Set    // the machines driven over ssh (host.go; nil until startHosts)
