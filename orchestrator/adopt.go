@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -68,9 +67,7 @@ func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
 	if srv == nil {
 		return !hosts.Running(ctx, o.cfg.Tmux, socket, launchenv.Tmux())
 	}
-	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
-	var ce *tmuxctl.CommandError
-	return errors.As(err, &ce)
+	return hosts.SessionGone(ctx, srv, "ts-"+m.ID)
 }
 
 // connectShards connects to every shard that runs besides the first

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
-	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -107,7 +106,7 @@ func (o *Orchestrator) listPanes(srv *tmuxServer) ([]string, bool) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	lines, err := srv.Admin().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+hosts.DeadFormat+" #{pane_pid}"))
+	lines, err := hosts.ListPanes(ctx, srv)
 	if err != nil {
 		o.log.Warn("list panes after a pane died", "socket", srv.Socket(), "err", err)
 		return nil, false

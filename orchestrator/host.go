@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"sync"
 
@@ -49,15 +48,9 @@ type remoteHost struct {
 // not stop the orchestrator: it is logged and retried in the background.
 func (o *Orchestrator) startHosts(ctx context.Context) error {
 	o.hosts = hosts.NewSet()
-	seen := map[string]string{}
-	for _, spec := range o.cfg.Hosts {
-		if err := tools.CheckHost(spec); err != nil {
-			return err
-		}
-		if d, ok := seen[spec.Name]; ok {
-			return fmt.Errorf("%w: host name %q is given twice (%s and %s): one name per machine", tools.ErrHost, spec.Name, d, spec.Dest)
-		}
-		seen[spec.Name] = spec.Dest
+	seen, err := hosts.CheckSpecs(o.cfg.Hosts)
+	if err != nil {
+		return err
 	}
 	o.warnUnknownHosts(seen)
 	var wg sync.WaitGroup

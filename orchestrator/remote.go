@@ -273,9 +273,7 @@ func (o *Orchestrator) remoteSessionGone(ctx context.Context, m NodeMeta) bool {
 	if srv == nil {
 		return false
 	}
-	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
-	var ce *tmuxctl.CommandError
-	return errors.As(err, &ce)
+	return hosts.SessionGone(ctx, srv, "ts-"+m.ID)
 }
 
 // remoteGone removes the remote copy of a gone node's session file.

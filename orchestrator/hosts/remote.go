@@ -360,3 +360,19 @@ func (h *SSH) CtlMissing() string {
 	host := h.Spec().Name
 	return "termsprawlctl is not installed on host " + host + " (not on its PATH, nor given with --host-ctl " + host + "=PATH): this terminal runs and is driven from termsprawl, but cannot call termsprawl itself; install termsprawlctl there to give it the tools"
 }
+
+// CheckSpecs refuses a bad host spec and a name given twice (one name per
+// machine); it returns each name's destination.
+func CheckSpecs(specs []tools.HostSpec) (map[string]string, error) {
+	seen := map[string]string{}
+	for _, spec := range specs {
+		if err := tools.CheckHost(spec); err != nil {
+			return nil, err
+		}
+		if d, ok := seen[spec.Name]; ok {
+			return nil, fmt.Errorf("%w: host name %q is given twice (%s and %s): one name per machine", tools.ErrHost, spec.Name, d, spec.Dest)
+		}
+		seen[spec.Name] = spec.Dest
+	}
+	return seen, nil
+}

@@ -258,3 +258,18 @@ func EndTogether(ctx context.Context, srv Server, ends []Ending) []error {
 	}
 	return errs
 }
+
+// SessionGone reports whether it is certain that srv has no session of
+// that name: tmux says "can't find session" (any other error is not
+// certainty).
+func SessionGone(ctx context.Context, srv Server, session string) bool {
+	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session))
+	var ce *tmuxctl.CommandError
+	return errors.As(err, &ce)
+}
+
+// ListPanes is every pane of srv with its dead flag and pid, one line
+// each: the session's name, DeadFormat's fields, the pid.
+func ListPanes(ctx context.Context, srv Server) ([]string, error) {
+	return srv.Admin().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+DeadFormat+" #{pane_pid}"))
+}

@@ -2,6 +2,7 @@ package hosts
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -300,6 +301,55 @@ func (s *Shards) HumanClients(ctx context.Context) map[Server]map[string][]strin
 		}
 	}
 	return res
+}
+
+// Tell shows text (one line, formats escaped) for delayMS on the status
+// line of every human client attached to a shard, with display-message
+// only (never a prompt, which would block a control client's queue in
+// tmux 3.3a), and returns how many were told and the first error.
+func (s *Shards) Tell(ctx context.Context, text string, delayMS int) (int, error) {
+	told := 0
+	var firstErr error
+	for srv, sessions := range s.HumanClients(ctx) {
+		for _, names := range sessions {
+			for _, c := range names {
+				cmd := tmuxctl.Command("display-message", "-c", c, "-d", strconv.Itoa(delayMS), text)
+				if _, err := srv.Admin().Run(ctx, cmd); err != nil {
+					if firstErr == nil {
+						firstErr = err
+					}
+					continue
+				}
+				told++
+			}
+		}
+	}
+	return told, firstErr
+}
+
+// WriteTerminals hands seq to write once for the tty of every human client
+// attached to a shard (tmux's client_tty; a client whose name is not a
+// /dev path is left out) and returns how many got it and every error.
+func (s *Shards) WriteTerminals(ctx context.Context, seq []byte, write func(tty string, seq []byte) error) (int, error) {
+	told := 0
+	var errs []error
+	seen := map[string]bool{}
+	for _, sessions := range s.HumanClients(ctx) {
+		for _, names := range sessions {
+			for _, tty := range names {
+				if seen[tty] || !strings.HasPrefix(tty, "/dev/") {
+					continue
+				}
+				seen[tty] = true
+				if err := write(tty, seq); err != nil {
+					errs = append(errs, err)
+					continue
+				}
+				told++
+			}
+		}
+	}
+	return told, errors.Join(errs...)
 }
 
 // clientsCache keeps each shard's last list of human clients with the
