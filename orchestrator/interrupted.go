@@ -48,28 +48,16 @@ func intentOf(ctx context.Context) Intent {
 
 // Outcomes of an interrupted call, as adoption settled it.
 const (
-	OutcomeCleared     = "cleared"      // submit: its line was cleared, nothing was submitted
-	OutcomeMaybe       = "maybe"        // submit: killed while pressing Enter: it may have been submitted
-	OutcomeSubmitted   = "submitted"    // submit: Enter was sent
-	OutcomeClosed      = "closed"       // close: finished on adoption
-	OutcomeCloseFailed = "close_failed" // close: could not be finished; the node is kept
+	OutcomeCleared     = statefile.OutcomeCleared
+	OutcomeMaybe       = statefile.OutcomeMaybe
+	OutcomeSubmitted   = statefile.OutcomeSubmitted
+	OutcomeClosed      = statefile.OutcomeClosed
+	OutcomeCloseFailed = statefile.OutcomeCloseFailed
 )
 
 // Interrupted is one call a killed orchestrator left unfinished and what
-// adoption did with it.
-type Interrupted struct {
-	Node    string
-	Op      string // "terminal_submit" or "terminal_close"
-	Intent  Intent
-	Outcome string
-	Err     error // OutcomeCloseFailed: why
-}
-
-// interruptedLog keeps the adoption's list until the tool server acks it.
-type interruptedLog struct {
-	mu   sync.Mutex
-	list []Interrupted
-}
+// adoption did with it (statefile.Interrupted).
+type Interrupted = statefile.Interrupted
 
 func (o *Orchestrator) inputMarkPath(id string) string {
 	return statefile.Path(o.cfg.StateDir, id, statefile.Input)
@@ -126,9 +114,7 @@ func (o *Orchestrator) recoverInput(ctx context.Context, n *node.Node) {
 		os.Remove(o.inputMarkPath(n.Meta.ID)) // no key to settle
 		return
 	}
-	o.interrupted.mu.Lock()
-	o.interrupted.list = append(o.interrupted.list, in)
-	o.interrupted.mu.Unlock()
+	o.interrupted.Add(in)
 }
 
 // finishCloses ends, on adoption, the closes a killed orchestrator began
@@ -152,40 +138,23 @@ func (o *Orchestrator) finishCloses(ctx context.Context) {
 			} else {
 				o.log.Info("finished an interrupted close", "node", n.Meta.ID)
 			}
-			o.interrupted.mu.Lock()
-			o.interrupted.list = append(o.interrupted.list, in)
-			o.interrupted.mu.Unlock()
+			o.interrupted.Add(in)
 		}()
 	}
 	wg.Wait()
 	// Marks of nodes that are not here any more (their session ended).
 	ids, marks := statefile.OrphanCloseMarks(o.cfg.StateDir)
 	for i, id := range ids {
-		o.interrupted.mu.Lock()
-		o.interrupted.list = append(o.interrupted.list, Interrupted{Node: id, Op: "terminal_close", Intent: marks[i].Intent, Outcome: OutcomeClosed})
-		o.interrupted.mu.Unlock()
+		o.interrupted.Add(Interrupted{Node: id, Op: "terminal_close", Intent: marks[i].Intent, Outcome: OutcomeClosed})
 	}
 }
 
 // Interrupted returns what adoption did with the submits and closes a
 // killed orchestrator left unfinished. The tool server settles their
 // idempotency keys with it, then calls AckInterrupted.
-func (o *Orchestrator) Interrupted() []Interrupted {
-	o.interrupted.mu.Lock()
-	defer o.interrupted.mu.Unlock()
-	return append([]Interrupted(nil), o.interrupted.list...)
-}
+func (o *Orchestrator) Interrupted() []Interrupted { return o.interrupted.List() }
 
 // AckInterrupted drops the intent files of the calls in list: their
 // outcome is recorded elsewhere now. (Until then a crash settles them
 // again on the next adoption: clearing a line twice is harmless.)
-func (o *Orchestrator) AckInterrupted(list []Interrupted) {
-	for _, in := range list {
-		if in.Op == "terminal_submit" {
-			os.Remove(o.inputMarkPath(in.Node))
-		}
-	}
-	o.interrupted.mu.Lock()
-	o.interrupted.list = nil
-	o.interrupted.mu.Unlock()
-}
+func (o *Orchestrator) AckInterrupted(list []Interrupted) { o.interrupted.Ack(o.cfg.StateDir, list) }

@@ -159,7 +159,7 @@ type Orchestrator struct {
 	startedFirst bool
 	screensKept  atomic.Int64 // the keeper's writes (keepscreen.go)
 
-	interrupted interruptedLog         // what adoption did with unfinished submits and closes
+	interrupted statefile.Settled      // what adoption did with unfinished submits and closes
 	onGone      func(NodeMeta)         // told when a node's life ends (closed or its session gone)
 	onBorn      func(NodeMeta)         // told when a node's session file (its token) is written
 	onStatus    atomic.Pointer[func()] // told when a node's status changes on its own (OnStatus)
