@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -31,15 +30,8 @@ func (o *Orchestrator) hostFor(ctx context.Context, name string) (*remoteHost, *
 	// Not connected: try now, so the caller hears why not.
 	cctx, cancel := context.WithTimeout(ctx, hostConnectTimeout)
 	defer cancel()
-	if err := h.Connect(cctx); err != nil {
-		h.Kick()
-		e := tools.Errorf(tools.KindUnavailable, "%w", err).WithDetails("host", name)
-		var he *HostError
-		if errors.As(err, &he) {
-			e.WithDetails("reason", he.Reason)
-		}
-		e.Retryable = true
-		return nil, nil, e
+	if err := h.ConnectNow(cctx); err != nil {
+		return nil, nil, err
 	}
 	h.adoptSessions(cctx)
 	if srv := h.Server(); srv != nil {

@@ -376,3 +376,21 @@ func CheckSpecs(specs []tools.HostSpec) (map[string]string, error) {
 	}
 	return seen, nil
 }
+
+// ConnectNow connects the host for a caller that needs it now, so the
+// caller hears why not: unavailable and retryable, with the host's reason
+// (the supervisor is kicked to keep trying).
+func (h *SSH) ConnectNow(ctx context.Context) error {
+	err := h.Connect(ctx)
+	if err == nil {
+		return nil
+	}
+	h.Kick()
+	e := tools.Errorf(tools.KindUnavailable, "%w", err).WithDetails("host", h.Spec().Name)
+	var he *Error
+	if errors.As(err, &he) {
+		e.WithDetails("reason", he.Reason)
+	}
+	e.Retryable = true
+	return e
+}

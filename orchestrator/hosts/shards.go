@@ -327,6 +327,26 @@ func (s *Shards) Tell(ctx context.Context, text string, delayMS int) (int, error
 	return told, firstErr
 }
 
+// Switch switches every human client attached to srv to session (a
+// client can switch only to a session of its own server) and counts the
+// humans attached to the other shards.
+func (s *Shards) Switch(ctx context.Context, srv Server, session string) (switched []string, elsewhere int) {
+	for on, sessions := range s.HumanClients(ctx) {
+		for _, names := range sessions {
+			if on != srv {
+				elsewhere += len(names)
+				continue
+			}
+			for _, c := range names {
+				if _, err := srv.Admin().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+session)); err == nil {
+					switched = append(switched, c)
+				}
+			}
+		}
+	}
+	return switched, elsewhere
+}
+
 // WriteTerminals hands seq to write once for the tty of every human client
 // attached to a shard (tmux's client_tty; a client whose name is not a
 // /dev path is left out) and returns how many got it and every error.
