@@ -24,30 +24,9 @@ import (
 // id, name, directory and recording; a new token and incarnation) or
 // forgotten.
 
-// LaunchRecord is what a node's launch was: the request as launched (every
-// field of LaunchSpec, so a field added to it rides along) and the
-// engine-side parts the request does not carry on the wire, and the
-// agent's own conversation id once its hooks reported one.
-type LaunchRecord struct {
-	Spec      LaunchSpec        `json:"spec"`
-	Owner     string            `json:"owner,omitempty"`
-	Parent    string            `json:"parent,omitempty"`
-	Agent     string            `json:"agent,omitempty"`
-	ExtraEnv  map[string]string `json:"extra_env,omitempty"`
-	Launched  time.Time         `json:"launched"`
-	Socket    string            `json:"socket,omitempty"`
-	Recording bool              `json:"recording,omitempty"`
-	// Conversation is the agent's own session id from its hooks (Claude
-	// Code's and Gemini CLI's session_id, codex's thread-id).
-	Conversation string `json:"conversation,omitempty"`
-}
-
-// Launch is the record's spec with its engine-side parts put back.
-func (r LaunchRecord) Launch() LaunchSpec {
-	s := r.Spec
-	s.Agent, s.ExtraEnv = r.Agent, r.ExtraEnv
-	return s
-}
+// LaunchRecord is what a node's launch was (statefile.LaunchRecord, kept
+// in nodes/<id>.launch.json).
+type LaunchRecord = statefile.LaunchRecord
 
 // lostNode is a node listed lost (or exited before its server went):
 // its metadata and last screen as read at adoption (statefile.Lost, with
@@ -66,19 +45,17 @@ func (o *Orchestrator) screenPath(id string) string {
 	return statefile.Path(o.cfg.StateDir, id, statefile.Screen)
 }
 
-// writeLaunch keeps a launch (create, before the session exists).
-func (o *Orchestrator) writeLaunch(id string, spec LaunchSpec, socket string) error {
-	rec := LaunchRecord{Spec: spec, Owner: spec.Owner, Parent: spec.Parent, Agent: spec.Agent, ExtraEnv: spec.ExtraEnv,
-		Launched: time.Now().UTC(), Socket: socket, Recording: spec.Record}
-	if spec.restore != nil {
-		// A restored node keeps the launch it was restored from (not the
-		// resume arguments of this start), in the directory it runs in.
-		rec = spec.restore.launch
+// writeLaunch keeps a launch (create, before the session exists). A
+// restored node keeps the launch it was restored from (not the resume
+// arguments of this start), in the directory it runs in.
+func (o *Orchestrator) writeLaunch(id string, spec LaunchSpec, socket string, restore *lostNode) error {
+	rec := statefile.NewLaunchRecord(spec, socket)
+	if restore != nil {
+		rec = restore.launch
 		rec.Spec.Cwd = spec.Cwd
 		rec.Launched, rec.Socket = time.Now().UTC(), socket
 	}
-	rec.Spec.restore = nil
-	if err := tools.WriteJSONAtomic(o.launchPath(id), rec); err != nil {
+	if err := statefile.WriteLaunch(o.cfg.StateDir, id, rec); err != nil {
 		return fmt.Errorf("write the launch of %s: %w", id, err)
 	}
 	return nil
@@ -86,9 +63,7 @@ func (o *Orchestrator) writeLaunch(id string, spec LaunchSpec, socket string) er
 
 // readLaunch reads a node's kept launch.
 func (o *Orchestrator) readLaunch(id string) (LaunchRecord, error) {
-	var r LaunchRecord
-	err := statefile.ReadJSON(o.launchPath(id), &r)
-	return r, err
+	return statefile.ReadLaunch(o.cfg.StateDir, id)
 }
 
 // SetConversation keeps an agent's own conversation id (from its hooks)
@@ -109,7 +84,7 @@ func (o *Orchestrator) SetConversation(id string, conv tools.ConversationID) err
 		return fmt.Errorf("keep the conversation of %s: %w", id, err)
 	}
 	rec.Conversation = conversation
-	if err := tools.WriteJSONAtomic(o.launchPath(id), rec); err != nil {
+	if err := statefile.WriteLaunch(o.cfg.StateDir, id, rec); err != nil {
 		return fmt.Errorf("keep the conversation of %s: %w", id, err)
 	}
 	n.Conversation = conversation
@@ -341,8 +316,7 @@ func (o *Orchestrator) Restore(ctx context.Context, id string, opts RestoreOptio
 	spec.Owner, spec.Parent, spec.Ancestors = tools.OperatorNode, "", nil
 	spec.Record = false // the kept recording is resumed (meta.Recording)
 	spec.Name = l.Meta.Name
-	spec.restore = l
-	info, err := o.Launch(ctx, spec)
+	info, err := o.launch(ctx, spec, l)
 	if err != nil {
 		// Launch's rollback removed the node's files: put the lost node's
 		// back as they were.
@@ -360,7 +334,7 @@ func (o *Orchestrator) rewriteLost(l *lostNode) {
 	if err := tools.WriteJSONAtomic(o.metaPath(id), l.Meta); err != nil {
 		o.log.Warn("rewrite lost node's metadata", "node", id, "err", err)
 	}
-	if err := tools.WriteJSONAtomic(o.launchPath(id), l.launch); err != nil {
+	if err := statefile.WriteLaunch(o.cfg.StateDir, id, l.launch); err != nil {
 		o.log.Warn("rewrite lost node's launch", "node", id, "err", err)
 	}
 	if l.HasScreen {
