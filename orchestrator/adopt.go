@@ -3,16 +3,12 @@ package orchestrator
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
@@ -67,93 +63,39 @@ func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
 		return o.remoteSessionGone(ctx, m)
 	}
 	socket := cmp.Or(m.Socket, o.cfg.Socket)
-	srv := o.server(socket)
+	srv := o.shards.Get(socket)
 	if srv == nil {
 		return !hosts.Running(ctx, o.cfg.Tmux, socket, launchenv.Tmux())
 	}
-	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
-	var ce *tmuxctl.CommandError
-	return errors.As(err, &ce)
+	return hosts.SessionGone(ctx, srv, "ts-"+m.ID)
 }
 
-// connectShards connects to every shard that runs besides the first: the
-// sockets named in node metadata and those named SOCKET-N in tmux's
-// socket directory.
-func (o *Orchestrator) connectShards(ctx context.Context, metas map[string]metaRead) error {
-	sockets := map[string]bool{}
+// connectShards connects to every shard that runs besides the first
+// (hosts.Shards.Connect): the sockets named in node metadata and those
+// named SOCKET-N in tmux's socket directory.
+func (o *Orchestrator) connectShards(ctx context.Context, metas map[string]statefile.MetaRead) error {
+	var named []string
 	for _, m := range metas {
 		// A host's socket is not a shard (on a test host that is this
 		// very machine it would even answer).
 		if m.Socket != "" && m.Host == "" {
-			sockets[m.Socket] = true
+			named = append(named, m.Socket)
 		}
 	}
-	found, _ := filepath.Glob(filepath.Join(socketDir(), o.cfg.Socket+"-[0-9]*"))
-	for _, p := range found {
-		sockets[filepath.Base(p)] = true
-	}
-	names := make([]string, 0, len(sockets))
-	for s := range sockets {
-		names = append(names, s)
-	}
-	sort.Strings(names)
-	for _, socket := range names {
-		if o.server(socket) != nil || !hosts.Running(ctx, o.cfg.Tmux, socket, launchenv.Tmux()) {
-			continue
-		}
-		if _, err := o.addShard(ctx, socket); err != nil {
-			return fmt.Errorf("connect to tmux shard %s: %w", socket, err)
-		}
-	}
-	return nil
-}
-
-// socketDir is where tmux keeps the sockets of `tmux -L NAME`.
-func socketDir() string {
-	dir := os.Getenv("TMUX_TMPDIR")
-	if dir == "" {
-		dir = "/tmp"
-	}
-	return filepath.Join(dir, fmt.Sprintf("tmux-%d", os.Getuid()))
-}
-
-// metaRead is one node metadata file as read: the metadata, or why it
-// could not be read.
-type metaRead struct {
-	NodeMeta
-	err error
-}
-
-// readMetas reads every node metadata file once (an unreadable one keeps
-// its error: adoption writes defaults for a session that lacks them).
-func (o *Orchestrator) readMetas() map[string]metaRead {
-	out := map[string]metaRead{}
-	files, _ := filepath.Glob(filepath.Join(o.cfg.StateDir, nodesDir, "*.json"))
-	for _, f := range files {
-		id := strings.TrimSuffix(filepath.Base(f), ".json")
-		if !tools.ValidNodeID(id) {
-			continue
-		}
-		m, err := o.readMeta(id)
-		if err != nil {
-			m = NodeMeta{ID: id}
-		}
-		out[id] = metaRead{m, err}
-	}
-	return out
+	return o.shards.Connect(ctx, named)
 }
 
 // adopt attaches to every session of ours that a shard still runs, and
 // forgets nodes whose session is certainly gone (their tokens die with
 // them). A node's files are never removed while its session may exist.
 func (o *Orchestrator) adopt(ctx context.Context) error {
-	metas := o.readMetas()
+	metas := statefile.ReadMetas(o.cfg.StateDir)
 	if err := o.connectShards(ctx, metas); err != nil {
 		return err
 	}
-	o.removeStaleTemps()
+	statefile.RemoveStaleTemps(o.cfg.StateDir)
 	live := map[string]hosts.Server{}
-	for _, srv := range o.servers() {
+	for _, srv := range o.shards.List() {
 		ids, err := o.liveSessions(ctx, srv)
 		if err != nil {
 			return err
@@ -164,7 +106,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 	}
 	for id, srv := range live {
 		read, ok := metas[id]
-		meta, err := read.NodeMeta, read.err
+		meta, err := read.NodeMeta, read.Err
 		if !ok {
 			err = fmt.Errorf("no metadata file for a running session")
 		}
@@ -212,7 +154,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 			o.log.Warn("node not adopted but its session may exist: keeping its files", "node", id)
 			continue
 		}
-		if m.err == nil && o.keepLost(m.NodeMeta) {
+		if m.Err == nil && o.keepLost(m.NodeMeta) {
 			continue // listed lost with its last screen (lost.go)
 		}
 		o.removeFiles(id)
@@ -241,42 +183,4 @@ func (o *Orchestrator) listUnreachable(meta NodeMeta, base uint64, reason string
 	o.mu.Lock()
 	o.nodes[meta.ID] = n
 	o.mu.Unlock()
-}
-
-// removeStaleTemps removes the temporary files of atomic writes that a
-// killed orchestrator left in nodes/ and sessions/ (the state dir's lock
-// is held: nobody else writes there).
-func (o *Orchestrator) removeStaleTemps() {
-	for _, dir := range []string{filepath.Join(o.cfg.StateDir, nodesDir), filepath.Dir(tools.SessionPath(o.cfg.StateDir, "x"))} {
-		temps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
-		for _, t := range temps {
-			os.Remove(t)
-		}
-	}
-	// A kept launch or screen whose node's metadata is gone (its life
-	// ended while the keeper wrote) goes too.
-	for _, pat := range []string{"*.launch.json", "*.screen.json"} {
-		files, _ := filepath.Glob(filepath.Join(o.cfg.StateDir, nodesDir, pat))
-		for _, f := range files {
-			id, _, _ := strings.Cut(filepath.Base(f), ".")
-			if _, err := os.Stat(o.metaPath(id)); errors.Is(err, os.ErrNotExist) {
-				os.Remove(f)
-			}
-		}
-	}
-}
-
-func (o *Orchestrator) readMeta(id string) (NodeMeta, error) {
-	var m NodeMeta
-	b, err := tools.ReadFileBounded(o.metaPath(id), tools.MaxStateFileBytes)
-	if err != nil {
-		return m, err
-	}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return m, fmt.Errorf("parse %s: %w", o.metaPath(id), err)
-	}
-	if m.ID != id {
-		return m, fmt.Errorf("%s names node %q", o.metaPath(id), m.ID)
-	}
-	return m, nil
 }

@@ -137,7 +137,7 @@ func BenchmarkLaunch200(b *testing.B) {
 		b.ReportMetric(float64(took[k/2].Milliseconds()), "ms-median")
 		b.ReportMetric(float64(took[k-1].Milliseconds()), "ms-slowest")
 		b.ReportMetric(float64(late), "over-30s")
-		b.ReportMetric(float64(len(o.servers())), "shards")
+		b.ReportMetric(float64(len(o.shards.List())), "shards")
 		for _, id := range ids {
 			wg.Add(1)
 			go func() {
@@ -148,7 +148,7 @@ func BenchmarkLaunch200(b *testing.B) {
 			}()
 		}
 		wg.Wait()
-		if n := len(o.servers()); n != 1 {
+		if n := len(o.shards.List()); n != 1 {
 			b.Fatalf("%d shards after closing every node, want 1", n)
 		}
 		b.StartTimer()

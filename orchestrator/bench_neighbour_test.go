@@ -39,7 +39,7 @@ func BenchmarkNeighbourDuringFlood(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if o.node(info.Terminal).Srv != o.servers()[0] {
+				if o.node(info.Terminal).Srv != o.shards.List()[0] {
 					b.Fatal("the two nodes are on different shards")
 				}
 				time.Sleep(time.Second) // the flood is under way

@@ -772,7 +772,7 @@ func sampleMem(b *testing.B, sockets ...string) memSample {
 // sockets lists the tmux servers (shards) the orchestrator runs.
 func sockets(o *Orchestrator) []string {
 	var out []string
-	for _, s := range o.servers() {
+	for _, s := range o.shards.List() {
 		out = append(out, s.Socket())
 	}
 	return out

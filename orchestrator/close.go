@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -57,7 +56,7 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	}
 	// Its intent first: a kill during the close is finished on adoption
 	// (interrupted.go). A close goes on even if it cannot be recorded.
-	if err := statefile.WriteMark(o.closeMarkPath(id), statefile.Mark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
+	if err := statefile.WriteCloseMark(o.cfg.StateDir, id, intentOf(ctx)); err != nil {
 		o.log.Warn("record a close's intent", "node", id, "err", err)
 	}
 	if o.hostDown(n) {
@@ -174,7 +173,7 @@ func (o *Orchestrator) clientEnded(n *node.Node) {
 	if o.remoteLost(n) {
 		return // its host is unreachable: the host reconnects (host.go)
 	}
-	if reason, dead := o.serverDied(n.Srv); dead {
+	if reason, dead := o.serverDeaths.Died(n.Srv, o.log); dead {
 		// Every node of the server is lost at once (CONTRACT §26): listed
 		// lost, restorable now; one whose program had exited before
 		// stays exited.
@@ -246,42 +245,9 @@ func (o *Orchestrator) reattach(old *node.Node) {
 	o.log.Info("node attached again", "node", meta.ID)
 }
 
-// serverDied reports whether the private tmux server is gone (its admin
-// client ended, or a round trip on it fails), and records the death once:
-// an error in the log, counted in ServerHealth.
-func (o *Orchestrator) serverDied(srv hosts.Server) (string, bool) {
-	admin := srv.Admin()
-	err := admin.Err()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		_, err = admin.Run(ctx, tmuxctl.Command("display-message", "-p", "ok"))
-		cancel()
-		if err != nil && !errors.Is(err, tmuxctl.ErrClosed) && !errors.Is(err, context.DeadlineExceeded) {
-			err = nil // tmux answered, with an error: it lives
-		}
-	}
-	if err == nil {
-		return "", false
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if o.deadAdmin != admin {
-		o.deadAdmin = admin
-		o.serverDeaths++
-		o.lastServerDeath = fmt.Sprintf("%s: %v", time.Now().UTC().Format(time.RFC3339), err)
-		o.log.Error("the private tmux server died: its nodes are lost (listed as exited); the next launch starts a new server",
-			"socket", srv.Socket(), "err", err)
-	}
-	return err.Error(), true
-}
-
 // ServerHealth tells how often the private tmux server died while this
 // orchestrator ran, and when and why it last did.
-func (o *Orchestrator) ServerHealth() (deaths int, last string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.serverDeaths, o.lastServerDeath
-}
+func (o *Orchestrator) ServerHealth() (deaths int, last string) { return o.serverDeaths.Health() }
 
 // forget drops a node whose session no longer exists, with its files.
 func (o *Orchestrator) forget(id string) {

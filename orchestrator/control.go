@@ -7,7 +7,6 @@ import (
 	"syscall"
 
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
-	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -65,21 +64,7 @@ func (o *Orchestrator) Focus(ctx context.Context, id string) (tools.FocusResult,
 	}
 	// A client can switch only to a session of its own server: humans on
 	// other shards are told how to reach the node instead.
-	var switched []string
-	elsewhere := 0
-	for srv, sessions := range o.humanClients(ctx) {
-		for _, names := range sessions {
-			if srv != n.Srv {
-				elsewhere += len(names)
-				continue
-			}
-			for _, c := range names {
-				if _, err := n.Srv.Admin().Run(ctx, tmuxctl.Command("switch-client", "-c", c, "-t", "="+n.Session())); err == nil {
-					switched = append(switched, c)
-				}
-			}
-		}
-	}
+	switched, elsewhere := o.shards.Switch(ctx, n.Srv, n.Session())
 	res := tools.FocusResult{Terminal: id, Clients: len(switched)}
 	switch {
 	case len(switched) == 0 && elsewhere > 0:

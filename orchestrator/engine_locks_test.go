@@ -152,7 +152,7 @@ func (t *blockedTarget) writeFiles(ctx context.Context, id string) error {
 func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 	o, _ := newTestOrchestrator(t)
 	other := tmuxtest.New(t)
-	slow, err := o.addShard(tctx(t), other.Socket)
+	slow, err := o.shards.Add(tctx(t), other.Socket)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -396,7 +396,7 @@ func TestListPanesInParallel(t *testing.T) {
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.ShardSize = 1 })
 	launch(t, o, stayArgv()...)
 	launch(t, o, stayArgv()...) // on a second shard
-	shards := o.servers()
+	shards := o.shards.List()
 	if len(shards) < 2 {
 		t.Fatalf("%d shards, want 2", len(shards))
 	}

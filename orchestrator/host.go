@@ -2,13 +2,12 @@ package orchestrator
 
 import (
 	"context"
-	"fmt"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -37,16 +36,6 @@ var ErrHostUnreachable = hosts.ErrUnreachable
 // HostStatus is one host as doctor and tests see it.
 type HostStatus = hosts.Status
 
-// hostSet is the orchestrator's hosts.
-type hostSet struct {
-	mu       sync.Mutex // guards byName, endpoint and listing
-	byName   map[string]*remoteHost
-	endpoint *tools.Endpoint // the tool server's, once it listens (SetEndpoint)
-	// listing holds the host servers whose panes are being listed after a
-	// death (deaths.go: hostPaneDeaths), each with whether to list again.
-	listing map[*tmuxServer]bool
-}
-
 // remoteHost is one machine as the engine sees it: its connection
 // (hosts.SSH) and the orchestrator whose nodes live there.
 type remoteHost struct {
@@ -58,27 +47,17 @@ type remoteHost struct {
 // sessions and starts its supervisor. A host that cannot be reached does
 // not stop the orchestrator: it is logged and retried in the background.
 func (o *Orchestrator) startHosts(ctx context.Context) error {
-	o.hosts = &hostSet{byName: map[string]*remoteHost{}, listing: map[*tmuxServer]bool{}}
-	seen := map[string]string{}
-	for _, spec := range o.cfg.Hosts {
-		if err := tools.CheckHost(spec); err != nil {
-			return err
-		}
-		if d, ok := seen[spec.Name]; ok {
-			return fmt.Errorf("%w: host name %q is given twice (%s and %s): one name per machine", tools.ErrHost, spec.Name, d, spec.Dest)
-		}
-		seen[spec.Name] = spec.Dest
+	o.hosts = hosts.NewSet()
+	seen, err := hosts.CheckSpecs(o.cfg.Hosts)
+	if err != nil {
+		return err
 	}
 	o.warnUnknownHosts(seen)
 	var wg sync.WaitGroup
 	for _, spec := range o.cfg.Hosts {
 		h := &remoteHost{o: o}
 		h.SSH = hosts.NewSSH(hosts.SSHConfig{Spec: spec, StateDir: o.cfg.StateDir, Deaths: o.deaths, Log: o.log,
-			Endpoint: func() *tools.Endpoint {
-				o.hosts.mu.Lock()
-				defer o.hosts.mu.Unlock()
-				return o.hosts.endpoint
-			},
+			Endpoint:    o.hosts.Endpoint,
 			SysProcAttr: proc.DieWithParent,
 			OnConnected: func(ctx context.Context) { h.adoptSessions(ctx) },
 			OnLost:      h.markUnreachable,
@@ -93,7 +72,7 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 				}
 			},
 		})
-		o.hosts.byName[spec.Name] = h
+		o.hosts.Add(spec.Name, h.SSH)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -117,8 +96,8 @@ func (o *Orchestrator) startHosts(ctx context.Context) error {
 // way to end or forget them is to name the host again and remove it.
 func (o *Orchestrator) warnUnknownHosts(known map[string]string) {
 	orphans := map[string][]string{}
-	for id, read := range o.readMetas() {
-		if read.err == nil && read.Host != "" {
+	for id, read := range statefile.ReadMetas(o.cfg.StateDir) {
+		if read.Err == nil && read.Host != "" {
 			if _, ok := known[read.Host]; !ok {
 				orphans[read.Host] = append(orphans[read.Host], id)
 			}
@@ -143,77 +122,15 @@ func (h *remoteHost) markUnreachable() {
 
 // host returns the host of name, or nil.
 func (o *Orchestrator) host(name string) *remoteHost {
-	if o.hosts == nil {
-		return nil
+	if h := o.hosts.Get(name); h != nil {
+		return &remoteHost{SSH: h, o: o}
 	}
-	o.hosts.mu.Lock()
-	defer o.hosts.mu.Unlock()
-	return o.hosts.byName[name]
-}
-
-// hostNames lists the configured hosts.
-func (o *Orchestrator) hostNames() []string {
-	if o.hosts == nil {
-		return nil
-	}
-	o.hosts.mu.Lock()
-	defer o.hosts.mu.Unlock()
-	var out []string
-	for n := range o.hosts.byName {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
-
-// hostServers returns the tmux servers of the connected hosts.
-func (o *Orchestrator) hostServers() []*tmuxServer {
-	var out []*tmuxServer
-	for _, name := range o.hostNames() {
-		if srv := o.host(name).Server(); srv != nil {
-			out = append(out, srv)
-		}
-	}
-	return out
+	return nil
 }
 
 // Hosts reports every host's connection.
-func (o *Orchestrator) Hosts() []HostStatus {
-	var out []HostStatus
-	for _, name := range o.hostNames() {
-		out = append(out, o.host(name).Status())
-	}
-	return out
-}
+func (o *Orchestrator) Hosts() []HostStatus { return o.hosts.Statuses() }
 
 // SetEndpoint tells the hosts where the tool server listens: each gets
 // the reverse forward and its endpoint.json now and after every reconnect.
-func (o *Orchestrator) SetEndpoint(ep tools.Endpoint) {
-	if o.hosts == nil {
-		return
-	}
-	o.hosts.mu.Lock()
-	o.hosts.endpoint = &ep
-	o.hosts.mu.Unlock()
-	for _, name := range o.hostNames() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		o.host(name).Publish(ctx)
-		cancel()
-	}
-}
-
-// stopHosts stops every supervisor (Close, before it waits for the ops:
-// a supervisor adopts sessions under its host's lifecycle lock).
-// Idempotent.
-func (o *Orchestrator) stopHosts() {
-	for _, name := range o.hostNames() {
-		o.host(name).Stop()
-	}
-}
-
-// closeHosts ends every connection (Close, after the nodes detached).
-func (o *Orchestrator) closeHosts() {
-	for _, name := range o.hostNames() {
-		o.host(name).Shutdown()
-	}
-}
+func (o *Orchestrator) SetEndpoint(ep tools.Endpoint) { o.hosts.SetEndpoint(ep) }

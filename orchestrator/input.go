@@ -7,7 +7,6 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
 	"github.com/termsprawl/termsprawl/orchestrator/record"
-	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -77,7 +76,7 @@ func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.
 			return err
 		}
 		sent := false
-		defer func() { mark.end(sent) }()
+		defer func() { mark.End(sent) }()
 		n.NoteInput(node.SubmitKind(text))
 		if text != "" {
 			if strings.ContainsAny(text, "\n\r") {
@@ -93,7 +92,7 @@ func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.
 		if testPauseMatches(testPauseSubmit, text) {
 			o.testPause(ctx, "submit")
 		}
-		if err := mark.phase(statefile.PhaseEnter); err != nil {
+		if err := enterPhase(mark); err != nil {
 			// The text is not left to glue to the next input.
 			n.PressKeys(ctx, []string{"End", "C-u"})
 			return err

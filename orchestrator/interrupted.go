@@ -2,12 +2,8 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
 	"os"
-	"path/filepath"
-	"strings"
 	"sync"
-	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
@@ -52,28 +48,16 @@ func intentOf(ctx context.Context) Intent {
 
 // Outcomes of an interrupted call, as adoption settled it.
 const (
-	OutcomeCleared     = "cleared"      // submit: its line was cleared, nothing was submitted
-	OutcomeMaybe       = "maybe"        // submit: killed while pressing Enter: it may have been submitted
-	OutcomeSubmitted   = "submitted"    // submit: Enter was sent
-	OutcomeClosed      = "closed"       // close: finished on adoption
-	OutcomeCloseFailed = "close_failed" // close: could not be finished; the node is kept
+	OutcomeCleared     = statefile.OutcomeCleared
+	OutcomeMaybe       = statefile.OutcomeMaybe
+	OutcomeSubmitted   = statefile.OutcomeSubmitted
+	OutcomeClosed      = statefile.OutcomeClosed
+	OutcomeCloseFailed = statefile.OutcomeCloseFailed
 )
 
 // Interrupted is one call a killed orchestrator left unfinished and what
-// adoption did with it.
-type Interrupted struct {
-	Node    string
-	Op      string // "terminal_submit" or "terminal_close"
-	Intent  Intent
-	Outcome string
-	Err     error // OutcomeCloseFailed: why
-}
-
-// interruptedLog keeps the adoption's list until the tool server acks it.
-type interruptedLog struct {
-	mu   sync.Mutex
-	list []Interrupted
-}
+// adoption did with it (statefile.Interrupted).
+type Interrupted = statefile.Interrupted
 
 func (o *Orchestrator) inputMarkPath(id string) string {
 	return statefile.Path(o.cfg.StateDir, id, statefile.Input)
@@ -83,44 +67,22 @@ func (o *Orchestrator) closeMarkPath(id string) string {
 	return statefile.Path(o.cfg.StateDir, id, statefile.Closing)
 }
 
-// submitMark records a submit's progress at n (nodes/ID.input).
-type submitMark struct {
-	o    *Orchestrator
-	path string
-	m    statefile.Mark
-}
-
-func (o *Orchestrator) beginSubmit(ctx context.Context, n *node.Node) (*submitMark, error) {
-	s := &submitMark{o: o, path: o.inputMarkPath(n.Meta.ID),
-		m: statefile.Mark{Op: "submit", Phase: statefile.PhaseText, Intent: intentOf(ctx), Started: time.Now().UTC()}}
-	if err := statefile.WriteMark(s.path, s.m); err != nil {
+// beginSubmit writes a submit's intent at n (nodes/ID.input) before its
+// first step.
+func (o *Orchestrator) beginSubmit(ctx context.Context, n *node.Node) (*statefile.SubmitMark, error) {
+	s, err := statefile.BeginSubmit(o.cfg.StateDir, n.Meta.ID, intentOf(ctx))
+	if err != nil {
 		return nil, tools.Errorf(tools.KindNotRun, "terminal %q: the submit's intent could not be recorded, so nothing was sent (is the state dir's disk full?): %w", n.Meta.ID, err)
 	}
 	return s, nil
 }
 
-// phase records that the submit reached phase.
-func (s *submitMark) phase(p string) error {
-	s.m.Phase = p
-	if err := statefile.WriteMark(s.path, s.m); err != nil {
+// enterPhase records that the submit's Enter is being sent.
+func enterPhase(s *statefile.SubmitMark) error {
+	if err := s.Phase(statefile.PhaseEnter); err != nil {
 		return tools.Errorf(tools.KindNotRun, "the submit's progress could not be recorded, so Enter was not pressed (is the state dir's disk full?): %w", err)
 	}
 	return nil
-}
-
-// end records that Enter was sent: a keyed submit keeps the mark (phase
-// done) until the next submit, so a kill before its receipt is stored
-// still settles the key as submitted; an unkeyed one drops it.
-func (s *submitMark) end(sent bool) {
-	if sent && s.m.Intent.Key != "" {
-		if err := s.phase(statefile.PhaseDone); err == nil {
-			return
-		}
-	}
-	if !sent && s.m.Phase != statefile.PhaseText {
-		return // Enter failed half-way: adoption must not think it is safe
-	}
-	os.Remove(s.path)
 }
 
 // recoverInput settles a submit a killed orchestrator left at n (after
@@ -152,9 +114,7 @@ func (o *Orchestrator) recoverInput(ctx context.Context, n *node.Node) {
 		os.Remove(o.inputMarkPath(n.Meta.ID)) // no key to settle
 		return
 	}
-	o.interrupted.mu.Lock()
-	o.interrupted.list = append(o.interrupted.list, in)
-	o.interrupted.mu.Unlock()
+	o.interrupted.Add(in)
 }
 
 // finishCloses ends, on adoption, the closes a killed orchestrator began
@@ -178,45 +138,23 @@ func (o *Orchestrator) finishCloses(ctx context.Context) {
 			} else {
 				o.log.Info("finished an interrupted close", "node", n.Meta.ID)
 			}
-			o.interrupted.mu.Lock()
-			o.interrupted.list = append(o.interrupted.list, in)
-			o.interrupted.mu.Unlock()
+			o.interrupted.Add(in)
 		}()
 	}
 	wg.Wait()
 	// Marks of nodes that are not here any more (their session ended).
-	marks, _ := filepath.Glob(filepath.Join(o.cfg.StateDir, nodesDir, "*.closing"))
-	for _, p := range marks {
-		id := strings.TrimSuffix(filepath.Base(p), ".closing")
-		if _, err := os.Stat(o.metaPath(id)); errors.Is(err, os.ErrNotExist) {
-			m, _ := statefile.ReadMark(p)
-			os.Remove(p)
-			o.interrupted.mu.Lock()
-			o.interrupted.list = append(o.interrupted.list, Interrupted{Node: id, Op: "terminal_close", Intent: m.Intent, Outcome: OutcomeClosed})
-			o.interrupted.mu.Unlock()
-		}
+	ids, marks := statefile.OrphanCloseMarks(o.cfg.StateDir)
+	for i, id := range ids {
+		o.interrupted.Add(Interrupted{Node: id, Op: "terminal_close", Intent: marks[i].Intent, Outcome: OutcomeClosed})
 	}
 }
 
 // Interrupted returns what adoption did with the submits and closes a
 // killed orchestrator left unfinished. The tool server settles their
 // idempotency keys with it, then calls AckInterrupted.
-func (o *Orchestrator) Interrupted() []Interrupted {
-	o.interrupted.mu.Lock()
-	defer o.interrupted.mu.Unlock()
-	return append([]Interrupted(nil), o.interrupted.list...)
-}
+func (o *Orchestrator) Interrupted() []Interrupted { return o.interrupted.List() }
 
 // AckInterrupted drops the intent files of the calls in list: their
 // outcome is recorded elsewhere now. (Until then a crash settles them
 // again on the next adoption: clearing a line twice is harmless.)
-func (o *Orchestrator) AckInterrupted(list []Interrupted) {
-	for _, in := range list {
-		if in.Op == "terminal_submit" {
-			os.Remove(o.inputMarkPath(in.Node))
-		}
-	}
-	o.interrupted.mu.Lock()
-	o.interrupted.list = nil
-	o.interrupted.mu.Unlock()
-}
+func (o *Orchestrator) AckInterrupted(list []Interrupted) { o.interrupted.Ack(o.cfg.StateDir, list) }

@@ -82,7 +82,7 @@ func (o *Orchestrator) keepOnce(last map[*node.Node]kept) {
 			// is this one; a node lost meanwhile keeps the screen its
 			// loss saved (loseNode).
 			if l := o.lostOne(n.Meta.ID); l != nil {
-				_ = tools.WriteJSONAtomic(path, l.screen)
+				_ = tools.WriteJSONAtomic(path, l.Screen)
 			} else {
 				os.Remove(path)
 			}

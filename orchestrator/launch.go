@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
+	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
@@ -26,43 +27,9 @@ const (
 	MinRows, MaxRows       = tools.MinRows, tools.MaxRows
 )
 
-// LaunchSpec is a terminal_launch (or agent_launch) request.
-type LaunchSpec struct {
-	Command []string          `json:"command,omitempty"`
-	Name    string            `json:"name,omitempty"`
-	Cwd     string            `json:"cwd,omitempty"`
-	Env     map[string]string `json:"env,omitempty"`
-	EnvMode string            `json:"env_mode,omitempty"`
-	Columns int               `json:"columns,omitempty"`
-	Rows    int               `json:"rows,omitempty"`
-	Logs    []tools.LogSpec   `json:"logs,omitempty"`
-	// Host runs the node on a machine of Config.Hosts (remote.go).
-	Host string `json:"host,omitempty"`
-	// Record records the node from its start (CONTRACT §13).
-	Record bool `json:"record,omitempty"`
-	// Worktree starts the node in a git worktree (CONTRACT §21); the tool
-	// server makes it and fills in its path before the launch.
-	Worktree *tools.WorktreeLaunch `json:"worktree,omitempty"`
-	// Sandbox is the profile the program runs under (CONTRACT §27:
-	// workspace, guard, none; "" is none). The tool server decides it;
-	// kept with the launch, so a restore keeps it.
-	Sandbox string `json:"sandbox,omitempty"`
-	// Policy names the config.toml table of permission rules the node
-	// adds (`--policy NAME`, CONTRACT §28).
-	Policy string `json:"policy,omitempty"`
-
-	Owner string `json:"-"` // launching node id, or "operator"
-	// Ancestors are the incarnations that may drive the node besides the
-	// operator (the launching node's and its own ancestors).
-	Ancestors []string `json:"-"`
-	Parent    string   `json:"-"` // launching node id (agents)
-	Agent     string   `json:"-"` // agent kind
-	// ExtraEnv is added after Env (TERMSPRAWL_* for agents).
-	ExtraEnv map[string]string `json:"-"`
-	// restore is the lost node a restore starts again (lost.go): its id,
-	// name, recording and kept launch.
-	restore *lostNode
-}
+// LaunchSpec is a terminal_launch (or agent_launch) request
+// (statefile.LaunchSpec: a node's kept launch carries it).
+type LaunchSpec = statefile.LaunchSpec
 
 func usage(format string, a ...any) error { return tools.Errorf(tools.KindUsage, format, a...) }
 
@@ -148,6 +115,12 @@ func (o *Orchestrator) target(ctx context.Context, spec LaunchSpec) (launchTarge
 // lifecycle lock is held while the session is created and attached; the
 // early-exit watch runs after every lock is released.
 func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeInfo, error) {
+	return o.launch(ctx, spec, nil)
+}
+
+// launch is Launch; restore is the lost node a restore starts again
+// (lost.go): its id, recording and kept launch.
+func (o *Orchestrator) launch(ctx context.Context, spec LaunchSpec, restore *lostNode) (tools.NodeInfo, error) {
 	// Choosing a host may connect it and adopt its sessions: counted as
 	// an op, so Close waits for it (reserve counts the rest).
 	if !o.beginOp() {
@@ -185,8 +158,8 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	}
 
 	fixed := ""
-	if spec.restore != nil {
-		fixed = spec.restore.meta.ID
+	if restore != nil {
+		fixed = restore.Meta.ID
 	}
 	r, err := o.reserve(spec.Name, fixed)
 	if err != nil {
@@ -202,12 +175,12 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 	meta := NodeMeta{ID: id, Name: cmp.Or(spec.Name, id), Command: spec.Command, Cwd: spec.Cwd, Owner: spec.Owner,
 		Parent: spec.Parent, Agent: spec.Agent, Policy: spec.Policy, Created: time.Now().UTC(), Ancestors: spec.Ancestors, Socket: srv.Socket(), Logs: logs, Host: t.host(),
 		Sandbox: node.SandboxName(spec.Sandbox)}
-	if l := spec.restore; l != nil {
+	if l := restore; l != nil {
 		// A new incarnation; revisions above the old node's; its
 		// recording goes on (with a gap).
-		meta.Epoch, meta.Recording = l.meta.Epoch+1, l.meta.Recording
+		meta.Epoch, meta.Recording = l.Meta.Epoch+1, l.Meta.Recording
 	}
-	n, err := o.create(ctx, t, srv, spec, meta)
+	n, err := o.create(ctx, t, srv, spec, meta, restore)
 	if err != nil {
 		r.release()
 		if t.host() == "" {
@@ -231,7 +204,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 // mirror, under srv's lifecycle lock: it returns with the lock held on
 // success (the caller registers the node, then unlocks), released on
 // failure after everything it made was undone.
-func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Server, spec LaunchSpec, meta NodeMeta) (*node.Node, error) {
+func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Server, spec LaunchSpec, meta NodeMeta, restore *lostNode) (*node.Node, error) {
 	id := meta.ID
 	srv.Life().Lock()
 	ok := false
@@ -247,7 +220,7 @@ func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Ser
 		o.removeFiles(id)
 		return nil, fmt.Errorf("write node metadata: %w", err)
 	}
-	if err := o.writeLaunch(id, spec, srv.Socket()); err != nil {
+	if err := o.writeLaunch(id, spec, srv.Socket(), restore); err != nil {
 		o.removeFiles(id)
 		return nil, err
 	}
@@ -409,8 +382,8 @@ func (o *Orchestrator) removeFiles(id string) {
 	os.Remove(o.closeMarkPath(id))
 	os.Remove(o.launchPath(id))
 	os.Remove(o.screenPath(id))
-	removeCache(o.sandboxCacheDir(id))
-	os.Remove(o.exitPath(id))
+	sandbox.RemoveCache(o.sandboxCacheDir(id))
+	os.Remove(statefile.Path(o.cfg.StateDir, id, statefile.Exit))
 }
 
 func (o *Orchestrator) newNode(meta NodeMeta) *node.Node {

@@ -24,40 +24,17 @@ import (
 // id, name, directory and recording; a new token and incarnation) or
 // forgotten.
 
-// LaunchRecord is what a node's launch was: the request as launched (every
-// field of LaunchSpec, so a field added to it rides along) and the
-// engine-side parts the request does not carry on the wire, and the
-// agent's own conversation id once its hooks reported one.
-type LaunchRecord struct {
-	Spec      LaunchSpec        `json:"spec"`
-	Owner     string            `json:"owner,omitempty"`
-	Parent    string            `json:"parent,omitempty"`
-	Agent     string            `json:"agent,omitempty"`
-	ExtraEnv  map[string]string `json:"extra_env,omitempty"`
-	Launched  time.Time         `json:"launched"`
-	Socket    string            `json:"socket,omitempty"`
-	Recording bool              `json:"recording,omitempty"`
-	// Conversation is the agent's own session id from its hooks (Claude
-	// Code's and Gemini CLI's session_id, codex's thread-id).
-	Conversation string `json:"conversation,omitempty"`
-}
-
-// Launch is the record's spec with its engine-side parts put back.
-func (r LaunchRecord) Launch() LaunchSpec {
-	s := r.Spec
-	s.Agent, s.ExtraEnv = r.Agent, r.ExtraEnv
-	return s
-}
+// LaunchRecord is what a node's launch was (statefile.LaunchRecord, kept
+// in nodes/<id>.launch.json).
+type LaunchRecord = statefile.LaunchRecord
 
 // lostNode is a node listed lost (or exited before its server went):
-// its metadata, launch and last screen as read at adoption.
+// its metadata and last screen as read at adoption (statefile.Lost, with
+// the views of it), and its kept launch.
 type lostNode struct {
-	meta      NodeMeta
+	statefile.Lost
 	launch    LaunchRecord
-	screen    statefile.KeptScreen
-	hasScreen bool
-	status    string // tools.StatusLost, or tools.StatusExited
-	restoring bool   // a restore is under way
+	restoring bool // a restore is under way
 }
 
 func (o *Orchestrator) launchPath(id string) string {
@@ -68,19 +45,17 @@ func (o *Orchestrator) screenPath(id string) string {
 	return statefile.Path(o.cfg.StateDir, id, statefile.Screen)
 }
 
-// writeLaunch keeps a launch (create, before the session exists).
-func (o *Orchestrator) writeLaunch(id string, spec LaunchSpec, socket string) error {
-	rec := LaunchRecord{Spec: spec, Owner: spec.Owner, Parent: spec.Parent, Agent: spec.Agent, ExtraEnv: spec.ExtraEnv,
-		Launched: time.Now().UTC(), Socket: socket, Recording: spec.Record}
-	if spec.restore != nil {
-		// A restored node keeps the launch it was restored from (not the
-		// resume arguments of this start), in the directory it runs in.
-		rec = spec.restore.launch
+// writeLaunch keeps a launch (create, before the session exists). A
+// restored node keeps the launch it was restored from (not the resume
+// arguments of this start), in the directory it runs in.
+func (o *Orchestrator) writeLaunch(id string, spec LaunchSpec, socket string, restore *lostNode) error {
+	rec := statefile.NewLaunchRecord(spec, socket)
+	if restore != nil {
+		rec = restore.launch
 		rec.Spec.Cwd = spec.Cwd
 		rec.Launched, rec.Socket = time.Now().UTC(), socket
 	}
-	rec.Spec.restore = nil
-	if err := tools.WriteJSONAtomic(o.launchPath(id), rec); err != nil {
+	if err := statefile.WriteLaunch(o.cfg.StateDir, id, rec); err != nil {
 		return fmt.Errorf("write the launch of %s: %w", id, err)
 	}
 	return nil
@@ -88,9 +63,7 @@ func (o *Orchestrator) writeLaunch(id string, spec LaunchSpec, socket string) er
 
 // readLaunch reads a node's kept launch.
 func (o *Orchestrator) readLaunch(id string) (LaunchRecord, error) {
-	var r LaunchRecord
-	err := statefile.ReadJSON(o.launchPath(id), &r)
-	return r, err
+	return statefile.ReadLaunch(o.cfg.StateDir, id)
 }
 
 // SetConversation keeps an agent's own conversation id (from its hooks)
@@ -111,7 +84,7 @@ func (o *Orchestrator) SetConversation(id string, conv tools.ConversationID) err
 		return fmt.Errorf("keep the conversation of %s: %w", id, err)
 	}
 	rec.Conversation = conversation
-	if err := tools.WriteJSONAtomic(o.launchPath(id), rec); err != nil {
+	if err := statefile.WriteLaunch(o.cfg.StateDir, id, rec); err != nil {
 		return fmt.Errorf("keep the conversation of %s: %w", id, err)
 	}
 	n.Conversation = conversation
@@ -126,7 +99,7 @@ func (o *Orchestrator) serverWasGone(socket string) bool {
 	if socket == o.cfg.Socket {
 		return o.startedFirst
 	}
-	return o.server(socket) == nil
+	return o.shards.Get(socket) == nil
 }
 
 // keepLost lists a node adoption did not find as lost, if its tmux server
@@ -150,21 +123,10 @@ func (o *Orchestrator) keepLost(m NodeMeta) bool {
 		}
 		return false
 	}
-	l := &lostNode{meta: m, launch: rec, status: tools.StatusLost}
-	if err := statefile.ReadJSON(o.screenPath(m.ID), &l.screen); err == nil {
-		l.hasScreen = true
-	}
-	if ex, ok := o.readExit(m.ID); ok {
-		// Exited before (its recorded exit, not the saved screen): stays
-		// exited, with its code.
-		l.status = tools.StatusExited
-		l.screen.Status, l.screen.ExitCode = tools.StatusExited, &ex.Code
-	} else if l.hasScreen && l.screen.Status == tools.StatusExited {
-		l.status = tools.StatusExited // a state dir from before exits were recorded
-	}
+	l := &lostNode{Lost: statefile.ReadLost(o.cfg.StateDir, m), launch: rec}
 	if m.LostAt.IsZero() {
-		l.meta.LostAt = time.Now().UTC()
-		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.meta); err != nil {
+		l.Meta.LostAt = time.Now().UTC()
+		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.Meta); err != nil {
 			o.log.Warn("mark node lost", "node", m.ID, "err", err)
 		}
 	}
@@ -173,25 +135,15 @@ func (o *Orchestrator) keepLost(m NodeMeta) bool {
 	o.mu.Lock()
 	o.lost[m.ID] = l
 	o.mu.Unlock()
-	o.log.Info("node lost: its tmux server is gone", "node", m.ID, "status", l.status)
+	o.log.Info("node lost: its tmux server is gone", "node", m.ID, "status", l.Status)
 	return true
-}
-
-func (o *Orchestrator) exitPath(id string) string {
-	return statefile.Path(o.cfg.StateDir, id, statefile.Exit)
 }
 
 // keepExit records a node's exit.
 func (o *Orchestrator) keepExit(id string, code int) {
-	if err := tools.WriteJSONAtomic(o.exitPath(id), statefile.ExitRecord{Code: code, At: time.Now().UTC()}); err != nil {
+	if err := statefile.WriteExit(o.cfg.StateDir, id, code); err != nil {
 		o.log.Warn("record a node's exit", "node", id, "err", err)
 	}
-}
-
-// readExit reads a node's recorded exit.
-func (o *Orchestrator) readExit(id string) (statefile.ExitRecord, bool) {
-	var r statefile.ExitRecord
-	return r, statefile.ReadJSON(o.exitPath(id), &r) == nil
 }
 
 // loseNode lists a local node whose tmux server died while termsprawl
@@ -208,18 +160,18 @@ func (o *Orchestrator) loseNode(n *node.Node, reason string) {
 		return
 	}
 	now := time.Now().UTC()
-	l := &lostNode{meta: m, launch: rec, status: tools.StatusLost, hasScreen: true,
-		screen: statefile.KeptScreen{Screen: n.Snapshot(), Status: tools.StatusRunning, SavedAt: now}}
+	l := &lostNode{Lost: statefile.Lost{Meta: m, Status: tools.StatusLost, HasScreen: true,
+		Screen: statefile.KeptScreen{Screen: n.Snapshot(), Status: tools.StatusRunning, SavedAt: now}}, launch: rec}
 	if status == tools.StatusExited && code != nil {
-		l.status = tools.StatusExited
-		l.screen.Status, l.screen.ExitCode = tools.StatusExited, code
+		l.Status = tools.StatusExited
+		l.Screen.Status, l.Screen.ExitCode = tools.StatusExited, code
 	} else {
-		l.meta.LostAt = now
-		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.meta); err != nil {
+		l.Meta.LostAt = now
+		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.Meta); err != nil {
 			o.log.Warn("mark node lost", "node", m.ID, "err", err)
 		}
 	}
-	if err := tools.WriteJSONAtomic(o.screenPath(m.ID), l.screen); err != nil {
+	if err := tools.WriteJSONAtomic(o.screenPath(m.ID), l.Screen); err != nil {
 		o.log.Warn("keep a lost node's last screen", "node", m.ID, "err", err)
 	}
 	os.Remove(tools.SessionPath(o.cfg.StateDir, m.ID))
@@ -231,7 +183,7 @@ func (o *Orchestrator) loseNode(n *node.Node, reason string) {
 	o.lost[m.ID] = l
 	o.mu.Unlock()
 	// Listed lost first: whoever wakes on the old mirror's end sees it.
-	if l.status == tools.StatusLost {
+	if l.Status == tools.StatusLost {
 		n.MarkListedLost("the tmux server died (" + reason + ")")
 	} else {
 		n.MarkLost("the tmux server died (" + reason + ")")
@@ -240,7 +192,7 @@ func (o *Orchestrator) loseNode(n *node.Node, reason string) {
 	go n.Scr.Close()
 	o.gone(n) // its token and its agent state go
 	o.statusChanged()
-	o.log.Info("node lost: its tmux server died", "node", m.ID, "status", l.status)
+	o.log.Info("node lost: its tmux server died", "node", m.ID, "status", l.Status)
 	if h := o.hooks.lost; h != nil {
 		h(m.ID)
 	}
@@ -265,50 +217,12 @@ func (o *Orchestrator) lostSorted() []*lostNode {
 	}
 	o.mu.Unlock()
 	slices.SortFunc(out, func(a, b *lostNode) int {
-		if c := a.meta.Created.Compare(b.meta.Created); c != 0 {
+		if c := a.Meta.Created.Compare(b.Meta.Created); c != 0 {
 			return c
 		}
-		return cmp.Compare(a.meta.ID, b.meta.ID)
+		return cmp.Compare(a.Meta.ID, b.Meta.ID)
 	})
 	return out
-}
-
-// lostReason is a lost node's exit_reason.
-func (l *lostNode) reason() string {
-	if l.status == tools.StatusExited {
-		return "its program had exited before its tmux server went away"
-	}
-	return fmt.Sprintf("its tmux server is gone (a reboot, or tmux was killed or crashed): termsprawl restore %s starts it again, termsprawl forget %s drops it", l.meta.ID, l.meta.ID)
-}
-
-// info is a lost node's terminal_list row.
-func (l *lostNode) info() tools.NodeInfo {
-	m := l.meta
-	info := tools.NodeInfo{Terminal: m.ID, Name: m.Name, Command: m.Command, Owner: m.Owner, Parent: m.Parent, Agent: m.Agent,
-		Status: l.status, ExitReason: l.reason(), TmuxSocket: m.Socket, Host: m.Host, Sandbox: node.SandboxName(m.Sandbox),
-		Columns: l.screen.Columns, Rows: l.screen.Rows, Revision: l.screen.Revision}
-	if l.status == tools.StatusExited {
-		info.ExitCode = l.screen.ExitCode
-	}
-	if l.hasScreen {
-		info.SavedAt = l.screen.SavedAt.Format(time.RFC3339)
-	}
-	return info
-}
-
-// snapshot is a lost node's last screen.
-func (l *lostNode) snapshot() tools.Snapshot {
-	s := tools.Snapshot{Terminal: l.meta.ID, Screen: l.screen.Screen, Status: l.status, ExitReason: l.reason()}
-	if s.Lines == nil {
-		s.Lines = []string{}
-	}
-	if l.status == tools.StatusExited {
-		s.ExitCode = l.screen.ExitCode
-	}
-	if l.hasScreen {
-		s.SavedAt = l.screen.SavedAt.Format(time.RFC3339)
-	}
-	return s
 }
 
 // LostLaunch is what a restore of a lost node would start: its metadata
@@ -318,7 +232,7 @@ func (o *Orchestrator) LostLaunch(id string) (NodeMeta, LaunchRecord, error) {
 	if l == nil {
 		return NodeMeta{}, LaunchRecord{}, o.notLost(id)
 	}
-	return l.meta, l.launch, nil
+	return l.Meta, l.launch, nil
 }
 
 // NodeLaunch returns a live node's metadata and kept launch, with the
@@ -364,10 +278,10 @@ func (o *Orchestrator) Restore(ctx context.Context, id string, opts RestoreOptio
 	case l == nil:
 		o.mu.Unlock()
 		return tools.NodeInfo{}, o.notLost(id)
-	case l.status != tools.StatusLost:
+	case l.Status != tools.StatusLost:
 		o.mu.Unlock()
-		return tools.NodeInfo{}, tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: %s; termsprawl forget %s drops it", id, l.status, l.reason(), id).
-			WithDetails("status", l.status)
+		return tools.NodeInfo{}, tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: %s; termsprawl forget %s drops it", id, l.Status, l.Reason(), id).
+			WithDetails("status", l.Status)
 	case l.restoring:
 		o.mu.Unlock()
 		return tools.NodeInfo{}, tools.Errorf(tools.KindConflict, "terminal %q is being restored already", id)
@@ -401,9 +315,8 @@ func (o *Orchestrator) Restore(ctx context.Context, id string, opts RestoreOptio
 	// it, with no ancestors or parent to drive it.
 	spec.Owner, spec.Parent, spec.Ancestors = tools.OperatorNode, "", nil
 	spec.Record = false // the kept recording is resumed (meta.Recording)
-	spec.Name = l.meta.Name
-	spec.restore = l
-	info, err := o.Launch(ctx, spec)
+	spec.Name = l.Meta.Name
+	info, err := o.launch(ctx, spec, l)
 	if err != nil {
 		// Launch's rollback removed the node's files: put the lost node's
 		// back as they were.
@@ -417,15 +330,15 @@ func (o *Orchestrator) Restore(ctx context.Context, id string, opts RestoreOptio
 
 // rewriteLost writes a lost node's files again after a failed restore.
 func (o *Orchestrator) rewriteLost(l *lostNode) {
-	id := l.meta.ID
-	if err := tools.WriteJSONAtomic(o.metaPath(id), l.meta); err != nil {
+	id := l.Meta.ID
+	if err := tools.WriteJSONAtomic(o.metaPath(id), l.Meta); err != nil {
 		o.log.Warn("rewrite lost node's metadata", "node", id, "err", err)
 	}
-	if err := tools.WriteJSONAtomic(o.launchPath(id), l.launch); err != nil {
+	if err := statefile.WriteLaunch(o.cfg.StateDir, id, l.launch); err != nil {
 		o.log.Warn("rewrite lost node's launch", "node", id, "err", err)
 	}
-	if l.hasScreen {
-		if err := tools.WriteJSONAtomic(o.screenPath(id), l.screen); err != nil {
+	if l.HasScreen {
+		if err := tools.WriteJSONAtomic(o.screenPath(id), l.Screen); err != nil {
 			o.log.Warn("rewrite lost node's screen", "node", id, "err", err)
 		}
 	}
@@ -459,8 +372,8 @@ func (o *Orchestrator) Forget(id string) error {
 func (o *Orchestrator) LostIDs() []string {
 	var ids []string
 	for _, l := range o.lostSorted() {
-		if l.status == tools.StatusLost {
-			ids = append(ids, l.meta.ID)
+		if l.Status == tools.StatusLost {
+			ids = append(ids, l.Meta.ID)
 		}
 	}
 	return ids
@@ -473,5 +386,5 @@ func (o *Orchestrator) LostError(id string) error {
 	if l == nil || o.node(id) != nil {
 		return nil
 	}
-	return tools.Errorf(tools.KindConflict, "terminal %q is %s: %s", id, l.status, l.reason()).WithDetails("status", l.status)
+	return tools.Errorf(tools.KindConflict, "terminal %q is %s: %s", id, l.Status, l.Reason()).WithDetails("status", l.Status)
 }

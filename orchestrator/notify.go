@@ -2,10 +2,8 @@ package orchestrator
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/termsprawl/termsprawl/orchestrator/notify"
-	"github.com/termsprawl/termsprawl/tmuxctl"
 )
 
 // NotifyDelayMS is how long a message to humans stays on their status
@@ -25,21 +23,16 @@ func (o *Orchestrator) NotifyHumans(ctx context.Context, msg string) (int, error
 	if text == "" {
 		return 0, nil
 	}
-	told := 0
-	var firstErr error
-	for srv, sessions := range o.humanClients(ctx) {
-		for _, names := range sessions {
-			for _, c := range names {
-				cmd := tmuxctl.Command("display-message", "-c", c, "-d", strconv.Itoa(NotifyDelayMS), text)
-				if _, err := srv.Admin().Run(ctx, cmd); err != nil {
-					if firstErr == nil {
-						firstErr = err
-					}
-					continue
-				}
-				told++
-			}
-		}
-	}
-	return told, firstErr
+	return o.shards.Tell(ctx, text, NotifyDelayMS)
+}
+
+// NotifyTerminals writes seq (desktop-notification escape sequences, OSC
+// 9 and 777: CONTRACT §20) to the terminal of every human client attached
+// to one of this machine's private tmux servers, and returns how many got
+// it. It writes to the client's tty itself (tmux's client_tty) in one
+// write(2): tmux 3.3a has no command that sends bytes to a client's
+// terminal (docs/CHOICES.md has the measurement). seq must be a complete
+// sequence; a terminal that does not know it ignores it.
+func (o *Orchestrator) NotifyTerminals(ctx context.Context, seq []byte) (int, error) {
+	return o.shards.WriteTerminals(ctx, seq, notify.WriteTTY)
 }

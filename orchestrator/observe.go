@@ -36,7 +36,7 @@ func (o *Orchestrator) Peek() []tools.NodeInfo {
 		out = append(out, n.Info(0))
 	}
 	for _, l := range o.lostSorted() {
-		out = append(out, l.info()) // lost.go
+		out = append(out, l.Info(node.SandboxName(l.Meta.Sandbox))) // lost.go
 	}
 	return out
 }

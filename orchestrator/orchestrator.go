@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
+	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
@@ -23,7 +24,6 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
-	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -134,7 +134,7 @@ const DefaultRestAfter = 5 * time.Second
 type Orchestrator struct {
 	cfg Config
 	// sbProbe is bwrap's last good probe (sandboxglue.go).
-	sbProbe sandboxProbe
+	sbProbe sandbox.Prober
 	// hooks are the test seams (hooks.go); never nil, empty outside tests.
 	hooks *hooks
 	log   *slog.Logger
@@ -144,12 +144,13 @@ type Orchestrator struct {
 
 	// shards are the private tmux servers, each holding at most
 	// cfg.ShardSize nodes, so one tmux crash takes at most that many
-	// (docs/TMUX-CRASHES.md). shards[0] is cfg.Socket's. Appended under
-	// shardMu and mu; read under mu.
-	shards []*tmuxServer
+	// (docs/TMUX-CRASHES.md), and the placement of new nodes on them
+	// (orchestrator/hosts' Shards: the list under its own locks; the
+	// engine hands in each server's load, from nodes and reserved).
+	shards *hosts.Shards
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
-	mu      sync.Mutex // guards nodes, shards, closing, onGone, onBorn, launching and the server deaths
+	mu      sync.Mutex // guards nodes, closing, onGone, onBorn and launching
 	nodes   map[string]*node.Node
 	closing bool
 	// lost are the nodes whose tmux server was gone at start (lost.go);
@@ -158,34 +159,29 @@ type Orchestrator struct {
 	startedFirst bool
 	screensKept  atomic.Int64 // the keeper's writes (keepscreen.go)
 
-	interrupted interruptedLog         // what adoption did with unfinished submits and closes
+	interrupted statefile.Settled      // what adoption did with unfinished submits and closes
 	onGone      func(NodeMeta)         // told when a node's life ends (closed or its session gone)
 	onBorn      func(NodeMeta)         // told when a node's session file (its token) is written
 	onStatus    atomic.Pointer[func()] // told when a node's status changes on its own (OnStatus)
 
 	// launching are the born nodes not yet registered (launchwait.go).
 	launching map[string]chan struct{}
-	// Deaths of the private tmux server: deadAdmin is the admin client
-	// whose end was counted, so one death is counted once.
-	serverDeaths    int
-	lastServerDeath string
-	deadAdmin       *tmuxctl.Client
+	// serverDeaths are the deaths of the private tmux servers, each
+	// counted once (ServerHealth).
+	serverDeaths hosts.Deaths
 
 	procs *proc.Watcher // nil where pidfds are not available
-	hosts *hostSet      // the machines driven over ssh (host.go)
+	hosts *hosts.Set    // the machines driven over ssh (host.go; nil until startHosts)
 	// traces are the recordings opened for reading (trace_open).
 	traces *record.Registry
-	// clientsCache is each shard's last list of human clients (read.go).
-	clientsCache clientsCache
 
 	// There is no global lifecycle lock: each tmux server has its own
 	// (tmuxServer.life) and launches, closes and reattaches on different
 	// servers run side by side (lifecycle.go). idMu guards the
-	// reservations of launches under way (ids and node slots); shardMu
-	// picks a launch's shard.
+	// reservations of launches under way (ids and node slots); the
+	// shards' own pick lock picks a launch's shard.
 	idMu     sync.Mutex
 	reserved map[string]hosts.Server // id → the server it goes on (nil: not chosen yet)
-	shardMu  sync.Mutex
 	// ops counts the launches, closes and reattaches under way; Close
 	// waits for them (each has its own deadline) after it set closing,
 	// and none starts once closing is set (beginOp).
@@ -233,10 +229,22 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, hooks: cfg.hooks, shards: []*tmuxServer{srv}, deaths: deaths, log: cfg.Logger, nodes: map[string]*node.Node{}, lost: map[string]*lostNode{}, startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
+	o := &Orchestrator{cfg: cfg, hooks: cfg.hooks, deaths: deaths, log: cfg.Logger, nodes: map[string]*node.Node{}, lost: map[string]*lostNode{}, startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
 	if o.hooks == nil {
 		o.hooks = &hooks{}
 	}
+	o.shards = hosts.NewShards(hosts.ShardsConfig{Tmux: cfg.Tmux, Socket: cfg.Socket, StateDir: cfg.StateDir, Conf: serverConf(cfg),
+		Env: launchenv.Tmux, Deaths: deaths, Mirror: !cfg.ClientPerNode, Size: cfg.ShardSize, Log: cfg.Logger,
+		Reclaimed: func(socket string) {
+			if h := o.hooks.reclaimed; h != nil {
+				h(socket)
+			}
+		},
+		ListClients: func(shards int) {
+			if h := o.hooks.humanClients; h != nil {
+				h(shards)
+			}
+		}}, srv)
 	if pw, err := proc.NewWatcher(); err == nil {
 		o.procs = pw
 	} else {
@@ -278,7 +286,7 @@ func (o *Orchestrator) Close() {
 	}
 	o.output.Stop() // no return of memory after Close (memory.go)
 	// Host supervisors adopt sessions: stop them first.
-	o.stopHosts()
+	o.hosts.StopAll()
 	o.mu.Lock()
 	if o.closing {
 		o.mu.Unlock()
@@ -310,10 +318,10 @@ func (o *Orchestrator) Close() {
 	if o.procs != nil {
 		o.procs.Close()
 	}
-	for _, s := range o.servers() {
+	for _, s := range o.shards.List() {
 		s.Close()
 	}
-	o.closeHosts()
+	o.hosts.ShutdownAll()
 	o.wg.Wait()
 }
 

@@ -2,105 +2,15 @@ package orchestrator
 
 import (
 	"context"
-	"strings"
-	"sync"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
-	"github.com/termsprawl/termsprawl/orchestrator/hosts"
-	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// humanClients returns the tty names of the clients attached to each
-// shard, control clients (ours) excluded, per session name. A shard's
-// answer is kept while its admin client hears of no client change
-// (hosts.Tmux.ClientsGen), so a list at 1,000 nodes (125 shards) asks
-// only the shards whose clients changed; those are asked side by side
-// (docs/PERFORMANCE.md, "200 nodes" and "1,000 nodes").
-func (o *Orchestrator) humanClients(ctx context.Context) map[hosts.Server]map[string][]string {
-	srvs := o.servers()
-	found := make([]map[string][]string, len(srvs))
-	var wg sync.WaitGroup
-	for i, srv := range srvs {
-		gen := srv.ClientsGen()
-		if m, ok := o.clientsCache.get(srv, gen); ok {
-			found[i] = m
-			continue
-		}
-		wg.Go(func() {
-			if o.hooks.humanClients != nil {
-				o.hooks.humanClients(len(srvs))
-			}
-			out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-clients", "-F", "#{session_name} #{client_control_mode} #{client_name}"))
-			if err != nil {
-				return
-			}
-			m := map[string][]string{}
-			for _, line := range out {
-				f := strings.SplitN(line, " ", 3)
-				if len(f) == 3 && f[1] != "1" {
-					m[f[0]] = append(m[f[0]], f[2])
-				}
-			}
-			found[i] = m
-			o.clientsCache.put(srv, gen, m)
-		})
-	}
-	wg.Wait()
-	res := make(map[hosts.Server]map[string][]string, len(srvs))
-	for i, srv := range srvs {
-		if found[i] != nil {
-			res[srv] = found[i]
-		}
-	}
-	return res
-}
-
-// clientsCache keeps each shard's last list of human clients with the
-// shard's ClientsGen when it was asked (humanClients). Its maps are never
-// changed once put.
-type clientsCache struct {
-	mu sync.Mutex // guards m
-	m  map[*tmuxServer]cachedClients
-}
-
-type cachedClients struct {
-	gen      uint64
-	sessions map[string][]string
-}
-
-func (c *clientsCache) get(srv *tmuxServer, gen uint64) (map[string][]string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[srv]
-	return e.sessions, ok && e.gen == gen
-}
-
-// put keeps the answer taken at gen (the value read before the question
-// was sent: a change meanwhile makes it stale at once).
-func (c *clientsCache) put(srv *tmuxServer, gen uint64, sessions map[string][]string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[*tmuxServer]cachedClients{}
-	}
-	if e, ok := c.m[srv]; ok && e.gen > gen {
-		return // a newer answer is there already
-	}
-	c.m[srv] = cachedClients{gen: gen, sessions: sessions}
-}
-
-// forget drops a shard that is gone (reclaim).
-func (c *clientsCache) forget(srv *tmuxServer) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, srv)
-}
-
 // List returns every node.
 func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
-	clients := o.humanClients(ctx)
+	clients := o.shards.HumanClients(ctx)
 	nodes := o.sortedNodes()
 	out := make([]tools.NodeInfo, 0, len(nodes))
 	for _, n := range nodes {
@@ -115,7 +25,7 @@ func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
 		out = append(out, info)
 	}
 	for _, l := range o.lostSorted() {
-		out = append(out, l.info()) // lost.go
+		out = append(out, l.Info(node.SandboxName(l.Meta.Sandbox))) // lost.go
 	}
 	return out
 }
@@ -126,7 +36,7 @@ func (o *Orchestrator) Info(ctx context.Context, id string) (tools.NodeInfo, err
 	if err != nil {
 		return tools.NodeInfo{}, err
 	}
-	return n.Info(len(o.humanClients(ctx)[n.Srv][n.Session()])), nil
+	return n.Info(len(o.shards.HumanClients(ctx)[n.Srv][n.Session()])), nil
 }
 
 // Owner returns the node's owner and parent, for permission checks.
@@ -143,7 +53,7 @@ func (o *Orchestrator) Snapshot(ctx context.Context, id string) (tools.Snapshot,
 	n, err := o.lookup(id)
 	if err != nil {
 		if l := o.lostOne(id); l != nil && o.node(id) == nil {
-			return l.snapshot(), nil // its last screen (lost.go)
+			return l.Snapshot(), nil // its last screen (lost.go)
 		}
 		return tools.Snapshot{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -26,7 +27,7 @@ func TestEmptyShardsAreReclaimed(t *testing.T) {
 		ids = append(ids, launch(t, o, stayArgv()...))
 	}
 	var sockets []string
-	for _, s := range o.servers() {
+	for _, s := range o.shards.List() {
 		sockets = append(sockets, s.Socket())
 	}
 	if len(sockets) != 3 {
@@ -37,7 +38,7 @@ func TestEmptyShardsAreReclaimed(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := len(o.servers()); n != 1 {
+	if n := len(o.shards.List()); n != 1 {
 		t.Fatalf("%d shards after closing every node, want 1", n)
 	}
 	for _, s := range sockets[1:] {
@@ -63,7 +64,7 @@ func TestEmptyShardsAreReclaimed(t *testing.T) {
 	for range 3 {
 		launch(t, o, stayArgv()...)
 	}
-	if n := len(o.servers()); n != 2 {
+	if n := len(o.shards.List()); n != 2 {
 		t.Fatalf("%d shards for 3 nodes of 2, want 2", n)
 	}
 }
@@ -91,7 +92,7 @@ func TestLaunchRolledBackWhenCallerGaveUp(t *testing.T) {
 	if _, err := srv.Cmd("has-session", "-t", "=ts-"+hooked); err == nil {
 		t.Fatalf("session ts-%s still runs", hooked)
 	}
-	if _, err := o.readMeta(hooked); err == nil {
+	if _, err := statefile.ReadMeta(o.cfg.StateDir, hooked); err == nil {
 		t.Fatal("its metadata file is left")
 	}
 	testenv.Until(5*time.Second, func() bool { return len(tmuxControlChildren()) <= shardClients })

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
@@ -369,7 +370,7 @@ func TestRecordingDiskFull(t *testing.T) {
 	}
 	// The node runs on.
 	inputAndWait(t, o.Submit, id, "echo still-$((3*3))", &tools.WaitSpec{Wait: tools.WaitText, Text: "still-9", TimeoutMS: 20000})
-	meta, err := o.readMeta(id)
+	meta, err := statefile.ReadMeta(o.cfg.StateDir, id)
 	if err != nil || meta.Recording != "" {
 		t.Fatalf("metadata after the recording failed: %+v %v", meta, err)
 	}

@@ -2,7 +2,6 @@ package orchestrator
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"time"
@@ -10,7 +9,6 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
-	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -172,15 +170,15 @@ func (o *Orchestrator) Resolve(word string) (string, error) {
 		}
 	}
 	for _, l := range o.lostSorted() { // lost nodes are named too (lost.go)
-		if l.meta.ID == word {
+		if l.Meta.ID == word {
 			return word, nil
 		}
-		known = append(known, l.meta.ID, l.meta.Name)
-		if l.meta.Name == word {
-			byName = append(byName, l.meta.ID)
+		known = append(known, l.Meta.ID, l.Meta.Name)
+		if l.Meta.Name == word {
+			byName = append(byName, l.Meta.ID)
 		}
-		if strings.HasPrefix(l.meta.ID, word) {
-			byPrefix = append(byPrefix, l.meta.ID)
+		if strings.HasPrefix(l.Meta.ID, word) {
+			byPrefix = append(byPrefix, l.Meta.ID)
 		}
 	}
 	for _, ids := range [][]string{byName, byPrefix} {
@@ -215,37 +213,16 @@ func (o *Orchestrator) CurrentPath(ctx context.Context, id string) string {
 	return out[0]
 }
 
-// servers returns the shards.
-func (o *Orchestrator) servers() []*tmuxServer {
+// load counts, per server, its nodes and the launches under way that
+// chose it, and says false once Close began: what the shards' placement
+// and reclaim ask under their pick lock (hosts.Shards). Lock order
+// hosts.Shards.pick → idMu → mu.
+func (o *Orchestrator) load() (hosts.Load, bool) {
+	o.idMu.Lock()
+	defer o.idMu.Unlock()
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	return append([]*tmuxServer(nil), o.shards...)
-}
-
-// server returns the shard of socket, or nil.
-func (o *Orchestrator) server(socket string) *tmuxServer {
-	for _, s := range o.servers() {
-		if s.Socket() == socket {
-			return s
-		}
-	}
-	return nil
-}
-
-// shardSocket names the k-th shard's socket (k ≥ 1): the configured
-// socket for the first, SOCKET-2, SOCKET-3, … after it.
-func (o *Orchestrator) shardSocket(k int) string {
-	if k <= 1 {
-		return o.cfg.Socket
-	}
-	return fmt.Sprintf("%s-%d", o.cfg.Socket, k)
-}
-
-// serverLoadLocked counts, per server, its nodes and the launches under
-// way that chose it. Call with idMu and mu held (and shardMu, so that the
-// count stays true while the caller acts on it).
-func (o *Orchestrator) serverLoadLocked() map[hosts.Server]int {
-	count := map[hosts.Server]int{}
+	count := hosts.Load{}
 	for _, s := range o.reserved {
 		if s != nil {
 			count[s]++
@@ -254,54 +231,16 @@ func (o *Orchestrator) serverLoadLocked() map[hosts.Server]int {
 	for _, n := range o.nodes {
 		count[n.Srv]++
 	}
-	return count
+	return count, !o.closing
 }
 
-// shardFor picks the shard a new node goes on: the first with room
-// (counting the launches under way), else a new one, and records it in
-// the reservation r. shardMu makes two launches see each other's choice.
+// shardFor picks the shard a new node goes on (hosts.Shards.Place) and
+// records it in the reservation r.
 func (o *Orchestrator) shardFor(ctx context.Context, r *reservation) (*tmuxServer, error) {
-	o.shardMu.Lock()
-	defer o.shardMu.Unlock()
-	o.idMu.Lock()
-	o.mu.Lock()
-	count := o.serverLoadLocked()
-	shards := append([]*tmuxServer(nil), o.shards...)
-	o.mu.Unlock()
-	o.idMu.Unlock()
-	pick := func(s *tmuxServer) *tmuxServer {
-		o.idMu.Lock()
-		o.reserved[r.id] = s
-		o.idMu.Unlock()
-		return s
-	}
-	used := map[string]bool{}
-	for _, s := range shards {
-		used[s.Socket()] = true
-		if count[s] < o.cfg.ShardSize {
-			return pick(s), nil
-		}
-	}
-	k := 1
-	for used[o.shardSocket(k)] {
-		k++
-	}
-	s, err := o.addShard(ctx, o.shardSocket(k))
-	if err != nil {
-		return nil, err
-	}
-	return pick(s), nil
+	return o.shards.Place(ctx, func() hosts.Load { c, _ := o.load(); return c }, func(s *tmuxServer) { r.on(s) })
 }
 
-// addShard starts (or connects to) the server of socket and adds it.
-func (o *Orchestrator) addShard(ctx context.Context, socket string) (*tmuxServer, error) {
-	s, err := hosts.StartLocal(ctx, o.cfg.Tmux, socket, o.cfg.StateDir, serverConf(o.cfg), launchenv.Tmux(), o.deaths, !o.cfg.ClientPerNode)
-	if err != nil {
-		return nil, err
-	}
-	o.mu.Lock()
-	o.shards = append(o.shards, s)
-	o.mu.Unlock()
-	o.log.Info("tmux shard started", "socket", socket)
-	return s, nil
-}
+// reclaimShards ends the shards but the first that hold no node and no
+// launch under way (hosts.Shards.Reclaim): after a close, a node's end,
+// a failed launch and adoption.
+func (o *Orchestrator) reclaimShards(ctx context.Context) { o.shards.Reclaim(ctx, o.load) }

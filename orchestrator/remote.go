@@ -3,13 +3,11 @@ package orchestrator
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
@@ -24,12 +22,7 @@ import (
 func (o *Orchestrator) hostFor(ctx context.Context, name string) (*remoteHost, *tmuxServer, error) {
 	h := o.host(name)
 	if h == nil {
-		known := strings.Join(o.hostNames(), ", ")
-		if known == "" {
-			known = "none"
-		}
-		return nil, nil, tools.Errorf(tools.KindUsage, "no host %q (known hosts: %s): add it with `termsprawl up --host %s=[user@]machine`", name, known, name).
-			WithDetails("host", name)
+		return nil, nil, o.hosts.Unknown(name, ": add it with `termsprawl up --host "+name+"=[user@]machine`")
 	}
 	if srv := h.Server(); srv != nil {
 		return h, srv, nil
@@ -37,15 +30,8 @@ func (o *Orchestrator) hostFor(ctx context.Context, name string) (*remoteHost, *
 	// Not connected: try now, so the caller hears why not.
 	cctx, cancel := context.WithTimeout(ctx, hostConnectTimeout)
 	defer cancel()
-	if err := h.Connect(cctx); err != nil {
-		h.Kick()
-		e := tools.Errorf(tools.KindUnavailable, "%w", err).WithDetails("host", name)
-		var he *HostError
-		if errors.As(err, &he) {
-			e.WithDetails("reason", he.Reason)
-		}
-		e.Retryable = true
-		return nil, nil, e
+	if err := h.ConnectNow(cctx); err != nil {
+		return nil, nil, err
 	}
 	h.adoptSessions(cctx)
 	if srv := h.Server(); srv != nil {
@@ -67,7 +53,7 @@ func (t hostTarget) defaultCwd() string   { p, _ := t.probe(); return p.Home }
 
 // check: logs were refused already (target).
 func (t hostTarget) check(ctx context.Context, spec LaunchSpec) ([]tools.LogSpec, error) {
-	return nil, t.h.checkProgram(ctx, spec)
+	return nil, t.h.CheckProgram(ctx, spec.Cwd, spec.Command[0])
 }
 
 func (t hostTarget) server(ctx context.Context, r *reservation) (hosts.Server, error) {
@@ -86,115 +72,31 @@ func (t hostTarget) env(spec LaunchSpec, id string, _ hosts.Server) []string {
 }
 
 func (t hostTarget) wrap(ctx context.Context, spec LaunchSpec, id string, argv []string) ([]string, error) {
-	return t.h.sandboxed(ctx, spec, id, argv)
+	return t.h.Sandboxed(ctx, spec.Sandbox, spec.Cwd, id, argv)
 }
 
 func (t hostTarget) writeFiles(ctx context.Context, id string) error {
-	if err := t.h.writeRemoteSession(ctx, t.h.o, id); err != nil {
+	if err := t.h.WriteSession(ctx, t.h.o.cfg.StateDir, id); err != nil {
 		return tools.Errorf(tools.KindUnavailable, "host %s: write the session file of %s: %w", t.h.Spec().Name, id, err)
 	}
 	return nil
 }
 
 func (t hostTarget) removeFiles(ctx context.Context, id string) {
-	_, rdir := t.probe()
-	t.h.Exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, id)), nil)
+	t.h.RemoveSession(ctx, id)
 }
 
 // retry: a lost connection is the supervisor's to bring back.
 func (hostTarget) retry(context.Context, hosts.Server, error) bool { return false }
 
 func (t hostTarget) fail(err error) error {
-	return t.h.o.remoteErr(t.h, fmt.Errorf("host %s: %w", t.h.Spec().Name, err))
-}
-
-// remoteErr is err as the caller should see it: unavailable (retryable)
-// when the host's connection is what failed.
-func (o *Orchestrator) remoteErr(h *remoteHost, err error) error {
-	if e := sessionRefused(h, err); e != nil {
-		return e
-	}
-	if errors.Is(err, tmuxctl.ErrClosed) || !h.Alive() {
-		h.Kick()
-		e := tools.Errorf(tools.KindUnavailable, "host %s is unreachable: %w", h.Spec().Name, err).WithDetails("host", h.Spec().Name)
-		e.Retryable = true
-		return e
-	}
-	return err
-}
-
-// checkProgram refuses, before anything exists, a cwd or program the host
-// does not have (one round trip).
-func (h *remoteHost) checkProgram(ctx context.Context, spec LaunchSpec) error {
-	q := tmuxctl.ShellQuote
-	script := "cd -- " + q(spec.Cwd) + " 2>/dev/null || exit 3\n" +
-		"p=" + q(spec.Command[0]) + "\ncase $p in */*) [ -f \"$p\" ] && [ -x \"$p\" ] || exit 4;; *) command -v -- \"$p\" >/dev/null 2>&1 || exit 4;; esac"
-	_, err := h.Exec(ctx, script, nil)
-	switch code := exitCode(err); {
-	case err == nil:
-		return nil
-	case code == 3:
-		return usage("cwd %q does not exist on host %s or is not a directory", spec.Cwd, spec.Host)
-	case code == 4:
-		return tools.Errorf(tools.KindUsage, "program %q is not on host %s's PATH or not executable there: install it on %s, or give its absolute path as command[0]", spec.Command[0], spec.Host, spec.Host).
-			WithDetails("program", spec.Command[0])
-	default:
-		if e := sessionRefused(h, err); e != nil {
-			return e
-		}
-		return tools.Errorf(tools.KindUnavailable, "host %s: check the program: %w", spec.Host, err)
-	}
-}
-
-// sessionRefused is the error to answer when the host's sshd refused one
-// more session on our connection (its MaxSessions), else nil.
-func sessionRefused(h *remoteHost, err error) error {
-	if err == nil || !strings.Contains(err.Error(), "open refused") {
-		return nil
-	}
-	return tools.Errorf(tools.KindRejected, "host %s refused one more ssh session: its sshd allows MaxSessions sessions on one connection (default 10); termsprawl keeps 3 open (its admin, waiter and mirror clients, whatever the node count) and opens up to 5 more at once for short commands: raise MaxSessions to at least 4 in %s's sshd_config", h.Spec().Name, h.Spec().Name).
-		WithDetails("host", h.Spec().Name).WithDetails("reason", "max-sessions")
-}
-
-// exitCode is the exit status in err's chain, or -1.
-func exitCode(err error) int {
-	var ee interface{ ExitCode() int }
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	return -1
+	return t.h.Err(fmt.Errorf("host %s: %w", t.h.Spec().Name, err))
 }
 
 // launchEnv is the -e list of a remote node (launchenv.Remote).
 func (h *remoteHost) launchEnv(spec LaunchSpec, id string, p hosts.Probe, rdir string) []string {
-	return launchenv.Remote{Env: spec.Env, Extra: spec.ExtraEnv, Ctl: p.Ctl, Path: p.Path, ID: id, SessionFile: remoteSessionPath(rdir, id),
+	return launchenv.Remote{Env: spec.Env, Extra: spec.ExtraEnv, Ctl: p.Ctl, Path: p.Path, ID: id, SessionFile: hosts.SessionPath(rdir, id),
 		Home: rdir, Socket: h.Spec().RemoteSocket(), Host: h.Spec().Name, Sandbox: node.SandboxName(spec.Sandbox)}.List()
-}
-
-func remoteSessionPath(rdir, id string) string { return rdir + "/sessions/" + id + ".json" }
-
-// writeRemoteSession copies the node's session file (its token) to the
-// host, with the host's socket.
-func (h *remoteHost) writeRemoteSession(ctx context.Context, o *Orchestrator, id string) error {
-	s, err := tools.ReadSession(tools.SessionPath(o.cfg.StateDir, id))
-	if err != nil {
-		return err
-	}
-	b, err := jsonBytes(s)
-	if err != nil {
-		return err
-	}
-	_, rdir := h.Probe()
-	_, err = h.Exec(ctx, hosts.WriteFileScript(rdir, "sessions/"+id+".json"), b)
-	return err
-}
-
-func jsonBytes(v any) ([]byte, error) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return nil, err
-	}
-	return append(b, '\n'), nil
 }
 
 // adoptSessions runs after every (re)connect: nodes whose sessions still
@@ -217,7 +119,7 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 	var again []*node.Node
 	life := srv.Life()
 	life.Lock()
-	metas := o.readMetas()
+	metas := statefile.ReadMetas(o.cfg.StateDir)
 	for _, n := range o.sortedNodes() {
 		if n.Meta.Host != h.Spec().Name || n.IsClosing() {
 			continue
@@ -229,7 +131,7 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 		if n.Client == nil && live[n.Meta.ID] {
 			// Listed from its metadata while the host was not reached:
 			// adopted now like any session known from metadata.
-			if meta, err := o.readMeta(n.Meta.ID); err == nil {
+			if meta, err := statefile.ReadMeta(o.cfg.StateDir, n.Meta.ID); err == nil {
 				o.mu.Lock()
 				delete(o.nodes, n.Meta.ID)
 				o.mu.Unlock()
@@ -272,7 +174,7 @@ func (h *remoteHost) adoptSessions(ctx context.Context) {
 	for _, n := range again {
 		o.reattach(n)
 		if nn := o.node(n.Meta.ID); nn != nil && nn != n {
-			if err := h.writeRemoteSession(ctx, o, n.Meta.ID); err != nil {
+			if err := h.WriteSession(ctx, o.cfg.StateDir, n.Meta.ID); err != nil {
 				o.log.Debug("rewrite remote session file", "node", n.Meta.ID, "err", err)
 			}
 		}
@@ -302,7 +204,7 @@ func (h *remoteHost) adoptOne(ctx context.Context, meta NodeMeta, srv *tmuxServe
 			return
 		}
 	}
-	if err := h.writeRemoteSession(ctx, o, meta.ID); err != nil {
+	if err := h.WriteSession(ctx, o.cfg.StateDir, meta.ID); err != nil {
 		o.log.Warn("adopt remote node: remote session file", "node", meta.ID, "err", err)
 	}
 	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "=ts-"+meta.ID+":", "remain-on-exit", "on"))
@@ -327,10 +229,10 @@ func (o *Orchestrator) serverFor(meta NodeMeta) hosts.Server {
 			return h.LastServer()
 		}
 	}
-	if srv := o.server(meta.Socket); srv != nil && meta.Host == "" {
+	if srv := o.shards.Get(meta.Socket); srv != nil && meta.Host == "" {
 		return srv
 	}
-	return o.servers()[0]
+	return o.shards.List()[0]
 }
 
 // remoteLost is clientEnded's hook: true when n's client ended because
@@ -363,9 +265,7 @@ func (o *Orchestrator) remoteSessionGone(ctx context.Context, m NodeMeta) bool {
 	if srv == nil {
 		return false
 	}
-	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "=ts-"+m.ID))
-	var ce *tmuxctl.CommandError
-	return errors.As(err, &ce)
+	return hosts.SessionGone(ctx, srv, "ts-"+m.ID)
 }
 
 // remoteGone removes the remote copy of a gone node's session file.
@@ -377,10 +277,9 @@ func (o *Orchestrator) remoteGone(n *node.Node) {
 	if h == nil || h.Server() == nil {
 		return
 	}
-	_, rdir := h.Probe()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := h.Exec(ctx, "rm -f "+tmuxctl.ShellQuote(remoteSessionPath(rdir, n.Meta.ID)), nil); err != nil {
+	if err := h.RemoveSession(ctx, n.Meta.ID); err != nil {
 		o.log.Debug("remove remote session file", "node", n.Meta.ID, "err", err)
 	}
 }
@@ -390,8 +289,8 @@ func (o *Orchestrator) remoteGone(n *node.Node) {
 // client) until the host answers and adoptSessions adopts them.
 func (h *remoteHost) placeholders() {
 	o := h.o
-	for id, read := range o.readMetas() {
-		if read.Host != h.Spec().Name || read.err != nil || o.node(id) != nil {
+	for id, read := range statefile.ReadMetas(o.cfg.StateDir) {
+		if read.Host != h.Spec().Name || read.Err != nil || o.node(id) != nil {
 			continue
 		}
 		o.listUnreachable(read.NodeMeta, node.RevisionBase(read.Epoch+1), "")

@@ -3,9 +3,6 @@ package orchestrator
 import (
 	"context"
 	"fmt"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
@@ -98,11 +95,9 @@ func (o *Orchestrator) finishPendingClose(n *node.Node, srv hosts.Server) error 
 // closeHostNodes closes nodes of one host's server together (hosts rm
 // --close-nodes): a close holds the server's lifecycle lock throughout,
 // so 64 closes one after another waited for each other's hang-up grace
-// (45 s and more). Here the lock is taken once, every program is hung up
-// on at once (the host's exec slots bound the ssh sessions), the sessions
-// are polled together with one list-sessions, what ignored the hang-up
-// is killed together, and each node whose session and program are
-// confirmed gone is forgotten. It returns the ids closed and, for the
+// (45 s and more). Here the lock is taken once, the nodes detach, their
+// sessions end together (hosts.EndTogether) and each node whose session
+// and program are confirmed gone is forgotten. It returns the ids closed and, for the
 // others, why not.
 func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nodes []*node.Node) ([]string, map[string]error) {
 	failed := map[string]error{}
@@ -112,91 +107,39 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 			failed[n.Meta.ID] = tools.Errorf(tools.KindNotFound, "no terminal %q: another close took it", n.Meta.ID)
 			continue
 		}
-		if err := statefile.WriteMark(o.closeMarkPath(n.Meta.ID), statefile.Mark{Op: "close", Intent: intentOf(ctx), Started: time.Now().UTC()}); err != nil {
+		if err := statefile.WriteCloseMark(o.cfg.StateDir, n.Meta.ID, intentOf(ctx)); err != nil {
 			o.log.Warn("record a close's intent", "node", n.Meta.ID, "err", err)
 		}
 		mine = append(mine, n)
 	}
 	srv.Life().Lock()
 	defer srv.Life().Unlock()
-	pids := map[string]int{}
-	for _, n := range mine {
+	ends := make([]hosts.Ending, len(mine))
+	for i, n := range mine {
+		ends[i].Session = n.Session()
 		pid := n.Pid()
 		if status, _, gone := n.State(); !gone && status != tools.StatusExited && pid > 0 {
-			pids[n.Meta.ID] = pid
+			ends[i].Pid = pid
 			srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", n.Pane, "remain-on-exit", "off"))
 		}
 		n.Detach()
 	}
-	live := func() map[string]bool {
-		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name}"))
-		if err != nil {
-			return nil
-		}
-		m := map[string]bool{}
-		for _, s := range out {
-			m[s] = true
-		}
-		return m
-	}
-	signalAll := func(sig syscall.Signal) {
-		var wg sync.WaitGroup
-		for _, n := range mine {
-			if pid, ok := pids[n.Meta.ID]; ok {
-				wg.Go(func() { srv.Signal(ctx, pid, sig) })
-			}
-		}
-		wg.Wait()
-	}
-	waitGone := func(d time.Duration) map[string]bool {
-		deadline := time.Now().Add(d)
-		for {
-			l := live()
-			left := 0
-			for _, n := range mine {
-				if l == nil || l[n.Session()] {
-					left++
-				}
-			}
-			if (l != nil && left == 0) || time.Now().After(deadline) || !hosts.Pause(ctx, 50*time.Millisecond) {
-				return l
-			}
-		}
-	}
-	signalAll(syscall.SIGHUP)
-	if l := waitGone(closeGrace); l == nil || len(l) > 0 {
-		signalAll(syscall.SIGKILL)
-		waitGone(closeTimeout)
-	}
-	// A pane left dead (remain-on-exit kept it) is safe to kill.
-	l := live()
-	for _, n := range mine {
-		if l[n.Session()] && hosts.PaneDead(ctx, srv, n.Session()) {
-			srv.Admin().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+n.Session()))
-		}
-	}
-	l = waitGone(closeGrace)
+	errs := hosts.EndTogether(ctx, srv, ends)
 	var closed []string
-	for _, n := range mine {
+	for i, n := range mine {
 		id := n.Meta.ID
-		switch {
-		case l == nil:
-			failed[id] = fmt.Errorf("close %s: the host did not answer: %w", id, ErrHostUnreachable)
-		case l[n.Session()]:
-			failed[id] = fmt.Errorf("close %s: tmux still has session %s (its program did not end): %w", id, n.Session(), hosts.ErrNotConfirmed)
-		case !hosts.WaitPidGone(ctx, srv, pids[id], closeGrace):
-			failed[id] = fmt.Errorf("close %s: its program (pid %d) still runs: %w", id, pids[id], hosts.ErrNotConfirmed)
-		default:
-			n.MarkGone()
-			o.mu.Lock()
-			delete(o.nodes, id)
-			o.mu.Unlock()
-			o.removeFiles(id)
-			o.gone(n)
-			closed = append(closed, id)
+		if errs[i] != nil {
+			failed[id] = fmt.Errorf("close %s: %w", id, errs[i])
+			n.ClosePending.Store(true) // listed as closing, never forgotten
 			continue
 		}
-		n.ClosePending.Store(true) // listed as closing, never forgotten
+		n.MarkGone()
+		o.mu.Lock()
+		delete(o.nodes, id)
+		o.mu.Unlock()
+		o.removeFiles(id)
+		o.gone(n)
+		closed = append(closed, id)
 	}
 	return closed, failed
 }

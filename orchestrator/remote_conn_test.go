@@ -12,6 +12,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/testenv"
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -163,7 +164,7 @@ func TestRemoteRestartAdopts(t *testing.T) {
 	if out, err := f.Tmux("has-session", "-t", "=ts-"+id); err == nil {
 		t.Fatalf("remote session still there after close: %s", out)
 	}
-	if _, err := os.Stat(remoteSessionPath(f.RemoteDir("big"), id)); !os.IsNotExist(err) {
+	if _, err := os.Stat(hosts.SessionPath(f.RemoteDir("big"), id)); !os.IsNotExist(err) {
 		t.Fatalf("remote session file after close: %v", err)
 	}
 }

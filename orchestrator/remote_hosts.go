@@ -7,8 +7,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
 	"github.com/termsprawl/termsprawl/tools"
@@ -17,15 +17,11 @@ import (
 // The hosts as the operator sees and removes them (CONTRACT §23):
 // host_list and host_remove.
 
-// hostRTTTimeout bounds host_list's round trip to one host: a slow host
-// is reported without one, and never delays the others (asked at once).
-const hostRTTTimeout = 2 * time.Second
-
 // HostList reports every host: its state, node count, a round trip
 // measured now (connected hosts, all at once) and since when the state
 // holds.
 func (o *Orchestrator) HostList(ctx context.Context) []tools.HostInfo {
-	names := o.hostNames()
+	names := o.hosts.Names()
 	out := make([]tools.HostInfo, len(names))
 	counts := map[string]int{}
 	for _, n := range o.sortedNodes() {
@@ -35,23 +31,8 @@ func (o *Orchestrator) HostList(ctx context.Context) []tools.HostInfo {
 	}
 	var wg sync.WaitGroup
 	for i, name := range names {
-		h := o.host(name)
-		st := h.Status()
-		out[i] = tools.HostInfo{Name: name, Dest: st.Dest, State: st.Shown(), Nodes: counts[name], Since: st.Since.UTC(),
-			Socket: h.Spec().RemoteSocket(), Error: st.Error, Reconnects: st.Reconnects, Tmux: st.Tmux, Ctl: st.Ctl}
-		if st.State == HostConnected {
-			out[i].Error = ""
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rctx, cancel := context.WithTimeout(ctx, hostRTTTimeout)
-				defer cancel()
-				if d, err := h.RoundTrip(rctx); err == nil {
-					ms := float64(d.Microseconds()) / 1000
-					out[i].RoundTripMS = &ms
-				}
-			}()
-		}
+		h := o.hosts.Get(name)
+		wg.Go(func() { out[i] = h.Info(ctx, counts[name]) })
 	}
 	wg.Wait()
 	return out
@@ -65,11 +46,7 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 	res := tools.HostRemoved{Host: name, Closed: []string{}, Forgotten: []string{}}
 	h := o.host(name)
 	if h == nil {
-		known := strings.Join(o.hostNames(), ", ")
-		if known == "" {
-			known = "none"
-		}
-		return res, tools.Errorf(tools.KindUsage, "no host %q (known hosts: %s)", name, known).WithDetails("host", name)
+		return res, o.hosts.Unknown(name, "")
 	}
 	var mine, live []*node.Node
 	for _, n := range o.sortedNodes() {
@@ -125,9 +102,7 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 		}
 	}
 	// No more adoption: the supervisor stops and the connection ends.
-	o.hosts.mu.Lock()
-	delete(o.hosts.byName, name)
-	o.hosts.mu.Unlock()
+	o.hosts.Remove(name)
 	h.Shutdown()
 	for _, n := range forget {
 		if o.node(n.Meta.ID) != n {
@@ -139,7 +114,7 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 		o.log.Warn("node of a removed host forgotten: the host could not be reached, its program may still run there", "node", n.Meta.ID, "host", name)
 	}
 	sort.Strings(res.Forgotten)
-	if err := removeHostFromFile(o.cfg.StateDir, name); err != nil {
+	if err := hosts.RemoveFromFile(o.cfg.StateDir, name); err != nil {
 		return res, err
 	}
 	res.Note = fmt.Sprintf("host %s removed from %s", name, tools.HostsFile)
@@ -151,29 +126,4 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 			len(res.Forgotten), strings.Join(res.Forgotten, ", "), h.Spec().RemoteSocket(), h.Spec().Dest)
 	}
 	return res, nil
-}
-
-// removeHostFromFile drops host name from hosts.json (nothing to do when
-// the file does not name it: a host given only by --host this run).
-func removeHostFromFile(stateDir, name string) error {
-	specs, err := tools.ReadHosts(stateDir)
-	if err != nil {
-		return err
-	}
-	kept := specs[:0]
-	found := false
-	for _, s := range specs {
-		if s.Name == name {
-			found = true
-			continue
-		}
-		kept = append(kept, s)
-	}
-	if !found {
-		return nil
-	}
-	if err := tools.WriteHosts(stateDir, kept); err != nil {
-		return fmt.Errorf("save %s: %w", tools.HostsFile, err)
-	}
-	return nil
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
-	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -24,12 +23,8 @@ func (o *Orchestrator) remoteSignal(n *node.Node, pid int, name string, sig sysc
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, p := strconv.Itoa(int(sig)), strconv.Itoa(pid)
-	if _, err := h.Exec(ctx, "kill -"+s+" -- -"+p+" 2>/dev/null || kill -"+s+" "+p, nil); err != nil {
-		if exitCode(err) > 0 {
-			return tools.SignalResult{}, tools.Errorf(tools.KindRejected, "signal %s to pid %d on host %s: %w", name, pid, n.Meta.Host, err)
-		}
-		return tools.SignalResult{}, o.remoteErr(h, err)
+	if err := h.SignalGroup(ctx, pid, name, sig); err != nil {
+		return tools.SignalResult{}, err
 	}
 	return tools.SignalResult{Terminal: n.Meta.ID, Signal: name, PID: pid}, nil
 }
@@ -74,20 +69,7 @@ func (o *Orchestrator) HostAgentConfig(ctx context.Context, host string) (ctl, m
 	if err != nil {
 		return "", "", err
 	}
-	p, rdir := h.Probe()
-	ctl = p.Ctl
-	if ctl == "" {
-		return "", "", nil
-	}
-	reg := map[string]any{"mcpServers": map[string]any{"termsprawl": map[string]any{"command": ctl, "args": []string{"mcp"}}}}
-	b, err := jsonBytes(reg)
-	if err != nil {
-		return "", "", err
-	}
-	if _, err := h.Exec(ctx, hosts.WriteFileScript(rdir, "agent-tools/mcp.json"), b); err != nil {
-		return "", "", tools.Errorf(tools.KindUnavailable, "host %s: write the MCP registration: %w", host, err)
-	}
-	return ctl, rdir + "/agent-tools/mcp.json", nil
+	return h.AgentConfig(ctx)
 }
 
 // HostCtlMissing is what an agent launched on host is told when the host
@@ -99,8 +81,5 @@ func (o *Orchestrator) HostCtlMissing(host string) string {
 	if h == nil {
 		return ""
 	}
-	if p, _ := h.Probe(); p.Ctl != "" || p.Tmux == "" {
-		return ""
-	}
-	return "termsprawlctl is not installed on host " + host + " (not on its PATH, nor given with --host-ctl " + host + "=PATH): this terminal runs and is driven from termsprawl, but cannot call termsprawl itself; install termsprawlctl there to give it the tools"
+	return h.CtlMissing()
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/termsprawl/termsprawl/internal/sshtest"
 	"github.com/termsprawl/termsprawl/internal/testenv"
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -194,12 +195,12 @@ func TestRemoteAgentWiring(t *testing.T) {
 		snap, _ := o.Snapshot(context.Background(), id)
 		t.Fatalf("environment: %v\n%s", err, strings.Join(snap.Lines, "\n"))
 	}
-	s, err := tools.ReadSession(remoteSessionPath(f.RemoteDir("big"), id))
+	s, err := tools.ReadSession(hosts.SessionPath(f.RemoteDir("big"), id))
 	local, lerr := tools.ReadSession(tools.SessionPath(dir, id))
 	if err != nil || lerr != nil || s.Token != local.Token || s.Node != id || s.Socket != f.RemoteSocket {
 		t.Fatalf("remote session file %+v (%v), local %+v (%v)", s, err, local, lerr)
 	}
-	fi, err := os.Stat(remoteSessionPath(f.RemoteDir("big"), id))
+	fi, err := os.Stat(hosts.SessionPath(f.RemoteDir("big"), id))
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("remote session file mode: %v %v", fi.Mode(), err)
 	}

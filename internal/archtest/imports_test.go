@@ -60,7 +60,7 @@ var allowed = map[string][]string{
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.
-	"orchestrator/hosts": {module + "/tmuxctl", module + "/tools"},
+	"orchestrator/hosts": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/sandbox"},
 	// The engine's rooms that need no node (docs/ARCHITECTURE.md): none
 	// imports the engine or the tool server. Process watching: pidfds and
 	// epoll through x/sys/unix, no raw syscall numbers.

@@ -1,8 +1,16 @@
 package hosts
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/termsprawl/termsprawl/tmuxctl"
 )
 
 // A pane's end in tmux's words: the dead flag, exit status and signal of
@@ -46,4 +54,49 @@ func CheckDead(word string, pid int, zombie func(int) (int, bool)) (bool, int) {
 		}
 	}
 	return false, 0
+}
+
+// Deaths counts the deaths of tmux servers: each is counted once, by the
+// admin client whose end was seen (Died).
+type Deaths struct {
+	mu        sync.Mutex // guards the fields below
+	deadAdmin *tmuxctl.Client
+	count     int
+	last      string
+}
+
+// Died reports whether srv is gone (its admin client ended, or a round
+// trip on it fails), with why, and records the death once: an error in
+// log, counted in Health.
+func (d *Deaths) Died(srv Server, log *slog.Logger) (string, bool) {
+	admin := srv.Admin()
+	err := admin.Err()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_, err = admin.Run(ctx, tmuxctl.Command("display-message", "-p", "ok"))
+		cancel()
+		if err != nil && !errors.Is(err, tmuxctl.ErrClosed) && !errors.Is(err, context.DeadlineExceeded) {
+			err = nil // tmux answered, with an error: it lives
+		}
+	}
+	if err == nil {
+		return "", false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.deadAdmin != admin {
+		d.deadAdmin = admin
+		d.count++
+		d.last = fmt.Sprintf("%s: %v", time.Now().UTC().Format(time.RFC3339), err)
+		log.Error("the private tmux server died: its nodes are lost (listed as exited); the next launch starts a new server",
+			"socket", srv.Socket(), "err", err)
+	}
+	return err.Error(), true
+}
+
+// Health is how many deaths were counted, and when and why the last was.
+func (d *Deaths) Health() (deaths int, last string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.count, d.last
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -178,4 +179,97 @@ func WaitPidGone(ctx context.Context, srv Server, pid int, d time.Duration) bool
 			return false
 		}
 	}
+}
+
+// Ending is one session EndTogether ends: its name and its program's pid
+// (0 when the program had ended already: no signal, nothing to wait for).
+type Ending struct {
+	Session string
+	Pid     int
+}
+
+// EndTogether ends sessions of one server together (hosts rm
+// --close-nodes; call with the server's lifecycle lock held, the sessions'
+// clients detached and remain-on-exit off for the live ones): every
+// program is hung up on at once (a host's exec slots bound the ssh
+// sessions), the sessions are polled together with one list-sessions,
+// what ignored the hang-up is killed together, a pane left dead is
+// killed, and each session and program is confirmed gone. The answer is
+// one error per ending, nil for those confirmed gone.
+func EndTogether(ctx context.Context, srv Server, ends []Ending) []error {
+	live := func() map[string]bool {
+		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name}"))
+		if err != nil {
+			return nil
+		}
+		m := map[string]bool{}
+		for _, s := range out {
+			m[s] = true
+		}
+		return m
+	}
+	signalAll := func(sig syscall.Signal) {
+		var wg sync.WaitGroup
+		for _, e := range ends {
+			if e.Pid > 0 {
+				wg.Go(func() { srv.Signal(ctx, e.Pid, sig) })
+			}
+		}
+		wg.Wait()
+	}
+	waitGone := func(d time.Duration) map[string]bool {
+		deadline := time.Now().Add(d)
+		for {
+			l := live()
+			left := 0
+			for _, e := range ends {
+				if l == nil || l[e.Session] {
+					left++
+				}
+			}
+			if (l != nil && left == 0) || time.Now().After(deadline) || !Pause(ctx, 50*time.Millisecond) {
+				return l
+			}
+		}
+	}
+	signalAll(syscall.SIGHUP)
+	if l := waitGone(CloseGrace); l == nil || len(l) > 0 {
+		signalAll(syscall.SIGKILL)
+		waitGone(CloseTimeout)
+	}
+	// A pane left dead (remain-on-exit kept it) is safe to kill.
+	l := live()
+	for _, e := range ends {
+		if l[e.Session] && PaneDead(ctx, srv, e.Session) {
+			srv.Admin().Run(ctx, tmuxctl.Command("kill-session", "-t", "="+e.Session))
+		}
+	}
+	l = waitGone(CloseGrace)
+	errs := make([]error, len(ends))
+	for i, e := range ends {
+		switch {
+		case l == nil:
+			errs[i] = fmt.Errorf("the host did not answer: %w", ErrUnreachable)
+		case l[e.Session]:
+			errs[i] = fmt.Errorf("tmux still has session %s (its program did not end): %w", e.Session, ErrNotConfirmed)
+		case !WaitPidGone(ctx, srv, e.Pid, CloseGrace):
+			errs[i] = fmt.Errorf("its program (pid %d) still runs: %w", e.Pid, ErrNotConfirmed)
+		}
+	}
+	return errs
+}
+
+// SessionGone reports whether it is certain that srv has no session of
+// that name: tmux says "can't find session" (any other error is not
+// certainty).
+func SessionGone(ctx context.Context, srv Server, session string) bool {
+	_, err := srv.Admin().Run(ctx, tmuxctl.Command("has-session", "-t", "="+session))
+	var ce *tmuxctl.CommandError
+	return errors.As(err, &ce)
+}
+
+// ListPanes is every pane of srv with its dead flag and pid, one line
+// each: the session's name, DeadFormat's fields, the pid.
+func ListPanes(ctx context.Context, srv Server) ([]string, error) {
+	return srv.Admin().Run(ctx, tmuxctl.Command("list-panes", "-a", "-F", "#{session_name} "+DeadFormat+" #{pane_pid}"))
 }

@@ -18,7 +18,7 @@ func TestOutputMeterFreesOnceCalm(t *testing.T) {
 		t.Fatal("not armed after a flood")
 	}
 	m.timer.Stop() // fire by hand, deterministically
-	m.Quiet(0)      // armed already: nothing more
+	m.Quiet(0)     // armed already: nothing more
 	m.Add(FreeOSCalm)
 	m.fire() // still flowing: looks again later
 	if frees != 0 || !m.armed {

@@ -9,11 +9,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -555,4 +557,42 @@ func Probe(ctx context.Context) (Info, error) {
 		return info, fmt.Errorf("bwrap %s refuses to start a sandbox (%v: %s); user namespaces may be disabled (sysctl kernel.unprivileged_userns_clone, user.max_user_namespaces)", info.Version, err, msg)
 	}
 	return info, nil
+}
+
+// Prober remembers bwrap's last successful probe: a failure is probed
+// again at the next call (bwrap may have been installed since).
+type Prober struct {
+	mu   sync.Mutex // guards path
+	path string     // bwrap that ran a trivial sandbox; "" until one did
+}
+
+// Bwrap is the bwrap to wrap with, probed once it works.
+func (p *Prober) Bwrap(ctx context.Context) (string, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if want, err := LookPath(); err == nil && want == p.path {
+		return p.path, nil
+	}
+	info, err := Probe(ctx)
+	if err != nil {
+		p.path = ""
+		return "", err
+	}
+	p.path = info.Path
+	return p.path, nil
+}
+
+// RemoveCache removes a node's private caches, making read-only
+// directories writable first (Go's module cache is read-only).
+func RemoveCache(dir string) {
+	if _, err := os.Lstat(dir); err != nil {
+		return
+	}
+	filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	os.RemoveAll(dir)
 }

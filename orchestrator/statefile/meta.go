@@ -1,7 +1,13 @@
 package statefile
 
 import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/termsprawl/termsprawl/tools"
@@ -51,4 +57,70 @@ type NodeMeta struct {
 // later node that reuses the id has another incarnation.
 func (m NodeMeta) Incarnation() string {
 	return m.ID + "@" + strconv.FormatInt(m.Created.UnixNano(), 36)
+}
+
+// ReadMeta reads node id's metadata (nodes/<id>.json), bounded; a file
+// that names another node is an error.
+func ReadMeta(stateDir, id string) (NodeMeta, error) {
+	var m NodeMeta
+	p := Path(stateDir, id, Meta)
+	b, err := tools.ReadFileBounded(p, tools.MaxStateFileBytes)
+	if err != nil {
+		return m, err
+	}
+	if err := json.Unmarshal(b, &m); err != nil {
+		return m, fmt.Errorf("parse %s: %w", p, err)
+	}
+	if m.ID != id {
+		return m, fmt.Errorf("%s names node %q", p, m.ID)
+	}
+	return m, nil
+}
+
+// MetaRead is one node metadata file as read: the metadata, or why it
+// could not be read (Err; the metadata then has only the id).
+type MetaRead struct {
+	NodeMeta
+	Err error
+}
+
+// ReadMetas reads every node metadata file once (an unreadable one keeps
+// its error: adoption writes defaults for a session that lacks them).
+func ReadMetas(stateDir string) map[string]MetaRead {
+	out := map[string]MetaRead{}
+	files, _ := filepath.Glob(filepath.Join(stateDir, NodesDir, "*"+Meta))
+	for _, f := range files {
+		id := strings.TrimSuffix(filepath.Base(f), Meta)
+		if !tools.ValidNodeID(id) {
+			continue
+		}
+		m, err := ReadMeta(stateDir, id)
+		if err != nil {
+			m = NodeMeta{ID: id}
+		}
+		out[id] = MetaRead{m, err}
+	}
+	return out
+}
+
+// RemoveStaleTemps removes the temporary files of atomic writes that a
+// killed orchestrator left in nodes/ and sessions/ (the state dir's lock
+// is held: nobody else writes there), and a kept launch or screen whose
+// node's metadata is gone (its life ended while the keeper wrote).
+func RemoveStaleTemps(stateDir string) {
+	for _, dir := range []string{filepath.Join(stateDir, NodesDir), filepath.Dir(tools.SessionPath(stateDir, "x"))} {
+		temps, _ := filepath.Glob(filepath.Join(dir, ".*.tmp-*"))
+		for _, t := range temps {
+			os.Remove(t)
+		}
+	}
+	for _, pat := range []string{"*" + Launch, "*" + Screen} {
+		files, _ := filepath.Glob(filepath.Join(stateDir, NodesDir, pat))
+		for _, f := range files {
+			id, _, _ := strings.Cut(filepath.Base(f), ".")
+			if _, err := os.Stat(Path(stateDir, id, Meta)); errors.Is(err, os.ErrNotExist) {
+				os.Remove(f)
+			}
+		}
+	}
 }
