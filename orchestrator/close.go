@@ -137,14 +137,20 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node.Node) error {
 			return tools.Errorf(tools.KindUnavailable, "close %s: %w", id, err)
 		}
 	}
-	n.MarkGone()
-	o.mu.Lock()
-	delete(o.nodes, id)
-	o.mu.Unlock()
-	o.removeFiles(id)
-	o.gone(n)
+	o.forgetClosed(n)
 	o.log.Info("closed node", "node", id)
 	return nil
+}
+
+// forgetClosed ends a node whose close is confirmed: marked gone, out of
+// the node map, its files removed, its end announced.
+func (o *Orchestrator) forgetClosed(n *node.Node) {
+	n.MarkGone()
+	o.mu.Lock()
+	delete(o.nodes, n.Meta.ID)
+	o.mu.Unlock()
+	o.removeFiles(n.Meta.ID)
+	o.gone(n)
 }
 
 // CloseNode's waits: how long a program may take to exit after SIGHUP

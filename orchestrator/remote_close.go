@@ -133,12 +133,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 			n.ClosePending.Store(true) // listed as closing, never forgotten
 			continue
 		}
-		n.MarkGone()
-		o.mu.Lock()
-		delete(o.nodes, id)
-		o.mu.Unlock()
-		o.removeFiles(id)
-		o.gone(n)
+		o.forgetClosed(n)
 		closed = append(closed, id)
 	}
 	return closed, failed
