@@ -274,11 +274,17 @@ func (h *SSH) Exec(ctx context.Context, script string, stdin []byte) ([]byte, er
 		return nil, fmt.Errorf("on host %s: %w", h.spec.Name, err)
 	}
 	defer release()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	err = retryRefused(ctx, func() (string, error) {
+		out.Reset()
+		errb.Reset()
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Stdin = bytes.NewReader(stdin)
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		return errb.String(), err
+	})
+	if err != nil {
 		return out.Bytes(), fmt.Errorf("on host %s: %w: %s", h.spec.Name, err, strings.TrimSpace(errb.String()))
 	}
 	return out.Bytes(), nil

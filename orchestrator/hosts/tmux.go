@@ -8,6 +8,7 @@
 package hosts
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -186,9 +187,14 @@ func (s *Tmux) cli(ctx context.Context, args ...string) (string, error) {
 		return "", err
 	}
 	defer release()
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = s.minimalEnv
-	out, err := cmd.CombinedOutput()
+	var out []byte
+	err = retryRefused(ctx, func() (string, error) {
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Env = s.minimalEnv
+		var err error
+		out, err = cmd.CombinedOutput()
+		return string(out), err
+	})
 	if err != nil {
 		return string(out), fmt.Errorf("tmux %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
@@ -407,7 +413,44 @@ func (s *Tmux) run(ctx context.Context, argv ...string) ([]byte, error) {
 		return nil, err
 	}
 	defer release()
-	return exec.CommandContext(ctx, argv[0], argv[1:]...).Output()
+	var out []byte
+	err = retryRefused(ctx, func() (string, error) {
+		var errb bytes.Buffer
+		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+		cmd.Stderr = &errb
+		var err error
+		out, err = cmd.Output()
+		return errb.String(), err
+	})
+	return out, err
+}
+
+// sessionRetries is how many times a command whose ssh session the host
+// refused is tried again, after 20 ms, then twice as long each time (1.26 s
+// in all).
+const sessionRetries = 6
+
+// retryRefused runs once, and again while ssh says the host refused its
+// session (sshd's MaxSessions): nothing ran on the host then. The host
+// still counts sessions that ended here until their close reaches it, so
+// a burst of short commands can be refused one although termsprawl keeps
+// fewer open (execSlots). once returns what ssh wrote on stderr.
+func retryRefused(ctx context.Context, once func() (stderr string, err error)) error {
+	wait := 20 * time.Millisecond
+	for try := 0; ; try++ {
+		stderr, err := once()
+		if err == nil || try == sessionRetries || !strings.Contains(stderr, "open refused") {
+			return err
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		}
+		wait *= 2
+	}
 }
 
 // acquire takes one of slots (nil: no bound) until release, or fails when
