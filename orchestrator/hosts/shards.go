@@ -58,7 +58,6 @@ type Shards struct {
 	mu   sync.Mutex // guards list
 	list []*Tmux
 	// clients is each shard's last list of human clients.
-	clients clientsCache
 }
 
 // NewShards starts the shards with first, the first shard's server.
@@ -232,7 +231,6 @@ func (s *Shards) end(ctx context.Context, t *Tmux) {
 		}
 	}
 	t.Close() // our clients leave first
-	s.clients.forget(t)
 	if len(pids) == 0 {
 		s.cfg.Log.Warn("empty tmux shard kept: its admin session's pid is unknown", "socket", socket)
 		return
@@ -270,7 +268,7 @@ func (s *Shards) HumanClients(ctx context.Context) map[Server]map[string][]strin
 	var wg sync.WaitGroup
 	for i, srv := range srvs {
 		gen := srv.ClientsGen()
-		if m, ok := s.clients.get(srv, gen); ok {
+		if m, ok := srv.keptHumans(gen); ok {
 			found[i] = m
 			continue
 		}
@@ -290,7 +288,7 @@ func (s *Shards) HumanClients(ctx context.Context) map[Server]map[string][]strin
 				}
 			}
 			found[i] = m
-			s.clients.put(srv, gen, m)
+			srv.keepHumans(gen, m)
 		})
 	}
 	wg.Wait()
@@ -370,45 +368,4 @@ func (s *Shards) WriteTerminals(ctx context.Context, seq []byte, write func(tty 
 		}
 	}
 	return told, errors.Join(errs...)
-}
-
-// clientsCache keeps each shard's last list of human clients with the
-// shard's ClientsGen when it was asked (HumanClients). Its maps are never
-// changed once put.
-type clientsCache struct {
-	mu sync.Mutex // guards m
-	m  map[*Tmux]cachedClients
-}
-
-type cachedClients struct {
-	gen      uint64
-	sessions map[string][]string
-}
-
-func (c *clientsCache) get(srv *Tmux, gen uint64) (map[string][]string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[srv]
-	return e.sessions, ok && e.gen == gen
-}
-
-// put keeps the answer taken at gen (the value read before the question
-// was sent: a change meanwhile makes it stale at once).
-func (c *clientsCache) put(srv *Tmux, gen uint64, sessions map[string][]string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[*Tmux]cachedClients{}
-	}
-	if e, ok := c.m[srv]; ok && e.gen > gen {
-		return // a newer answer is there already
-	}
-	c.m[srv] = cachedClients{gen: gen, sessions: sessions}
-}
-
-// forget drops a shard that is gone (Reclaim).
-func (c *clientsCache) forget(srv *Tmux) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.m, srv)
 }

@@ -105,6 +105,9 @@ type Tmux struct {
 	// and every new admin client: an answer about the clients is current
 	// while it stays the same.
 	clientsGen atomic.Uint64
+	// humans is the last list of the server's human clients and the
+	// clientsGen it was taken at (keepHumans).
+	humans atomic.Pointer[keptClients]
 
 	mu     sync.Mutex // guards admin, waiter and mirror (replaced by Ensure)
 	admin  *tmuxctl.Client
@@ -290,6 +293,33 @@ func (s *Tmux) Mirror() *Mirror {
 // and when the admin client is replaced or ends: a list of the server's
 // clients taken when it had a value stays true while it has it.
 func (s *Tmux) ClientsGen() uint64 { return s.clientsGen.Load() }
+
+// keptHumans is the list of human clients kept at gen (Shards.HumanClients),
+// if the server's clients have not changed since.
+func (s *Tmux) keptHumans(gen uint64) (map[string][]string, bool) {
+	k := s.humans.Load()
+	if k == nil || k.gen != gen {
+		return nil, false
+	}
+	return k.sessions, true
+}
+
+// keepHumans keeps sessions, the list taken at gen (ClientsGen read before
+// the question was sent: a change meanwhile makes it stale at once),
+// unless a list taken later is kept already. sessions is never changed
+// once kept.
+func (s *Tmux) keepHumans(gen uint64, sessions map[string][]string) {
+	k := &keptClients{gen: gen, sessions: sessions}
+	for {
+		old := s.humans.Load()
+		if old != nil && old.gen > gen {
+			return
+		}
+		if s.humans.CompareAndSwap(old, k) {
+			return
+		}
+	}
+}
 
 // Shared reports whether the server's nodes share its mirror client.
 func (s *Tmux) Shared() bool { return s.prefix != nil || s.shared }
@@ -513,4 +543,11 @@ func (s *Tmux) Signal(ctx context.Context, pid int, sig syscall.Signal) {
 	}
 	n, p := strconv.Itoa(int(sig)), strconv.Itoa(pid)
 	s.run(ctx, "sh", "-c", "kill -"+n+" -- -"+p+" 2>/dev/null; kill -"+n+" "+p+" 2>/dev/null; true")
+}
+
+// keptClients is a server's list of human clients, per session name, and
+// the ClientsGen it was taken at.
+type keptClients struct {
+	gen      uint64
+	sessions map[string][]string
 }
