@@ -31,7 +31,7 @@ import (
 // goes away gets an error saying the close goes on. The node is forgotten
 // only when tmux confirms its session gone and its program is gone.
 func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
-	if o.lostOne(id) != nil && o.node(id) == nil {
+	if o.lost.Get(id) != nil && o.node(id) == nil {
 		return o.Forget(id) // a lost node has nothing to end (lost.go)
 	}
 	if n := o.node(id); n != nil && n.ClosePending.Load() {

@@ -81,7 +81,7 @@ func (o *Orchestrator) keepOnce(last map[*node.Node]kept) {
 			// Its life ended while we wrote: its files are gone, and so
 			// is this one; a node lost meanwhile keeps the screen its
 			// loss saved (loseNode).
-			if l := o.lostOne(n.Meta.ID); l != nil {
+			if l := o.lost.Get(n.Meta.ID); l != nil {
 				_ = tools.WriteJSONAtomic(path, l.Screen)
 			} else {
 				os.Remove(path)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/lostnodes"
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 
@@ -120,7 +121,7 @@ func (o *Orchestrator) Launch(ctx context.Context, spec LaunchSpec) (tools.NodeI
 
 // launch is Launch; restore is the lost node a restore starts again
 // (lost.go): its id, recording and kept launch.
-func (o *Orchestrator) launch(ctx context.Context, spec LaunchSpec, restore *lostNode) (tools.NodeInfo, error) {
+func (o *Orchestrator) launch(ctx context.Context, spec LaunchSpec, restore *lostnodes.Entry) (tools.NodeInfo, error) {
 	// Choosing a host may connect it and adopt its sessions: counted as
 	// an op, so Close waits for it (reserve counts the rest).
 	if !o.beginOp() {
@@ -204,7 +205,7 @@ func (o *Orchestrator) launch(ctx context.Context, spec LaunchSpec, restore *los
 // mirror, under srv's lifecycle lock: it returns with the lock held on
 // success (the caller registers the node, then unlocks), released on
 // failure after everything it made was undone.
-func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Server, spec LaunchSpec, meta NodeMeta, restore *lostNode) (*node.Node, error) {
+func (o *Orchestrator) create(ctx context.Context, t launchTarget, srv hosts.Server, spec LaunchSpec, meta NodeMeta, restore *lostnodes.Entry) (*node.Node, error) {
 	id := meta.ID
 	srv.Life().Lock()
 	ok := false

@@ -5,12 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/lostnodes"
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
@@ -28,15 +25,6 @@ import (
 // in nodes/<id>.launch.json).
 type LaunchRecord = statefile.LaunchRecord
 
-// lostNode is a node listed lost (or exited before its server went):
-// its metadata and last screen as read at adoption (statefile.Lost, with
-// the views of it), and its kept launch.
-type lostNode struct {
-	statefile.Lost
-	launch    LaunchRecord
-	restoring bool // a restore is under way
-}
-
 func (o *Orchestrator) launchPath(id string) string {
 	return statefile.Path(o.cfg.StateDir, id, statefile.Launch)
 }
@@ -48,10 +36,10 @@ func (o *Orchestrator) screenPath(id string) string {
 // writeLaunch keeps a launch (create, before the session exists). A
 // restored node keeps the launch it was restored from (not the resume
 // arguments of this start), in the directory it runs in.
-func (o *Orchestrator) writeLaunch(id string, spec LaunchSpec, socket string, restore *lostNode) error {
+func (o *Orchestrator) writeLaunch(id string, spec LaunchSpec, socket string, restore *lostnodes.Entry) error {
 	rec := statefile.NewLaunchRecord(spec, socket)
 	if restore != nil {
-		rec = restore.launch
+		rec = restore.Launch
 		rec.Spec.Cwd = spec.Cwd
 		rec.Launched, rec.Socket = time.Now().UTC(), socket
 	}
@@ -102,39 +90,17 @@ func (o *Orchestrator) serverWasGone(socket string) bool {
 	return o.shards.Get(socket) == nil
 }
 
-// keepLost lists a node adoption did not find as lost, if its tmux server
-// was gone (or it was lost before) and its launch was kept: its token
-// dies (the session file goes), its metadata says lost. False: the
-// caller forgets it as before.
+// keepLost lists a node adoption did not find as lost when it was lost
+// before or its local tmux server was gone (lostnodes.Table.Adopt).
+// False: the caller forgets it as before.
 func (o *Orchestrator) keepLost(m NodeMeta) bool {
-	if m.Host != "" {
+	if m.Host != "" || (m.LostAt.IsZero() && !o.serverWasGone(m.Socket)) {
+		return false // a host's, or its server runs: the session itself ended
+	}
+	l := o.lost.Adopt(m)
+	if l == nil {
 		return false
 	}
-	if m.LostAt.IsZero() && !o.serverWasGone(m.Socket) {
-		return false // its server runs: the session itself ended
-	}
-	if _, err := os.Stat(o.closeMarkPath(m.ID)); err == nil {
-		return false // a close was under way: it is finished, not lost
-	}
-	rec, err := o.readLaunch(m.ID)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			o.log.Warn("node's kept launch unreadable: forgotten, not listed lost", "node", m.ID, "err", err)
-		}
-		return false
-	}
-	l := &lostNode{Lost: statefile.ReadLost(o.cfg.StateDir, m), launch: rec}
-	if m.LostAt.IsZero() {
-		l.Meta.LostAt = time.Now().UTC()
-		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.Meta); err != nil {
-			o.log.Warn("mark node lost", "node", m.ID, "err", err)
-		}
-	}
-	os.Remove(tools.SessionPath(o.cfg.StateDir, m.ID))
-	os.Remove(o.inputMarkPath(m.ID))
-	o.mu.Lock()
-	o.lost[m.ID] = l
-	o.mu.Unlock()
 	o.log.Info("node lost: its tmux server is gone", "node", m.ID, "status", l.Status)
 	return true
 }
@@ -159,28 +125,16 @@ func (o *Orchestrator) loseNode(n *node.Node, reason string) {
 		n.MarkLost("the tmux server died (" + reason + "): the program is gone; terminal_close removes the node")
 		return
 	}
-	now := time.Now().UTC()
-	l := &lostNode{Lost: statefile.Lost{Meta: m, Status: tools.StatusLost, HasScreen: true,
-		Screen: statefile.KeptScreen{Screen: n.Snapshot(), Status: tools.StatusRunning, SavedAt: now}}, launch: rec}
-	if status == tools.StatusExited && code != nil {
-		l.Status = tools.StatusExited
-		l.Screen.Status, l.Screen.ExitCode = tools.StatusExited, code
-	} else {
-		l.Meta.LostAt = now
-		if err := tools.WriteJSONAtomic(o.metaPath(m.ID), l.Meta); err != nil {
-			o.log.Warn("mark node lost", "node", m.ID, "err", err)
-		}
+	var exited *int
+	if status == tools.StatusExited {
+		exited = code
 	}
-	if err := tools.WriteJSONAtomic(o.screenPath(m.ID), l.Screen); err != nil {
-		o.log.Warn("keep a lost node's last screen", "node", m.ID, "err", err)
-	}
-	os.Remove(tools.SessionPath(o.cfg.StateDir, m.ID))
-	os.Remove(o.inputMarkPath(m.ID))
+	l := o.lost.Died(m, n.Snapshot(), exited, rec)
 	o.mu.Lock()
 	if o.nodes[m.ID] == n {
 		delete(o.nodes, m.ID)
 	}
-	o.lost[m.ID] = l
+	o.lost.Put(l) // in the same step: no reader sees it in neither table
 	o.mu.Unlock()
 	// Listed lost first: whoever wakes on the old mirror's end sees it.
 	if l.Status == tools.StatusLost {
@@ -198,41 +152,29 @@ func (o *Orchestrator) loseNode(n *node.Node, reason string) {
 	}
 }
 
-// lostOne returns a lost node's entry, or nil.
-func (o *Orchestrator) lostOne(id string) *lostNode {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.lost[id]
-}
-
 // lostSorted returns the lost entries by creation, leaving out those
 // whose restored node is registered already.
-func (o *Orchestrator) lostSorted() []*lostNode {
+func (o *Orchestrator) lostSorted() []*lostnodes.Entry {
+	all := o.lost.Sorted()
+	out := all[:0]
 	o.mu.Lock()
-	out := make([]*lostNode, 0, len(o.lost))
-	for id, l := range o.lost {
-		if o.nodes[id] == nil {
+	for _, l := range all {
+		if o.nodes[l.Meta.ID] == nil {
 			out = append(out, l)
 		}
 	}
 	o.mu.Unlock()
-	slices.SortFunc(out, func(a, b *lostNode) int {
-		if c := a.Meta.Created.Compare(b.Meta.Created); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Meta.ID, b.Meta.ID)
-	})
 	return out
 }
 
 // LostLaunch is what a restore of a lost node would start: its metadata
 // and its kept launch (the tool server adds an agent's resume).
 func (o *Orchestrator) LostLaunch(id string) (NodeMeta, LaunchRecord, error) {
-	l := o.lostOne(id)
+	l := o.lost.Get(id)
 	if l == nil {
 		return NodeMeta{}, LaunchRecord{}, o.notLost(id)
 	}
-	return l.Meta, l.launch, nil
+	return l.Meta, l.Launch, nil
 }
 
 // NodeLaunch returns a live node's metadata and kept launch, with the
@@ -272,55 +214,23 @@ type RestoreOptions struct {
 // token and incarnation; nothing else of the old node. A restore that
 // fails leaves the node lost as it was.
 func (o *Orchestrator) Restore(ctx context.Context, id string, opts RestoreOptions) (tools.NodeInfo, error) {
-	o.mu.Lock()
-	l := o.lost[id]
-	switch {
-	case l == nil:
-		o.mu.Unlock()
+	l, err := o.lost.BeginRestore(id)
+	if errors.Is(err, lostnodes.ErrNotListed) {
 		return tools.NodeInfo{}, o.notLost(id)
-	case l.Status != tools.StatusLost:
-		o.mu.Unlock()
-		return tools.NodeInfo{}, tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: %s; termsprawl forget %s drops it", id, l.Status, l.Reason(), id).
-			WithDetails("status", l.Status)
-	case l.restoring:
-		o.mu.Unlock()
-		return tools.NodeInfo{}, tools.Errorf(tools.KindConflict, "terminal %q is being restored already", id)
+	} else if err != nil {
+		return tools.NodeInfo{}, err
 	}
-	l.restoring = true
-	o.mu.Unlock()
 	ok := false
-	defer func() {
-		o.mu.Lock()
-		l.restoring = false
-		if ok {
-			delete(o.lost, id)
-		}
-		o.mu.Unlock()
-	}()
-	spec := l.launch.Launch()
-	if opts.Cwd != "" {
-		spec.Cwd = opts.Cwd
+	defer func() { o.lost.EndRestore(l, ok) }()
+	spec, err := l.RestoreSpec(opts.Cwd, opts.Command)
+	if err != nil {
+		return tools.NodeInfo{}, err
 	}
-	if len(opts.Command) > 0 {
-		spec.Command = opts.Command
-	}
-	if !filepath.IsAbs(spec.Cwd) {
-		return tools.NodeInfo{}, usage("cannot restore %s: cwd %q is not an absolute path", id, spec.Cwd)
-	}
-	if fi, err := os.Stat(spec.Cwd); err != nil || !fi.IsDir() {
-		return tools.NodeInfo{}, tools.Errorf(tools.KindUsage, "cannot restore %s: its directory %s is gone: restore it with --cwd DIR (terminal_restore {cwd}) to start it in another", id, spec.Cwd).
-			WithDetails("cwd", spec.Cwd)
-	}
-	// Nothing of the old node but what §25 names: the operator restores
-	// it, with no ancestors or parent to drive it.
-	spec.Owner, spec.Parent, spec.Ancestors = tools.OperatorNode, "", nil
-	spec.Record = false // the kept recording is resumed (meta.Recording)
-	spec.Name = l.Meta.Name
 	info, err := o.launch(ctx, spec, l)
 	if err != nil {
 		// Launch's rollback removed the node's files: put the lost node's
 		// back as they were.
-		o.rewriteLost(l)
+		o.lost.Rewrite(l)
 		return tools.NodeInfo{}, fmt.Errorf("restore %s: %w", id, err)
 	}
 	ok = true
@@ -328,41 +238,19 @@ func (o *Orchestrator) Restore(ctx context.Context, id string, opts RestoreOptio
 	return info, nil
 }
 
-// rewriteLost writes a lost node's files again after a failed restore.
-func (o *Orchestrator) rewriteLost(l *lostNode) {
-	id := l.Meta.ID
-	if err := tools.WriteJSONAtomic(o.metaPath(id), l.Meta); err != nil {
-		o.log.Warn("rewrite lost node's metadata", "node", id, "err", err)
-	}
-	if err := statefile.WriteLaunch(o.cfg.StateDir, id, l.launch); err != nil {
-		o.log.Warn("rewrite lost node's launch", "node", id, "err", err)
-	}
-	if l.HasScreen {
-		if err := tools.WriteJSONAtomic(o.screenPath(id), l.Screen); err != nil {
-			o.log.Warn("rewrite lost node's screen", "node", id, "err", err)
-		}
-	}
-}
-
 // Forget drops a lost (or exited-before) node and its files. A node that
 // runs is refused: terminal_close ends it.
 func (o *Orchestrator) Forget(id string) error {
-	o.mu.Lock()
-	l := o.lost[id]
-	if l == nil || l.restoring {
-		o.mu.Unlock()
-		if l != nil {
-			return tools.Errorf(tools.KindConflict, "terminal %q is being restored: forget it after", id)
-		}
+	if _, err := o.lost.Take(id); errors.Is(err, lostnodes.ErrNotListed) {
 		if n := o.node(id); n != nil && !n.IsClosing() {
 			status, _, _ := n.State()
 			return tools.Errorf(tools.KindConflict, "terminal %q is %s, not lost: terminal_close (termsprawl kill) ends a node that runs", id, status).
 				WithDetails("status", status)
 		}
 		return tools.Errorf(tools.KindNotFound, "no terminal %q: call terminal_list to see the terminals", id)
+	} else if err != nil {
+		return err
 	}
-	delete(o.lost, id)
-	o.mu.Unlock()
 	o.removeFiles(id)
 	o.log.Info("forgot lost node", "node", id)
 	return nil
@@ -382,9 +270,9 @@ func (o *Orchestrator) LostIDs() []string {
 // LostError is the error of an operation on a lost node (conflict, saying
 // how to restore it), or nil when id is not lost.
 func (o *Orchestrator) LostError(id string) error {
-	l := o.lostOne(id)
+	l := o.lost.Get(id)
 	if l == nil || o.node(id) != nil {
 		return nil
 	}
-	return tools.Errorf(tools.KindConflict, "terminal %q is %s: %s", id, l.Status, l.Reason()).WithDetails("status", l.Status)
+	return l.Err()
 }

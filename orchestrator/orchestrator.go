@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/lostnodes"
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 
@@ -150,12 +151,13 @@ type Orchestrator struct {
 	shards *hosts.Shards
 	deaths chan struct{} // pane deaths on any shard (capacity 1)
 
-	mu      sync.Mutex // guards nodes, closing, onGone, onBorn and launching
+	mu      sync.Mutex // guards nodes, closing, onGone, onBorn and launching; taken before lost's
 	nodes   map[string]*node.Node
 	closing bool
-	// lost are the nodes whose tmux server was gone at start (lost.go);
-	// startedFirst: the first shard's server was not running before New.
-	lost         map[string]*lostNode
+	// lost are the nodes whose tmux server is gone (lost.go;
+	// orchestrator/lostnodes, its lock taken after mu); startedFirst: the
+	// first shard's server was not running before New.
+	lost         *lostnodes.Table
 	startedFirst bool
 	screensKept  atomic.Int64 // the keeper's writes (keepscreen.go)
 
@@ -229,7 +231,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Orchestrator{cfg: cfg, hooks: cfg.hooks, deaths: deaths, log: cfg.Logger, nodes: map[string]*node.Node{}, lost: map[string]*lostNode{}, startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
+	o := &Orchestrator{cfg: cfg, hooks: cfg.hooks, deaths: deaths, log: cfg.Logger, nodes: map[string]*node.Node{}, lost: lostnodes.New(cfg.StateDir, cfg.Logger), startedFirst: !firstRan, reserved: map[string]hosts.Server{}, stop: make(chan struct{}), traces: record.NewRegistry()}
 	if o.hooks == nil {
 		o.hooks = &hooks{}
 	}

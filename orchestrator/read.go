@@ -52,7 +52,7 @@ func (o *Orchestrator) Owner(id string) (owner string, ok bool) {
 func (o *Orchestrator) Snapshot(ctx context.Context, id string) (tools.Snapshot, error) {
 	n, err := o.lookup(id)
 	if err != nil {
-		if l := o.lostOne(id); l != nil && o.node(id) == nil {
+		if l := o.lost.Get(id); l != nil && o.node(id) == nil {
 			return l.Snapshot(), nil // its last screen (lost.go)
 		}
 		return tools.Snapshot{}, err

@@ -48,7 +48,9 @@ var allowed = map[string][]string{
 		// a program's environment and checks before it starts
 		module + "/orchestrator/launchenv",
 		// one node as an actor: its mirror, state, waits, recording
-		module + "/orchestrator/node"},
+		module + "/orchestrator/node",
+		// the lost nodes' table and what a loss writes
+		module + "/orchestrator/lostnodes"},
 	// One node (docs/ARCHITECTURE.md): the mirror its pump owns, its
 	// published state, inputs, waits, reads, rest and idle, seed, exit
 	// check, recording and crash log. It talks to the engine only through
@@ -85,6 +87,9 @@ var allowed = map[string][]string{
 	"orchestrator/launchenv": {module + "/tools"},
 	// The return of memory after a flood: the standard library only.
 	"orchestrator/memtrim": {},
+	// The lost nodes (CONTRACT §25, §26): their table, restores and
+	// forgets, and the files a loss writes; never nodes or tmux.
+	"orchestrator/lostnodes": {module + "/tools", module + "/orchestrator/statefile"},
 	// The node files' formats under the state dir: pure functions of
 	// (dir, id) and the contract's values; never nodes.
 	"orchestrator/statefile": {module + "/tools"},
