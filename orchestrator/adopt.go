@@ -142,7 +142,9 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 		o.mu.Lock()
 		o.nodes[id] = n
 		o.mu.Unlock()
-		o.recoverInput(ctx, n)
+		if in, ok := n.RecoverInput(ctx); ok {
+			o.interrupted.Add(in)
+		}
 		o.log.Info("adopted node", "node", id, "socket", srv.Socket())
 	}
 	// Forget nodes whose sessions are gone: each one confirmed.

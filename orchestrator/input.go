@@ -68,40 +68,12 @@ func (o *Orchestrator) Paste(ctx context.Context, id, text string, wait *tools.W
 // Submit types (or, for multi-line text, pastes) the text, lets the
 // program take it, then presses Enter exactly once.
 func (o *Orchestrator) Submit(ctx context.Context, id, text string, wait *tools.WaitSpec) (tools.InputResult, error) {
-	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputSubmit, len(text), nil, func(n *node.Node) (err error) {
-		// Its intent first: a kill between the text and Enter is settled
-		// on adoption (interrupted.go).
-		mark, err := o.beginSubmit(ctx, n)
-		if err != nil {
-			return err
-		}
-		sent := false
-		defer func() { mark.End(sent) }()
-		n.NoteInput(node.SubmitKind(text))
-		if text != "" {
-			if strings.ContainsAny(text, "\n\r") {
-				err = n.PasteText(ctx, text)
-			} else {
-				err = n.TypeText(ctx, text)
-			}
-			if err != nil {
-				return err
-			}
-			n.Settle(ctx)
-		}
-		if testPauseMatches(testPauseSubmit, text) {
-			o.testPause(ctx, "submit")
-		}
-		if err := enterPhase(mark); err != nil {
-			// The text is not left to glue to the next input.
-			n.PressKeys(ctx, []string{"End", "C-u"})
-			return err
-		}
-		if err := n.PressKeys(ctx, []string{"Enter"}); err != nil {
-			return err
-		}
-		sent = true
-		return nil
+	var pause func()
+	if testPauseMatches(testPauseSubmit, text) {
+		pause = func() { o.testPause(ctx, "submit") }
+	}
+	r, err := o.sendInput(ctx, id, text, wait, noted(record.InputSubmit, len(text), nil, func(n *node.Node) error {
+		return n.Submit(ctx, text, pause)
 	}))
 	r.Bytes = len(text)
 	return r, err

@@ -2,13 +2,9 @@ package orchestrator
 
 import (
 	"context"
-	"os"
 	"sync"
 
-	"github.com/termsprawl/termsprawl/orchestrator/node"
-
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
-	"github.com/termsprawl/termsprawl/tools"
 )
 
 // A submit and a close are each several steps (text, settle, Enter; hang
@@ -26,25 +22,18 @@ import (
 // reported per key (Interrupted).
 type Intent = statefile.Intent
 
-type intentCtxKey struct{}
-
 // recoveringCtxKey marks the close adoption finishes (no test pause).
 type recoveringCtxKey struct{}
 
 func recovering(ctx context.Context) bool { return ctx.Value(recoveringCtxKey{}) != nil }
 
-// WithIntent returns ctx carrying the keyed call's intent.
+// WithIntent returns ctx carrying the keyed call's intent
+// (statefile.WithIntent).
 func WithIntent(ctx context.Context, caller, key string) context.Context {
-	if key == "" {
-		return ctx
-	}
-	return context.WithValue(ctx, intentCtxKey{}, Intent{Caller: caller, Key: key})
+	return statefile.WithIntent(ctx, caller, key)
 }
 
-func intentOf(ctx context.Context) Intent {
-	in, _ := ctx.Value(intentCtxKey{}).(Intent)
-	return in
-}
+func intentOf(ctx context.Context) Intent { return statefile.IntentOf(ctx) }
 
 // Outcomes of an interrupted call, as adoption settled it.
 const (
@@ -65,56 +54,6 @@ func (o *Orchestrator) inputMarkPath(id string) string {
 
 func (o *Orchestrator) closeMarkPath(id string) string {
 	return statefile.Path(o.cfg.StateDir, id, statefile.Closing)
-}
-
-// beginSubmit writes a submit's intent at n (nodes/ID.input) before its
-// first step.
-func (o *Orchestrator) beginSubmit(ctx context.Context, n *node.Node) (*statefile.SubmitMark, error) {
-	s, err := statefile.BeginSubmit(o.cfg.StateDir, n.Meta.ID, intentOf(ctx))
-	if err != nil {
-		return nil, tools.Errorf(tools.KindNotRun, "terminal %q: the submit's intent could not be recorded, so nothing was sent (is the state dir's disk full?): %w", n.Meta.ID, err)
-	}
-	return s, nil
-}
-
-// enterPhase records that the submit's Enter is being sent.
-func enterPhase(s *statefile.SubmitMark) error {
-	if err := s.Phase(statefile.PhaseEnter); err != nil {
-		return tools.Errorf(tools.KindNotRun, "the submit's progress could not be recorded, so Enter was not pressed (is the state dir's disk full?): %w", err)
-	}
-	return nil
-}
-
-// recoverInput settles a submit a killed orchestrator left at n (after
-// n attached): one whose Enter was not surely sent gets its line cleared
-// (End, then Ctrl+U: readline, zsh's line editor and a tty's own line
-// discipline each erase the line with it), never an Enter.
-func (o *Orchestrator) recoverInput(ctx context.Context, n *node.Node) {
-	m, ok := statefile.ReadMark(o.inputMarkPath(n.Meta.ID))
-	if !ok {
-		return
-	}
-	in := Interrupted{Node: n.Meta.ID, Op: "terminal_submit", Intent: m.Intent}
-	switch m.Phase {
-	case statefile.PhaseDone:
-		in.Outcome = OutcomeSubmitted
-	default:
-		in.Outcome = OutcomeCleared
-		if m.Phase == statefile.PhaseEnter {
-			in.Outcome = OutcomeMaybe
-		}
-		if err := n.PressKeys(ctx, []string{"End", "C-u"}); err != nil {
-			o.log.Warn("clear an interrupted submit's line", "node", n.Meta.ID, "err", err)
-		} else {
-			n.NoteInput("keys", "End C-u (an interrupted submit's line cleared)")
-		}
-		o.log.Warn("an interrupted submit was cleared, not completed", "node", n.Meta.ID, "phase", m.Phase)
-	}
-	if m.Intent.Key == "" {
-		os.Remove(o.inputMarkPath(n.Meta.ID)) // no key to settle
-		return
-	}
-	o.interrupted.Add(in)
 }
 
 // finishCloses ends, on adoption, the closes a killed orchestrator began
