@@ -53,4 +53,7 @@ type hooks struct {
 	searchCaptured func(id string)
 	// lost, if set, runs when loseNode has listed a node.
 	lost func(id string)
+	// render, if set, is told the bytes held by every screenshot draw in
+	// flight as each starts (render.Budget).
+	render func(inFlight int64)
 }

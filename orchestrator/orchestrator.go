@@ -16,6 +16,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/lostnodes"
 	"github.com/termsprawl/termsprawl/orchestrator/node"
+	"github.com/termsprawl/termsprawl/orchestrator/render"
 	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
@@ -176,6 +177,8 @@ type Orchestrator struct {
 	hosts *hosts.Set    // the machines driven over ssh (host.go; nil until startHosts)
 	// traces are the recordings opened for reading (trace_open).
 	traces *record.Registry
+	// renders is the screenshots' memory budget (screenshot.go).
+	renders *render.Budget
 
 	// There is no global lifecycle lock: each tmux server has its own
 	// (tmuxServer.life) and launches, closes and reattaches on different
@@ -235,6 +238,11 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 	if o.hooks == nil {
 		o.hooks = &hooks{}
 	}
+	o.renders = render.NewBudget(ScreenshotMemoryBudget, func(inFlight int64) {
+		if h := o.hooks.render; h != nil {
+			h(inFlight)
+		}
+	})
 	o.shards = hosts.NewShards(hosts.ShardsConfig{Tmux: cfg.Tmux, Socket: cfg.Socket, StateDir: cfg.StateDir, Conf: serverConf(cfg),
 		Env: launchenv.Tmux, Deaths: deaths, Mirror: !cfg.ClientPerNode, Size: cfg.ShardSize, Log: cfg.Logger,
 		Reclaimed: func(socket string) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/termsprawl/termsprawl/internal/testenv"
+	"github.com/termsprawl/termsprawl/orchestrator/render"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -25,7 +26,7 @@ func TestScreenshotMemoryBudget(t *testing.T) {
 	}
 	started, others := make(chan struct{}), make(chan struct{})
 	var once sync.Once
-	renderHook = func(inFlight int64) {
+	o.hooks.render = func(inFlight int64) {
 		if inFlight > ScreenshotMemoryBudget {
 			t.Errorf("%d bytes drawn at once, over the budget %d", inFlight, ScreenshotMemoryBudget)
 		}
@@ -34,7 +35,6 @@ func TestScreenshotMemoryBudget(t *testing.T) {
 			<-others
 		})
 	}
-	defer func() { renderHook = nil }()
 	first := make(chan error, 1)
 	go func() {
 		_, _, err := o.Screenshot(context.Background(), info.Terminal, 4, "")
@@ -66,7 +66,7 @@ func TestScreenshotMemoryBudget(t *testing.T) {
 	if err := <-first; err != nil && tools.KindOf(err) != tools.KindRejected {
 		t.Fatal(err)
 	}
-	if n := renders.InUse(); n != 0 {
+	if n := o.renders.InUse(); n != 0 {
 		t.Fatalf("%d bytes still held after every screenshot ended", n)
 	}
 	if _, _, err := o.Screenshot(context.Background(), info.Terminal, 1, ""); err != nil {
@@ -77,11 +77,11 @@ func TestScreenshotMemoryBudget(t *testing.T) {
 // Ordinary screenshots draw side by side: a 120x40 screen at scale 1
 // takes about 2 MB of the 128 MB budget.
 func TestScreenshotRenderBytes(t *testing.T) {
-	small := renderBytes(120*8*40*17, 120*40)
+	small := render.DrawBytes(120*8*40*17, 120*40)
 	if small > 4<<20 || ScreenshotMemoryBudget/small < 32 {
 		t.Fatalf("a 120x40 screenshot counts %d bytes: fewer than 32 fit the budget", small)
 	}
-	if big := renderBytes(1<<25, 200*77); big > ScreenshotMemoryBudget {
+	if big := render.DrawBytes(1<<25, 200*77); big > ScreenshotMemoryBudget {
 		t.Fatalf("the largest screenshot counts %d bytes, over the budget %d: it could never draw", big, ScreenshotMemoryBudget)
 	}
 }

@@ -12,7 +12,7 @@ import (
 type FrameSpec = traces.FrameSpec
 
 func (o *Orchestrator) traceTools() *traces.Tools {
-	return &traces.Tools{StateDir: o.cfg.StateDir, Reg: o.traces, Render: renderPNG}
+	return &traces.Tools{StateDir: o.cfg.StateDir, Reg: o.traces, Render: o.renderPNG}
 }
 
 // TraceOpen opens a recording directory, a .zip of one or a bare .cast.

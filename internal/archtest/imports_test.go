@@ -108,8 +108,9 @@ var allowed = map[string][]string{
 	// Bubble Tea v2 for its helpers; never the engine.
 	"probe":               {module + "/tools", "charm.land/bubbletea/v2", "github.com/charmbracelet/x/ansi"},
 	"orchestrator/screen": {module + "/tools", module + "/orchestrator/render", "github.com/charmbracelet/"},
-	// PNG screenshots from a cell grid: fonts and pixels only.
-	"orchestrator/render": {"golang.org/x/image/"},
+	// PNG screenshots from a cell grid: fonts and pixels, and the shared
+	// memory budget of draws in flight (the contract's MemoryBudget).
+	"orchestrator/render": {"golang.org/x/image/", module + "/tools"},
 	// Recordings and traces, replayed through the same mirror.
 	// The replay's tracker steps x/ansi's parser, the one x/vt runs.
 	"orchestrator/record": {module + "/tools", module + "/orchestrator/screen", "github.com/charmbracelet/x/ansi"},
