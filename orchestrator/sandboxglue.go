@@ -2,10 +2,8 @@ package orchestrator
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
@@ -36,19 +34,6 @@ func (o *Orchestrator) sandboxCacheDir(id string) string {
 	return statefile.Path(o.cfg.StateDir, id, statefile.Cache)
 }
 
-// tmuxSocketDirs are every tmux socket directory of the user: the
-// private servers', the default server's (/tmp/tmux-UID), and the
-// directory of the socket of the tmux termsprawl was started in.
-func tmuxSocketDirs() []string {
-	dirs := []string{hosts.SocketDir(), filepath.Join("/tmp", fmt.Sprintf("tmux-%d", os.Getuid()))}
-	if t := os.Getenv("TMUX"); t != "" {
-		if sock, _, _ := strings.Cut(t, ","); filepath.IsAbs(sock) {
-			dirs = append(dirs, filepath.Dir(sock))
-		}
-	}
-	return dirs
-}
-
 // sandboxed wraps argv (a local node's program) in its profile's
 // sandbox, or refuses the launch with the reason and the fix.
 func (o *Orchestrator) sandboxed(ctx context.Context, spec LaunchSpec, id string, argv []string) ([]string, error) {
@@ -73,29 +58,12 @@ func (o *Orchestrator) sandboxed(ctx context.Context, spec LaunchSpec, id string
 	s := sandbox.Spec{Profile: p, Home: home, Dir: spec.Cwd, StateDir: o.cfg.StateDir,
 		Visible: []string{tools.SessionPath(o.cfg.StateDir, id), tools.EndpointPath(o.cfg.StateDir),
 			filepath.Join(o.cfg.StateDir, tools.AgentToolsDir)},
-		TmuxDirs: tmuxSocketDirs(), Hide: set.Hide, SharedCaches: set.SharedCaches,
+		TmuxDirs: sandbox.TmuxSocketDirs(hosts.SocketDir()), Hide: set.Hide, SharedCaches: set.SharedCaches,
 		CacheDir: o.sandboxCacheDir(id), UID: uid, GID: gid, Keep: []string{home}, Agent: spec.Agent}
-	if p == sandbox.Workspace {
-		s.Git = sandbox.FindGit(spec.Cwd)
-	}
 	if o.cfg.CtlPath != "" {
 		s.Keep = append(s.Keep, filepath.Dir(o.cfg.CtlPath))
 	}
-	for _, kv := range o.launchEnv(spec, id, "") {
-		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
-			s.Keep = append(s.Keep, filepath.SplitList(v)...)
-		}
-		if strings.HasPrefix(kv, "CLAUDE_CONFIG_DIR=") {
-			s.OwnClaudeConfig = true
-		}
-	}
-	if filepath.IsAbs(argv[0]) {
-		s.Keep = append(s.Keep, filepath.Dir(argv[0]))
-	}
-	if err := sandbox.Prepare(s); err != nil {
-		return nil, tools.Errorf(tools.KindUnavailable, "the %s sandbox: %w", p, err)
-	}
-	out, err := sandbox.Command(bwrap, s, argv)
+	out, err := sandbox.Wrap(bwrap, s, o.launchEnv(spec, id, ""), argv)
 	if err != nil {
 		return nil, tools.Errorf(tools.KindUnavailable, "the %s sandbox: %w", p, err)
 	}

@@ -464,6 +464,45 @@ func Command(bwrap string, s Spec, argv []string) ([]string, error) {
 	return append(append([]string{bwrap}, a...), argv...), nil
 }
 
+// Wrap prepares s and returns argv wrapped in bwrap: env is the
+// program's environment (the directories of its PATH stay reachable, and
+// a CLAUDE_CONFIG_DIR of its own is kept), argv[0]'s directory stays
+// reachable, and a workspace sandbox's git repository is found from
+// s.Dir.
+func Wrap(bwrap string, s Spec, env, argv []string) ([]string, error) {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			s.Keep = append(s.Keep, filepath.SplitList(v)...)
+		}
+		if strings.HasPrefix(kv, "CLAUDE_CONFIG_DIR=") {
+			s.OwnClaudeConfig = true
+		}
+	}
+	if filepath.IsAbs(argv[0]) {
+		s.Keep = append(s.Keep, filepath.Dir(argv[0]))
+	}
+	if s.Profile == Workspace {
+		s.Git = FindGit(s.Dir)
+	}
+	if err := Prepare(s); err != nil {
+		return nil, err
+	}
+	return Command(bwrap, s, argv)
+}
+
+// TmuxSocketDirs are every tmux socket directory of the user: private
+// (the private servers'), the default server's (/tmp/tmux-UID), and the
+// directory of the socket of the tmux termsprawl was started in ($TMUX).
+func TmuxSocketDirs(private string) []string {
+	dirs := []string{private, filepath.Join("/tmp", fmt.Sprintf("tmux-%d", os.Getuid()))}
+	if t := os.Getenv("TMUX"); t != "" {
+		if sock, _, _ := strings.Cut(t, ","); filepath.IsAbs(sock) {
+			dirs = append(dirs, filepath.Dir(sock))
+		}
+	}
+	return dirs
+}
+
 // FindGit finds the repository of dir without running git: the nearest
 // .git above it (a directory, or a file "gitdir: PATH" of a linked
 // worktree whose git directory names its common directory in
