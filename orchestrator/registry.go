@@ -3,7 +3,6 @@ package orchestrator
 import (
 	"context"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
@@ -156,47 +155,16 @@ func (o *Orchestrator) Resolve(word string) (string, error) {
 	if n, err := o.lookup(word); err == nil {
 		return n.Meta.ID, nil
 	}
-	var byName, byPrefix, known []string
+	var terms []tools.Named
 	for _, n := range o.sortedNodes() {
-		if n.IsClosing() {
-			continue
-		}
-		known = append(known, n.Meta.ID, n.Meta.Name)
-		if n.Meta.Name == word {
-			byName = append(byName, n.Meta.ID)
-		}
-		if strings.HasPrefix(n.Meta.ID, word) {
-			byPrefix = append(byPrefix, n.Meta.ID)
+		if !n.IsClosing() {
+			terms = append(terms, tools.Named{ID: n.Meta.ID, Name: n.Meta.Name})
 		}
 	}
 	for _, l := range o.lostSorted() { // lost nodes are named too (lost.go)
-		if l.Meta.ID == word {
-			return word, nil
-		}
-		known = append(known, l.Meta.ID, l.Meta.Name)
-		if l.Meta.Name == word {
-			byName = append(byName, l.Meta.ID)
-		}
-		if strings.HasPrefix(l.Meta.ID, word) {
-			byPrefix = append(byPrefix, l.Meta.ID)
-		}
+		terms = append(terms, tools.Named{ID: l.Meta.ID, Name: l.Meta.Name})
 	}
-	for _, ids := range [][]string{byName, byPrefix} {
-		switch {
-		case len(ids) == 1:
-			return ids[0], nil
-		case len(ids) > 1:
-			return "", tools.Errorf(tools.KindUsage, "%q names %d terminals (%s): use one of their ids", word, len(ids), strings.Join(ids, ", ")).
-				WithDetails("candidates", ids)
-		}
-	}
-	// A near id or name (CONTRACT §18: within two edits) is suggested.
-	near := tools.Suggest(word, known, false)
-	e := tools.Errorf(tools.KindNotFound, "no terminal %q%s: call terminal_list to see the terminals", word, tools.DidYouMean(near))
-	if len(near) > 0 {
-		e = e.WithDetails("suggestions", near)
-	}
-	return "", e
+	return tools.ResolveTerminal(word, terms)
 }
 
 // CurrentPath is the working directory of a node's program as tmux knows

@@ -126,3 +126,42 @@ func editDistance(a, b string, max int) int {
 	}
 	return rows[len(ra)][len(rb)]
 }
+
+// Named is a terminal as a terminal argument may name it.
+type Named struct{ ID, Name string }
+
+// ResolveTerminal names a terminal the way every terminal argument does
+// (CONTRACT §10), among terms: an exact id, else an exact name when
+// unique, else a unique id prefix. Ambiguity is a usage error listing the
+// candidates; no match is not_found, suggesting a near id or name.
+func ResolveTerminal(word string, terms []Named) (string, error) {
+	var byName, byPrefix, known []string
+	for _, t := range terms {
+		if t.ID == word {
+			return word, nil
+		}
+		known = append(known, t.ID, t.Name)
+		if t.Name == word {
+			byName = append(byName, t.ID)
+		}
+		if strings.HasPrefix(t.ID, word) {
+			byPrefix = append(byPrefix, t.ID)
+		}
+	}
+	for _, ids := range [][]string{byName, byPrefix} {
+		switch {
+		case len(ids) == 1:
+			return ids[0], nil
+		case len(ids) > 1:
+			return "", Errorf(KindUsage, "%q names %d terminals (%s): use one of their ids", word, len(ids), strings.Join(ids, ", ")).
+				WithDetails("candidates", ids)
+		}
+	}
+	// A near id or name (CONTRACT §18: within two edits) is suggested.
+	near := Suggest(word, known, false)
+	e := Errorf(KindNotFound, "no terminal %q%s: call terminal_list to see the terminals", word, DidYouMean(near))
+	if len(near) > 0 {
+		e = e.WithDetails("suggestions", near)
+	}
+	return "", e
+}
