@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -404,5 +403,3 @@ func (o *Orchestrator) writeSessionFile(meta NodeMeta) error {
 	o.born(meta)
 	return nil
 }
-
-var slugRE = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)

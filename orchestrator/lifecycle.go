@@ -2,8 +2,6 @@ package orchestrator
 
 import (
 	"os"
-	"strconv"
-	"strings"
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
@@ -108,30 +106,11 @@ func (r *reservation) register(n *node.Node) {
 // node's, not reserved by a launch under way, no metadata file. Call with
 // idMu held.
 func (o *Orchestrator) allocateID(name string) string {
-	base := strings.Trim(slugRE.ReplaceAllString(name, "-"), "-_")
-	if len(base) > 40 {
-		base = base[:40]
-	}
-	taken := func(id string) bool {
-		if _, ok := o.reserved[id]; ok {
-			return true
-		}
-		if id == tools.OperatorNode || o.node(id) != nil {
+	return tools.NodeIDFor(name, func(id string) bool {
+		if _, ok := o.reserved[id]; ok || o.node(id) != nil {
 			return true
 		}
 		_, err := os.Stat(o.metaPath(id))
 		return err == nil
-	}
-	if base != "" && tools.ValidNodeID(base) && !taken(base) {
-		return base
-	}
-	if base == "" || !tools.ValidNodeID(base) {
-		base = "term"
-	}
-	for i := 1; ; i++ {
-		id := base + "-" + strconv.Itoa(i)
-		if !taken(id) {
-			return id
-		}
-	}
+	})
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/termsprawl/termsprawl/internal/ctllite"
 	"io/fs"
 	"net"
 	"net/url"
@@ -16,6 +15,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/termsprawl/termsprawl/internal/ctllite"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxenv"
 )
@@ -340,6 +341,31 @@ var nodeIDRE = regexp.MustCompile(nodeIDPattern)
 
 // ValidNodeID reports whether s is a node id: ^[a-zA-Z0-9][a-zA-Z0-9_-]{0,63}$.
 func ValidNodeID(s string) bool { return nodeIDRE.MatchString(s) }
+
+var slugRE = regexp.MustCompile(`[^a-zA-Z0-9_-]+`)
+
+// NodeIDFor is a free node id made from name: name itself cut to a slug
+// of at most 40 characters, else that slug (or "term" when name gives
+// none) with the first free "-N". taken says whether an id is in use;
+// the operator's id always is.
+func NodeIDFor(name string, taken func(id string) bool) string {
+	base := strings.Trim(slugRE.ReplaceAllString(name, "-"), "-_")
+	if len(base) > 40 {
+		base = base[:40]
+	}
+	used := func(id string) bool { return id == OperatorNode || taken(id) }
+	if base != "" && ValidNodeID(base) && !used(base) {
+		return base
+	}
+	if base == "" || !ValidNodeID(base) {
+		base = "term"
+	}
+	for i := 1; ; i++ {
+		if id := base + "-" + strconv.Itoa(i); !used(id) {
+			return id
+		}
+	}
+}
 
 // ValidToken reports whether s is 64 lowercase hex characters.
 func ValidToken(s string) bool { return ctllite.ValidToken(s) }

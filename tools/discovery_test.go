@@ -422,3 +422,26 @@ func TestEnsureStateDirForeignOwner(t *testing.T) {
 		t.Fatalf("a state dir owned by another user: %v", err)
 	}
 }
+
+func TestNodeIDFor(t *testing.T) {
+	inUse := map[string]bool{"web": true, "web-1": true, "term-1": true}
+	taken := func(id string) bool { return inUse[id] }
+	long := strings.Repeat("x", 50)
+	cases := []struct{ name, want string }{
+		{"api", "api"},
+		{"web", "web-2"},                // web and web-1 are taken
+		{"my app/../x", "my-app-x"},     // a slug of the name
+		{"", "term-2"},                  // no name: term-N
+		{"-_-", "term-2"},               // nothing left of the name
+		{"_x", "x"},                     // trimmed to a valid id
+		{"operator", "operator-1"},      // the operator's id is never a node's
+		{long, strings.Repeat("x", 40)}, // cut to 40
+		{"ünïcode", "n-code"},           // non-ASCII runs become one dash, then trimmed
+		{"$(rm -rf ~)", "rm--rf"},       // a hostile name is only a slug
+	}
+	for _, c := range cases {
+		if got := NodeIDFor(c.name, taken); got != c.want || !ValidNodeID(got) {
+			t.Errorf("NodeIDFor(%q) = %q (valid %v); want %q", c.name, got, ValidNodeID(got), c.want)
+		}
+	}
+}
