@@ -1,8 +1,6 @@
 package orchestrator
 
 import (
-	"time"
-
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
 	"github.com/termsprawl/termsprawl/orchestrator/memtrim"
@@ -32,9 +30,6 @@ func (e nodeEnv) StatusChanged()               { e.o.statusChanged() }
 func (e nodeEnv) KeepExit(id string, code int) { e.o.keepExit(id, code) }
 func (e nodeEnv) ClientEnded(n *node.Node)     { e.o.clientEnded(n) }
 func (e nodeEnv) MetaPath(id string) string    { return e.o.metaPath(id) }
-func (e nodeEnv) NewRecordingDir(name string, t time.Time) (string, error) {
-	return e.o.newRecordingDir(name, t)
-}
 
 func (e nodeEnv) Hooks() *node.Hooks {
 	if e.o.hooks == nil {

@@ -2,14 +2,7 @@ package orchestrator
 
 import (
 	"context"
-	"errors"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"strconv"
-	"time"
 
-	"github.com/termsprawl/termsprawl/orchestrator/record"
 	"github.com/termsprawl/termsprawl/orchestrator/traces"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -43,20 +36,4 @@ func (o *Orchestrator) Mark(id, label string) (tools.MarkResult, error) {
 		return tools.MarkResult{}, err
 	}
 	return n.Mark(label)
-}
-
-// newRecordingDir picks <state>/traces/<name>-<UTC time>, with -2, -3 …
-// when a recording of the same name started in the same second.
-func (o *Orchestrator) newRecordingDir(name string, t time.Time) (string, error) {
-	base := filepath.Join(o.cfg.StateDir, TracesDir, record.DirName(name, t))
-	for i := 1; i <= 100; i++ {
-		dir := base
-		if i > 1 {
-			dir = base + "-" + strconv.Itoa(i)
-		}
-		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
-			return dir, nil
-		}
-	}
-	return "", tools.Errorf(tools.KindRejected, "too many recordings named %s in one second", base)
 }

@@ -30,8 +30,6 @@ type Env interface {
 	ClientEnded(n *Node)
 	// MetaPath is the path of a node's meta file.
 	MetaPath(id string) string
-	// NewRecordingDir makes a new recording's directory.
-	NewRecordingDir(name string, t time.Time) (string, error)
 	// Hooks are the node's test seams (never nil).
 	Hooks() *Hooks
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator/record"
@@ -69,7 +70,7 @@ func (n *Node) saveMeta() error {
 // position the mirror shows on goes to the recording.
 func (n *Node) startRecording() error {
 	now := time.Now()
-	dir, err := n.Env.NewRecordingDir(n.Meta.Name, now)
+	dir, err := record.NewDir(filepath.Join(n.Env.Limits().StateDir, record.TracesDir), n.Meta.Name, now)
 	if err != nil {
 		return err
 	}

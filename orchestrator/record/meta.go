@@ -2,9 +2,12 @@ package record
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
@@ -128,3 +131,23 @@ func writeMetaAtomic(dir string, raw []byte) error {
 
 // ReadMeta reads a recording directory's meta.json.
 func ReadMeta(dir string) (Meta, error) { return readMeta(dir) }
+
+// TracesDir is the folder of recordings under the state dir.
+const TracesDir = "traces"
+
+// NewDir picks a new recording's directory under traces:
+// <traces>/<DirName(node, t)>, with -2, -3 … when a recording of the
+// same name started in the same second.
+func NewDir(traces, node string, t time.Time) (string, error) {
+	base := filepath.Join(traces, DirName(node, t))
+	for i := 1; i <= 100; i++ {
+		dir := base
+		if i > 1 {
+			dir = base + "-" + strconv.Itoa(i)
+		}
+		if _, err := os.Lstat(dir); errors.Is(err, fs.ErrNotExist) {
+			return dir, nil
+		}
+	}
+	return "", tools.Errorf(tools.KindRejected, "too many recordings named %s in one second", base)
+}

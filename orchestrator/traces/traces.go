@@ -23,7 +23,7 @@ import (
 // ("trace-1", …) do not survive a restart (open the path again).
 
 // TracesDir is the folder of recordings under the state dir.
-const TracesDir = "traces"
+const TracesDir = record.TracesDir
 
 // Tools are the trace tools over one registry.
 type Tools struct {
