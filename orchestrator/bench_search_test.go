@@ -74,8 +74,8 @@ func BenchmarkFleetSearch(b *testing.B) {
 
 	b.Run("engine", func(b *testing.B) {
 		var cmds atomic.Int64
-		o.hooks.searchCommand = func() { cmds.Add(1) }
-		b.Cleanup(func() { o.hooks.searchCommand = nil })
+		o.hooks.SearchCommand = func() { cmds.Add(1) }
+		b.Cleanup(func() { o.hooks.SearchCommand = nil })
 		runs := 0
 		for b.Loop() {
 			r, err := o.Search(bctx(b, 5*time.Minute), spec)

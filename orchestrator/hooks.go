@@ -46,11 +46,6 @@ type hooks struct {
 	humanClients func(shards int)
 	// reclaimed, if set, is told each shard socket that was reclaimed.
 	reclaimed func(socket string)
-	// searchCommand, if set, runs for each command line a search sends
-	// to tmux (benchmarks count them); searchCaptured after a node's
-	// capture arrived, before it is searched (tests widen the window).
-	searchCommand  func()
-	searchCaptured func(id string)
 	// lost, if set, runs when loseNode has listed a node.
 	lost func(id string)
 	// render, if set, is told the bytes held by every screenshot draw in

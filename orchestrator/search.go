@@ -2,11 +2,9 @@ package orchestrator
 
 import (
 	"context"
-	"fmt"
 	"path/filepath"
 
 	"github.com/termsprawl/termsprawl/orchestrator/fleetsearch"
-	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -31,9 +29,8 @@ func (o *Orchestrator) Search(ctx context.Context, spec SearchSpec) (tools.Fleet
 	return s.Run(ctx, spec)
 }
 
-// searchCapture reads one node's history and screen: one command line
-// (the sizes and capture-pane -J of the whole history) on its control
-// client.
+// searchCapture reads one node's history and screen once the search
+// took its share (node.SearchCapture).
 func (o *Orchestrator) searchCapture(ctx context.Context, id string, take func() error) (fleetsearch.Capture, error) {
 	n, err := o.lookup(id)
 	if err != nil {
@@ -42,22 +39,5 @@ func (o *Orchestrator) searchCapture(ctx context.Context, id string, take func()
 	if err := take(); err != nil {
 		return fleetsearch.Capture{}, err
 	}
-	if h := o.hooks.searchCommand; h != nil {
-		h()
-	}
-	outs, err := n.Cmd().RunMany(ctx,
-		tmuxctl.Command("display-message", "-p", "-t", n.Pane, "#{history_size} #{pane_width}"),
-		tmuxctl.Command("capture-pane", "-p", "-J", "-S", "-", "-E", "-", "-t", n.Pane))
-	if err == nil && (len(outs) != 2 || len(outs[0]) != 1) {
-		err = fmt.Errorf("unexpected reply %d blocks", len(outs))
-	}
-	if err != nil {
-		return fleetsearch.Capture{}, n.TmuxErr("search", err)
-	}
-	if h := o.hooks.searchCaptured; h != nil {
-		h(id)
-	}
-	c := fleetsearch.Capture{Name: n.Meta.Name, Lines: outs[1]}
-	fmt.Sscanf(outs[0][0], "%d %d", &c.Hist, &c.Cols)
-	return c, nil
+	return n.SearchCapture(ctx)
 }

@@ -27,7 +27,7 @@ func TestSearchBoundsCaptures(t *testing.T) {
 	held, most := 0, 0
 	full := make(chan struct{})
 	var fullOnce sync.Once
-	o.hooks.searchCaptured = func(string) {
+	o.hooks.SearchCaptured = func(string) {
 		mu.Lock()
 		held++
 		most = max(most, held)
@@ -43,7 +43,7 @@ func TestSearchBoundsCaptures(t *testing.T) {
 		held--
 		mu.Unlock()
 	}
-	t.Cleanup(func() { o.hooks.searchCaptured = nil })
+	t.Cleanup(func() { o.hooks.SearchCaptured = nil })
 	r, err := o.Search(t.Context(), SearchSpec{Pattern: "bound-marker-", Nodes: ids})
 	if err != nil {
 		t.Fatal(err)

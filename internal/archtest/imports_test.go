@@ -58,7 +58,8 @@ var allowed = map[string][]string{
 	"orchestrator/node": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/hosts", module + "/orchestrator/screen",
 		module + "/orchestrator/render", module + "/orchestrator/record", module + "/orchestrator/proc", module + "/orchestrator/termio",
 		module + "/orchestrator/applog", module + "/orchestrator/textwait", module + "/orchestrator/sandbox", module + "/orchestrator/semstore",
-		module + "/orchestrator/termquery", module + "/orchestrator/statefile", module + "/orchestrator/memtrim", module + "/orchestrator/semantic"},
+		module + "/orchestrator/termquery", module + "/orchestrator/statefile", module + "/orchestrator/memtrim", module + "/orchestrator/semantic",
+		module + "/orchestrator/fleetsearch"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.

@@ -31,6 +31,11 @@ type Hooks struct {
 	// Attach, if set, runs first in attach; an error it returns is
 	// attach's.
 	Attach func(n *Node) error
+	// SearchCommand, if set, runs for each command line a search sends
+	// to tmux (benchmarks count them); SearchCaptured after a node's
+	// capture arrived, before it is searched (tests widen the window).
+	SearchCommand  func()
+	SearchCaptured func(id string)
 	// WaitLoop, if set, runs once per turn of a wait's loop (tests
 	// count the turns).
 	WaitLoop func(n *Node)
