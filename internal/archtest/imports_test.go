@@ -64,7 +64,7 @@ var allowed = map[string][]string{
 	// hosts' connections, the engine only through its Engine interface;
 	// never the engine or the tool server.
 	"orchestrator/hostnodes": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/hosts", module + "/orchestrator/node",
-		module + "/orchestrator/statefile", module + "/orchestrator/proc"},
+		module + "/orchestrator/statefile", module + "/orchestrator/proc", module + "/orchestrator/launchenv"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.

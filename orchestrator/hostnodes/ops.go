@@ -127,7 +127,7 @@ func (r *Hosts) AttachArgv(m statefile.NodeMeta) []string {
 // termsprawlctl and the path of its MCP registration there (written now).
 // Empty ctl: the host has no termsprawlctl.
 func (r *Hosts) AgentConfig(ctx context.Context, host string) (ctl, mcpConfig string, err error) {
-	h, err := r.For(ctx, host)
+	h, err := r.connected(ctx, host)
 	if err != nil {
 		return "", "", err
 	}

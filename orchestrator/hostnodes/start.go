@@ -103,10 +103,10 @@ func (h *host) placeholders() {
 	}
 }
 
-// For returns the connected host of a launch (or of an agent's files),
+// connected returns the connected host of a launch (or of an agent's files),
 // or the error to answer: an unknown host, or one that cannot be reached
 // now (tried at once, so the caller hears why not).
-func (r *Hosts) For(ctx context.Context, name string) (*hosts.SSH, error) {
+func (r *Hosts) connected(ctx context.Context, name string) (*hosts.SSH, error) {
 	h := r.host(name)
 	if h == nil {
 		return nil, r.set.Unknown(name, ": add it with `termsprawl up --host "+name+"=[user@]machine`")
