@@ -60,7 +60,7 @@ func (o *Orchestrator) liveSessions(ctx context.Context, srv hosts.Server) (map[
 // session" (any other error is not certainty).
 func (o *Orchestrator) sessionGone(ctx context.Context, m NodeMeta) bool {
 	if m.Host != "" {
-		return o.remoteSessionGone(ctx, m)
+		return o.hosts.SessionGone(ctx, m)
 	}
 	socket := cmp.Or(m.Socket, o.cfg.Socket)
 	srv := o.shards.Get(socket)
@@ -150,7 +150,7 @@ func (o *Orchestrator) adopt(ctx context.Context) error {
 	// Forget nodes whose sessions are gone: each one confirmed.
 	for id, m := range metas {
 		if live[id] != nil || m.Host != "" {
-			continue // remote nodes are the host's business (remote.go)
+			continue // remote nodes are the host's business (orchestrator/hostnodes)
 		}
 		if !o.sessionGone(ctx, m.NodeMeta) {
 			o.log.Warn("node not adopted but its session may exist: keeping its files", "node", id)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hostnodes"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
@@ -35,11 +36,11 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 		return o.Forget(id) // a lost node has nothing to end (lost.go)
 	}
 	if n := o.node(id); n != nil && n.ClosePending.Load() {
-		return closePendingErr(n) // still waiting for its host (remote_close.go)
+		return hostnodes.ClosePendingErr(n) // still waiting for its host (hostnodes)
 	}
 	n, err := o.lookupFor(id, true)
-	if m := o.node(id); err != nil && m != nil && !m.IsClosing() && m.Meta.Host != "" && o.hostDown(m) {
-		n, err = m, nil // its host is unreachable: the close waits for it (remote_close.go)
+	if m := o.node(id); err != nil && m != nil && !m.IsClosing() && m.Meta.Host != "" && o.hosts.Down(m) {
+		n, err = m, nil // its host is unreachable: the close waits for it (hostnodes)
 	}
 	if err != nil {
 		return err
@@ -59,13 +60,13 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	if err := statefile.WriteCloseMark(o.cfg.StateDir, id, intentOf(ctx)); err != nil {
 		o.log.Warn("record a close's intent", "node", id, "err", err)
 	}
-	if o.hostDown(n) {
+	if o.hosts.Down(n) {
 		// Nothing can end it now: listed as closing until the host
-		// answers (remote_close.go), never forgotten.
+		// answers (hostnodes), never forgotten.
 		defer o.ops.Done()
 		n.Detach()
 		n.ClosePending.Store(true)
-		return closePendingErr(n)
+		return hostnodes.ClosePendingErr(n)
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeDeadline)
 	done := make(chan error, 1)
@@ -73,9 +74,9 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 		defer o.ops.Done()
 		defer cancel()
 		err := o.closeNode(cctx, n)
-		if err != nil && o.hostDown(n) {
+		if err != nil && o.hosts.Down(n) {
 			n.ClosePending.Store(true) // the host went away during the close
-			err = closePendingErr(n)
+			err = hostnodes.ClosePendingErr(n)
 		}
 		if err == nil && n.Meta.Host == "" {
 			o.reclaimShards(cctx) // an empty shard's server goes too
@@ -112,7 +113,7 @@ func (o *Orchestrator) closeNode(ctx context.Context, n *node.Node) error {
 	// output for it before it goes (docs/TMUX-CRASHES.md).
 	clientPid := 0
 	if n.Client != nil {
-		clientPid = o.clientPID(ctx, n)
+		clientPid = hostnodes.ClientPID(ctx, n)
 	}
 	n.Detach()
 	if o.hooks.closed != nil {
@@ -176,8 +177,8 @@ func (o *Orchestrator) clientEnded(n *node.Node) {
 		return // closed on purpose
 	default:
 	}
-	if o.remoteLost(n) {
-		return // its host is unreachable: the host reconnects (host.go)
+	if o.hosts.ClientLost(n) {
+		return // its host is unreachable: the host reconnects (hostnodes)
 	}
 	if reason, dead := o.serverDeaths.Died(n.Srv, o.log); dead {
 		// Every node of the server is lost at once (CONTRACT §26): listed

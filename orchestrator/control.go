@@ -44,7 +44,7 @@ func (o *Orchestrator) Signal(id, sig string) (tools.SignalResult, error) {
 		return tools.SignalResult{}, tools.Errorf(tools.KindNotRun, "terminal %q has no running program to signal", id)
 	}
 	if n.Meta.Host != "" {
-		return o.remoteSignal(n, pid, strings.ToUpper(sig), s)
+		return o.hosts.Signal(n, pid, strings.ToUpper(sig), s)
 	}
 	// The pane's program leads its own process group (tmux made it a
 	// session leader): signal the group, falling back to the process.
@@ -77,11 +77,12 @@ func (o *Orchestrator) Focus(ctx context.Context, id string) (tools.FocusResult,
 
 // AttachArgv is the command that attaches a terminal to the node.
 func (o *Orchestrator) AttachArgv(id string) []string {
-	if argv := o.remoteAttachArgv(id); argv != nil {
-		return argv
+	m, ok := o.Meta(id)
+	if argv := o.hosts.AttachArgv(m); argv != nil {
+		return argv // a node on a host
 	}
 	socket := o.cfg.Socket
-	if m, ok := o.Meta(id); ok && m.Socket != "" {
+	if ok && m.Socket != "" {
 		socket = m.Socket
 	}
 	return []string{o.cfg.Tmux, "-L", socket, "attach-session", "-t", "ts-" + id}

@@ -12,7 +12,7 @@ import (
 // every pane's dead flag in one command per server and updates the nodes.
 func (o *Orchestrator) watchDeaths() {
 	defer o.wg.Done()
-	w := &hosts.DeathWatch{Deaths: o.deaths, Stop: o.stop, Shards: o.shards, Hosts: o.hosts, Handle: o.paneDeaths,
+	w := &hosts.DeathWatch{Deaths: o.deaths, Stop: o.stop, Shards: o.shards, Hosts: o.hosts.Set(), Handle: o.paneDeaths,
 		BeginOp: o.beginOp, EndOp: o.ops.Done, Log: o.log,
 		BeforeList: func(srv *tmuxServer) {
 			if h := o.hooks.listPanes; h != nil {

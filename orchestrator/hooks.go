@@ -29,7 +29,8 @@ type hooks struct {
 	// hostLost runs when a host was marked unreachable, before the
 	// supervisor reconnects; hostAdopted after a (re)connect's sessions
 	// are mirrored again; hostConnect at the start of every connection
-	// attempt.
+	// attempt. New hands them to orchestrator/hostnodes (its Config):
+	// set them in Config.hooks.
 	hostLost, hostAdopted, hostConnect func(host string)
 	// kept, if set, runs after each round of the keeper.
 	kept func()

@@ -2,19 +2,18 @@ package orchestrator
 
 import (
 	"context"
-	"sort"
-	"sync"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hostnodes"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
-	"github.com/termsprawl/termsprawl/orchestrator/proc"
-	"github.com/termsprawl/termsprawl/orchestrator/statefile"
+	"github.com/termsprawl/termsprawl/orchestrator/node"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // Hosts: tmux servers on other machines, reached over ssh (CONTRACT §17).
-// The connection — ssh master, probe, the host's tmux server, reconnects —
-// is orchestrator/hosts' (hosts.SSH); the engine keeps the host's nodes
-// (remote.go) and is told of connections and losses through hooks.
+// The connection is orchestrator/hosts' (hosts.SSH); the nodes on hosts
+// — the host table, adoption, placeholders, closes that wait for their
+// host, host_list and host_remove — are orchestrator/hostnodes', which
+// sees the engine through hostEnv. This is the glue.
 
 // Host connection states (HostStatus.State).
 const (
@@ -22,9 +21,6 @@ const (
 	HostConnected   = hosts.StateConnected
 	HostUnreachable = hosts.StateUnreachable
 )
-
-// hostConnectTimeout bounds one connection attempt.
-const hostConnectTimeout = hosts.ConnectTimeout
 
 // HostError is why a host could not be used (hosts.Error).
 type HostError = hosts.Error
@@ -36,96 +32,11 @@ var ErrHostUnreachable = hosts.ErrUnreachable
 // HostStatus is one host as doctor and tests see it.
 type HostStatus = hosts.Status
 
-// remoteHost is one machine as the engine sees it: its connection
-// (hosts.SSH) and the orchestrator whose nodes live there.
-type remoteHost struct {
-	*hosts.SSH
-	o *Orchestrator
-}
-
-// startHosts makes the host set and, for each host, connects, adopts its
-// sessions and starts its supervisor. A host that cannot be reached does
-// not stop the orchestrator: it is logged and retried in the background.
-func (o *Orchestrator) startHosts(ctx context.Context) error {
-	o.hosts = hosts.NewSet()
-	seen, err := hosts.CheckSpecs(o.cfg.Hosts)
-	if err != nil {
-		return err
-	}
-	o.warnUnknownHosts(seen)
-	var wg sync.WaitGroup
-	for _, spec := range o.cfg.Hosts {
-		h := &remoteHost{o: o}
-		h.SSH = hosts.NewSSH(hosts.SSHConfig{Spec: spec, StateDir: o.cfg.StateDir, Deaths: o.deaths, Log: o.log,
-			Endpoint:    o.hosts.Endpoint,
-			SysProcAttr: proc.DieWithParent,
-			OnConnected: func(ctx context.Context) { h.adoptSessions(ctx) },
-			OnLost:      h.markUnreachable,
-			AfterLost: func() {
-				if o.hooks.hostLost != nil {
-					o.hooks.hostLost(spec.Name)
-				}
-			},
-			BeforeConnect: func() {
-				if o.hooks.hostConnect != nil {
-					o.hooks.hostConnect(spec.Name)
-				}
-			},
-		})
-		o.hosts.Add(spec.Name, h.SSH)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			cctx, cancel := context.WithTimeout(ctx, hostConnectTimeout)
-			defer cancel()
-			if err := h.Connect(cctx); err != nil {
-				o.log.Warn("host not reachable; retrying in the background", "host", spec.Name, "err", err)
-				h.placeholders()
-			} else {
-				h.adoptSessions(cctx)
-			}
-			h.Start()
-		}()
-	}
-	wg.Wait()
-	return nil
-}
-
-// warnUnknownHosts says which nodes belong to a host that is no longer
-// configured (hosts.json edited by hand): they are not listed, and the
-// way to end or forget them is to name the host again and remove it.
-func (o *Orchestrator) warnUnknownHosts(known map[string]string) {
-	orphans := map[string][]string{}
-	for id, read := range statefile.ReadMetas(o.cfg.StateDir) {
-		if read.Err == nil && read.Host != "" {
-			if _, ok := known[read.Host]; !ok {
-				orphans[read.Host] = append(orphans[read.Host], id)
-			}
-		}
-	}
-	for host, ids := range orphans {
-		sort.Strings(ids)
-		o.log.Warn("nodes of a host that is not configured are not listed: name the host again (termsprawl up --host "+host+"=DEST), then `termsprawl hosts rm "+host+" --close-nodes` closes them, or forgets them if the host is gone for good",
-			"host", host, "nodes", ids)
-	}
-}
-
-// markUnreachable marks the host's nodes unreachable (the connection was
-// lost; the remote tmux server and its programs keep running).
-func (h *remoteHost) markUnreachable() {
-	for _, n := range h.o.sortedNodes() {
-		if _, _, gone := n.State(); n.Meta.Host == h.Spec().Name && !gone {
-			n.SetStatus(tools.StatusUnreachable, nil)
-		}
-	}
-}
-
-// host returns the host of name, or nil.
-func (o *Orchestrator) host(name string) *remoteHost {
-	if h := o.hosts.Get(name); h != nil {
-		return &remoteHost{SSH: h, o: o}
-	}
-	return nil
+// newHosts is the engine's host room, empty until Start; its test seams
+// are the engine's hooks.
+func (o *Orchestrator) newHosts() *hostnodes.Hosts {
+	return hostnodes.New(hostnodes.Config{StateDir: o.cfg.StateDir, Log: o.log, Deaths: o.deaths, CloseDeadline: closeDeadline,
+		Engine: hostEnv{o}, Lost: o.hooks.hostLost, Adopted: o.hooks.hostAdopted, Connect: o.hooks.hostConnect})
 }
 
 // Hosts reports every host's connection.
@@ -134,3 +45,79 @@ func (o *Orchestrator) Hosts() []HostStatus { return o.hosts.Statuses() }
 // SetEndpoint tells the hosts where the tool server listens: each gets
 // the reverse forward and its endpoint.json now and after every reconnect.
 func (o *Orchestrator) SetEndpoint(ep tools.Endpoint) { o.hosts.SetEndpoint(ep) }
+
+// HostList reports every host: its state, node count, a round trip
+// measured now and since when the state holds (hostnodes.Hosts.List).
+func (o *Orchestrator) HostList(ctx context.Context) []tools.HostInfo { return o.hosts.List(ctx) }
+
+// RemoveHost stops driving host name and removes it from hosts.json;
+// with closeNodes its live nodes are closed first (hostnodes.Hosts.Remove).
+func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes bool) (tools.HostRemoved, error) {
+	return o.hosts.Remove(ctx, name, closeNodes, intentOf(ctx))
+}
+
+// HostAgentConfig is what an agent launched on host needs: the remote
+// termsprawlctl and the path of its MCP registration there (written now).
+// Empty ctl: the host has no termsprawlctl.
+func (o *Orchestrator) HostAgentConfig(ctx context.Context, host string) (ctl, mcpConfig string, err error) {
+	return o.hosts.AgentConfig(ctx, host)
+}
+
+// HostCtlMissing is what an agent launched on host is told when the host
+// has no termsprawlctl (TERMSPRAWL_CTL_MISSING in its environment): its
+// node runs and is driven, but it cannot call termsprawl. Empty when the
+// host has one, or is not known.
+func (o *Orchestrator) HostCtlMissing(host string) string { return o.hosts.CtlMissing(host) }
+
+// serverFor is the tmux server a node's session is on.
+func (o *Orchestrator) serverFor(meta NodeMeta) hosts.Server {
+	if meta.Host != "" {
+		if srv, ok := o.hosts.LastServer(meta.Host); ok {
+			return srv
+		}
+	}
+	if srv := o.shards.Get(meta.Socket); srv != nil && meta.Host == "" {
+		return srv
+	}
+	return o.shards.List()[0]
+}
+
+// hostEnv is the engine as the nodes on hosts see it (hostnodes.Engine).
+type hostEnv struct{ o *Orchestrator }
+
+func (e hostEnv) Nodes() []*node.Node               { return e.o.sortedNodes() }
+func (e hostEnv) Node(id string) *node.Node         { return e.o.node(id) }
+func (e hostEnv) Forget(id string)                  { e.o.forget(id) }
+func (e hostEnv) ForgetClosed(n *node.Node)         { e.o.forgetClosed(n) }
+func (e hostEnv) RemoveFiles(id string)             { e.o.removeFiles(id) }
+func (e hostEnv) NewNode(m NodeMeta) *node.Node     { return e.o.newNode(m) }
+func (e hostEnv) WriteSessionFile(m NodeMeta) error { return e.o.writeSessionFile(m) }
+func (e hostEnv) Reattach(n *node.Node)             { e.o.reattach(n) }
+func (e hostEnv) OpDone()                           { e.o.ops.Done() }
+
+func (e hostEnv) Register(n *node.Node) {
+	e.o.mu.Lock()
+	e.o.nodes[n.Meta.ID] = n
+	e.o.mu.Unlock()
+}
+
+func (e hostEnv) Unregister(id string) {
+	e.o.mu.Lock()
+	delete(e.o.nodes, id)
+	e.o.mu.Unlock()
+}
+
+func (e hostEnv) ListUnreachable(m NodeMeta, base uint64, reason string) {
+	e.o.listUnreachable(m, base, reason)
+}
+
+func (e hostEnv) LiveSessions(ctx context.Context, srv hosts.Server) (map[string]bool, error) {
+	return e.o.liveSessions(ctx, srv)
+}
+
+func (e hostEnv) BeginOp() error {
+	if !e.o.beginOp() {
+		return errShuttingDown()
+	}
+	return nil
+}

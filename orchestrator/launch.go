@@ -102,11 +102,11 @@ func (o *Orchestrator) target(ctx context.Context, spec LaunchSpec) (launchTarge
 	if len(spec.Logs) > 0 {
 		return nil, usage("logs are followed on this machine only, and host %s is another: launch without logs, or tail the log in a node on that host", spec.Host)
 	}
-	h, _, err := o.hostFor(ctx, spec.Host)
+	t, err := o.hosts.Target(ctx, spec.Host)
 	if err != nil {
 		return nil, err
 	}
-	return hostTarget{h}, nil
+	return hostTarget{t}, nil
 }
 
 // Launch creates a node: its files first (so TERMSPRAWL_SESSION_FILE is

@@ -20,6 +20,7 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/sandbox"
 
 	"github.com/termsprawl/termsprawl/orchestrator/config"
+	"github.com/termsprawl/termsprawl/orchestrator/hostnodes"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/launchenv"
 	"github.com/termsprawl/termsprawl/orchestrator/memtrim"
@@ -173,8 +174,8 @@ type Orchestrator struct {
 	// counted once (ServerHealth).
 	serverDeaths hosts.Deaths
 
-	procs *proc.Watcher // nil where pidfds are not available
-	hosts *hosts.Set    // the machines driven over ssh (host.go; nil until startHosts)
+	procs *proc.Watcher    // nil where pidfds are not available
+	hosts *hostnodes.Hosts // the machines driven over ssh and their nodes (host.go)
 	// traces are the recordings opened for reading (trace_open).
 	traces *record.Registry
 	// renders is the screenshots' memory budget (screenshot.go).
@@ -243,6 +244,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 			h(inFlight)
 		}
 	})
+	o.hosts = o.newHosts()
 	o.shards = hosts.NewShards(hosts.ShardsConfig{Tmux: cfg.Tmux, Socket: cfg.Socket, StateDir: cfg.StateDir, Conf: serverConf(cfg),
 		Env: launchenv.Tmux, Deaths: deaths, Mirror: !cfg.ClientPerNode, Size: cfg.ShardSize, Log: cfg.Logger,
 		Reclaimed: func(socket string) {
@@ -264,7 +266,7 @@ func New(ctx context.Context, cfg Config) (*Orchestrator, error) {
 		o.Close()
 		return nil, err
 	}
-	if err := o.startHosts(ctx); err != nil {
+	if err := o.hosts.Start(ctx, cfg.Hosts); err != nil {
 		o.Close()
 		return nil, err
 	}
@@ -296,7 +298,7 @@ func (o *Orchestrator) Close() {
 	}
 	o.output.Stop() // no return of memory after Close (memory.go)
 	// Host supervisors adopt sessions: stop them first.
-	o.hosts.StopAll()
+	o.hosts.Set().StopAll()
 	o.mu.Lock()
 	if o.closing {
 		o.mu.Unlock()
@@ -331,7 +333,7 @@ func (o *Orchestrator) Close() {
 	for _, s := range o.shards.List() {
 		s.Close()
 	}
-	o.hosts.ShutdownAll()
+	o.hosts.Set().ShutdownAll()
 	o.wg.Wait()
 }
 

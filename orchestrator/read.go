@@ -20,7 +20,7 @@ func (o *Orchestrator) List(ctx context.Context) []tools.NodeInfo {
 		}
 		info := n.Info(len(clients[n.Srv][n.Session()]))
 		if pending {
-			info.Status = tools.StatusClosing // until its host confirms (remote_close.go)
+			info.Status = tools.StatusClosing // until its host confirms (orchestrator/hostnodes)
 		}
 		out = append(out, info)
 	}

@@ -75,7 +75,7 @@ func (o *Orchestrator) stillborn(m NodeMeta) {
 
 // gone tells the OnGone hook that n's life ended.
 func (o *Orchestrator) gone(n *node.Node) {
-	o.remoteGone(n)
+	o.hosts.Gone(n)
 	o.mu.Lock()
 	f := o.onGone
 	o.mu.Unlock()

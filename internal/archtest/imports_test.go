@@ -50,7 +50,9 @@ var allowed = map[string][]string{
 		// one node as an actor: its mirror, state, waits, recording
 		module + "/orchestrator/node",
 		// the lost nodes' table and what a loss writes
-		module + "/orchestrator/lostnodes"},
+		module + "/orchestrator/lostnodes",
+		// the nodes on hosts: host table, adoption, closes, host_list/remove
+		module + "/orchestrator/hostnodes"},
 	// One node (docs/ARCHITECTURE.md): the mirror its pump owns, its
 	// published state, inputs, waits, reads, rest and idle, seed, exit
 	// check, recording and crash log. It talks to the engine only through
@@ -60,6 +62,12 @@ var allowed = map[string][]string{
 		module + "/orchestrator/applog", module + "/orchestrator/textwait", module + "/orchestrator/sandbox", module + "/orchestrator/semstore",
 		module + "/orchestrator/termquery", module + "/orchestrator/statefile", module + "/orchestrator/memtrim", module + "/orchestrator/semantic",
 		module + "/orchestrator/fleetsearch"},
+	// The nodes on hosts (the host table, adoption, placeholders, closes
+	// that wait for their host, host_list and host_remove): nodes and the
+	// hosts' connections, the engine only through its Engine interface;
+	// never the engine or the tool server.
+	"orchestrator/hostnodes": {module + "/tmuxctl", module + "/tools", module + "/orchestrator/hosts", module + "/orchestrator/node",
+		module + "/orchestrator/statefile", module + "/orchestrator/proc", module + "/orchestrator/launchenv"},
 	// The tmux servers nodes live on (local shards, hosts' servers):
 	// tmux and the contract's values, never nodes, the engine or the
 	// tool server.

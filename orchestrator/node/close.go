@@ -7,7 +7,7 @@ import (
 
 // Detach ends the node's client and pump, leaving the session running.
 func (n *Node) Detach() {
-	if n.Client == nil { // a node of a host not reached yet (remote.go)
+	if n.Client == nil { // a node of a host not reached yet (orchestrator/hostnodes)
 		n.Scr.Close()
 		return
 	}

@@ -48,7 +48,7 @@ type Node struct {
 	Closing     chan struct{}
 	closingOnce sync.Once
 	// closePending: a close began while the node's host was unreachable
-	// and waits for the host (close.go, remote_close.go): listed as
+	// and waits for the host (the engine's close.go, hostnodes' close.go): listed as
 	// closing until the host confirms the end.
 	ClosePending atomic.Bool
 

@@ -1,4 +1,4 @@
-package orchestrator
+package hostnodes
 
 import (
 	"context"
@@ -10,46 +10,46 @@ import (
 
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/node"
-
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // The hosts as the operator sees and removes them (CONTRACT §23):
 // host_list and host_remove.
 
-// HostList reports every host: its state, node count, a round trip
-// measured now (connected hosts, all at once) and since when the state
-// holds.
-func (o *Orchestrator) HostList(ctx context.Context) []tools.HostInfo {
-	names := o.hosts.Names()
+// List reports every host: its state, node count, a round trip measured
+// now (connected hosts, all at once) and since when the state holds.
+func (r *Hosts) List(ctx context.Context) []tools.HostInfo {
+	names := r.set.Names()
 	out := make([]tools.HostInfo, len(names))
 	counts := map[string]int{}
-	for _, n := range o.sortedNodes() {
+	for _, n := range r.e.Nodes() {
 		if _, _, gone := n.State(); n.Meta.Host != "" && !gone {
 			counts[n.Meta.Host]++
 		}
 	}
 	var wg sync.WaitGroup
 	for i, name := range names {
-		h := o.hosts.Get(name)
+		h := r.set.Get(name)
 		wg.Go(func() { out[i] = h.Info(ctx, counts[name]) })
 	}
 	wg.Wait()
 	return out
 }
 
-// RemoveHost stops driving host name and removes it from hosts.json.
-// While it has live nodes it is refused unless closeNodes: then each node
-// is closed while the host answers; the nodes of a host that cannot be
-// reached are forgotten here (their programs may run on there: said so).
-func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes bool) (tools.HostRemoved, error) {
+// Remove stops driving host name and removes it from hosts.json. While
+// it has live nodes it is refused unless closeNodes: then each node is
+// closed while the host answers (intent is their close marks'); the nodes
+// of a host that cannot be reached are forgotten here (their programs may
+// run on there: said so).
+func (r *Hosts) Remove(ctx context.Context, name string, closeNodes bool, intent statefile.Intent) (tools.HostRemoved, error) {
 	res := tools.HostRemoved{Host: name, Closed: []string{}, Forgotten: []string{}}
-	h := o.host(name)
+	h := r.host(name)
 	if h == nil {
-		return res, o.hosts.Unknown(name, "")
+		return res, r.set.Unknown(name, "")
 	}
 	var mine, live []*node.Node
-	for _, n := range o.sortedNodes() {
+	for _, n := range r.e.Nodes() {
 		if n.Meta.Host != name {
 			continue
 		}
@@ -71,8 +71,8 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 			WithDetails("host", name).WithDetails("nodes", ids)
 	}
 	// Close what the host lets us close, while it is connected, all
-	// together (closeHostNodes: 64 closes one after another took over
-	// 45 s, each waiting for its program's hang-up).
+	// together (closeNodes: 64 closes one after another took over 45 s,
+	// each waiting for its program's hang-up).
 	var forget []*node.Node
 	var closable []*node.Node
 	for _, n := range mine {
@@ -83,18 +83,18 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 		closable = append(closable, n)
 	}
 	if len(closable) > 0 {
-		if !o.beginOp() {
-			return res, errShuttingDown()
+		if err := r.e.BeginOp(); err != nil {
+			return res, err
 		}
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeDeadline)
-		closed, failed := o.closeHostNodes(cctx, h.Server(), closable)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.CloseDeadline)
+		closed, failed := r.closeNodes(cctx, h.Server(), closable, intent)
 		cancel()
-		o.ops.Done()
+		r.e.OpDone()
 		res.Closed = append(res.Closed, closed...)
 		for _, n := range closable {
 			switch err := failed[n.Meta.ID]; {
 			case err == nil:
-			case errors.Is(err, ErrHostUnreachable) || h.Server() == nil:
+			case errors.Is(err, hosts.ErrUnreachable) || h.Server() == nil:
 				forget = append(forget, n)
 			default:
 				return res, fmt.Errorf("remove host %s: %w", name, err)
@@ -102,19 +102,19 @@ func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes b
 		}
 	}
 	// No more adoption: the supervisor stops and the connection ends.
-	o.hosts.Remove(name)
+	r.set.Remove(name)
 	h.Shutdown()
 	for _, n := range forget {
-		if o.node(n.Meta.ID) != n {
+		if r.e.Node(n.Meta.ID) != n {
 			continue
 		}
 		n.MarkGone()
-		o.forget(n.Meta.ID)
+		r.e.Forget(n.Meta.ID)
 		res.Forgotten = append(res.Forgotten, n.Meta.ID)
-		o.log.Warn("node of a removed host forgotten: the host could not be reached, its program may still run there", "node", n.Meta.ID, "host", name)
+		r.log.Warn("node of a removed host forgotten: the host could not be reached, its program may still run there", "node", n.Meta.ID, "host", name)
 	}
 	sort.Strings(res.Forgotten)
-	if err := hosts.RemoveFromFile(o.cfg.StateDir, name); err != nil {
+	if err := hosts.RemoveFromFile(r.cfg.StateDir, name); err != nil {
 		return res, err
 	}
 	res.Note = fmt.Sprintf("host %s removed from %s", name, tools.HostsFile)

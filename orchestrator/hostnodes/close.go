@@ -1,12 +1,11 @@
-package orchestrator
+package hostnodes
 
 import (
 	"context"
 	"fmt"
 
-	"github.com/termsprawl/termsprawl/orchestrator/node"
-
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+	"github.com/termsprawl/termsprawl/orchestrator/node"
 	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tmuxctl"
 	"github.com/termsprawl/termsprawl/tools"
@@ -17,20 +16,20 @@ import (
 // end the program there, and forgetting the node would lose a program
 // that still runs. So the node stays listed, status closing, gone for
 // every other operation; the close answers unavailable (wrapping
-// ErrHostUnreachable, details closing: true) saying so; and every time
+// hosts.ErrUnreachable, details closing: true) saying so; and every time
 // the host is connected again (adoptSessions) its pending closes finish
 // there: hang up, kill, confirm the session and the program gone, then
-// forget the node. Its close mark (interrupted.go) finishes it after a
-// restart too.
+// forget the node. Its close mark (the engine's interrupted.go) finishes
+// it after a restart too.
 
-// hostDown reports whether n is on a host that cannot be reached now.
-func (o *Orchestrator) hostDown(n *node.Node) bool {
+// Down reports whether n is on a host that cannot be reached now.
+func (r *Hosts) Down(n *node.Node) bool {
 	if n.Meta.Host == "" {
 		return false
 	}
-	h := o.host(n.Meta.Host)
+	h := r.host(n.Meta.Host)
 	if h == nil {
-		return false // removed: RemoveHost decides what becomes of it
+		return false // removed: Remove decides what becomes of it
 	}
 	srv := h.Server()
 	if srv == nil || !h.Alive() {
@@ -40,66 +39,62 @@ func (o *Orchestrator) hostDown(n *node.Node) bool {
 	return status == tools.StatusUnreachable
 }
 
-// closePendingErr is a pending close's answer.
-func closePendingErr(n *node.Node) error {
+// ClosePendingErr is a pending close's answer.
+func ClosePendingErr(n *node.Node) error {
 	e := tools.Errorf(tools.KindUnavailable, "terminal %q is on host %s, which is unreachable now: it stays listed as closing, and its program (which may still run there) is ended when the host answers again (%w)",
-		n.Meta.ID, n.Meta.Host, ErrHostUnreachable).
+		n.Meta.ID, n.Meta.Host, hosts.ErrUnreachable).
 		WithDetails("host", n.Meta.Host).WithDetails("closing", true)
 	e.Retryable = true
 	return e
 }
 
 // finishPendingCloses ends, on the host's new server, the nodes whose
-// close waited for it, each in its own goroutine counted in ops.
-func (o *Orchestrator) finishPendingCloses(host string, srv hosts.Server) {
-	for _, n := range o.sortedNodes() {
-		if n.Meta.Host != host || !n.ClosePending.Load() || !o.beginOp() {
+// close waited for it, each in its own goroutine counted in the engine's
+// ops.
+func (r *Hosts) finishPendingCloses(host string, srv hosts.Server) {
+	for _, n := range r.e.Nodes() {
+		if n.Meta.Host != host || !n.ClosePending.Load() || r.e.BeginOp() != nil {
 			continue
 		}
 		go func() {
-			defer o.ops.Done()
-			if err := o.finishPendingClose(n, srv); err != nil {
-				o.log.Warn("a close waiting for its host did not finish: still closing", "node", n.Meta.ID, "host", host, "err", err)
+			defer r.e.OpDone()
+			if err := r.finishPendingClose(n, srv); err != nil {
+				r.log.Warn("a close waiting for its host did not finish: still closing", "node", n.Meta.ID, "host", host, "err", err)
 			}
 		}()
 	}
 }
 
-// finishPendingClose is closeNode's end for a node whose mirror is
-// already detached, on srv.
-func (o *Orchestrator) finishPendingClose(n *node.Node, srv hosts.Server) error {
-	ctx, cancel := context.WithTimeout(context.Background(), closeDeadline)
+// finishPendingClose is a close's end for a node whose mirror is already
+// detached, on srv.
+func (r *Hosts) finishPendingClose(n *node.Node, srv hosts.Server) error {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.CloseDeadline)
 	defer cancel()
 	srv.Life().Lock()
 	defer srv.Life().Unlock()
-	if o.node(n.Meta.ID) != n || !n.ClosePending.Load() {
+	if r.e.Node(n.Meta.ID) != n || !n.ClosePending.Load() {
 		return nil // finished meanwhile
 	}
 	pid := n.Pid()
 	session := n.Session()
 	srv.Admin().Run(ctx, tmuxctl.Command("set-option", "-p", "-t", "="+session+":", "remain-on-exit", "off"))
-	if err := hosts.FinishSession(ctx, srv, session, pid, pid > 0, o.log); err != nil {
+	if err := hosts.FinishSession(ctx, srv, session, pid, pid > 0, r.log); err != nil {
 		return fmt.Errorf("close %s: %w", n.Meta.ID, err)
 	}
 	n.ClosePending.Store(false)
-	n.MarkGone()
-	o.mu.Lock()
-	delete(o.nodes, n.Meta.ID)
-	o.mu.Unlock()
-	o.removeFiles(n.Meta.ID)
-	o.gone(n)
-	o.log.Info("closed node once its host answered", "node", n.Meta.ID, "host", n.Meta.Host)
+	r.e.ForgetClosed(n)
+	r.log.Info("closed node once its host answered", "node", n.Meta.ID, "host", n.Meta.Host)
 	return nil
 }
 
-// closeHostNodes closes nodes of one host's server together (hosts rm
+// closeNodes closes nodes of one host's server together (hosts rm
 // --close-nodes): a close holds the server's lifecycle lock throughout,
 // so 64 closes one after another waited for each other's hang-up grace
 // (45 s and more). Here the lock is taken once, the nodes detach, their
 // sessions end together (hosts.EndTogether) and each node whose session
-// and program are confirmed gone is forgotten. It returns the ids closed and, for the
-// others, why not.
-func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nodes []*node.Node) ([]string, map[string]error) {
+// and program are confirmed gone is forgotten. intent is the close marks'.
+// It returns the ids closed and, for the others, why not.
+func (r *Hosts) closeNodes(ctx context.Context, srv hosts.Server, nodes []*node.Node, intent statefile.Intent) ([]string, map[string]error) {
 	failed := map[string]error{}
 	var mine []*node.Node
 	for _, n := range nodes {
@@ -107,8 +102,8 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 			failed[n.Meta.ID] = tools.Errorf(tools.KindNotFound, "no terminal %q: another close took it", n.Meta.ID)
 			continue
 		}
-		if err := statefile.WriteCloseMark(o.cfg.StateDir, n.Meta.ID, intentOf(ctx)); err != nil {
-			o.log.Warn("record a close's intent", "node", n.Meta.ID, "err", err)
+		if err := statefile.WriteCloseMark(r.cfg.StateDir, n.Meta.ID, intent); err != nil {
+			r.log.Warn("record a close's intent", "node", n.Meta.ID, "err", err)
 		}
 		mine = append(mine, n)
 	}
@@ -133,7 +128,7 @@ func (o *Orchestrator) closeHostNodes(ctx context.Context, srv hosts.Server, nod
 			n.ClosePending.Store(true) // listed as closing, never forgotten
 			continue
 		}
-		o.forgetClosed(n)
+		r.e.ForgetClosed(n)
 		closed = append(closed, id)
 	}
 	return closed, failed
