@@ -114,7 +114,5 @@ func (h *human) attachOffline(word string, readOnly bool) int {
 	if !h.attachTerminal(n.Terminal) {
 		return ExitUsage
 	}
-	err = execFn(tmux, argv, tools.EnvWithoutTmux(os.Environ()))
-	fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", h.prefix(), shellJoin(argv), err)
-	return ExitNo
+	return h.execAttach(tmux, argv)
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -332,7 +333,22 @@ func TestDashboardE2E(t *testing.T) {
 	d.wait("work's screen through the attach", func(s string) bool {
 		return strings.Contains(s, "focus-7") && !strings.Contains(s, "nodes ·")
 	})
-	d.press("C-b d")
+	// C-b, then d once tmux has put the client in its prefix table, as a
+	// human presses them. Not "C-b d" in one send-keys: the two bytes
+	// reach the client in one read, and tmux 3.3a takes a key that
+	// follows other input within assume-paste-time (1 ms) for a paste
+	// and types it into the pane. The client's start-up has such input:
+	// the outer terminal's focus report (answering the \e[?1004h the
+	// client sends once the terminal's features are known), which under
+	// load can arrive with C-b and d in the same read: then C-b was taken
+	// as the prefix and d reached bash as a plain d.
+	d.press("C-b")
+	if !testenv.Until(20*time.Second, func() bool {
+		return slices.Contains(strings.Split(e.tmux.Must("list-clients", "-t", "=ts-"+work, "-F", "#{client_control_mode} #{client_prefix}"), "\n"), "0 1")
+	}) {
+		t.Fatalf("the client on ts-%s is not in the prefix table after C-b; dashboard:\n%s", work, d.screen())
+	}
+	d.press("d")
 	d.waitText("detached: back in the dashboard")
 
 	// Close with confirm.

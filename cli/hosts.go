@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"text/tabwriter"
@@ -106,10 +105,7 @@ func (h *human) attachRemote(n tools.NodeInfo, readOnly bool) int {
 			return ExitNo
 		}
 		spec.Socket = cmp.Or(n.TmuxSocket, spec.OwnedSocket(h.stateDir))
-		argv := tools.HostAttachArgv(spec, "ts-"+n.Terminal, readOnly)
-		err = execFn(ssh, argv, tools.EnvWithoutTmux(os.Environ()))
-		fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", h.prefix(), shellJoin(argv), err)
-		return ExitNo
+		return h.execAttach(ssh, tools.HostAttachArgv(spec, "ts-"+n.Terminal, readOnly))
 	}
 	fmt.Fprintf(h.stderr, "%s: node %s is on host %s, which is not in %s: add it with `termsprawl up --host %s=DEST`\n", h.prefix(), n.Terminal, n.Host, tools.HostsPath(h.stateDir), n.Host)
 	return ExitNo

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -133,7 +134,7 @@ type newCmd struct {
 	Host    string `name:"host" placeholder:"NAME" help:"Run it on this host (from up --host; --cwd is then a path there, default its home)."`
 	Cwd     string `name:"cwd" placeholder:"DIR" predictor:"dir" help:"Working directory (default: the current directory)."`
 	JSON    bool   `name:"json" help:"Print the new node as JSON instead of its id."`
-	Attach  bool   `name:"attach" short:"a" help:"Then attach this terminal to it (as termsprawl attach)."`
+	Attach  bool   `name:"attach" short:"a" help:"Then attach this terminal to it (as termsprawl attach; on a terminal the id is printed when the attach ends)."`
 	Sandbox string `name:"sandbox" placeholder:"PROFILE" help:"Run it in a bubblewrap sandbox: workspace (writes only its directory, its agent's config and private caches; secrets, termsprawl's state and tmux sockets hidden), guard (only termsprawl's state, tmux sockets and other processes hidden) or none. Default: none."`
 	worktreeFlags
 	envFlags
@@ -282,6 +283,9 @@ type human struct {
 	stderr   io.Writer
 	upOpts   upCmd  // the flags of up
 	launched string // the id of the node launch made (for new --attach)
+	// afterAttach prints what new --attach held back (launchAttach); set,
+	// the attach runs as a child instead of replacing this process.
+	afterAttach func()
 	// launchPolicy is agent --policy NAME.
 	launchPolicy string
 	// worktree is the launch's worktree argument (worktree.go).
@@ -426,6 +430,9 @@ func MainTermsprawl(args []string, stdout, stderr io.Writer) int {
 	case "down":
 		return h.down(g.Down.All)
 	case "new":
+		if g.New.Attach && (isTerminal(h.stdout) || isTerminal(h.stderr)) {
+			return h.launchAttach(g.New.Name, g.New.Cwd, g.New.Host, g.New.Command, g.New.JSON)
+		}
 		code := h.launch("terminal_launch", "", g.New.Name, g.New.Cwd, g.New.Host, g.New.Command, g.New.JSON)
 		if code == ExitOK && g.New.Attach {
 			return h.attach(h.launched, false)
@@ -1019,10 +1026,72 @@ func (h *human) attach(word string, readOnly bool) int {
 		}
 	}
 	detach, _ := h.keys()
-	argv := attachArgv(socket, n, readOnly, detach)
-	err = execFn(tmux, argv, tools.EnvWithoutTmux(os.Environ()))
-	fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", h.prefix(), shellJoin(argv), err)
+	return h.execAttach(tmux, attachArgv(socket, n, readOnly, detach))
+}
+
+// launchAttach is new --attach when stdout is a terminal: what the launch
+// prints (the id, a note on a taken name) is held and printed when the
+// attach has given the terminal back. Printed before, it could be lost:
+// the tmux client starts with tcflush(TCOFLUSH) on the terminal, and on a
+// Linux pty that drops output the reader (the terminal emulator,
+// script(1)) has not yet been handed by the kernel's flip-buffer work,
+// which under load runs late; tcdrain does not wait for that work, so
+// nothing before the exec can. The id then shows right after tmux's
+// "[detached (from session ts-ID)]", on a line of its own.
+func (h *human) launchAttach(name, cwd, host string, command []string, asJSON bool) int {
+	out, errOut := h.stdout, h.stderr
+	var heldOut, heldErr bytes.Buffer
+	h.stdout, h.stderr = &heldOut, &heldErr
+	code := h.launch("terminal_launch", "", name, cwd, host, command, asJSON)
+	h.stdout, h.stderr = out, errOut
+	printHeld := func() {
+		_, _ = out.Write(heldOut.Bytes())
+		_, _ = errOut.Write(heldErr.Bytes())
+	}
+	if code != ExitOK {
+		printHeld()
+		return code
+	}
+	h.afterAttach = printHeld
+	code = h.attach(h.launched, false)
+	if h.afterAttach != nil { // the attach never ran
+		h.afterAttach()
+		h.afterAttach = nil
+	}
+	return code
+}
+
+// execAttach replaces this process with the attach command argv (tmux, or
+// ssh for a host's node). For new --attach on a terminal (h.afterAttach
+// set) it runs it as a child instead, prints the held output once it has
+// ended, and exits as it did.
+func (h *human) execAttach(path string, argv []string) int {
+	env := tools.EnvWithoutTmux(os.Environ())
+	after := h.afterAttach
+	if after == nil {
+		err := execFn(path, argv, env)
+		fmt.Fprintf(h.stderr, "%s: exec %s: %v\n", h.prefix(), shellJoin(argv), err)
+		return ExitNo
+	}
+	h.afterAttach = nil
+	err := runAttachFn(path, argv, env)
+	after()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee) && ee.ExitCode() > 0:
+		return ee.ExitCode()
+	}
+	fmt.Fprintf(h.stderr, "%s: run %s: %v\n", h.prefix(), shellJoin(argv), err)
 	return ExitNo
+}
+
+// runAttachFn runs the attach command as a child on this process's
+// terminal (tests stub it).
+var runAttachFn = func(path string, argv, env []string) error {
+	cmd := &exec.Cmd{Path: path, Args: argv, Env: env, Stdin: os.Stdin, Stdout: os.Stdout, Stderr: os.Stderr}
+	return cmd.Run()
 }
 
 func (h *human) open(word string) int {
