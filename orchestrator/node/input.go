@@ -35,22 +35,30 @@ func (n *Node) PasteText(ctx context.Context, text string) error {
 }
 
 // Submit settle times: Enter is pressed only after the program took the
-// text (its screen stayed unchanged for submitQuiet) and at least
-// submitMinDelay after the text was sent (TUIs such as Claude Code and
-// Codex swallow an Enter that arrives within ~100 ms of a paste), and at
-// most submitMaxDelay after it.
+// text — its screen changed (the echo) and then stayed unchanged for
+// submitQuiet — and at least submitMinDelay after the text was sent (TUIs
+// such as Claude Code and Codex swallow an Enter that arrives within
+// ~100 ms of a paste), and at most submitMaxDelay after it. The echo is
+// awaited because a quiet screen alone proves nothing on a loaded
+// machine: a TUI not yet scheduled shows nothing, then reads the text and
+// the Enter in one read and takes the Enter as part of a paste (Claude
+// Code kept the line, seen under load). A program that never shows the
+// text (a password prompt) is given submitMaxDelay.
 const (
 	submitMinDelay = 150 * time.Millisecond
 	submitQuiet    = 50 * time.Millisecond
 	submitMaxDelay = 2 * time.Second
 )
 
-// Settle waits until the screen has been quiet for submitQuiet, and at
-// least submitMinDelay has passed, bounded by submitMaxDelay.
-func (n *Node) Settle(ctx context.Context) {
+// Settle waits until the screen has changed since revision sent (the
+// revision before the text was sent) and then been quiet for
+// submitQuiet, and at least submitMinDelay has passed, bounded by
+// submitMaxDelay.
+func (n *Node) Settle(ctx context.Context, sent uint64) {
 	start := time.Now()
 	hard := time.NewTimer(submitMaxDelay)
 	defer hard.Stop()
+	echoed := n.Scr.Revision() > sent
 	for !n.IsClosing() {
 		_, changed := n.Scr.WaitState()
 		wait := submitQuiet
@@ -61,9 +69,10 @@ func (n *Node) Settle(ctx context.Context) {
 		select {
 		case <-changed:
 			t.Stop()
+			echoed = true
 			continue
 		case <-t.C:
-			if time.Since(start) >= submitMinDelay {
+			if echoed && time.Since(start) >= submitMinDelay {
 				return
 			}
 		case <-hard.C:

@@ -30,6 +30,7 @@ func (n *Node) Submit(ctx context.Context, text string, pause func()) error {
 	defer func() { mark.End(sent) }()
 	n.NoteInput(SubmitKind(text))
 	if text != "" {
+		before := n.Scr.Revision()
 		if strings.ContainsAny(text, "\n\r") {
 			err = n.PasteText(ctx, text)
 		} else {
@@ -38,7 +39,7 @@ func (n *Node) Submit(ctx context.Context, text string, pause func()) error {
 		if err != nil {
 			return err
 		}
-		n.Settle(ctx)
+		n.Settle(ctx, before)
 	}
 	if pause != nil {
 		pause()
