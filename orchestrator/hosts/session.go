@@ -9,7 +9,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -181,6 +180,29 @@ func WaitPidGone(ctx context.Context, srv Server, pid int, d time.Duration) bool
 	}
 }
 
+// WaitPidsGone waits (checking every ClosePoll, for at most d) until
+// every one of pids has ended on srv's machine, checking them all in one
+// round trip each time; it answers those not confirmed ended (all of
+// pids when the machine never answered).
+func WaitPidsGone(ctx context.Context, srv Server, pids []int, d time.Duration) map[int]bool {
+	deadline := time.Now().Add(d)
+	for {
+		live, err := srv.LivePids(ctx, pids)
+		if err == nil && len(live) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) || !Pause(ctx, ClosePoll) {
+			if err != nil {
+				live = map[int]bool{}
+				for _, p := range pids {
+					live[p] = true
+				}
+			}
+			return live
+		}
+	}
+}
+
 // Ending is one session EndTogether ends: its name and its program's pid
 // (0 when the program had ended already: no signal, nothing to wait for).
 type Ending struct {
@@ -191,11 +213,13 @@ type Ending struct {
 // EndTogether ends sessions of one server together (hosts rm
 // --close-nodes; call with the server's lifecycle lock held, the sessions'
 // clients detached and remain-on-exit off for the live ones): every
-// program is hung up on at once (a host's exec slots bound the ssh
-// sessions), the sessions are polled together with one list-sessions,
-// what ignored the hang-up is killed together, a pane left dead is
-// killed, and each session and program is confirmed gone. The answer is
-// one error per ending, nil for those confirmed gone.
+// program is hung up on at once (one ssh session on a host), the sessions
+// are polled together with one list-sessions, what ignored the hang-up is
+// killed together, a pane left dead is killed, and each session and
+// program is confirmed gone, the programs all in one check each poll
+// (one ssh session per program, one after another, ran 64 closes out of
+// their shared deadline on a loaded machine). The answer is one error per
+// ending, nil for those confirmed gone.
 func EndTogether(ctx context.Context, srv Server, ends []Ending) []error {
 	live := func() map[string]bool {
 		out, err := srv.Admin().Run(ctx, tmuxctl.Command("list-sessions", "-F", "#{session_name}"))
@@ -208,15 +232,13 @@ func EndTogether(ctx context.Context, srv Server, ends []Ending) []error {
 		}
 		return m
 	}
-	signalAll := func(sig syscall.Signal) {
-		var wg sync.WaitGroup
-		for _, e := range ends {
-			if e.Pid > 0 {
-				wg.Go(func() { srv.Signal(ctx, e.Pid, sig) })
-			}
+	var pids []int
+	for _, e := range ends {
+		if e.Pid > 0 {
+			pids = append(pids, e.Pid)
 		}
-		wg.Wait()
 	}
+	signalAll := func(sig syscall.Signal) { srv.SignalAll(ctx, pids, sig) }
 	waitGone := func(d time.Duration) map[string]bool {
 		deadline := time.Now().Add(d)
 		for {
@@ -245,6 +267,10 @@ func EndTogether(ctx context.Context, srv Server, ends []Ending) []error {
 		}
 	}
 	l = waitGone(CloseGrace)
+	var running map[int]bool
+	if l != nil {
+		running = WaitPidsGone(ctx, srv, pids, CloseGrace)
+	}
 	errs := make([]error, len(ends))
 	for i, e := range ends {
 		switch {
@@ -252,7 +278,7 @@ func EndTogether(ctx context.Context, srv Server, ends []Ending) []error {
 			errs[i] = fmt.Errorf("the host did not answer: %w", ErrUnreachable)
 		case l[e.Session]:
 			errs[i] = fmt.Errorf("tmux still has session %s (its program did not end): %w", e.Session, ErrNotConfirmed)
-		case !WaitPidGone(ctx, srv, e.Pid, CloseGrace):
+		case running[e.Pid]:
 			errs[i] = fmt.Errorf("its program (pid %d) still runs: %w", e.Pid, ErrNotConfirmed)
 		}
 	}

@@ -71,8 +71,13 @@ type Server interface {
 	// PidGone reports whether process pid has ended on the server's
 	// machine (no such process, or a zombie).
 	PidGone(ctx context.Context, pid int) bool
+	// LivePids is which of pids still run on the server's machine (not
+	// ended, not a zombie), checked in one round trip.
+	LivePids(ctx context.Context, pids []int) (map[int]bool, error)
 	// Signal signals pid's process group, then pid, on its machine.
 	Signal(ctx context.Context, pid int, sig syscall.Signal)
+	// SignalAll is Signal of every pid of pids, in one round trip.
+	SignalAll(ctx context.Context, pids []int, sig syscall.Signal)
 	// Close ends the orchestrator's clients of the server; the server and
 	// its sessions keep running.
 	Close()
@@ -528,6 +533,61 @@ func (s *Tmux) PidGone(ctx context.Context, pid int) bool {
 	}
 	i := strings.LastIndexByte(string(b), ')')
 	return i >= 0 && strings.HasPrefix(string(b[i+1:]), " Z")
+}
+
+// LivePids is which of pids still run on the server's machine, as
+// PidGone decides, for a host in one ssh session: confirming 64 programs
+// gone one session each outlasted a close's deadline on a loaded machine.
+func (s *Tmux) LivePids(ctx context.Context, pids []int) (map[int]bool, error) {
+	live := map[int]bool{}
+	if s.prefix == nil {
+		for _, p := range pids {
+			if !s.PidGone(ctx, p) {
+				live[p] = true
+			}
+		}
+		return live, nil
+	}
+	script := `for p in` + pidWords(pids) + `; do s=$(cat /proc/$p/stat 2>/dev/null) || continue; case "${s##*)}" in " Z"*) ;; *) echo $p ;; esac; done`
+	out, err := s.run(ctx, "sh", "-c", script)
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range strings.Fields(string(out)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			live[p] = true
+		}
+	}
+	return live, nil
+}
+
+// pidWords is pids (those > 0) as shell words, each after a space.
+func pidWords(pids []int) string {
+	var b strings.Builder
+	for _, p := range pids {
+		if p > 0 {
+			b.WriteString(" " + strconv.Itoa(p))
+		}
+	}
+	return b.String()
+}
+
+// SignalAll signals each of pids as Signal does, for a host in one ssh
+// session (64 sessions, a host's exec slots at a time, took seconds of a
+// close's deadline on a loaded machine).
+func (s *Tmux) SignalAll(ctx context.Context, pids []int, sig syscall.Signal) {
+	if s.prefix == nil {
+		for _, p := range pids {
+			s.Signal(ctx, p, sig)
+		}
+		return
+	}
+	words := pidWords(pids)
+	if words == "" {
+		return
+	}
+	n := strconv.Itoa(int(sig))
+	s.run(ctx, "sh", "-c", "for p in"+words+"; do kill -"+n+" -- -$p 2>/dev/null; kill -"+n+" $p 2>/dev/null; done; true")
 }
 
 // Signal signals pid's process group, then pid (the pane's program leads
