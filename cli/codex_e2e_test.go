@@ -229,13 +229,28 @@ func TestCodexWired(t *testing.T) {
 			}
 		}
 	}
-	e.waitState(node, 60*time.Second, tools.AgentIdle)
+	ready, _ := e.waitState(node, 60*time.Second, tools.AgentIdle)
+	// Idle on a resume may come from the screen's "quiet, its prompt up",
+	// and a resumed transcript's own "› please ..." lines look like the
+	// prompt: wait for the composer's footer, the input really up.
+	var atSend string
+	if !testenv.Until(60*time.Second, func() bool {
+		_, atSend, _ = e.run(e.ts, "snapshot", node)
+		return strings.Contains(atSend, "? for shortcuts")
+	}) {
+		t.Fatalf("the resumed Codex's input never came up; the node: %+v\nscreen:\n%s", e.whyOf(node), atSend)
+	}
+	t.Logf("the resumed node before the send: %+v\nscreen:\n%s", ready, atSend)
 	before := len(fake.Requests())
 	e.must(e.ts, "send", node, "what did I say")
-	testenv.Eventually(t, 60*time.Second, func() bool {
+	if !testenv.Until(60*time.Second, func() bool {
 		rs := fake.Requests()
 		return len(rs) > before && strings.Contains(rs[len(rs)-1].UserText(), "please say hi")
-	}, testenv.Msg("the resumed Codex did not carry the earlier conversation"))
+	}) {
+		_, snap, _ := e.run(e.ts, "snapshot", node)
+		t.Fatalf("not within 1m0s: the resumed Codex did not carry the earlier conversation; %d requests (%d before the send); the node: %+v\nscreen:\n%s",
+			len(fake.Requests()), before, e.whyOf(node), snap)
+	}
 	e.must(e.ts, "kill", node)
 	user.assertSame(t, "after the close")
 }

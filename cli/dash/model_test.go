@@ -387,6 +387,9 @@ func TestModelAnswers(t *testing.T) {
 	if c := f.nextCall("dialog_answer"); c.args["mode"] != "allow" || c.args["selection"] != "production" {
 		t.Fatalf("the choice answered %v", c.args)
 	}
+	// The answer's reply sets the message when it comes back; wait for it,
+	// or it may land after the keys below and overwrite their message.
+	waitModel(t, tm, "the choice answered", func(m *Model) bool { return m.Message() == "answered dialog-3: chose production" })
 	// No dialog on the selected node.
 	tm.Send(key("j"))
 	tm.Send(key("a"))
