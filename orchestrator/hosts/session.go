@@ -60,7 +60,7 @@ func FinishSession(ctx context.Context, srv Server, session string, pid int, liv
 	if !WaitSessionGone(ctx, srv, session, CloseGrace) {
 		return fmt.Errorf("tmux still has session %s (its program did not end): %w", session, cmp.Or(ctx.Err(), ErrNotConfirmed))
 	}
-	if !WaitPidGone(ctx, srv, pid, CloseGrace) {
+	if len(WaitPidsGone(ctx, srv, []int{pid}, CloseGrace)) > 0 {
 		return fmt.Errorf("the program of session %s (pid %d) still runs: %w", session, pid, cmp.Or(ctx.Err(), ErrNotConfirmed))
 	}
 	return nil
@@ -161,23 +161,6 @@ func WaitSessionGone(ctx context.Context, srv Server, session string, d time.Dur
 func PaneDead(ctx context.Context, srv Server, session string) bool {
 	out, err := srv.Admin().Run(ctx, tmuxctl.Command("display-message", "-p", "-t", "="+session+":", "#{pane_dead}"))
 	return err == nil && len(out) == 1 && strings.TrimSpace(out[0]) == "1"
-}
-
-// WaitPidGone checks every ClosePoll, for at most d, whether process pid
-// has ended (on its machine: a host's pid is looked up there).
-func WaitPidGone(ctx context.Context, srv Server, pid int, d time.Duration) bool {
-	if pid <= 0 {
-		return true
-	}
-	deadline := time.Now().Add(d)
-	for {
-		if srv.PidGone(ctx, pid) {
-			return true
-		}
-		if time.Now().After(deadline) || !Pause(ctx, ClosePoll) {
-			return false
-		}
-	}
 }
 
 // WaitPidsGone waits (checking every ClosePoll, for at most d) until
