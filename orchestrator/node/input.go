@@ -58,31 +58,30 @@ func (n *Node) Settle(ctx context.Context, sent uint64) {
 	start := time.Now()
 	hard := time.NewTimer(submitMaxDelay)
 	defer hard.Stop()
+	quiet := time.NewTimer(time.Hour)
+	defer quiet.Stop()
 	echoed := n.Scr.Revision() > sent
 	for !n.IsClosing() {
 		_, changed := n.Scr.WaitState()
-		wait := submitQuiet
-		if rest := submitMinDelay - time.Since(start); rest > wait {
-			wait = rest
+		// Until the echo only a change (or the bound) ends the wait; the
+		// quiet period is timed once the program has shown something.
+		var quietC <-chan time.Time
+		if echoed {
+			quiet.Reset(max(submitQuiet, submitMinDelay-time.Since(start)))
+			quietC = quiet.C
 		}
-		t := time.NewTimer(wait)
 		select {
 		case <-changed:
-			t.Stop()
 			echoed = true
-			continue
-		case <-t.C:
-			if echoed && time.Since(start) >= submitMinDelay {
+		case <-quietC:
+			if time.Since(start) >= submitMinDelay {
 				return
 			}
 		case <-hard.C:
-			t.Stop()
 			return
 		case <-n.Closing:
-			t.Stop()
 			return
 		case <-ctx.Done():
-			t.Stop()
 			return
 		}
 	}
