@@ -57,7 +57,7 @@ func (o *Orchestrator) CloseNode(ctx context.Context, id string) error {
 	}
 	// Its intent first: a kill during the close is finished on adoption
 	// (interrupted.go). A close goes on even if it cannot be recorded.
-	if err := statefile.WriteCloseMark(o.cfg.StateDir, id, intentOf(ctx)); err != nil {
+	if err := statefile.WriteCloseMark(o.cfg.StateDir, id, statefile.IntentOf(ctx)); err != nil {
 		o.log.Warn("record a close's intent", "node", id, "err", err)
 	}
 	if o.hosts.Down(n) {

@@ -6,6 +6,7 @@ import (
 	"github.com/termsprawl/termsprawl/orchestrator/hostnodes"
 	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/node"
+	"github.com/termsprawl/termsprawl/orchestrator/statefile"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -53,7 +54,7 @@ func (o *Orchestrator) HostList(ctx context.Context) []tools.HostInfo { return o
 // RemoveHost stops driving host name and removes it from hosts.json;
 // with closeNodes its live nodes are closed first (hostnodes.Hosts.Remove).
 func (o *Orchestrator) RemoveHost(ctx context.Context, name string, closeNodes bool) (tools.HostRemoved, error) {
-	return o.hosts.Remove(ctx, name, closeNodes, intentOf(ctx))
+	return o.hosts.Remove(ctx, name, closeNodes, statefile.IntentOf(ctx))
 }
 
 // HostAgentConfig is what an agent launched on host needs: the remote

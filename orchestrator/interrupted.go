@@ -33,8 +33,6 @@ func WithIntent(ctx context.Context, caller, key string) context.Context {
 	return statefile.WithIntent(ctx, caller, key)
 }
 
-func intentOf(ctx context.Context) Intent { return statefile.IntentOf(ctx) }
-
 // Outcomes of an interrupted call, as adoption settled it.
 const (
 	OutcomeCleared     = statefile.OutcomeCleared
