@@ -232,11 +232,13 @@ func TestCodexWired(t *testing.T) {
 	ready, _ := e.waitState(node, 60*time.Second, tools.AgentIdle)
 	// Idle on a resume may come from the screen's "quiet, its prompt up",
 	// and a resumed transcript's own "› please ..." lines look like the
-	// prompt: wait for the composer's footer, the input really up.
+	// prompt: wait for the composer's footer, the input really up, and
+	// for the resume to be done (Codex draws its composer while it still
+	// says "Resuming session…", and drops what is typed then).
 	var atSend string
 	if !testenv.Until(60*time.Second, func() bool {
 		_, atSend, _ = e.run(e.ts, "snapshot", node)
-		return strings.Contains(atSend, "? for shortcuts")
+		return strings.Contains(atSend, "? for shortcuts") && !strings.Contains(atSend, "Resuming session")
 	}) {
 		t.Fatalf("the resumed Codex's input never came up; the node: %+v\nscreen:\n%s", e.whyOf(node), atSend)
 	}
