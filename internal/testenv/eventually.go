@@ -79,8 +79,12 @@ func DefaultParallel(n int) {
 // Main is the TestMain of a package whose tests mostly wait (on tmux, on
 // the programs they start): its tests run parallel at a time unless the
 // command line set -parallel (DefaultParallel).
-func Main(m *testing.M, parallel int) {
+func Main(m *testing.M, parallel int) { os.Exit(Run(m, parallel)) }
+
+// Run is Main for a TestMain with its own set-up and clean-up around the
+// tests: it returns m.Run's code instead of exiting.
+func Run(m *testing.M, parallel int) int {
 	flag.Parse()
 	DefaultParallel(parallel)
-	os.Exit(m.Run())
+	return m.Run()
 }

@@ -331,6 +331,7 @@ func TestAgentStateAcrossRestart(t *testing.T) {
 // reports as IdleNotification, leaves an idle agent idle: no human is
 // needed (issue 39; CONTRACT §20).
 func TestIdleNotificationStaysIdle(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	r, _ := apiMutate(t, s.op(), "agent_launch", apiM{"agent": "custom", "command": []string{"cat"}})
@@ -354,6 +355,7 @@ func TestIdleNotificationStaysIdle(t *testing.T) {
 // Right after its launch an agent is starting (CONTRACT §20), and every
 // terminal_list item carries needs_human, false included.
 func TestListStartingAndNeedsHumanAlways(t *testing.T) {
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

@@ -44,6 +44,8 @@ type apiServe struct {
 	once   sync.Once
 	// hooks are the running server's test seams.
 	hooks *hooks
+	// log is the server's log (mcpServe's servers only).
+	log *logBuffer
 }
 
 // apiStart runs Serve on dir and the tmux server, and waits until it is

@@ -130,6 +130,7 @@ func TestEventStream(t *testing.T) {
 // A program's exit reaches the stream at once (Orchestrator.OnStatus
 // kicks it), not at the backstop re-read, set here to an hour.
 func TestEventStreamSeesAnExitAtOnce(t *testing.T) {
+	t.Parallel()
 	testMonitorPoll = time.Hour
 	t.Cleanup(func() { testMonitorPoll = 0 })
 	tmux, dir := apiNewState(t)

@@ -137,6 +137,7 @@ func forkTree(t *testing.T, dir string) map[string]string {
 // untracked files, not the ignored ones); the node's own worktree is
 // byte-identical after (every file's hash, git status and the index).
 func TestAgentForkWorktree(t *testing.T) {
+	t.Parallel()
 	repo, checkConfig := wtRepo(t, func(repo string) {
 		wtWrite(t, filepath.Join(repo, "gone.txt"), "to delete\n")
 		wtWrite(t, filepath.Join(repo, "bin.dat"), "\x00\x01binary\x02")

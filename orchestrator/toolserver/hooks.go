@@ -2,6 +2,7 @@ package toolserver
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/termsprawl/termsprawl/orchestrator"
 )
@@ -20,6 +21,12 @@ type hooks struct {
 	batchElement func() func()
 	// mcpDoor gets every MCP door built.
 	mcpDoor func(*mcpDoor)
+	// mcpFactory, when set, is this server's MCP engine in place of the
+	// one installed by UseMCP (tests serve /mcp side by side).
+	mcpFactory MCPEngineFactory
+	// mcpNow, when set, is the clock of /mcp's expiry and rate limits
+	// (tests expire sessions without waiting ten minutes).
+	mcpNow func() time.Time
 	// mcpEngine runs before each request reaches the MCP engine (tests end
 	// a session there, as a concurrent DELETE would).
 	mcpEngine func(*http.Request)

@@ -46,6 +46,7 @@ type sdkStep struct {
 // (the server's clock is moved, no waiting).
 func TestMCPHTTPWithTypeScriptSDK(t *testing.T) {
 	testenv.SkipShort(t, "needs node, npm and a 12 s wait")
+	t.Parallel()
 	node := testenv.LookPath(t, "node", "apt-get install nodejs")
 	modules := testenv.NPM(t, mcpSDK)
 	dir := t.TempDir()

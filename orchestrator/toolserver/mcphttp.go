@@ -114,6 +114,9 @@ type mcpDoor struct {
 // installed.
 func (s *Server) newMCPDoor(hostPort func() string, opts MCPOptions) *mcpDoor {
 	f := installedMCP()
+	if s.hooks != nil && s.hooks.mcpFactory != nil {
+		f = s.hooks.mcpFactory
+	}
 	if f == nil {
 		return nil
 	}
@@ -333,16 +336,12 @@ func clipText(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// mcpClock is the door's clock (tests replace it to expire sessions
-// without waiting ten minutes).
-var mcpClock = time.Now
-
 // withMCP routes /mcp to the MCP door (when an engine is installed) and
 // everything else to next (POST /call's handler and its guards). The
 // door's idle sweeper runs until the server's context ends.
 func (s *Server) withMCP(next http.Handler, hostPort func() string, opts MCPOptions) http.Handler {
-	if opts.Now == nil {
-		opts.Now = mcpClock
+	if opts.Now == nil && s.hooks != nil {
+		opts.Now = s.hooks.mcpNow
 	}
 	d := s.newMCPDoor(hostPort, opts)
 	if d == nil {

@@ -18,20 +18,19 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// useTestMCP installs the real MCP engine (as cmd/termsprawl does) and a
-// clock the test moves, and hands back each door built.
+// useTestMCP gives a server the real MCP engine (as cmd/termsprawl
+// installs it) and a clock the test moves, and hands back each door
+// built; servers with their own hooks run side by side.
 func useTestMCP(t testing.TB) (*fakeClock, *hooks, chan *mcpDoor) {
 	t.Helper()
 	clk := &fakeClock{t: time.Unix(1_800_000_000, 0)}
 	doors := make(chan *mcpDoor, 4)
-	UseMCP(func(c MCPEngineConfig) MCPEngine {
-		return mcpserve.NewHTTP(mcpserve.HTTPConfig{Version: "test", Call: c.Call,
-			Sessions: func(r *http.Request) mcpserve.SessionIDs { return c.Sessions(r) },
-			IdleTTL:  c.IdleTTL, Logger: c.Logger})
-	})
-	mcpClock = clk.now
-	h := &hooks{mcpDoor: func(d *mcpDoor) { doors <- d }}
-	t.Cleanup(func() { UseMCP(nil); mcpClock = time.Now })
+	h := &hooks{mcpDoor: func(d *mcpDoor) { doors <- d }, mcpNow: clk.now,
+		mcpFactory: func(c MCPEngineConfig) MCPEngine {
+			return mcpserve.NewHTTP(mcpserve.HTTPConfig{Version: "test", Call: c.Call,
+				Sessions: func(r *http.Request) mcpserve.SessionIDs { return c.Sessions(r) },
+				IdleTTL:  c.IdleTTL, Logger: c.Logger})
+		}}
 	return clk, h, doors
 }
 
@@ -71,23 +70,19 @@ func (l *logBuffer) String() string {
 	return l.b.String()
 }
 
-// mcpLog is the log of the last mcpServe.
-var mcpLog *logBuffer
-
 // mcpServe runs Serve with the MCP engine and returns it, its door and
 // the /mcp URL.
 func mcpServe(t *testing.T, origins ...string) (*apiServe, *mcpDoor, *fakeClock, string) {
 	t.Helper()
-	mcpLog = &logBuffer{}
 	clk, h, doors := useTestMCP(t)
 	tmux, dir := apiNewState(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1), hooks: h}
+	s := &apiServe{t: t, tmux: tmux, dir: dir, cancel: cancel, done: make(chan error, 1), hooks: h, log: &logBuffer{}}
 	ready := make(chan ServeInfo, 1)
 	go func() {
 		s.done <- serve(ctx, orchestrator.Config{StateDir: dir, Socket: tmux.Socket, Version: "test",
 			LaunchWatch: 100 * time.Millisecond, MCPAllowOrigins: origins,
-			Logger: slog.New(slog.NewTextHandler(mcpLog, nil))}, func(i ServeInfo) { ready <- i }, h)
+			Logger: slog.New(slog.NewTextHandler(s.log, nil))}, func(i ServeInfo) { ready <- i }, h)
 	}()
 	select {
 	case s.info = <-ready:
@@ -173,6 +168,7 @@ func mcpInit(t testing.TB, url, token, version string) string {
 }
 
 func TestMCPHTTPGuards(t *testing.T) {
+	t.Parallel()
 	s, _, _, url := mcpServe(t, "http://localhost:6274")
 	tok := apiToken(t, s.op())
 	for _, tc := range []struct {
@@ -220,6 +216,7 @@ func TestMCPHTTPGuards(t *testing.T) {
 // Identity is the bearer's: a node's token is that node over MCP, and a
 // session opened by one token cannot be used or ended with another.
 func TestMCPHTTPIdentityFromBearer(t *testing.T) {
+	t.Parallel()
 	s, _, _, url := mcpServe(t)
 	opTok := apiToken(t, s.op())
 	node := apiLaunch(t, s.op(), "bash", "--norc", "--noprofile")
@@ -249,6 +246,7 @@ func TestMCPHTTPIdentityFromBearer(t *testing.T) {
 // 16 sessions per token; the 17th is refused until one ends (DELETE) or
 // expires after 10 minutes idle.
 func TestMCPHTTPSessionLimitDeleteExpiry(t *testing.T) {
+	t.Parallel()
 	s, door, clk, url := mcpServe(t)
 	tok := apiToken(t, s.op())
 	var sids []string
@@ -289,7 +287,7 @@ func TestMCPHTTPSessionLimitDeleteExpiry(t *testing.T) {
 		t.Fatalf("an expired session answers: HTTP %d %s", r.status, r.body)
 	}
 	for _, want := range []string{"mcp session opened", "mcp session ended", "mcp session expired", "mcp session refused"} {
-		if !strings.Contains(mcpLog.String(), want) {
+		if !strings.Contains(s.log.String(), want) {
 			t.Errorf("the log lacks %q", want)
 		}
 	}
@@ -302,6 +300,7 @@ func TestMCPHTTPSessionLimitDeleteExpiry(t *testing.T) {
 // Requests with bad credentials cannot drain a real token's budget; the
 // token's own flood is limited.
 func TestMCPHTTPRateLimit(t *testing.T) {
+	t.Parallel()
 	s, _, _, url := mcpServe(t)
 	tok := apiToken(t, s.op())
 	bad := strings.Repeat("cd", 32)

@@ -42,6 +42,7 @@ func TestMCPBadSessionIsJSONRPC(t *testing.T) {
 // is taken (long waits on /call) is refused on /mcp too, at once, and the
 // operator is served on both.
 func TestMCPSharesTheTokensSlots(t *testing.T) {
+	t.Parallel()
 	s, door, _, url := mcpServe(t)
 	op := s.op()
 	node := apiLaunch(t, op, "cat")

@@ -20,6 +20,7 @@ func wantQuota(t *testing.T, res tools.Result, quota string) {
 // One node cannot lock the others out of watches, dialogs or tasks.
 func TestPerNodeQuotas(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 5 s on a loaded 2-core machine")
+	t.Parallel()
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)
 	op := s.op()

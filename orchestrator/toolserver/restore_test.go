@@ -187,6 +187,7 @@ func TestRestoreResumesEachAgentKind(t *testing.T) {
 // A worktree node lost in a reboot is restored in its worktree, tied to
 // it again, and its setup does not run a second time (CONTRACT §21, §25).
 func TestRestoreWorktreeNode(t *testing.T) {
+	t.Parallel()
 	repo, same := wtRepo(t)
 	defer same()
 	tmux, dir := apiNewState(t)

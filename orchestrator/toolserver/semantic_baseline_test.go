@@ -15,6 +15,7 @@ import (
 // hook holds the registration until the program's publish reached the
 // tool server.
 func TestSemanticFirstPublishBeforeTheNodeIsRegistered(t *testing.T) {
+	t.Parallel()
 	bin := semdemoBin(t)
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)

@@ -79,6 +79,11 @@ func (l *stateLock) release() {
 	if li, err := tools.ReadLock(filepath.Dir(l.path)); err == nil && li.InstanceID == l.id {
 		os.Remove(l.path)
 	}
+	// Unlock before the close: a child being forked at this moment holds
+	// a copy of the descriptor until its exec, and the lock would live
+	// on with that copy (a restart in the same process, as the tests do,
+	// found it still held).
+	syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	l.f.Close()
 }
 

@@ -15,6 +15,7 @@ import (
 // file needs approving again. An agent's launch cannot approve: the API
 // has no such argument (CONTRACT §26, issue 34 item 4).
 func TestWorktreeSetupNeedsTheHumansApproval(t *testing.T) {
+	t.Parallel()
 	repo, same := wtRepo(t, func(repo string) {
 		wtWrite(t, filepath.Join(repo, ".termsprawl", "worktree.json"), `{"setup": ["sh", "-c", "touch SETUP-MADE; echo SETUP-RAN"]}`)
 		wtGit(t, repo, "commit", "-qam", "a setup that leaves a mark")

@@ -15,6 +15,7 @@ import (
 // preview header come from it (CONTRACT §19, §21).
 func TestWorktreeInTheEventStream(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
+	t.Parallel()
 	repo, _ := wtRepo(t)
 	tmux, dir := apiNewState(t)
 	s := apiStart(t, tmux, dir)

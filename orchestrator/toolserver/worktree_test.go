@@ -17,19 +17,15 @@ import (
 	"github.com/termsprawl/termsprawl/tools"
 )
 
-// wtRepo makes a git repository (own HOME and git config) with a commit,
-// a setup file that fails, a .worktreeinclude naming .env; it returns the
-// repository and a check that the configuration files are unchanged.
+// wtRepo makes a git repository (with the package's git configuration,
+// TestMain) with a commit, a setup file that fails, a .worktreeinclude
+// naming .env; it returns the repository and a check that the
+// configuration files are unchanged.
 func wtRepo(t *testing.T, prep ...func(repo string)) (string, func()) {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed (apt-get install git)")
 	}
-	home := t.TempDir()
-	t.Setenv("HOME", home)
-	t.Setenv("GIT_CONFIG_NOSYSTEM", "1")
-	os.Unsetenv("GIT_CONFIG_GLOBAL")
-	wtWrite(t, filepath.Join(home, ".gitconfig"), "[user]\n\tname = Test\n\temail = t@example.com\n[init]\n\tdefaultBranch = main\n")
 	repo := filepath.Join(t.TempDir(), "my repo")
 	wtWrite(t, filepath.Join(repo, "README"), "one\ntwo\nthree\n")
 	wtWrite(t, filepath.Join(repo, ".gitignore"), ".env\n")
@@ -42,7 +38,7 @@ func wtRepo(t *testing.T, prep ...func(repo string)) (string, func()) {
 	for _, f := range prep {
 		f(repo)
 	}
-	files := []string{filepath.Join(repo, ".git", "config"), filepath.Join(home, ".gitconfig")}
+	files := []string{filepath.Join(repo, ".git", "config"), testGitConfig}
 	var before [][]byte
 	for _, f := range files {
 		b, _ := os.ReadFile(f)
@@ -119,6 +115,7 @@ func wtEntryOf(t *testing.T, op, path string) (tools.WorktreeEntry, bool) {
 // keeps unpushed work; prune removes only the clean and merged.
 func TestWorktreeAgentsTurnsReviewFinish(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
+	t.Parallel()
 	repo, same := wtRepo(t)
 	defer same()
 	tmux, dir := apiNewState(t)
@@ -270,6 +267,7 @@ func TestWorktreeAgentsTurnsReviewFinish(t *testing.T) {
 
 // Launch refusals say what to do and create nothing.
 func TestWorktreeLaunchRefusals(t *testing.T) {
+	t.Parallel()
 	repo, same := wtRepo(t)
 	defer same()
 	tmux, dir := apiNewState(t)
@@ -425,6 +423,7 @@ func TestWorktreePushAndSubmodules(t *testing.T) {
 // a reboot) starts in that worktree again: nothing is made, the setup does
 // not run again, the program is the one asked for.
 func TestWorktreeReusedByAPersistedLaunch(t *testing.T) {
+	t.Parallel()
 	repo, same := wtRepo(t)
 	defer same()
 	tmux, dir := apiNewState(t)
