@@ -7,9 +7,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/orchestrator/node"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -64,6 +67,39 @@ func TestLaunchReportsAnEarlyExit(t *testing.T) {
 	info, err = o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo ready; exec cat"}, Cwd: t.TempDir()})
 	if err != nil || info.Exited != nil {
 		t.Fatalf("a program that started: %+v %v", info.Exited, err)
+	}
+}
+
+// A program that printed and ended is reported although its exit reached
+// the node only after the launch's quiet period (as under load): the
+// hooks hold the exit back until that period ran out.
+func TestLaunchReportsAnExitLateToTheNode(t *testing.T) {
+	t.Parallel()
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = DefaultLaunchWatch })
+	quietRanOut := make(chan struct{})
+	var once sync.Once
+	o.hooks.LaunchQuiet = func(_ *node.Node, ended bool) {
+		if ended {
+			once.Do(func() { close(quietRanOut) })
+		}
+	}
+	o.hooks.Exiting = func(*node.Node) {
+		select {
+		case <-quietRanOut:
+		case <-time.After(5 * time.Second): // the launch returned without looking
+		}
+	}
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo cannot open config; sleep 0.1; exit 3"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Exited == nil || info.Exited.ExitCode != 3 || !strings.Contains(strings.Join(info.Exited.ScreenTail, "\n"), "cannot open config") {
+		t.Fatalf("an exit late to the node was not reported: %+v", info.Exited)
 	}
 }
 

@@ -46,4 +46,11 @@ type Hooks struct {
 	// EarlyExit, if set, runs when a launch starts its early-exit
 	// watch (after the node was registered and every lock released).
 	EarlyExit func(n *Node)
+	// LaunchQuiet, if set, runs when that watch's quiet period ran out;
+	// ended tells whether the program had ended by then.
+	LaunchQuiet func(n *Node, ended bool)
+	// Exiting, if set, runs as the program's exit is about to be
+	// published (tests hold the publication back with it, as a loaded
+	// machine would).
+	Exiting func(n *Node)
 }

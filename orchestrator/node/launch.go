@@ -2,15 +2,19 @@ package node
 
 import (
 	"context"
+	"syscall"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // EarlyExit watches a new node for up to d: if its program exits in that
 // time, the launch says so with the last screen lines. It returns early,
 // with nil, once the program has printed and then gone quiet for
-// launchQuiet (it is waiting for input: it started).
+// launchQuiet and is still running (it is waiting for input: it
+// started). A program that went quiet because it ended is waited for:
+// under load its exit can reach the node after the quiet period.
 func (n *Node) EarlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit {
 	if d <= 0 {
 		return nil
@@ -54,7 +58,15 @@ func (n *Node) EarlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 		case <-changed:
 		case <-statusCh:
 		case <-quiet.C:
-			return nil
+			ended := n.programEnded()
+			if n.hooks().LaunchQuiet != nil {
+				n.hooks().LaunchQuiet(n, ended)
+			}
+			if !ended {
+				return nil
+			}
+			// Quiet because it ended: its exit is on its way (tmux
+			// confirms it), to be reported within d.
 		case <-deadline.C:
 			return nil
 		case <-n.Closing:
@@ -70,3 +82,18 @@ func (n *Node) EarlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 // launchQuiet is how long a new program that printed must stay quiet for
 // its launch to stop watching for an early exit.
 const launchQuiet = 250 * time.Millisecond
+
+// programEnded reports whether the node's local program is known to have
+// ended (reaped, or a zombie) although its exit has not been published.
+// A host's program, or one whose pid is unknown, is not checked: the
+// launch then returns as before.
+func (n *Node) programEnded() bool {
+	pid := n.Pid()
+	if pid <= 0 || n.Srv.Remote() {
+		return false
+	}
+	if _, zombie := proc.ZombieWait(pid); zombie {
+		return true
+	}
+	return syscall.Kill(pid, 0) == syscall.ESRCH
+}

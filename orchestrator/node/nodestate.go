@@ -90,6 +90,9 @@ func (n *Node) setPid(pid int) {
 // SetStatus records the program's status and tells the OnStatus hook
 // when it changed.
 func (n *Node) SetStatus(status string, code *int) {
+	if status == tools.StatusExited && n.hooks().Exiting != nil {
+		n.hooks().Exiting(n)
+	}
 	if n.updateStatus(status, code) && n.Env != nil {
 		if status == tools.StatusExited && code != nil && n.Meta.Host == "" {
 			n.Env.KeepExit(n.Meta.ID, *code) // the recorded exit (lost.go)
