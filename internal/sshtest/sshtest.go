@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -363,7 +364,48 @@ func (f *Fixture) cleanup() {
 			p.Kill()
 		}
 	}
+	// What ssh started in the namespace and outlived kill-server (a
+	// server started again by an orchestrator reconnecting as the test
+	// ended, a session's sshd and shell) ends with it: every process in
+	// the namespace, and any tmux whose -L is the fixture's random socket
+	// name or one it tracked.
+	if out, err := exec.Command("ip", "netns", "pids", f.NS).Output(); err == nil {
+		for _, s := range strings.Fields(string(out)) {
+			if pid, err := strconv.Atoi(s); err == nil && pid != os.Getpid() {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+	killTmuxNamed(func(s string) bool {
+		return strings.HasPrefix(s, f.RemoteSocket) || slices.Contains(f.tracked, s)
+	})
 	if err := run("ip", "netns", "del", f.NS); err != nil {
 		f.t.Logf("remove namespace %s: %v", f.NS, err)
+	}
+}
+
+// killTmuxNamed kills each tmux process of this user whose -L socket name
+// matches (names the fixture made, random, so nothing else matches).
+func killTmuxNamed(match func(socket string) bool) {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if len(args) < 3 || filepath.Base(args[0]) != "tmux" {
+			continue
+		}
+		for i := 1; i+1 < len(args); i++ {
+			if args[i] == "-L" && match(args[i+1]) {
+				syscall.Kill(pid, syscall.SIGKILL)
+				break
+			}
+		}
 	}
 }
