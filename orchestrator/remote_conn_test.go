@@ -61,6 +61,7 @@ func hostStatus(o *Orchestrator, name string) HostStatus {
 // within 10 s and mirrors them again; the remote program kept running.
 func TestRemoteConnectionLost(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 6 s on a loaded 2-core machine")
+	t.Parallel()
 	lost, release, adopted := make(chan string, 1), make(chan struct{}), make(chan string, 4)
 	o, f, _, _ := newRemoteHooks(t, &hooks{
 		hostLost: func(h string) {
@@ -174,6 +175,7 @@ func TestRemoteRestartAdopts(t *testing.T) {
 // new server and takes launches again.
 func TestRemoteServerDied(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
+	t.Parallel()
 	adopted := make(chan string, 4)
 	o, f, _, _ := newRemoteHooks(t, &hooks{hostAdopted: func(h string) { adopted <- h }}, "big="+sshtest.Good)
 	<-adopted
@@ -205,6 +207,7 @@ func TestRemoteServerDied(t *testing.T) {
 // adopted as soon as the host answers again.
 func TestRemoteRestartWhileUnreachable(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
+	t.Parallel()
 	o, f, srv, dir := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
