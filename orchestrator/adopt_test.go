@@ -98,6 +98,7 @@ func TestAdoptKeepsFilesOfSessionsItCannotRuleOut(t *testing.T) {
 // meant for another command) is not "no sessions": the orchestrator
 // refuses to start, and every node file stays.
 func TestAdoptRefusesAnUntrustworthyList(t *testing.T) {
+	t.Parallel()
 	o, srv := newTestOrchestrator(t)
 	dir := o.StateDir()
 	id := launch(t, o, "cat")

@@ -88,6 +88,7 @@ func TestCloseCancelledEndsProgram(t *testing.T) {
 // The early-exit watch runs outside every lock: while one launch is held
 // inside its watch, a second launch on the same server completes.
 func TestLaunchWatchOutsideLock(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	holding, release := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
@@ -150,6 +151,7 @@ func (t *blockedTarget) writeFiles(ctx context.Context, id string) error {
 // another server is stuck in a round trip under that server's lock, nor
 // while a close on it is stuck.
 func TestLocalLaunchWhileServerBlocked(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	other := tmuxtest.New(t)
 	slow, err := o.shards.Add(tctx(t), other.Socket)
@@ -220,6 +222,7 @@ func TestLocalLaunchWhileServerBlocked(t *testing.T) {
 // A reattach that begins while Close runs is waited for by Close and
 // attaches nothing: no control client survives Close.
 func TestReattachNotAfterClose(t *testing.T) {
+	t.Parallel()
 	// The hooks are set before the orchestrator starts the goroutines
 	// that read them.
 	started, proceed, finished := make(chan struct{}), make(chan struct{}), make(chan struct{})
@@ -264,6 +267,7 @@ func TestReattachNotAfterClose(t *testing.T) {
 // An adopted session whose mirror cannot attach stays listed (with the
 // reason) and can be closed: its program ends.
 func TestAdoptAttachFailureListed(t *testing.T) {
+	t.Parallel()
 	srv, dir := newTestServer(t)
 	o := openOrchestrator(t, srv, dir)
 	id := launch(t, o, stayArgv()...)
@@ -325,9 +329,39 @@ func tmuxControlChildren() []string {
 	return children(func(args []string) bool { return slices.Contains(args, "-C") || slices.Contains(args, "-CC") })
 }
 
+// tmuxControlChildrenOf is tmuxControlChildren of the tmux servers named
+// by sockets and of their shards (SOCKET-2, SOCKET-3, …): the clients of
+// one test's servers, countable while other tests run beside it.
+func tmuxControlChildrenOf(sockets ...string) []string {
+	return children(func(args []string) bool {
+		if !slices.Contains(args, "-C") && !slices.Contains(args, "-CC") {
+			return false
+		}
+		i := slices.Index(args, "-L")
+		if i < 0 || i+1 >= len(args) {
+			return false
+		}
+		for _, s := range sockets {
+			if args[i+1] == s || strings.HasPrefix(args[i+1], s+"-") {
+				return true
+			}
+		}
+		return false
+	})
+}
+
 // sshChildren lists this process's children that run ssh.
 func sshChildren() []string {
 	return children(func(args []string) bool { return len(args) > 0 && filepath.Base(args[0]) == "ssh" })
+}
+
+// sshChildrenOf lists this process's ssh children that use the ssh_config
+// config (one sshtest fixture's: every ssh an orchestrator starts for its
+// hosts passes the host's -F): one test's, while others run beside it.
+func sshChildrenOf(config string) []string {
+	return children(func(args []string) bool {
+		return len(args) > 0 && filepath.Base(args[0]) == "ssh" && slices.Contains(args, config)
+	})
 }
 
 // children lists the command lines of this process's children that match.
@@ -392,6 +426,7 @@ func TestNothingOutlivesClose(t *testing.T) {
 // After a pane death every server's panes are listed at once: while one
 // server's list-panes is stuck, another's is asked.
 func TestListPanesInParallel(t *testing.T) {
+	t.Parallel()
 	srv, dir := newTestServer(t)
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.ShardSize = 1 })
 	launch(t, o, stayArgv()...)
@@ -446,21 +481,22 @@ func TestRemoteZombieReadOnHost(t *testing.T) {
 // No ssh process (master, control clients, execs) outlives Close of an
 // orchestrator with a host.
 func TestNothingOutlivesCloseRemote(t *testing.T) {
-	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
+	t.Parallel()
+	o, f, srv, _ := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", stayArgv()...)
 	waitText(t, o, id, "up")
 	remoteLaunch(t, o, "big", stayArgv()...)
 	if err := o.CloseNode(tctx(t), id); err != nil {
 		t.Fatal(err)
 	}
-	if len(sshChildren()) == 0 {
+	if len(sshChildrenOf(f.Config)) == 0 {
 		t.Fatal("no ssh child before Close: the check cannot see them")
 	}
 	o.Close()
-	if kids := sshChildren(); len(kids) > 0 {
+	if kids := sshChildrenOf(f.Config); len(kids) > 0 {
 		t.Fatalf("ssh processes outlive Close: %q", kids)
 	}
-	if kids := tmuxControlChildren(); len(kids) > 0 {
+	if kids := tmuxControlChildrenOf(srv.Socket, f.RemoteSocket); len(kids) > 0 {
 		t.Fatalf("tmux control clients outlive Close: %q", kids)
 	}
 }

@@ -18,6 +18,7 @@ import (
 // written its last line. The exit must not be published then; the wait
 // for the last line matches and the exit comes with the program's code.
 func TestWatcherExitWaitsForTmux(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	fifo := filepath.Join(t.TempDir(), "go")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {

@@ -37,6 +37,7 @@ func within[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
 // A wait in flight ends as soon as a close begins, before the screen is
 // detached, instead of spinning on the closed screen until the close ends.
 func TestWaitEndsWhenCloseBegins(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "echo ready; sleep 60")
 	waitText(t, o, id, "ready")
@@ -87,6 +88,7 @@ func TestWaitEndsWhenCloseBegins(t *testing.T) {
 // A wait that arrives while the pump is switching an idle node off sees
 // it asleep and wakes it, so the output it waits for still reaches it.
 func TestWaitDuringSleepSwitchOff(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
@@ -130,6 +132,7 @@ func TestWaitDuringSleepSwitchOff(t *testing.T) {
 // Shutdown waits for a close in progress instead of tearing its clients
 // down under it (and both detach the node only once).
 func TestShutdownWaitsForClose(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	id := launch(t, o, "sh", "-c", "sleep 60")
 	detached, release := make(chan struct{}), make(chan struct{})

@@ -226,6 +226,7 @@ func TestRebootLostNodesAndRestore(t *testing.T) {
 
 // The keeper writes a node's last screen after it changed, and only then.
 func TestKeeperWritesChangedScreensOnly(t *testing.T) {
+	t.Parallel()
 	rounds := make(chan struct{}, 64)
 	kept := func() {
 		select {

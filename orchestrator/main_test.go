@@ -6,7 +6,9 @@ import (
 	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
-// TestMain runs the package's tests four at a time by default: they are
-// independent (private tmux sockets, temporary state directories) and
-// mostly wait on tmux and the programs they start.
-func TestMain(m *testing.M) { testenv.Main(m, 4) }
+// TestMain runs the package's tests six at a time by default: they are
+// independent (private tmux sockets and ssh namespaces, temporary state
+// directories) and mostly wait on tmux and the programs they start: six
+// took 88, 123 and 111 s where four took 103, 123 and 118 s, for 0–7 %
+// more CPU, and eight was no faster (docs/PERFORMANCE.md).
+func TestMain(m *testing.M) { testenv.Main(m, 6) }

@@ -13,6 +13,7 @@ import (
 // the heap is returned to the system.
 func TestQuietNodeReturnsMemory(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 10 s on a loaded 2-core machine")
+	t.Parallel()
 	freed := make(chan struct{}, 4)
 	srv, dir := newTestServer(t)
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.RestAfter = 100 * time.Millisecond; c.IdleAfter = -1 })

@@ -15,6 +15,7 @@ import (
 // after the other, the first would wait here for the others in vain).
 func TestListAsksShardsSideBySide(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 8 s on a loaded 2-core machine")
+	t.Parallel()
 	srv, dir := newTestServer(t)
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.ShardSize = 1 })
 	for range 3 {

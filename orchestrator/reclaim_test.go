@@ -19,6 +19,7 @@ import (
 // control clients (admin, waiter) remain.
 func TestEmptyShardsAreReclaimed(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 7 s on a loaded 2-core machine")
+	t.Parallel()
 	srv, dir := newTestServer(t)
 	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.ShardSize = 2 })
 	ctx := tctx(t)
@@ -49,7 +50,7 @@ func TestEmptyShardsAreReclaimed(t *testing.T) {
 	if !hosts.Running(ctx, "tmux", sockets[0], launchenv.Minimal()) {
 		t.Fatal("the first shard ended too")
 	}
-	kids := tmuxControlChildren()
+	kids := tmuxControlChildrenOf(srv.Socket)
 	for _, k := range kids {
 		for _, s := range sockets[1:] {
 			if strings.Contains(k, " "+s+" ") {
@@ -72,6 +73,7 @@ func TestEmptyShardsAreReclaimed(t *testing.T) {
 // A launch whose caller gave up before the node was registered is rolled
 // back: no node, no files, no session, nothing running.
 func TestLaunchRolledBackWhenCallerGaveUp(t *testing.T) {
+	t.Parallel()
 	srv, dir := newTestServer(t)
 	o := openOrchestrator(t, srv, dir)
 	ctx, cancel := context.WithCancel(tctx(t))
@@ -95,8 +97,8 @@ func TestLaunchRolledBackWhenCallerGaveUp(t *testing.T) {
 	if _, err := statefile.ReadMeta(o.cfg.StateDir, hooked); err == nil {
 		t.Fatal("its metadata file is left")
 	}
-	testenv.Until(5*time.Second, func() bool { return len(tmuxControlChildren()) <= shardClients })
-	if kids := tmuxControlChildren(); len(kids) != shardClients {
+	testenv.Until(5*time.Second, func() bool { return len(tmuxControlChildrenOf(srv.Socket)) <= shardClients })
+	if kids := tmuxControlChildrenOf(srv.Socket); len(kids) != shardClients {
 		t.Fatalf("control clients left: %q", kids)
 	}
 }

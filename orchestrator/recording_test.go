@@ -274,6 +274,7 @@ func TestRecordingSurvivesRestart(t *testing.T) {
 // terminal_record on a running node starts with its current screen; a
 // recorded node never sleeps; turning it on twice changes nothing.
 func TestRecordOnRunningNodeAndNoSleep(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	state := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(state); err != nil {

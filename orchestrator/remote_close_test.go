@@ -25,6 +25,7 @@ import (
 // running on the host); when the host is back the closes finish there
 // and the nodes go.
 func TestRemoteCloseDuringOutage(t *testing.T) {
+	t.Parallel()
 	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
 	ids := []string{remoteLaunch(t, o, "big", tickArgv...), remoteLaunch(t, o, "big", tickArgv...)}
 	for _, id := range ids {
@@ -87,6 +88,7 @@ func TestRemoteCloseDuringOutage(t *testing.T) {
 // detached, before the program was ended): the node is not forgotten but
 // listed as closing, and the close finishes when the host is back.
 func TestRemoteCloseLosesTheHost(t *testing.T) {
+	t.Parallel()
 	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
 	id := remoteLaunch(t, o, "big", tickArgv...)
 	waitText(t, o, id, "tick 2")
@@ -128,6 +130,7 @@ func TestRemoteHostRemove64(t *testing.T) {
 	if testing.Short() {
 		t.Skip("launches 64 remote nodes")
 	}
+	t.Parallel()
 	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
 	ids := make([]string, remoteNodes)
 	errs := make([]error, remoteNodes)

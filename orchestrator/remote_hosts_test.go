@@ -46,6 +46,7 @@ func waitHostState(t *testing.T, o *Orchestrator, name, state string, within tim
 // while connected, since moving with each state.
 func TestRemoteHostStates(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 10 s on a loaded 2-core machine")
+	t.Parallel()
 	hold, held := make(chan struct{}), make(chan struct{}, 1)
 	var holding atomic.Bool
 	o, f, _, _ := newRemoteHooks(t, &hooks{hostConnect: func(string) {
@@ -172,6 +173,7 @@ func TestRemoteHostRemove(t *testing.T) {
 // the hook fail about one run in four under load.
 func TestRemoteHungHostDelaysNoLocalExit(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 7 s on a loaded 2-core machine")
+	t.Parallel()
 	o, _, _, _ := newRemote(t, "big="+sshtest.Good)
 	remoteLaunch(t, o, "big", tickArgv...)
 	o.procs = nil // only the pane-died hook tells (deaths.go)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,7 @@ const remoteNodes = 64
 // the remote tmux's capture-pane. One pass, launched in parallel.
 func TestRemote64Nodes(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 21 s on a loaded 2-core machine")
+	t.Parallel()
 	o, f, _, _ := newRemote(t, "big="+sshtest.Good)
 	ids := make([]string, remoteNodes)
 	errs := make([]error, remoteNodes)
@@ -105,7 +107,7 @@ func TestRemote64Nodes(t *testing.T) {
 	if n := strings.Count(strings.TrimSpace(string(ssOut)), "\n") + 1; strings.TrimSpace(string(ssOut)) == "" || n != 1 {
 		t.Fatalf("%d ssh connections to the host, want 1:\n%s", n, ssOut)
 	}
-	ssh, pss := sshChildrenPSS(t)
+	ssh, pss := sshChildrenPSS(t, f.Config)
 	if ssh > 1+3 { // the master and the admin, waiter and mirror clients
 		t.Fatalf("%d ssh processes for %d remote nodes, want at most 4", ssh, remoteNodes)
 	}
@@ -126,8 +128,10 @@ func trimScreen(lines []string) string {
 	return strings.TrimRight(strings.Join(out, "\n"), "\n")
 }
 
-// sshChildrenPSS counts this process's ssh children and their PSS (KiB).
-func sshChildrenPSS(t *testing.T) (count int, pss int64) {
+// sshChildrenPSS counts this process's ssh children that use the
+// ssh_config config (one fixture's, so other tests' ssh processes are
+// not counted) and their PSS (KiB).
+func sshChildrenPSS(t *testing.T, config string) (count int, pss int64) {
 	t.Helper()
 	me := strconv.Itoa(os.Getpid())
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
@@ -143,6 +147,10 @@ func sshChildrenPSS(t *testing.T) (count int, pss int64) {
 		}
 		f := strings.Fields(s[i+1:])
 		if len(f) < 2 || f[1] != me {
+			continue
+		}
+		cmd, _ := os.ReadFile(d + "/cmdline")
+		if !slices.Contains(strings.Split(string(cmd), "\x00"), config) {
 			continue
 		}
 		count++

@@ -17,6 +17,7 @@ import (
 // emulator but keeps its screen; a screenshot gets the styled cells from
 // tmux, and new output shows as before.
 func TestQuietNodeRests(t *testing.T) {
+	t.Parallel()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {

@@ -19,6 +19,7 @@ import (
 // Afterwards the budget is empty and a screenshot draws again.
 func TestScreenshotMemoryBudget(t *testing.T) {
 	testenv.SkipShort(t, "end to end on tmux, 4 s on a loaded 2-core machine")
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sleep", "600"}, Cwd: t.TempDir(), Columns: 200, Rows: 50})
 	if err != nil {
@@ -77,6 +78,7 @@ func TestScreenshotMemoryBudget(t *testing.T) {
 // Ordinary screenshots draw side by side: a 120x40 screen at scale 1
 // takes about 2 MB of the 128 MB budget.
 func TestScreenshotRenderBytes(t *testing.T) {
+	t.Parallel()
 	small := render.DrawBytes(120*8*40*17, 120*40)
 	if small > 4<<20 || ScreenshotMemoryBudget/small < 32 {
 		t.Fatalf("a 120x40 screenshot counts %d bytes: fewer than 32 fit the budget", small)

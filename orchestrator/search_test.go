@@ -16,6 +16,7 @@ import (
 // and no other capture is even sent meanwhile. The matches still come
 // in node order.
 func TestSearchBoundsCaptures(t *testing.T) {
+	t.Parallel()
 	o, _ := newTestOrchestrator(t)
 	var ids []string
 	for i := range 2*SearchConcurrency + 3 {
