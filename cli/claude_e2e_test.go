@@ -186,11 +186,8 @@ func (e *e2e) waitDialog(node string, within time.Duration) tools.Dialog {
 	e.t.Helper()
 	var found tools.Dialog
 	if !testenv.Until(within, func() bool {
-		out := e.must(e.ts, "dialogs", "--json")
 		var l tools.DialogList
-		if err := json.Unmarshal([]byte(out), &l); err != nil {
-			e.t.Fatalf("dialogs --json: %v\n%s", err, out)
-		}
+		e.op("dialog_list", map[string]any{}, &l)
 		for _, d := range l.Dialogs {
 			if d.Node == node {
 				found = d

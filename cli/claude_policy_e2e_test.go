@@ -69,10 +69,7 @@ func TestClaudeCodePolicyAndUsage(t *testing.T) {
 	// Usage from Claude Code's own exporter: known, with tokens and cost.
 	var a tools.AgentInfo
 	testenv.Eventually(t, 60*time.Second, func() bool {
-		a = tools.AgentInfo{}
-		if err := json.Unmarshal([]byte(e.must(e.ts, "why", node, "--json")), &a); err != nil {
-			t.Fatal(err)
-		}
+		a = e.whyOf(node)
 		u := a.Usage
 		return u != nil && u.Known && u.Life.InputTokens > 0 && u.Life.OutputTokens > 0 && u.Life.CostUSD != nil && *u.Life.CostUSD > 0
 	}, func() string { return fmt.Sprintf("no usage from Claude Code's exporter: %+v", a.Usage) })

@@ -38,15 +38,14 @@ func lastUserText(req *fakemodel.Request) string {
 // whyOf is agent_status {node, explain: true}'s row.
 func (e *e2e) whyOf(node string) tools.AgentInfo {
 	e.t.Helper()
-	args, _ := json.Marshal(map[string]any{"node": node, "explain": true})
-	out := e.must(e.ctl, "--session", e.oper, "call", "agent_status", string(args))
-	var res struct {
-		Value tools.AgentList `json:"value"`
+	// In process, not through a binary: the waits poll it, and a
+	// process per poll cost a core's worth of CPU while they waited.
+	var l tools.AgentList
+	e.op("agent_status", map[string]any{"node": node, "explain": true}, &l)
+	if len(l.Agents) != 1 {
+		e.t.Fatalf("agent_status %s: %d rows", node, len(l.Agents))
 	}
-	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Value.Agents) != 1 {
-		e.t.Fatalf("agent_status %s: %v\n%s", node, err, out)
-	}
-	return res.Value.Agents[0]
+	return l.Agents[0]
 }
 
 // waitState waits for node's agent state to be one of states; it returns
@@ -174,7 +173,7 @@ func claudeCodeState(t *testing.T, pkg string) {
 	// Esc mid-turn: the turn ends within 10 s (no Stop hook needed).
 	e.must(e.ts, "send", node, "please hang")
 	e.waitState(node, 30*time.Second, tools.AgentWorking)
-	if !testenv.Until(30*time.Second, func() bool { return strings.Contains(e.must(e.ts, "snapshot", node), "esc to interrupt") }) {
+	if !testenv.Until(30*time.Second, func() bool { return strings.Contains(e.nodeScreen(node), "esc to interrupt") }) {
 		t.Fatal("no busy marker while the turn hangs")
 	}
 	e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"Escape"}`)
@@ -189,7 +188,7 @@ func claudeCodeState(t *testing.T, pkg string) {
 	// delete it, so the next prompt is typed alone (not "please
 	// hangplease fail").
 	if testenv.Until(3*time.Second, func() bool {
-		return strings.HasSuffix(strings.TrimSpace(lastPromptLine(e.must(e.ts, "snapshot", node))), "please hang")
+		return strings.HasSuffix(strings.TrimSpace(lastPromptLine(e.nodeScreen(node))), "please hang")
 	}) {
 		e.must(e.ctl, "--session", e.oper, "call", "terminal_press", `{"terminal":"`+node+`","keys":"`+strings.TrimSpace(strings.Repeat("BSpace ", len("please hang")))+`"}`)
 	}

@@ -237,7 +237,7 @@ func TestCodexWired(t *testing.T) {
 	// says "Resuming session…", and drops what is typed then).
 	var atSend string
 	if !testenv.Until(60*time.Second, func() bool {
-		_, atSend, _ = e.run(e.ts, "snapshot", node)
+		atSend = e.screenIfAny(node)
 		return strings.Contains(atSend, "? for shortcuts") && !strings.Contains(atSend, "Resuming session")
 	}) {
 		t.Fatalf("the resumed Codex's input never came up; the node: %+v\nscreen:\n%s", e.whyOf(node), atSend)

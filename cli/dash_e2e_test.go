@@ -156,6 +156,18 @@ func (e *e2e) nodeScreen(id string) string {
 	return strings.Join(s.Lines, "\n")
 }
 
+// screenIfAny is nodeScreen that returns "" when the call fails (the
+// node or the orchestrator is on its way back).
+func (e *e2e) screenIfAny(id string) string {
+	raw, _ := json.Marshal(map[string]any{"terminal": id})
+	res := tools.Call(context.Background(), e.oper, tools.Request{Operation: "terminal_snapshot", Args: raw}, tools.CallOptions{})
+	var s tools.Snapshot
+	if !res.OK || tools.DecodeValue(res.Value, &s) != nil {
+		return ""
+	}
+	return strings.Join(s.Lines, "\n")
+}
+
 func (e *e2e) listed(name string) (tools.NodeInfo, bool) {
 	var l tools.NodeList
 	e.op("terminal_list", map[string]any{}, &l)

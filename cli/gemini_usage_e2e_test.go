@@ -26,9 +26,7 @@ func TestGeminiUsage(t *testing.T) {
 	e.waitExited(node)
 	var a tools.AgentInfo
 	testenv.Eventually(t, 60*time.Second, func() bool {
-		if err := json.Unmarshal([]byte(e.must(e.ts, "why", node, "--json")), &a); err != nil {
-			t.Fatal(err)
-		}
+		a = e.whyOf(node)
 		u := a.Usage
 		return u != nil && u.Known && u.Life.InputTokens > 0 && u.Life.OutputTokens > 0
 	}, func() string {

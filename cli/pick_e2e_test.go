@@ -58,7 +58,7 @@ func TestPickerInPopupE2E(t *testing.T) {
 	var question tools.Dialog
 	if !testenv.Until(20*time.Second, func() bool {
 		var l tools.DialogList
-		_ = json.Unmarshal([]byte(e.must(e.ts, "dialogs", "--json")), &l)
+		e.op("dialog_list", map[string]any{}, &l)
 		for _, d := range l.Dialogs {
 			if d.Kind == "question" {
 				question = d

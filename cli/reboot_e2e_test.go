@@ -230,7 +230,7 @@ func TestE2ERebootRestoreAll(t *testing.T) {
 		if !strings.Contains(out, "restored node "+name+" in "+dirs[name]) {
 			t.Fatalf("restore --all printed:\n%s", out)
 		}
-		if !testenv.Until(20*time.Second, func() bool { return strings.Contains(e.must(e.ts, "snapshot", name), "hello-"+name+" in "+dirs[name]) }) {
+		if !testenv.Until(20*time.Second, func() bool { return strings.Contains(e.nodeScreen(name), "hello-"+name+" in "+dirs[name]) }) {
 			t.Fatalf("restored %s does not show its start in %s", name, dirs[name])
 		}
 	}

@@ -296,7 +296,7 @@ func TestSandboxRestoreKeepsProfile(t *testing.T) {
 	e.must(e.ts, "restore", id)
 	var snap string
 	testenv.Eventually(t, 30*time.Second, func() bool {
-		_, snap, _ = e.run(e.ts, "snapshot", id)
+		snap = e.screenIfAny(id)
 		m := regexp.MustCompile(`start=(\S+)`).FindStringSubmatch(snap)
 		return m != nil && m[1] != first[1] && strings.Contains(snap, "sandbox=guard") && strings.Contains(snap, "TOKEN-HIDDEN")
 	}, func() string { return "the restored node did not start in guard:\n" + snap })
