@@ -187,8 +187,11 @@ func Derive(evidence []tools.Evidence) Result {
 }
 
 // busyMarkers are what agents' TUIs show while a turn runs (Claude Code
-// and Codex: "esc to interrupt"; Gemini CLI: "esc to cancel").
-var busyMarkers = []string{"esc to interrupt", "esc to cancel"}
+// and Codex: "esc to interrupt"; Gemini CLI: "esc to cancel"), or while
+// they cannot take input yet: Codex 0.169 resuming a conversation draws
+// its composer and the old messages (each "› …", like its prompt) while
+// it still says "Resuming session…", and drops what is typed then.
+var busyMarkers = []string{"esc to interrupt", "esc to cancel", "resuming session"}
 
 // promptMarks start the input line of an agent's TUI once its prompt is
 // back (Claude Code "> " or "❯ ", Codex "› ").

@@ -92,6 +92,7 @@ func TestTurnEnded(t *testing.T) {
 		// Esc during a request: an interrupt, not a failed turn (issue 39).
 		{"esc aborted", []string{"  ⎿  API Error: Request was aborted.", "  ⎿  Interrupted · What should Claude do instead?", "> "}, true, ScreenTurnEnded},
 		{"codex", []string{"• done", "› Ask Codex"}, true, ScreenTurnEnded},
+		{"codex resuming", []string{"› an old message", "• done", "", "• Resuming session…", "› Ask Codex"}, false, ""},
 		// Codex 0.169.0, measured: an interrupt and a failed turn are both
 		// a "■" cell; the latest one tells the turn that just ended.
 		{"codex interrupted", []string{"› please be slow", "■ Conversation interrupted - use /feedback if something went wrong", "› Ask Codex to do anything"}, true, ScreenTurnEnded},
