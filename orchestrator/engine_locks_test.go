@@ -350,11 +350,6 @@ func tmuxControlChildrenOf(sockets ...string) []string {
 	})
 }
 
-// sshChildren lists this process's children that run ssh.
-func sshChildren() []string {
-	return children(func(args []string) bool { return len(args) > 0 && filepath.Base(args[0]) == "ssh" })
-}
-
 // sshChildrenOf lists this process's ssh children that use the ssh_config
 // config (one sshtest fixture's: every ssh an orchestrator starts for its
 // hosts passes the host's -F): one test's, while others run beside it.
