@@ -42,6 +42,18 @@ func openOrchestrator(t *testing.T, srv *tmuxtest.Server, dir string) *Orchestra
 	return openOrchestratorWith(t, srv, dir, nil)
 }
 
+// openWatching is an engine of its own tmux server and state directory
+// whose launches watch for early exits as a user's do.
+func openWatching(t *testing.T) *Orchestrator {
+	t.Helper()
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	return openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = DefaultLaunchWatch })
+}
+
 // openOrchestratorWith is openOrchestrator with a chance to change the
 // config.
 func openOrchestratorWith(t *testing.T, srv *tmuxtest.Server, dir string, mod func(*Config)) *Orchestrator {

@@ -51,12 +51,7 @@ func TestLaunchRefusesProgramsThatCannotStart(t *testing.T) {
 // that starts and waits does not.
 func TestLaunchReportsAnEarlyExit(t *testing.T) {
 	t.Parallel()
-	srv := tmuxtest.New(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := tools.EnsureStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = DefaultLaunchWatch })
+	o := openWatching(t)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo cannot open config; sleep 0.1; exit 3"}, Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -75,12 +70,7 @@ func TestLaunchReportsAnEarlyExit(t *testing.T) {
 // hooks hold the exit back until that period ran out.
 func TestLaunchReportsAnExitLateToTheNode(t *testing.T) {
 	t.Parallel()
-	srv := tmuxtest.New(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := tools.EnsureStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = DefaultLaunchWatch })
+	o := openWatching(t)
 	quietRanOut := make(chan struct{})
 	var once sync.Once
 	o.hooks.LaunchQuiet = func(_ *node.Node, ended bool) {

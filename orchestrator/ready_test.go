@@ -2,12 +2,10 @@ package orchestrator
 
 import (
 	"context"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/termsprawl/termsprawl/internal/tmuxtest"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -41,12 +39,7 @@ func TestInputWaitsForTheProgramToRead(t *testing.T) {
 // terminal_launch says whether the program was ready within the launch.
 func TestLaunchSaysReady(t *testing.T) {
 	t.Parallel()
-	srv := tmuxtest.New(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := tools.EnsureStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = DefaultLaunchWatch })
+	o := openWatching(t)
 	for _, tt := range []struct {
 		name  string
 		argv  []string
