@@ -19,7 +19,12 @@ import (
 // submit is cleared, not completed").
 
 // Submit types (or, for multi-line text, pastes) text, lets the program
-// take it, then presses Enter exactly once. pause, when not nil, runs
+// take it, then presses Enter exactly once. To Claude Code the text is
+// always pasted (bracketed when it asked for that, as it does): typed, it
+// read a burst of keys as a paste that its own timer ends, and under load
+// an Enter pressed after the echo still reached it inside that paste, a
+// new line instead of a submit (seen in CI). A bracketed paste ends where
+// the text ends. pause, when not nil, runs
 // between the text and Enter (the kill loop's test pause).
 func (n *Node) Submit(ctx context.Context, text string, pause func()) error {
 	mark, err := statefile.BeginSubmit(n.Env.Limits().StateDir, n.Meta.ID, statefile.IntentOf(ctx))
@@ -31,7 +36,7 @@ func (n *Node) Submit(ctx context.Context, text string, pause func()) error {
 	n.NoteInput(SubmitKind(text))
 	if text != "" {
 		before := n.Scr.Revision()
-		if strings.ContainsAny(text, "\n\r") {
+		if strings.ContainsAny(text, "\n\r") || n.Meta.Agent == "claude" {
 			err = n.PasteText(ctx, text)
 		} else {
 			err = n.TypeText(ctx, text)
