@@ -54,11 +54,59 @@ func (n *Node) Submit(ctx context.Context, text string, pause func()) error {
 		n.PressKeys(ctx, []string{"End", "C-u"})
 		return tools.Errorf(tools.KindNotRun, "the submit's progress could not be recorded, so Enter was not pressed (is the state dir's disk full?): %w", err)
 	}
+	beforeEnter := n.Scr.Revision()
 	if err := n.PressKeys(ctx, []string{"Enter"}); err != nil {
 		return err
 	}
 	sent = true
+	if n.Meta.Agent == "claude" && strings.TrimSpace(text) != "" {
+		n.confirmTaken(ctx, text, beforeEnter)
+	}
 	return nil
+}
+
+// confirmTaken presses Enter once more when Claude Code still shows the
+// submitted text in its input box after the Enter settled: under load it
+// swallowed an Enter that came soon after the text (seen in CI, 2.1.197),
+// and the turn never started. An extra Enter is harmless to Claude Code:
+// on an empty input box, or during a turn, it does nothing.
+func (n *Node) confirmTaken(ctx context.Context, text string, beforeEnter uint64) {
+	n.Settle(ctx, beforeEnter)
+	if !TextInInputBox(n.Scr.Rows(), text) {
+		return
+	}
+	n.Log.Info("the program kept the submitted text in its input box: Enter pressed again", "node", n.Meta.ID)
+	if err := n.PressKeys(ctx, []string{"Enter"}); err != nil {
+		n.Log.Warn("a second Enter for a kept submit", "err", err)
+	}
+}
+
+// TextInInputBox reports whether text stands in the input box of a TUI
+// that draws it between two horizontal rules (Claude Code: a "─" rule,
+// "❯ text", a "─" rule), the last such box on the screen. Spaces are
+// ignored, so a text wrapped over several rows still matches.
+func TextInInputBox(rows []string, text string) bool {
+	isRule := func(s string) bool {
+		s = strings.TrimSpace(s)
+		return len([]rune(s)) >= 10 && strings.Trim(s, "─") == ""
+	}
+	last, prev := -1, -1
+	for i := len(rows) - 1; i >= 0 && prev < 0; i-- {
+		if isRule(rows[i]) {
+			if last < 0 {
+				last = i
+			} else {
+				prev = i
+			}
+		}
+	}
+	if prev < 0 {
+		return false
+	}
+	squash := func(s string) string { return strings.Join(strings.Fields(s), "") }
+	box := squash(strings.TrimLeft(strings.TrimSpace(strings.Join(rows[prev+1:last], " ")), "❯>"))
+	want := squash(text)
+	return want != "" && strings.Contains(box, want)
 }
 
 // RecoverInput settles a submit a killed orchestrator left at the node
