@@ -376,36 +376,12 @@ func (f *Fixture) cleanup() {
 			}
 		}
 	}
-	killTmuxNamed(func(s string) bool {
-		return strings.HasPrefix(s, f.RemoteSocket) || slices.Contains(f.tracked, s)
-	})
+	for _, pid := range testenv.TmuxPids(func(s string, args []string) bool {
+		return filepath.Base(args[0]) == "tmux" && (strings.HasPrefix(s, f.RemoteSocket) || slices.Contains(f.tracked, s))
+	}) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
 	if err := run("ip", "netns", "del", f.NS); err != nil {
 		f.t.Logf("remove namespace %s: %v", f.NS, err)
-	}
-}
-
-// killTmuxNamed kills each tmux process of this user whose -L socket name
-// matches (names the fixture made, random, so nothing else matches).
-func killTmuxNamed(match func(socket string) bool) {
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		if len(args) < 3 || filepath.Base(args[0]) != "tmux" {
-			continue
-		}
-		for i := 1; i+1 < len(args); i++ {
-			if args[i] == "-L" && match(args[i+1]) {
-				syscall.Kill(pid, syscall.SIGKILL)
-				break
-			}
-		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -99,33 +100,10 @@ func Env() []string {
 	return out
 }
 
-// ControlClients returns the pids of live `tmux -C` processes that use
-// socket, read from /proc.
+// ControlClients returns the pids of `tmux -C` processes that use
+// socket, read from /proc (zombies included: the caller decides).
 func ControlClients(socket string) []int {
-	var pids []int
-	matches, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-	for _, m := range matches {
-		b, err := os.ReadFile(m)
-		if err != nil {
-			continue
-		}
-		args := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
-		hasSock, hasC := false, false
-		for i, a := range args {
-			if a == "-L" && i+1 < len(args) && args[i+1] == socket {
-				hasSock = true
-			}
-			if a == "-C" || a == "-CC" {
-				hasC = true
-			}
-		}
-		if hasSock && hasC {
-			// Skip zombies: they are gone as far as resources go but are
-			// still listed until reaped; report them, the caller decides.
-			var pid int
-			fmt.Sscanf(filepath.Base(filepath.Dir(m)), "%d", &pid)
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return testenv.TmuxPids(func(s string, args []string) bool {
+		return s == socket && (slices.Contains(args, "-C") || slices.Contains(args, "-CC"))
+	})
 }
