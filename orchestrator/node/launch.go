@@ -2,10 +2,8 @@ package node
 
 import (
 	"context"
-	"syscall"
 	"time"
 
-	"github.com/termsprawl/termsprawl/orchestrator/proc"
 	"github.com/termsprawl/termsprawl/tools"
 )
 
@@ -58,7 +56,7 @@ func (n *Node) EarlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 		case <-changed:
 		case <-statusCh:
 		case <-quiet.C:
-			ended := n.programEnded()
+			ended := n.programEnded(ctx)
 			if n.hooks().LaunchQuiet != nil {
 				n.hooks().LaunchQuiet(n, ended)
 			}
@@ -85,15 +83,9 @@ const launchQuiet = 250 * time.Millisecond
 
 // programEnded reports whether the node's local program is known to have
 // ended (reaped, or a zombie) although its exit has not been published.
-// A host's program, or one whose pid is unknown, is not checked: the
-// launch then returns as before.
-func (n *Node) programEnded() bool {
+// A host's program (a look is an ssh round trip), or one whose pid is
+// unknown, is not checked: the launch then returns as before.
+func (n *Node) programEnded(ctx context.Context) bool {
 	pid := n.Pid()
-	if pid <= 0 || n.Srv.Remote() {
-		return false
-	}
-	if _, zombie := proc.ZombieWait(pid); zombie {
-		return true
-	}
-	return syscall.Kill(pid, 0) == syscall.ESRCH
+	return pid > 0 && !n.Srv.Remote() && n.Srv.PidGone(ctx, pid)
 }

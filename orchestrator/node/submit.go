@@ -34,9 +34,10 @@ func (n *Node) Submit(ctx context.Context, text string, pause func()) error {
 	sent := false
 	defer func() { mark.End(sent) }()
 	n.NoteInput(SubmitKind(text))
+	claude := n.Meta.Agent == "claude"
 	if text != "" {
 		before := n.Scr.Revision()
-		if strings.ContainsAny(text, "\n\r") || n.Meta.Agent == "claude" {
+		if strings.ContainsAny(text, "\n\r") || claude {
 			err = n.PasteText(ctx, text)
 		} else {
 			err = n.TypeText(ctx, text)
@@ -59,7 +60,7 @@ func (n *Node) Submit(ctx context.Context, text string, pause func()) error {
 		return err
 	}
 	sent = true
-	if n.Meta.Agent == "claude" && strings.TrimSpace(text) != "" {
+	if claude && strings.TrimSpace(text) != "" {
 		n.confirmTaken(ctx, text, beforeEnter)
 	}
 	return nil
@@ -72,7 +73,7 @@ func (n *Node) Submit(ctx context.Context, text string, pause func()) error {
 // on an empty input box, or during a turn, it does nothing.
 func (n *Node) confirmTaken(ctx context.Context, text string, beforeEnter uint64) {
 	n.Settle(ctx, beforeEnter)
-	if !TextInInputBox(n.Scr.Rows(), text) {
+	if !textInInputBox(n.Scr.Rows(), text) {
 		return
 	}
 	n.Log.Info("the program kept the submitted text in its input box: Enter pressed again", "node", n.Meta.ID)
@@ -81,11 +82,11 @@ func (n *Node) confirmTaken(ctx context.Context, text string, beforeEnter uint64
 	}
 }
 
-// TextInInputBox reports whether text stands in the input box of a TUI
+// textInInputBox reports whether text stands in the input box of a TUI
 // that draws it between two horizontal rules (Claude Code: a "─" rule,
 // "❯ text", a "─" rule), the last such box on the screen. Spaces are
 // ignored, so a text wrapped over several rows still matches.
-func TextInInputBox(rows []string, text string) bool {
+func textInInputBox(rows []string, text string) bool {
 	isRule := func(s string) bool {
 		s = strings.TrimSpace(s)
 		return len([]rune(s)) >= 10 && strings.Trim(s, "─") == ""

@@ -21,7 +21,7 @@ func TestTextInInputBox(t *testing.T) {
 		{"empty text", []string{rule, "❯ ", rule}, "  ", false},
 	}
 	for _, c := range cases {
-		if got := TextInInputBox(c.rows, c.text); got != c.want {
+		if got := textInInputBox(c.rows, c.text); got != c.want {
 			t.Errorf("%s: %v, want %v", c.name, got, c.want)
 		}
 	}
