@@ -26,8 +26,7 @@ type dashNode struct {
 // uses) and fails the test unless it succeeds.
 func (e *e2e) op(op string, args any, v any) tools.Result {
 	e.t.Helper()
-	raw, _ := json.Marshal(args)
-	res := tools.Call(context.Background(), e.oper, tools.Request{Operation: op, Args: raw}, tools.CallOptions{})
+	raw, res := e.call(op, args)
 	if !res.OK {
 		e.t.Fatalf("%s %s: %s (%s)", op, raw, res.Error, res.Kind)
 	}
@@ -156,11 +155,17 @@ func (e *e2e) nodeScreen(id string) string {
 	return strings.Join(s.Lines, "\n")
 }
 
+// call runs op as the operator, in process; it answers the arguments as
+// sent and the result.
+func (e *e2e) call(op string, args any) (json.RawMessage, tools.Result) {
+	raw, _ := json.Marshal(args)
+	return raw, tools.Call(context.Background(), e.oper, tools.Request{Operation: op, Args: raw}, tools.CallOptions{})
+}
+
 // screenIfAny is nodeScreen that returns "" when the call fails (the
 // node or the orchestrator is on its way back).
 func (e *e2e) screenIfAny(id string) string {
-	raw, _ := json.Marshal(map[string]any{"terminal": id})
-	res := tools.Call(context.Background(), e.oper, tools.Request{Operation: "terminal_snapshot", Args: raw}, tools.CallOptions{})
+	_, res := e.call("terminal_snapshot", map[string]any{"terminal": id})
 	var s tools.Snapshot
 	if !res.OK || tools.DecodeValue(res.Value, &s) != nil {
 		return ""
