@@ -29,7 +29,7 @@ import (
 // stall each other, and nothing that outlives Close.
 
 // stayArgv prints and stays: the program of the launch tests.
-func stayArgv() []string { return []string{"sh", "-c", "echo up; exec sleep 600"} }
+func stayArgv() []string { return []string{"sh", "-c", "echo up; exec cat"} }
 
 // processExists reports whether pid names a running process (not one
 // that ended: gone, or a zombie its parent has not reaped yet).

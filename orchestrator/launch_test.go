@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/termsprawl/termsprawl/internal/tmuxtest"
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
 	"github.com/termsprawl/termsprawl/orchestrator/node"
 	"github.com/termsprawl/termsprawl/tools"
 )
@@ -73,8 +74,8 @@ func TestLaunchReportsAnExitLateToTheNode(t *testing.T) {
 	o := openWatching(t)
 	quietRanOut := make(chan struct{})
 	var once sync.Once
-	o.hooks.LaunchQuiet = func(_ *node.Node, ended bool) {
-		if ended {
+	o.hooks.LaunchQuiet = func(_ *node.Node, a hosts.Activity) {
+		if a == hosts.ActivityEnded {
 			once.Do(func() { close(quietRanOut) })
 		}
 	}
@@ -90,6 +91,52 @@ func TestLaunchReportsAnExitLateToTheNode(t *testing.T) {
 	}
 	if info.Exited == nil || info.Exited.ExitCode != 3 || !strings.Contains(strings.Join(info.Exited.ScreenTail, "\n"), "cannot open config") {
 		t.Fatalf("an exit late to the node was not reported: %+v", info.Exited)
+	}
+}
+
+// A program that printed and then waits for its own sleep before exiting
+// is watched past the quiet period (it is busy, not waiting for input)
+// and its exit reported; one that printed and waits for input is
+// reported as started at the first quiet period that finds it so. The
+// watch here is long, so that a loaded machine cannot end it first.
+func TestLaunchWatchesABusyProgramPastTheQuiet(t *testing.T) {
+	t.Parallel()
+	srv := tmuxtest.New(t)
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := tools.EnsureStateDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = 30 * time.Second })
+	var mu sync.Mutex
+	seen := map[string][]hosts.Activity{}
+	o.hooks.LaunchQuiet = func(n *node.Node, a hosts.Activity) {
+		mu.Lock()
+		defer mu.Unlock()
+		seen[n.Meta.ID] = append(seen[n.Meta.ID], a)
+	}
+	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo cannot open config; sleep 0.6; exit 4"}, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Exited == nil || info.Exited.ExitCode != 4 || !strings.Contains(strings.Join(info.Exited.ScreenTail, "\n"), "cannot open config") {
+		t.Fatalf("a program that exited after a pause was reported as started: %+v", info.Exited)
+	}
+	mu.Lock()
+	looks := seen[info.Terminal]
+	mu.Unlock()
+	if len(looks) == 0 || looks[0] != hosts.ActivityBusy {
+		t.Fatalf("the quiet period's looks: %v, want busy first", looks)
+	}
+
+	info, err = o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo ready; cat; echo after"}, Cwd: t.TempDir()})
+	if err != nil || info.Exited != nil {
+		t.Fatalf("a program waiting for input: %+v %v", info.Exited, err)
+	}
+	mu.Lock()
+	looks = seen[info.Terminal]
+	mu.Unlock()
+	if len(looks) == 0 || looks[len(looks)-1] != hosts.ActivityWaiting {
+		t.Fatalf("the quiet period's looks: %v, want waiting last", looks)
 	}
 }
 

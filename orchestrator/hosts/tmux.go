@@ -71,6 +71,9 @@ type Server interface {
 	// PidGone reports whether process pid has ended on the server's
 	// machine (no such process, or a zombie).
 	PidGone(ctx context.Context, pid int) bool
+	// Activity is what pid and its descendants are doing (a local
+	// server's only; a host's is ActivityUnknown).
+	Activity(ctx context.Context, pid int) Activity
 	// LivePids is which of pids still run on the server's machine (not
 	// ended, not a zombie), checked in one round trip.
 	LivePids(ctx context.Context, pids []int) (map[int]bool, error)

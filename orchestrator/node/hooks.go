@@ -1,5 +1,7 @@
 package node
 
+import "github.com/termsprawl/termsprawl/orchestrator/hosts"
+
 // hooks are the node's test seams, its engine's (Env.Hooks); none for a
 // node built without an engine (unit tests of one node).
 func (n *Node) hooks() *Hooks {
@@ -46,9 +48,9 @@ type Hooks struct {
 	// EarlyExit, if set, runs when a launch starts its early-exit
 	// watch (after the node was registered and every lock released).
 	EarlyExit func(n *Node)
-	// LaunchQuiet, if set, runs when that watch's quiet period ran out;
-	// ended tells whether the program had ended by then.
-	LaunchQuiet func(n *Node, ended bool)
+	// LaunchQuiet, if set, runs when that watch's quiet period ran out,
+	// with what the program was found doing then.
+	LaunchQuiet func(n *Node, a hosts.Activity)
 	// Exiting, if set, runs as the program's exit is about to be
 	// published (tests hold the publication back with it, as a loaded
 	// machine would).

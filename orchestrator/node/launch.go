@@ -4,15 +4,21 @@ import (
 	"context"
 	"time"
 
+	"github.com/termsprawl/termsprawl/orchestrator/hosts"
+
 	"github.com/termsprawl/termsprawl/tools"
 )
 
 // EarlyExit watches a new node for up to d: if its program exits in that
 // time, the launch says so with the last screen lines. It returns early,
-// with nil, once the program has printed and then gone quiet for
-// launchQuiet and is still running (it is waiting for input: it
-// started). A program that went quiet because it ended is waited for:
-// under load its exit can reach the node after the quiet period.
+// with nil, once the program has printed, gone quiet for launchQuiet and
+// is found waiting (hosts.ActivityWaiting: asleep, no process of it on a
+// timer or running: it waits for input, it started). A program found
+// busy then (a shell waiting for its sleep, a process not yet scheduled
+// on a loaded machine) is looked at again after another quiet period; one
+// found ended is waited for, since under load its exit can reach the node
+// after the quiet period. A host's program is not looked at: the launch
+// returns at the first quiet period, as a look is an ssh round trip.
 func (n *Node) EarlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit {
 	if d <= 0 {
 		return nil
@@ -56,15 +62,19 @@ func (n *Node) EarlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 		case <-changed:
 		case <-statusCh:
 		case <-quiet.C:
-			ended := n.programEnded(ctx)
+			a := n.activity(ctx)
 			if n.hooks().LaunchQuiet != nil {
-				n.hooks().LaunchQuiet(n, ended)
+				n.hooks().LaunchQuiet(n, a)
 			}
-			if !ended {
+			switch a {
+			case hosts.ActivityEnded:
+				// Quiet because it ended: its exit is on its way (tmux
+				// confirms it), to be reported within d.
+			case hosts.ActivityBusy:
+				quiet.Reset(launchQuiet)
+			default:
 				return nil
 			}
-			// Quiet because it ended: its exit is on its way (tmux
-			// confirms it), to be reported within d.
 		case <-deadline.C:
 			return nil
 		case <-n.Closing:
@@ -81,11 +91,13 @@ func (n *Node) EarlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 // its launch to stop watching for an early exit.
 const launchQuiet = 250 * time.Millisecond
 
-// programEnded reports whether the node's local program is known to have
-// ended (reaped, or a zombie) although its exit has not been published.
-// A host's program (a look is an ssh round trip), or one whose pid is
-// unknown, is not checked: the launch then returns as before.
-func (n *Node) programEnded(ctx context.Context) bool {
+// activity is what the node's program is doing, looked at on its
+// machine when that is this one (hosts.ActivityUnknown otherwise, or when
+// its pid is unknown).
+func (n *Node) activity(ctx context.Context) hosts.Activity {
 	pid := n.Pid()
-	return pid > 0 && !n.Srv.Remote() && n.Srv.PidGone(ctx, pid)
+	if pid <= 0 || n.Srv.Remote() {
+		return hosts.ActivityUnknown
+	}
+	return n.Srv.Activity(ctx, pid)
 }
