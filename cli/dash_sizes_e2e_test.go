@@ -35,7 +35,8 @@ func TestDashboardSizesE2E(t *testing.T) {
 	up, _ := e.up()
 	defer e.down(up)
 	e.must(e.ts, "new", "--name", "work", "--", "bash", "--norc", "--noprofile")
-	failed := strings.TrimSpace(e.must(e.ts, "new", "--name", "failed", "--", "sh", "-c", "sleep 0.5; exit 3"))
+	failed := strings.TrimSpace(e.must(e.ts, "new", "--name", "failed", "--", "sh", "-c", "read -r x; exit 3"))
+	e.must(e.ts, "send", failed, "bye")
 	e.waitExited(failed)
 	e.must(e.ts, "agent", "custom", "--sandbox", "none", "--name", "alpha", "--cwd", repo, "--worktree", "alpha", "--", "bash", "--norc", "--noprofile")
 
