@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 func TestClassify(t *testing.T) {
@@ -95,7 +97,7 @@ func FuzzStatState(f *testing.F) {
 // ended.
 func TestActivityOfRealPrograms(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	srv := &Tmux{socket: "x", stop: make(chan struct{})}
 	cmd := exec.Command("sh", "-c", "read x; sleep 600; true")
@@ -117,13 +119,7 @@ func TestActivityOfRealPrograms(t *testing.T) {
 	}()
 	until := func(what string, ok func() bool) {
 		t.Helper()
-		for !ok() {
-			select {
-			case <-ctx.Done():
-				t.Fatalf("never %s", what)
-			case <-time.After(5 * time.Millisecond):
-			}
-		}
+		testenv.Eventually(t, 15*time.Second, ok, testenv.Msg("never %s", what))
 	}
 	until("waiting on its pipe", func() bool { return srv.Activity(ctx, pid) == ActivityWaiting })
 	w, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/wchan")

@@ -3,7 +3,8 @@
 // (its admin control client), gives the configuration of a control client
 // for a session, runs programs on its machine (signals, a pid's
 // /proc/PID/stat: on the host for a remote server, never this machine's
-// /proc), and has its own lifecycle lock. It knows nothing of nodes, the
+// /proc; what a local program's process tree is doing, activity.go), and
+// has its own lifecycle lock. It knows nothing of nodes, the
 // engine or the tool server (internal/archtest).
 package hosts
 
