@@ -43,15 +43,16 @@ func openOrchestrator(t *testing.T, srv *tmuxtest.Server, dir string) *Orchestra
 }
 
 // openWatching is an engine of its own tmux server and state directory
-// whose launches watch for early exits as a user's do.
-func openWatching(t *testing.T) *Orchestrator {
+// whose launches watch for early exits for watch (DefaultLaunchWatch: as
+// a user's do).
+func openWatching(t *testing.T, watch time.Duration) *Orchestrator {
 	t.Helper()
 	srv := tmuxtest.New(t)
 	dir := filepath.Join(t.TempDir(), "state")
 	if err := tools.EnsureStateDir(dir); err != nil {
 		t.Fatal(err)
 	}
-	return openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = DefaultLaunchWatch })
+	return openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = watch })
 }
 
 // openOrchestratorWith is openOrchestrator with a chance to change the

@@ -52,7 +52,7 @@ func TestLaunchRefusesProgramsThatCannotStart(t *testing.T) {
 // that starts and waits does not.
 func TestLaunchReportsAnEarlyExit(t *testing.T) {
 	t.Parallel()
-	o := openWatching(t)
+	o := openWatching(t, DefaultLaunchWatch)
 	info, err := o.Launch(tctx(t), LaunchSpec{Command: []string{"sh", "-c", "echo cannot open config; sleep 0.1; exit 3"}, Cwd: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +71,7 @@ func TestLaunchReportsAnEarlyExit(t *testing.T) {
 // hooks hold the exit back until that period ran out.
 func TestLaunchReportsAnExitLateToTheNode(t *testing.T) {
 	t.Parallel()
-	o := openWatching(t)
+	o := openWatching(t, DefaultLaunchWatch)
 	quietRanOut := make(chan struct{})
 	var once sync.Once
 	o.hooks.LaunchQuiet = func(_ *node.Node, a hosts.Activity) {
@@ -101,12 +101,7 @@ func TestLaunchReportsAnExitLateToTheNode(t *testing.T) {
 // watch here is long, so that a loaded machine cannot end it first.
 func TestLaunchWatchesABusyProgramPastTheQuiet(t *testing.T) {
 	t.Parallel()
-	srv := tmuxtest.New(t)
-	dir := filepath.Join(t.TempDir(), "state")
-	if err := tools.EnsureStateDir(dir); err != nil {
-		t.Fatal(err)
-	}
-	o := openOrchestratorWith(t, srv, dir, func(c *Config) { c.LaunchWatch = 30 * time.Second })
+	o := openWatching(t, 30*time.Second)
 	var mu sync.Mutex
 	seen := map[string][]hosts.Activity{}
 	o.hooks.LaunchQuiet = func(n *node.Node, a hosts.Activity) {

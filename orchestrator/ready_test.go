@@ -39,7 +39,7 @@ func TestInputWaitsForTheProgramToRead(t *testing.T) {
 // terminal_launch says whether the program was ready within the launch.
 func TestLaunchSaysReady(t *testing.T) {
 	t.Parallel()
-	o := openWatching(t)
+	o := openWatching(t, DefaultLaunchWatch)
 	for _, tt := range []struct {
 		name  string
 		argv  []string

@@ -49,9 +49,6 @@ func (s *Tmux) Activity(ctx context.Context, pid int) Activity {
 	if s.prefix != nil || pid <= 0 {
 		return ActivityUnknown
 	}
-	if s.PidGone(ctx, pid) {
-		return ActivityEnded
-	}
 	tree := map[int]procLook{}
 	queue := []int{pid}
 	for len(queue) > 0 {
@@ -63,6 +60,10 @@ func (s *Tmux) Activity(ctx context.Context, pid int) Activity {
 		look, ok := lookAt(p)
 		if !ok {
 			if p == pid {
+				// No stat: reaped (ended), or there but unreadable.
+				if s.PidGone(ctx, pid) {
+					return ActivityEnded
+				}
 				return ActivityUnknown
 			}
 			continue // a child ended between the two reads: its parent is told

@@ -62,7 +62,7 @@ func (n *Node) EarlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 		case <-changed:
 		case <-statusCh:
 		case <-quiet.C:
-			a := n.activity(ctx)
+			a := n.Srv.Activity(ctx, n.Pid())
 			if n.hooks().LaunchQuiet != nil {
 				n.hooks().LaunchQuiet(n, a)
 			}
@@ -90,14 +90,3 @@ func (n *Node) EarlyExit(ctx context.Context, d time.Duration) *tools.EarlyExit 
 // launchQuiet is how long a new program that printed must stay quiet for
 // its launch to stop watching for an early exit.
 const launchQuiet = 250 * time.Millisecond
-
-// activity is what the node's program is doing, looked at on its
-// machine when that is this one (hosts.ActivityUnknown otherwise, or when
-// its pid is unknown).
-func (n *Node) activity(ctx context.Context) hosts.Activity {
-	pid := n.Pid()
-	if pid <= 0 || n.Srv.Remote() {
-		return hosts.ActivityUnknown
-	}
-	return n.Srv.Activity(ctx, pid)
-}
