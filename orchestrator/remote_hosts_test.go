@@ -72,14 +72,17 @@ func TestRemoteHostStates(t *testing.T) {
 	if h.RoundTripMS != nil || h.Nodes != 1 || !h.Since.After(since0) || h.Error == "" {
 		t.Fatalf("unreachable host: %+v", h)
 	}
-	// The link is back; the next attempt is held: reconnecting.
+	// The next attempt is held at its start, then the link is back:
+	// reconnecting. (Unblocking first let an attempt already past the
+	// hold connect, and no attempt was ever held.) Attempts are one at a
+	// time, so none is under way beside the held one.
 	holding.Store(true)
-	f.Unblock()
 	select {
 	case <-held:
 	case <-time.After(20 * time.Second):
 		t.Fatal("no reconnect attempt")
 	}
+	f.Unblock()
 	if h = hostInfo(t, o, "big"); h.State != tools.HostStateReconnecting {
 		t.Fatalf("while an attempt is under way: %+v", h)
 	}
