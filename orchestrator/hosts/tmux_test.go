@@ -5,9 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/termsprawl/termsprawl/internal/testenv"
 )
 
 // fakeSSH is a prefix that runs the command here the way ssh runs it on a
@@ -53,6 +56,13 @@ func TestProgramsOnTheServersMachine(t *testing.T) {
 			if tc.srv.PidGone(ctx, pid) {
 				t.Fatal("PidGone of a live pid")
 			}
+			// Once it runs sleep, the shell has set its trap (an ignored
+			// signal stays ignored across exec); before, a loaded machine
+			// could deliver the SIGHUP first.
+			testenv.Eventually(t, 15*time.Second, func() bool {
+				b, _ := tc.srv.ProcStat(ctx, pid)
+				return strings.Contains(string(b), "(sleep)")
+			}, testenv.Msg("the shell never ran sleep"))
 			tc.srv.Signal(ctx, pid, syscall.SIGHUP) // ignored
 			if tc.srv.PidGone(ctx, pid) {
 				t.Fatal("PidGone after an ignored SIGHUP")
